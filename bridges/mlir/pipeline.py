@@ -1,0 +1,143 @@
+"""Step 2: the lowering pipeline, linalg on tensors -> LLVM dialect, as named stages.
+
+Progressive lowering: each stage rewrites the module into lower-level dialects
+and the IR stays valid (and printable) between any two stages::
+
+    linalg      linalg on tensors: values, no memory            (the input)
+    vectorized  tiled, vector dialect ops (only with a VectorPlan)  vectorize.py
+    bufferized  linalg on memrefs: buffers, allocs, deallocs    one-shot-bufferize
+    affine      affine.for loop nests with affine.load/store    convert-linalg-to-affine-loops
+    unrolled    innermost loops unrolled by our Python pass     (only with unroll=F)
+    scf         scf.for + arith index math                      lower-affine
+    cf          a CFG of blocks and branches                    convert-scf-to-cf
+    llvm        the LLVM dialect, ready for the JIT             convert-*-to-llvm
+
+``lower(module, upto="affine", dump=...)`` runs the stages in order and can
+print the IR after each; the CLI's ``--emit`` uses the same names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from minic.errors import UserError
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named step: a textual pass pipeline (mlir-opt syntax) or a Python pass."""
+
+    name: str
+    passes: str = ""                          # e.g. "func.func(lower-affine)"
+    python_pass: Callable | None = None       # an object with add_to(pm)
+    about: str = ""
+
+
+# The bufferization options that make the compiled function easy to call from numpy:
+# memref<4x5xf32> arguments with the plain row-major layout (identity-layout-map),
+# and the result turned into an output argument the caller allocates.
+BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries "
+             "function-boundary-type-conversion=identity-layout-map},"
+             "buffer-results-to-out-params{modify-public-functions hoist-static-allocs},"
+             "buffer-deallocation-pipeline")
+
+# expand math ops the LLVM dialect has no intrinsic for (tanh, erf, ...) into
+# arith/exp first; then each dialect has its own conversion to LLVM.
+TO_LLVM = ("func.func(math-expand-ops),func.func(convert-vector-to-scf),"
+           "func.func(convert-math-to-llvm),convert-scf-to-cf,convert-vector-to-llvm,"
+           "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+           "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
+           "convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts")
+
+
+def stages(unroll: int | None = None, vectorize=None) -> list[Stage]:
+    """The stage list, optionally with the Python unroll pass or a ``VectorPlan``."""
+    from bridges.mlir.unroll import AffineLoopUnroll
+
+    out = [Stage("linalg", about="linalg on tensors (the input)")]
+    if vectorize is not None:
+        from bridges.mlir.vectorize import vectorize_stage
+        out.append(vectorize_stage(vectorize))
+    out += [
+        Stage("bufferized", BUFFERIZE, about="tensors -> memrefs, results -> out-params"),
+        Stage("affine", "func.func(convert-linalg-to-affine-loops)",
+              about="linalg ops -> affine.for loop nests"),
+    ]
+    if unroll is not None:
+        out.append(Stage("unrolled", python_pass=AffineLoopUnroll(unroll),
+                         about=f"Python pass: innermost affine.for unrolled by {unroll}"))
+    out += [
+        Stage("scf", "func.func(lower-affine),canonicalize",
+              about="affine.for -> scf.for, affine maps -> arith"),
+        Stage("cf", "func.func(convert-vector-to-scf),convert-scf-to-cf",
+              about="structured loops -> blocks and branches"),
+        Stage("llvm", TO_LLVM, about="every dialect -> the LLVM dialect"),
+    ]
+    return out
+
+
+def stage_names(unroll: int | None = None, vectorize=None) -> list[str]:
+    return [s.name for s in stages(unroll, vectorize)]
+
+
+def run_stage(module, stage: Stage) -> None:
+    """Run one stage on ``module`` in place."""
+    from mlir.passmanager import PassManager
+
+    if not stage.passes and stage.python_pass is None:
+        return
+    with module.context:
+        pm = PassManager("builtin.module")
+        if stage.passes:
+            pm.add(stage.passes)
+        if stage.python_pass is not None:
+            stage.python_pass.add_to(pm)
+        pm.run(module.operation)
+
+
+def lower(module, upto: str = "llvm", *, unroll: int | None = None, vectorize=None,
+          dump: Iterable[str] | str = (), show: Callable[[str, str], None] | None = None):
+    """Lower ``module`` in place through the stages up to and including ``upto``.
+
+    ``dump`` names the stages whose IR to keep (or "all"); the texts are returned
+    as ``{stage name: IR}`` and, if given, passed to ``show(name, text)`` as
+    soon as each stage is done.
+    """
+    from mlir.ir import MLIRError
+
+    plan = stages(unroll, vectorize)
+    names = [s.name for s in plan]
+    if upto not in names:
+        raise UserError(f"unknown MLIR stage '{upto}'; stages: {', '.join(names)}")
+    wanted = set(names) if dump == "all" else set(dump)
+    unknown = wanted - set(names)
+    if unknown:
+        raise UserError(f"unknown MLIR stage(s) {sorted(unknown)}; stages: {', '.join(names)}")
+    texts: dict[str, str] = {}
+    for stage in plan:
+        try:
+            run_stage(module, stage)
+        except MLIRError as err:
+            raise UserError(f"MLIR stage '{stage.name}' failed: {first_line(err)}") from err
+        if stage.name in wanted:
+            texts[stage.name] = str(module)
+            if show is not None:
+                show(stage.name, texts[stage.name])
+        if stage.name == upto:
+            break
+    return texts
+
+
+def first_line(err: Exception) -> str:
+    """The first informative line of an MLIR diagnostic (they span many lines)."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    detail = [ln for ln in lines if ln.startswith("error:")]
+    return (detail or lines or ["(no message)"])[0]
+
+
+def clone(module):
+    """An independent copy of ``module`` (lowering rewrites in place)."""
+    from mlir import ir
+
+    with module.context:
+        return ir.Module.parse(str(module))

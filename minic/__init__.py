@@ -1,0 +1,13 @@
+"""minic: a small ML compiler written to be read.
+
+    import minic
+    run = minic.compile("llama-tiny")            # zoo name, nn.Module, .onnx, .mc or Graph
+    logits = run(*inputs)                        # numpy in, numpy out
+
+Pipeline (and reading order): ir → frontend → passes → lowering → schedule →
+codegen → runtime.  See DESIGN.md.
+"""
+from minic.api import compile, load
+from minic.errors import MinicError, UnsupportedError, UserError
+
+__all__ = ["compile", "load", "MinicError", "UserError", "UnsupportedError"]

@@ -1,0 +1,143 @@
+"""``minic.compile``: turn any model a user has into a callable on numpy arrays.
+
+A model may be a torch.nn.Module (with example inputs), a zoo name
+("llama-tiny"), a path to an ``.onnx`` file or to ``.mc`` text IR, or a Graph.
+``load`` turns each into a ``ModelSource``; a backend turns that into a callable.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from minic import backends
+from minic.backends import ModelSource, Runner
+from minic.errors import UserError
+from minic.ir.graph import Graph
+
+DEFAULT_BACKEND = "minic"
+
+
+def load(model: Any, example_inputs: Sequence[Any] | None = None, *, size: str = "full",
+         seed: int = 0) -> ModelSource:
+    """Describe ``model`` as a ModelSource (inputs become numpy arrays)."""
+    if isinstance(model, ModelSource):
+        return model
+    if isinstance(model, Graph):
+        return ModelSource(model.name, _arrays(example_inputs) if example_inputs else _random_inputs(model, seed),
+                           graph=model, input_names=tuple(v.name for v in model.inputs))
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        if path.suffix == ".onnx":
+            return _load_onnx(path, example_inputs, seed)
+        if path.suffix == ".mc":
+            from minic.ir.text import parse_file
+            return load(parse_file(path), example_inputs, seed=seed)
+        if path.suffix:
+            raise UserError(f"{path}: unknown model file type '{path.suffix}' (expected .onnx or .mc)")
+        return _load_zoo(str(model), example_inputs, size, seed)
+    import torch
+    if isinstance(model, torch.nn.Module):
+        if example_inputs is None:
+            raise UserError("a torch.nn.Module needs example_inputs")
+        return ModelSource(type(model).__name__, _arrays(example_inputs), module=model.eval())
+    raise UserError(f"cannot compile a {type(model).__name__}: expected a torch.nn.Module, a zoo name, "
+                    "an .onnx or .mc path, or a Graph")
+
+
+def _arrays(inputs: Sequence[Any]) -> tuple[np.ndarray, ...]:
+    return tuple(np.ascontiguousarray(x.detach().numpy() if hasattr(x, "detach") else np.asarray(x))
+                 for x in inputs)
+
+
+def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
+    from minic import models
+    info = models.info(name)
+    module, inputs = models.get(name, size=size, seed=seed)
+    return ModelSource(name, _arrays(example_inputs) if example_inputs is not None else _arrays(inputs),
+                       module=module, dynamic_axes=info.dynamic_axes, input_names=info.input_names,
+                       extra={"size": size, "seed": seed})
+
+
+def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
+    from minic.frontend.onnx import from_onnx_file
+    graph = from_onnx_file(path)
+    source = load(graph, example_inputs, seed=seed)
+    source.onnx_path = path
+    source.name = path.stem
+    return source
+
+
+def _random_inputs(graph: Graph, seed: int, dim: int = 2) -> tuple[np.ndarray, ...]:
+    """Inputs for a graph that came without any: symbolic dims set to ``dim``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for v in graph.inputs:
+        shape = tuple(d if isinstance(d, int) else dim for d in v.type.shape)
+        if v.type.dtype.is_float:
+            out.append(rng.standard_normal(shape).astype(v.type.dtype.numpy))
+        elif v.type.dtype.value == "bool":
+            out.append(rng.random(shape) < 0.5)
+        else:
+            out.append(rng.integers(0, 2, shape).astype(v.type.dtype.numpy))
+    return tuple(out)
+
+
+def graph_of(source: ModelSource) -> Graph:
+    """The minic Graph of a source, converting from torch on first use."""
+    if source.graph is None:
+        if source.module is None:
+            raise UserError(f"model '{source.name}' has neither a graph nor a torch module")
+        import torch
+        from minic.frontend.torch import from_torch
+        source.graph = from_torch(source.module, tuple(torch.from_numpy(a) for a in source.example_inputs),
+                                  source.dynamic_axes or None, name=source.name.replace("-", "_"))
+    return source.graph
+
+
+def compile(model: Any, example_inputs: Sequence[Any] | None = None, backend: str = DEFAULT_BACKEND,
+            **options: Any) -> Runner:
+    """Compile ``model`` with ``backend``; the result maps numpy inputs to numpy outputs.
+
+    ``size`` and ``seed`` pick the zoo variant and its example inputs; every other
+    option goes to the backend.
+    """
+    source = load(model, example_inputs, size=options.pop("size", "full"), seed=options.pop("seed", 0))
+    if backend == "minic" and "minic" not in backends.names():
+        warnings.warn("the minic compiler backend is not available; using the interpreter", stacklevel=2)
+        backend = "interp"
+    return backends.get(backend)(source, **options)
+
+
+# --- the two backends that need nothing but minic and torch ------------------------
+
+@backends.register("torch")
+def _torch_backend(source: ModelSource, **options: Any) -> Runner:
+    """PyTorch eager: the reference every other path is checked against."""
+    import torch
+    if source.module is None:
+        raise UserError(f"backend 'torch' needs a torch model; '{source.name}' is not one")
+    module = source.module.eval()
+
+    def run(*arrays: np.ndarray):
+        with torch.no_grad():
+            out = module(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+        if isinstance(out, (tuple, list)):
+            return tuple(o.numpy() for o in out)
+        return out.numpy()
+    return run
+
+
+@backends.register("interp")
+def _interp_backend(source: ModelSource, **options: Any) -> Runner:
+    """minic's reference interpreter: each op's numpy implementation, node by node."""
+    from minic.ir.interpret import interpret
+    from minic.ir.verify import verify
+    graph = verify(graph_of(source))
+
+    def run(*arrays: np.ndarray):
+        outs = interpret(graph, arrays)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return run

@@ -1,0 +1,80 @@
+"""One protocol for every path that can run a model.
+
+A backend is a function ``compile(source, **options) -> callable``.  The callable
+takes numpy arrays (one per model input) and returns one numpy array, or a tuple
+when the model has several outputs.
+
+Backends register by name: minic's own with ``@register("name")``; the bridges
+(which minic never imports) through the ``minic.backends`` entry-point group in
+pyproject.toml, loaded only when asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from importlib.metadata import entry_points
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from minic.errors import UserError
+
+Runner = Callable[..., "np.ndarray | tuple[np.ndarray, ...]"]
+BackendFn = Callable[..., Runner]
+
+
+@dataclass
+class ModelSource:
+    """Everything a backend may start from; each takes what it understands.
+
+    ``module`` is set for torch models (zoo or user), ``onnx_path`` for ONNX
+    files, ``graph`` for text IR or a Graph given directly.  ``graph_of()``
+    derives the minic Graph from whichever is present (and caches it).
+    """
+
+    name: str
+    example_inputs: tuple[np.ndarray, ...]
+    module: Any = None                      # torch.nn.Module
+    onnx_path: Path | None = None
+    graph: Any = None                       # minic.ir.graph.Graph
+    dynamic_axes: tuple[dict[int, str], ...] = ()
+    input_names: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_BACKENDS: dict[str, BackendFn] = {}
+# minic's own backends that live in modules imported only when asked for.
+_LAZY = {"minic": "minic.runtime.backend"}
+
+
+def register(name: str) -> Callable[[BackendFn], BackendFn]:
+    """Decorator: make ``fn`` the backend called ``name``."""
+    def wrap(fn: BackendFn) -> BackendFn:
+        _BACKENDS[name] = fn
+        return fn
+    return wrap
+
+
+def _plugins() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group="minic.backends")}
+
+
+def names() -> list[str]:
+    """All backend names, minic's own and the bridges' (installed or not)."""
+    lazy = {name for name, module in _LAZY.items() if find_spec(module) is not None}
+    return sorted(set(_BACKENDS) | lazy | set(_plugins()))
+
+
+def get(name: str) -> BackendFn:
+    """The compile function of backend ``name`` (bridges are imported here, lazily)."""
+    if name in _LAZY and name not in _BACKENDS:
+        import_module(_LAZY[name])          # registers itself with @register
+    if name in _BACKENDS:
+        return _BACKENDS[name]
+    plugin = _plugins().get(name)
+    if plugin is None:
+        raise UserError(f"unknown backend '{name}'; available: {', '.join(names())}")
+    _BACKENDS[name] = plugin.load()
+    return _BACKENDS[name]

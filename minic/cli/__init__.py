@@ -1,0 +1,56 @@
+"""The command line: ``python -m minic COMMAND ...``.
+
+Each command lives in its own module and adds itself with ``register(subparsers)``;
+the bridges add theirs through the ``minic.cli`` entry-point group.  Errors a user
+can fix print one line and exit 1; usage errors exit 2 (argparse); anything else
+is an internal error, labelled as such, exit 3.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from importlib.metadata import entry_points
+
+from minic.errors import MinicError
+
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from minic.cli import models_cmd, run, show
+    parser = argparse.ArgumentParser(prog="python -m minic", description="minic: a small ML compiler written to be read")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (run, show, models_cmd):
+        module.register(sub)
+    for plugin in entry_points(group="minic.cli"):
+        try:
+            plugin.load()(sub)
+        except ModuleNotFoundError:
+            continue        # a bridge that is not written or not installed yet
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except MinicError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the one place that labels internal errors
+        if args.debug:
+            traceback.print_exc()
+        print(f"internal error: {type(e).__name__}: {e}\n"
+              "this is a bug in minic; please report it with the command you ran (--debug shows the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL_ERROR

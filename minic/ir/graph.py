@@ -1,0 +1,110 @@
+"""The tensor IR: a Graph of Nodes over SSA Values.
+
+* A ``Value`` is defined exactly once: as a graph input, a constant (it holds
+  ``data``), or an output of one node.
+* A ``Node`` applies one registered op (see ``minic.ir.ops``) to input values;
+  its ``attrs`` is an instance of that op's attribute dataclass.
+* ``nodes`` are kept in topological order; passes preserve that.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from minic.ir.types import DType, TensorType
+
+
+@dataclass(eq=False)
+class Value:
+    name: str
+    type: TensorType
+    data: np.ndarray | None = None      # set for constants only
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+    def __repr__(self) -> str:
+        return f"{'@' if self.is_constant else '%'}{self.name}: {self.type}"
+
+
+@dataclass(eq=False)
+class Node:
+    op: str
+    inputs: list[Value]
+    outputs: list[Value]
+    attrs: Any                          # the op's attribute dataclass instance
+    group: int | None = None            # fusion group, set by the fuse pass
+
+    def __repr__(self) -> str:
+        return f"Node({self.op}, {[v.name for v in self.inputs]} -> {[v.name for v in self.outputs]})"
+
+
+@dataclass(eq=False)
+class Graph:
+    name: str
+    inputs: list[Value]
+    outputs: list[Value]
+    nodes: list[Node] = field(default_factory=list)
+    constants: list[Value] = field(default_factory=list)
+
+    def producers(self) -> dict[Value, Node]:
+        return {out: node for node in self.nodes for out in node.outputs}
+
+    def users(self) -> dict[Value, list[Node]]:
+        users: dict[Value, list[Node]] = {}
+        for node in self.nodes:
+            for v in node.inputs:
+                users.setdefault(v, []).append(node)
+        return users
+
+    def values(self) -> Iterator[Value]:
+        yield from self.inputs
+        yield from self.constants
+        for node in self.nodes:
+            yield from node.outputs
+
+
+def constant(name: str, data: np.ndarray) -> Value:
+    """A constant Value holding ``data`` (numpy), typed from the array."""
+    data = np.asarray(data)
+    return Value(name, TensorType(tuple(int(d) for d in data.shape), DType.of(data.dtype)), data)
+
+
+def structurally_equal(a: Graph, b: Graph) -> bool:
+    """Same name, signature, ops, attributes, types, constants and wiring (names may differ)."""
+    if a.name != b.name or len(a.nodes) != len(b.nodes):
+        return False
+    ids: dict[int, int] = {}
+    pairs = list(zip(a.inputs, b.inputs)) if len(a.inputs) == len(b.inputs) else None
+    if pairs is None or len(a.constants) != len(b.constants) or len(a.outputs) != len(b.outputs):
+        return False
+    ca = sorted(a.constants, key=lambda v: v.name)
+    cb = sorted(b.constants, key=lambda v: v.name)
+    for x, y in zip(ca, cb):
+        if x.name != y.name or x.type != y.type or not np.array_equal(x.data, y.data):
+            return False
+        pairs.append((x, y))
+    for x, y in pairs:
+        if x.type != y.type:
+            return False
+        ids[id(x)] = id(y)
+    for na, nb in zip(a.nodes, b.nodes):
+        if (na.op, na.attrs, na.group) != (nb.op, nb.attrs, nb.group):
+            return False
+        if len(na.inputs) != len(nb.inputs) or len(na.outputs) != len(nb.outputs):
+            return False
+        if any(ids.get(id(x)) != id(y) for x, y in zip(na.inputs, nb.inputs)):
+            return False
+        for x, y in zip(na.outputs, nb.outputs):
+            if x.type != y.type:
+                return False
+            ids[id(x)] = id(y)
+    return all(ids.get(id(x)) == id(y) for x, y in zip(a.outputs, b.outputs))
+
+
+def attr_items(attrs: Any) -> list[tuple[str, Any]]:
+    """(name, value) of an attribute dataclass, in declaration order."""
+    return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)] if is_dataclass(attrs) else []

@@ -1,0 +1,67 @@
+"""The reference interpreter: run a Graph with the ops' numpy implementations.
+
+Symbolic dims (``B``, ``T``) are bound from the shapes of the actual inputs, then
+substituted into attributes that mention them (a reshape to ``[B*T, 256]``).
+"""
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from minic.errors import UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Value
+from minic.ir.types import dim_eval
+
+
+def bind_symbols(inputs: Sequence[Value], arrays: Sequence[np.ndarray]) -> dict[str, int]:
+    """Check actual input arrays against the graph's input types; return symbol values."""
+    if len(arrays) != len(inputs):
+        raise UserError(f"the model takes {len(inputs)} inputs, got {len(arrays)}")
+    env: dict[str, int] = {}
+    for v, a in zip(inputs, arrays):
+        if a.dtype != v.type.dtype.numpy:
+            raise UserError(f"input '{v.name}': expected dtype {v.type.dtype.value}, got {a.dtype}")
+        if a.ndim != v.type.rank:
+            raise UserError(f"input '{v.name}': expected rank {v.type.rank} ({v.type}), got shape {list(a.shape)}")
+        for axis, (d, n) in enumerate(zip(v.type.shape, a.shape)):
+            if isinstance(d, str) and d.isidentifier():
+                if env.setdefault(d, n) != n:
+                    raise UserError(f"input '{v.name}' axis {axis}: {d} = {n} contradicts {d} = {env[d]} bound earlier")
+    for v, a in zip(inputs, arrays):
+        for axis, (d, n) in enumerate(zip(v.type.shape, a.shape)):
+            if dim_eval(d, env) != n:
+                raise UserError(f"input '{v.name}' axis {axis}: expected {d} = {dim_eval(d, env)}, got {n}")
+    return env
+
+
+def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
+    """Substitute bound symbols into an attribute dataclass.  Dims only ever
+    appear inside tuple fields (shapes, slice bounds), so only those are touched."""
+    if not is_dataclass(attrs):
+        return attrs
+    changes = {}
+    for f in fields(attrs):
+        value = getattr(attrs, f.name)
+        if isinstance(value, tuple) and any(isinstance(v, str) for v in value):
+            changes[f.name] = tuple(dim_eval(v, env) if isinstance(v, str) else v for v in value)
+    return replace(attrs, **changes) if changes else attrs
+
+
+def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run ``graph`` on numpy ``arrays``; return its outputs."""
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    env = bind_symbols(graph.inputs, arrays)
+    memory: dict[Value, np.ndarray] = dict(zip(graph.inputs, arrays))
+    memory.update((c, c.data) for c in graph.constants)
+    for node in graph.nodes:
+        op = ops.get(node.op)
+        result = op.reference(resolve(node.attrs, env), *(memory[v] for v in node.inputs))
+        results = result if isinstance(result, tuple) else (result,)
+        for v, r in zip(node.outputs, results):
+            memory[v] = np.asarray(r, dtype=v.type.dtype.numpy)
+    return [memory[v] for v in graph.outputs]
+
+

@@ -1,0 +1,117 @@
+"""Contractions: matmul (batched, broadcasting), gemm, conv2d."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minic.ir.ops import NoAttrs, OpDef, OpKind, register
+from minic.ir.ops.shapes import broadcast, require
+from minic.ir.ops.window import pooled_size, windows
+from minic.ir.types import TensorType
+
+
+def _matmul_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
+    a, b = ts
+    require(a.dtype == b.dtype and a.dtype.is_float, f"matmul needs two float inputs of one dtype, got {a} and {b}")
+    require(a.rank >= 1 and b.rank >= 1, "matmul needs inputs of rank >= 1")
+    ash = a.shape if a.rank > 1 else (1,) + a.shape
+    bsh = b.shape if b.rank > 1 else b.shape + (1,)
+    require(ash[-1] == bsh[-2], f"matmul: contracted dims differ: {list(a.shape)} @ {list(b.shape)}")
+    out = broadcast(ash[:-2], bsh[:-2]) + (ash[-2], bsh[-1])
+    if a.rank == 1:
+        out = out[:-2] + out[-1:]
+    if b.rank == 1:
+        out = out[:-1]
+    return [TensorType(out, a.dtype)]
+
+
+register(OpDef("matmul", OpKind.CONTRACTION, _matmul_infer, lambda attrs, a, b: np.matmul(a, b),
+               NoAttrs, arity=(2, 2), doc="matmul(a, b)[..., i, j] = sum_k a[..., i, k] · b[..., k, j]"))
+
+
+@dataclass(frozen=True)
+class GemmAttrs:
+    trans_a: bool = False
+    trans_b: bool = False
+    alpha: float = 1.0
+    beta: float = 1.0
+
+
+def _gemm_infer(attrs: GemmAttrs, ts: list[TensorType]) -> list[TensorType]:
+    a, b = ts[0], ts[1]
+    require(a.rank == 2 and b.rank == 2, f"gemm needs 2-D operands, got {a} and {b}")
+    require(a.dtype == b.dtype and a.dtype.is_float, f"gemm needs float operands of one dtype, got {a} and {b}")
+    m, k = a.shape[::-1] if attrs.trans_a else a.shape
+    k2, n = b.shape[::-1] if attrs.trans_b else b.shape
+    require(k == k2, f"gemm: contracted dims differ: {k} and {k2}")
+    if len(ts) == 3:
+        broadcast(ts[2].shape, (m, n))
+        require(ts[2].dtype == a.dtype, "gemm: c has another dtype")
+    return [TensorType((m, n), a.dtype)]
+
+
+def gemm(attrs: GemmAttrs, a, b, c=None) -> np.ndarray:
+    a = a.T if attrs.trans_a else a
+    b = b.T if attrs.trans_b else b
+    y = attrs.alpha * (a @ b) if attrs.alpha != 1.0 else a @ b
+    if c is not None:
+        y = y + (attrs.beta * c if attrs.beta != 1.0 else c)
+    return y.astype(a.dtype)
+
+
+register(OpDef("gemm", OpKind.CONTRACTION, _gemm_infer, gemm, GemmAttrs, arity=(2, 3),
+               doc="gemm(a, b, c?) = alpha · op(a) @ op(b) + beta · c, op = transpose if asked"))
+
+
+@dataclass(frozen=True)
+class Conv2dAttrs:
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)    # top, left, bottom, right
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+
+    def check(self) -> None:
+        require(len(self.stride) == 2 and len(self.padding) == 4 and len(self.dilation) == 2,
+                "conv2d: stride and dilation need 2 values, padding 4")
+        require(min(self.stride + self.dilation) >= 1 and min(self.padding) >= 0 and self.groups >= 1,
+                f"conv2d: stride/dilation/groups must be >= 1 and padding >= 0, got {self}")
+
+
+def _conv_out(attrs: Conv2dAttrs, h: int, w: int, kh: int, kw: int) -> tuple[int, int]:
+    pt, pl, pb, pr = attrs.padding
+    return (pooled_size(h, kh, attrs.stride[0], pt, pb, attrs.dilation[0], False),
+            pooled_size(w, kw, attrs.stride[1], pl, pr, attrs.dilation[1], False))
+
+
+def _conv_infer(attrs: Conv2dAttrs, ts: list[TensorType]) -> list[TensorType]:
+    x, w = ts[0], ts[1]
+    require(x.rank == 4 and w.rank == 4, f"conv2d needs NCHW input and OIHW weight, got {x} and {w}")
+    require(x.dtype == w.dtype and x.dtype.is_float, "conv2d needs float input and weight of one dtype")
+    require(all(isinstance(d, int) for d in x.shape[1:]), f"conv2d needs static C, H, W, got {x}")
+    c, o, g = x.shape[1], w.shape[0], attrs.groups
+    require(c % g == 0 and o % g == 0 and w.shape[1] == c // g,
+            f"conv2d: {c} input channels, {o} filters of {w.shape[1]} channels do not fit groups={g}")
+    if len(ts) == 3:
+        require(ts[2].shape == (o,), f"conv2d: bias must be [{o}], got {list(ts[2].shape)}")
+    oh, ow = _conv_out(attrs, x.shape[2], x.shape[3], w.shape[2], w.shape[3])
+    return [TensorType((x.shape[0], o, oh, ow), x.dtype)]
+
+
+def conv2d(attrs: Conv2dAttrs, x, w, b=None) -> np.ndarray:
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    g = attrs.groups
+    out = _conv_out(attrs, x.shape[2], x.shape[3], kh, kw)
+    pt, pl, pb, pr = attrs.padding
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    cols = windows(xp, (kh, kw), attrs.stride, attrs.dilation, out).reshape(n, g, cg, kh, kw, *out)
+    y = np.einsum("ngcijyx,gocij->ngoyx", cols, w.reshape(g, o // g, cg, kh, kw), optimize=True)
+    y = y.reshape(n, o, *out)
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1)
+    return y.astype(x.dtype)
+
+
+register(OpDef("conv2d", OpKind.CONTRACTION, _conv_infer, conv2d, Conv2dAttrs, arity=(2, 3),
+               doc="conv2d(x, w, b?)[n,o,i,j] = b[o] + sum_{c,p,q} x[n,c,i·s+p·d,j·s+q·d] · w[o,c,p,q] (per group)"))

@@ -1,0 +1,106 @@
+"""Sliding-window ops over the two spatial axes of NCHW tensors: max_pool2d,
+avg_pool2d, global_avg_pool.  ``windows`` is shared with conv2d."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minic.ir.ops import OpDef, OpKind, register
+from minic.ir.ops.shapes import require
+from minic.ir.types import TensorType
+
+
+def pooled_size(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int, ceil_mode: bool) -> int:
+    """Output length of a window sweep (PyTorch's rule, ceil_mode included)."""
+    span = size + pad_lo + pad_hi - dilation * (k - 1) - 1
+    require(span >= 0, f"window of {k} (dilation {dilation}) is larger than the padded input {size + pad_lo + pad_hi}")
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad_lo:
+        out -= 1                         # the last window would start in the right padding
+    return out
+
+
+def windows(xp: np.ndarray, k: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+            out: tuple[int, int]) -> np.ndarray:
+    """All windows of padded NCHW ``xp``, as an array [N, C, KH, KW, OH, OW]."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k, stride, dilation, out
+    cols = np.empty(xp.shape[:2] + (kh, kw, oh, ow), xp.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = xp[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                                  j * dw: j * dw + sw * (ow - 1) + 1: sw]
+    return cols
+
+
+@dataclass(frozen=True)
+class PoolAttrs:
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)    # top, left, bottom, right
+    dilation: tuple[int, int] = (1, 1)
+    ceil_mode: bool = False
+    count_include_pad: bool = True                        # avg_pool2d only
+
+    def check(self) -> None:
+        require(len(self.kernel) == 2 and len(self.stride) == 2 and len(self.padding) == 4
+                and len(self.dilation) == 2, "pool: kernel, stride, dilation need 2 values, padding 4")
+        require(min(self.kernel + self.stride + self.dilation) >= 1 and min(self.padding) >= 0,
+                f"pool: kernel/stride/dilation must be >= 1 and padding >= 0, got {self}")
+
+
+def _out_hw(attrs: PoolAttrs, h: int, w: int) -> tuple[int, int]:
+    pt, pl, pb, pr = attrs.padding
+    return (pooled_size(h, attrs.kernel[0], attrs.stride[0], pt, pb, attrs.dilation[0], attrs.ceil_mode),
+            pooled_size(w, attrs.kernel[1], attrs.stride[1], pl, pr, attrs.dilation[1], attrs.ceil_mode))
+
+
+def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
+    x = ts[0]
+    require(x.rank == 4 and x.dtype.is_float, f"pool needs a float NCHW input, got {x}")
+    require(all(isinstance(d, int) for d in x.shape[2:]), f"pool needs static spatial dims, got {x}")
+    return [TensorType(x.shape[:2] + _out_hw(attrs, x.shape[2], x.shape[3]), x.dtype)]
+
+
+def _padded(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> tuple[np.ndarray, tuple[int, int]]:
+    """x padded by the explicit padding (``pad_value``), then by whatever the last
+    ceil_mode window reaches past it (``extra_value``)."""
+    oh, ow = _out_hw(attrs, x.shape[2], x.shape[3])
+    pt, pl, pb, pr = attrs.padding
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
+    need_h = (oh - 1) * attrs.stride[0] + attrs.dilation[0] * (attrs.kernel[0] - 1) + 1
+    need_w = (ow - 1) * attrs.stride[1] + attrs.dilation[1] * (attrs.kernel[1] - 1) + 1
+    extra = ((0, 0), (0, 0), (0, max(0, need_h - xp.shape[2])), (0, max(0, need_w - xp.shape[3])))
+    return np.pad(xp, extra, constant_values=extra_value), (oh, ow)
+
+
+def max_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
+    xp, out = _padded(attrs, x, -np.inf, -np.inf)
+    return windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out).max(axis=(2, 3))
+
+
+def avg_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
+    xp, out = _padded(attrs, x, 0.0, 0.0)
+    sums = windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out).sum(axis=(2, 3))
+    # The divisor counts the cells of each window that lie in the input, plus
+    # those in the explicit padding when count_include_pad (never ceil_mode's extra).
+    mask, _ = _padded(attrs, np.ones((1, 1) + x.shape[2:], x.dtype), float(attrs.count_include_pad), 0.0)
+    count = windows(mask, attrs.kernel, attrs.stride, attrs.dilation, out).sum(axis=(2, 3))
+    return (sums / count).astype(x.dtype)
+
+
+register(OpDef("max_pool2d", OpKind.WINDOW, _pool_infer, max_pool2d, PoolAttrs,
+               doc="max_pool2d(x)[n,c,i,j] = max over the window at (i·stride, j·stride)"))
+register(OpDef("avg_pool2d", OpKind.WINDOW, _pool_infer, avg_pool2d, PoolAttrs,
+               doc="avg_pool2d(x)[n,c,i,j] = mean over the window at (i·stride, j·stride)"))
+
+
+def _global_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
+    x = ts[0]
+    require(x.rank >= 3 and x.dtype.is_float, f"global_avg_pool needs a float N,C,spatial... input, got {x}")
+    return [TensorType(x.shape[:2] + (1,) * (x.rank - 2), x.dtype)]
+
+
+register(OpDef("global_avg_pool", OpKind.REDUCTION, _global_infer,
+               lambda attrs, x: x.mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(x.dtype),
+               doc="global_avg_pool(x)[n,c,1,1] = mean over all spatial positions"))

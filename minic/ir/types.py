@@ -1,0 +1,135 @@
+"""Element types and tensor types of the tensor IR.
+
+A shape is a tuple of dims.  A dim is an ``int`` or a *symbolic* dim: a string
+holding a monomial over named symbols such as ``"B"``, ``"B*T"`` or ``"4*T"``.
+Monomials are closed under the only arithmetic that shapes of the zoo need —
+flattening (multiply) and unflattening (exact divide) — so shape inference stays
+exact without a computer-algebra system.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping, Union
+
+import numpy as np
+
+from minic.errors import UserError
+
+
+class DType(Enum):
+    f32 = "f32"
+    f16 = "f16"
+    i64 = "i64"
+    i32 = "i32"
+    bool = "bool"
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype({"f32": np.float32, "f16": np.float16, "i64": np.int64,
+                         "i32": np.int32, "bool": np.bool_}[self.value])
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.f32, DType.f16)
+
+    @staticmethod
+    def of(dtype: np.dtype | type) -> "DType":
+        """The DType of a numpy dtype (raises UserError for the ones minic lacks)."""
+        dt = np.dtype(dtype)
+        for d in DType:
+            if d.numpy == dt:
+                return d
+        raise UserError(f"dtype {dt} is not supported (minic has {', '.join(d.value for d in DType)})")
+
+
+Dim = Union[int, str]
+Shape = tuple[Dim, ...]
+
+
+# --- symbolic dims: a monomial is (coefficient, Counter of symbol powers) -------
+
+def _monomial(d: Dim) -> tuple[int, Counter]:
+    if isinstance(d, int):
+        return d, Counter()
+    coef, syms = 1, Counter()
+    for factor in d.split("*"):
+        factor = factor.strip()
+        if factor.isdigit():
+            coef *= int(factor)
+        elif factor.isidentifier():
+            syms[factor] += 1
+        else:
+            raise UserError(f"bad symbolic dim '{d}': expected a product like B*T or 4*T")
+    return coef, syms
+
+
+def _dim_of(coef: int, syms: Counter) -> Dim:
+    names = sorted(syms.elements())
+    if not names:
+        return coef
+    if coef == 0:
+        return 0
+    return "*".join(([str(coef)] if coef != 1 else []) + names)
+
+
+def canon(d: Dim) -> Dim:
+    """The canonical spelling of a dim: ``"T*B"`` -> ``"B*T"``, ``"3"`` -> 3."""
+    return _dim_of(*_monomial(d))
+
+
+def dim_mul(a: Dim, b: Dim) -> Dim:
+    ca, sa = _monomial(a)
+    cb, sb = _monomial(b)
+    return _dim_of(ca * cb, sa + sb)
+
+
+def dim_div(a: Dim, b: Dim) -> Dim | None:
+    """a / b when it divides exactly as monomials, else None."""
+    ca, sa = _monomial(a)
+    cb, sb = _monomial(b)
+    if cb == 0 or ca % cb or any(sa[s] < n for s, n in sb.items()):
+        return None
+    return _dim_of(ca // cb, sa - sb)
+
+
+def dim_prod(dims: Shape) -> Dim:
+    out: Dim = 1
+    for d in dims:
+        out = dim_mul(out, d)
+    return out
+
+
+def dim_eval(d: Dim, env: Mapping[str, int]) -> int:
+    """The value of a dim once its symbols are bound, e.g. ``"B*T"`` with B=2, T=8 -> 16."""
+    coef, syms = _monomial(d)
+    for s, n in syms.items():
+        if s not in env:
+            raise UserError(f"symbolic dim '{s}' has no value (bound: {dict(env)})")
+        coef *= env[s] ** n
+    return coef
+
+
+def symbols(d: Dim) -> set[str]:
+    return set(_monomial(d)[1])
+
+
+def dim_str(d: Dim) -> str:
+    return str(d)
+
+
+@dataclass(frozen=True)
+class TensorType:
+    shape: Shape
+    dtype: DType
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype.value}[{', '.join(map(str, self.shape))}]"
+
+    def concrete(self, env: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(dim_eval(d, env) for d in self.shape)

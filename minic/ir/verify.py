@@ -1,0 +1,69 @@
+"""The graph verifier: SSA, known ops, typed attributes, and declared types
+equal to the inferred ones.  Every message names the node."""
+from __future__ import annotations
+
+from minic.errors import UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value
+
+
+class VerifyError(UserError):
+    """The graph breaks an IR invariant."""
+
+
+def _where(node: Node, index: int) -> str:
+    outs = ", ".join("%" + v.name for v in node.outputs)
+    return f"node #{index} ({outs} = {node.op})"
+
+
+def infer_node(node: Node) -> list:
+    """The output types the op's rule gives for this node's inputs and attributes."""
+    op = ops.get(node.op)
+    lo, hi = op.arity
+    if not lo <= len(node.inputs) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise UserError(f"{node.op} takes {want} inputs, got {len(node.inputs)}")
+    op.check_attrs(node.attrs)
+    return op.infer(node.attrs, [v.type for v in node.inputs])
+
+
+def verify(graph: Graph) -> Graph:
+    """Raise VerifyError on the first broken invariant; return the graph unchanged."""
+    defined: set[Value] = set()
+    names: set[str] = set()
+
+    def define(v: Value, where: str) -> None:
+        if v in defined or v.name in names:
+            raise VerifyError(f"{where}: value '{v.name}' is defined twice")
+        defined.add(v)
+        names.add(v.name)
+
+    for v in graph.inputs:
+        if v.is_constant:
+            raise VerifyError(f"graph input '{v.name}' holds constant data")
+        define(v, f"graph @{graph.name}")
+    for v in graph.constants:
+        if not v.is_constant:
+            raise VerifyError(f"constant '{v.name}' holds no data")
+        if tuple(v.data.shape) != v.type.shape or v.data.dtype != v.type.dtype.numpy:
+            raise VerifyError(f"constant '{v.name}': data {v.data.dtype}{list(v.data.shape)} does not match its type {v.type}")
+        define(v, f"graph @{graph.name}")
+    for i, node in enumerate(graph.nodes):
+        where = _where(node, i)
+        for v in node.inputs:
+            if v not in defined:
+                raise VerifyError(f"{where}: input '{v.name}' is used before it is defined")
+        try:
+            inferred = infer_node(node)
+        except UserError as e:
+            raise VerifyError(f"{where}: {e}") from None
+        if len(inferred) != len(node.outputs):
+            raise VerifyError(f"{where}: op gives {len(inferred)} outputs, node has {len(node.outputs)}")
+        for v, t in zip(node.outputs, inferred):
+            if v.type != t:
+                raise VerifyError(f"{where}: '{v.name}' is declared {v.type} but the op gives {t}")
+            define(v, where)
+    for v in graph.outputs:
+        if v not in defined:
+            raise VerifyError(f"graph @{graph.name}: output '{v.name}' is not defined")
+    return graph
