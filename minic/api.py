@@ -48,7 +48,7 @@ def load(model: Any, example_inputs: Sequence[Any] | None = None, *, size: str =
 
 
 def _arrays(inputs: Sequence[Any]) -> tuple[np.ndarray, ...]:
-    return tuple(np.ascontiguousarray(x.detach().numpy() if hasattr(x, "detach") else np.asarray(x))
+    return tuple(np.asarray(x.detach().numpy() if hasattr(x, "detach") else np.asarray(x), order="C")
                  for x in inputs)
 
 
@@ -123,7 +123,7 @@ def _torch_backend(source: ModelSource, **options: Any) -> Runner:
 
     def run(*arrays: np.ndarray):
         with torch.no_grad():
-            out = module(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+            out = module(*(torch.from_numpy(np.asarray(a, order="C")) for a in arrays))
         if isinstance(out, (tuple, list)):
             return tuple(o.numpy() for o in out)
         return out.numpy()

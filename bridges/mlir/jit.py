@@ -87,7 +87,7 @@ class Kernel:
                 raise UserError(f"@{self.func_name} argument {i}: expected {sig.describe()}, "
                                 f"got shape {list(a.shape)}")
             # The kernel assumes the identity (row-major, dense) layout.
-            out.append(np.ascontiguousarray(a, dtype=sig.dtype))
+            out.append(np.asarray(a, dtype=sig.dtype, order="C"))
         return out
 
     def __call__(self, *arrays):

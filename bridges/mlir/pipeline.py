@@ -41,13 +41,45 @@ BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries "
              "buffer-results-to-out-params{modify-public-functions hoist-static-allocs},"
              "buffer-deallocation-pipeline")
 
-# expand math ops the LLVM dialect has no intrinsic for (tanh, erf, ...) into
-# arith/exp first; then each dialect has its own conversion to LLVM.
+# math-expand-ops rewrites math ops without an LLVM intrinsic (tanh, ...) into
+# exp and arith; erf and the rest become libm calls, resolved by the JIT in-process.
 TO_LLVM = ("func.func(math-expand-ops),func.func(convert-vector-to-scf),"
-           "func.func(convert-math-to-llvm),convert-scf-to-cf,convert-vector-to-llvm,"
+           "func.func(convert-math-to-llvm),convert-math-to-libm,convert-scf-to-cf,convert-vector-to-llvm,"
            "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
            "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
            "convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts")
+
+
+@dataclass
+class CopiesToLinalg:
+    """A small Python pass: ``memref.copy(a, b)`` -> ``linalg.copy ins(a) outs(b)``.
+
+    Bufferization copies slices with ``memref.copy``; between strided views that
+    lowers to a call into MLIR's runtime library (``memrefCopy``), which the xtc
+    wheels do not ship.  As a ``linalg.copy`` it becomes plain loops instead.
+    """
+
+    NAME = "memref-copy-to-linalg-py"
+
+    def __call__(self, op, pass_) -> None:
+        from mlir import ir
+        from mlir.dialects import linalg
+
+        copies = []
+
+        def visit(inner):
+            if inner.name == "memref.copy":
+                copies.append(inner)
+            return ir.WalkResult.ADVANCE
+
+        op.walk(visit, ir.WalkOrder.PRE_ORDER)
+        for copy in copies:
+            with ir.InsertionPoint(copy), copy.location:
+                linalg.copy(copy.operands[0], outs=[copy.operands[1]])
+            copy.erase()
+
+    def add_to(self, pm) -> None:
+        pm.add(self, name=self.NAME, argument=self.NAME, description=self.__doc__.splitlines()[0])
 
 
 def stages(unroll: int | None = None, vectorize=None) -> list[Stage]:
@@ -59,7 +91,8 @@ def stages(unroll: int | None = None, vectorize=None) -> list[Stage]:
         from bridges.mlir.vectorize import vectorize_stage
         out.append(vectorize_stage(vectorize))
     out += [
-        Stage("bufferized", BUFFERIZE, about="tensors -> memrefs, results -> out-params"),
+        Stage("bufferized", BUFFERIZE, python_pass=CopiesToLinalg(),
+              about="tensors -> memrefs, results -> out-params"),
         Stage("affine", "func.func(convert-linalg-to-affine-loops)",
               about="linalg ops -> affine.for loop nests"),
     ]

@@ -44,7 +44,7 @@ def read_inputs(path: Path, source: ModelSource) -> tuple[np.ndarray, ...]:
     missing = [k for k in keys if k not in data]
     if missing or len(data) != n:
         raise UserError(f"{path}: expected {n} arrays named {', '.join(keys)}; found {', '.join(data) or 'none'}")
-    return tuple(np.ascontiguousarray(data[k]) for k in keys)
+    return tuple(np.asarray(data[k], order="C") for k in keys)
 
 
 @dataclass

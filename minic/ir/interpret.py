@@ -52,7 +52,7 @@ def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
 
 def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on numpy ``arrays``; return its outputs."""
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [np.asarray(a, order="C") for a in arrays]
     env = bind_symbols(graph.inputs, arrays)
     memory: dict[Value, np.ndarray] = dict(zip(graph.inputs, arrays))
     memory.update((c, c.data) for c in graph.constants)

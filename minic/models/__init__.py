@@ -7,7 +7,9 @@ Each model comes in two sizes: "full" (the real architecture, for benchmarks)
 and "small" (the same code, scaled down, for fast tests). Models are float32,
 in eval mode, and export with torch.export (dynamic axes as in `info`) and with
 torch.onnx.export. For token models, bound the sequence axis by the model's
-`max_seq_len`, e.g. `torch.export.Dim("T", max=model.max_seq_len)`.
+`max_seq_len`, e.g. `torch.export.Dim("T", max=model.max_seq_len)`. torch.export
+specializes axes of size 1, so a dynamic batch needs an example with B >= 2
+(the full-size resnet50, bert-base and llama-tiny examples have B = 1).
 """
 
 from collections.abc import Callable
@@ -33,21 +35,19 @@ class ModelInfo:
     dynamic_axes: tuple[dict[int, str], ...]  # one per input: axis -> symbol name
 
 
-_ZOO: dict[str, tuple[ModelInfo, Builder]] = {
-    info.name: (info, builder)
-    for info, builder in [
-        (ModelInfo("mlp", "two-layer perceptron, [B, 784] -> [B, 10]",
-                   ("x",), ({0: "B"},)), mlp.build),
-        (ModelInfo("cnn", "conv-batchnorm-relu-maxpool stages, [B, 3, 32, 32] -> [B, 10]",
-                   ("image",), ({0: "B"},)), cnn.build),
-        (ModelInfo("resnet50", "ResNet-50 v1.5, [B, 3, 224, 224] -> [B, 1000]",
-                   ("image",), ({0: "B"},)), resnet.build),
-        (ModelInfo("bert-base", "BERT-base encoder, token ids [B, T] -> hidden [B, T, 768]",
-                   ("input_ids",), ({0: "B", 1: "T"},)), bert.build),
-        (ModelInfo("llama-tiny", "4-layer LLaMA decoder, token ids [B, T] -> logits [B, T, 1024]",
-                   ("input_ids",), ({0: "B", 1: "T"},)), llama.build),
-    ]
-}
+_MODELS: list[tuple[ModelInfo, Builder]] = [
+    (ModelInfo("mlp", "two-layer perceptron, [B, 784] -> [B, 10]",
+               ("x",), ({0: "B"},)), mlp.build),
+    (ModelInfo("cnn", "conv-batchnorm-relu-maxpool stages, [B, 3, 32, 32] -> [B, 10]",
+               ("image",), ({0: "B"},)), cnn.build),
+    (ModelInfo("resnet50", "ResNet-50 v1.5, [B, 3, 224, 224] -> [B, 1000]",
+               ("image",), ({0: "B"},)), resnet.build),
+    (ModelInfo("bert-base", "BERT-base encoder, token ids [B, T] -> hidden [B, T, 768]",
+               ("input_ids",), ({0: "B", 1: "T"},)), bert.build),
+    (ModelInfo("llama-tiny", "4-layer LLaMA decoder, token ids [B, T] -> logits [B, T, 1024]",
+               ("input_ids",), ({0: "B", 1: "T"},)), llama.build),
+]
+_ZOO: dict[str, tuple[ModelInfo, Builder]] = {info.name: (info, build) for info, build in _MODELS}
 
 
 def names() -> list[str]:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minic.models.init import randomize
+from minic.models.weights import randomize
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from minic.models.init import randomize
+from minic.models.weights import randomize
 
 # size -> (batch, input features, hidden features, classes)
 CONFIGS: dict[str, tuple[int, int, int, int]] = {

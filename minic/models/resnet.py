@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from minic.models.init import randomize
+from minic.models.weights import randomize
 
 
 @dataclass(frozen=True)

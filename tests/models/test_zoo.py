@@ -20,6 +20,14 @@ FULL_OUTPUT_SHAPES = {
     "bert-base": (1, 128, 768),
     "llama-tiny": (1, 64, 1024),
 }
+# resnet50 matches torchvision's count; bert-base is BERT-base less its pooler.
+FULL_PARAMETERS = {
+    "mlp": 407_050,
+    "cnn": 94_762,
+    "resnet50": 25_557_032,
+    "bert-base": 108_891_648,
+    "llama-tiny": 3_737_856,
+}
 
 
 def run(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -119,6 +127,7 @@ def test_onnx_export_with_dynamic_axes(name: str, tmp_path) -> None:
 @pytest.mark.parametrize("name", zoo.names())
 def test_full_forward(name: str) -> None:
     model, inputs = zoo.get(name, "full")
+    assert sum(p.numel() for p in model.parameters()) == FULL_PARAMETERS[name]
     output = run(model, inputs)
     assert output.shape == FULL_OUTPUT_SHAPES[name]
     assert torch.isfinite(output).all()

@@ -149,12 +149,13 @@ def fold_reshape_dims(model: onnx.ModelProto) -> onnx.ModelProto:
         x_dims = shapes.get(node.input[0])
         if concat is None or concat.op_type != "Concat" or x_dims is None:
             continue
-        target = []
-        for k, part in enumerate(concat.input):
-            if part in known and known[part].size == 1:
-                target.append(int(known[part].reshape(-1)[0]))
-            elif k < len(x_dims) and _symbolic_dim(part, producer, known, shapes) \
-                    in (x_dims[k],) and isinstance(x_dims[k], str):
+        target: list[int] = []
+        for part in concat.input:
+            k = len(target)               # the target dim this part starts at
+            if part in known:
+                target.extend(int(v) for v in known[part].reshape(-1))
+            elif k < len(x_dims) and isinstance(x_dims[k], str) \
+                    and _symbolic_dim(part, producer, known, shapes) == x_dims[k]:
                 target.append(0)
             else:
                 break

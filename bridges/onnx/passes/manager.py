@@ -9,15 +9,25 @@ import onnx
 from minic.errors import UserError
 
 
+@dataclass(frozen=True)
+class PassStep:
+    round: int
+    name: str
+    nodes_before: int
+    nodes_after: int
+    changed: bool
+
+
 @dataclass
 class PassLog:
-    """What each pass did: one (round, pass name, nodes before, nodes after) per run."""
+    """What each pass did: one step per pass run, and how many rounds ran."""
 
-    steps: list[tuple[int, str, int, int]] = field(default_factory=list)
+    steps: list[PassStep] = field(default_factory=list)
     rounds: int = 0
 
-    def changed(self) -> list[tuple[int, str, int, int]]:
-        return [s for s in self.steps if s[2] != s[3]]
+    def changed(self) -> list[PassStep]:
+        """The steps that rewrote something (a rewrite may keep the node count)."""
+        return [s for s in self.steps if s.changed]
 
 
 def run_passes(model: onnx.ModelProto, names: Sequence[str] | None = None,
@@ -38,14 +48,20 @@ def run_passes(model: onnx.ModelProto, names: Sequence[str] | None = None,
         raise UserError(f"unknown ONNX pass '{unknown[0]}'; available: {', '.join(PASSES)}")
     log = PassLog()
     for round_no in range(1, max_rounds + 1):
-        before_round = model.SerializeToString(deterministic=True)
+        round_changed = False
         for name in names:
-            n_before = len(model.graph.node)
+            before, n_before = _bytes(model), len(model.graph.node)
             model = PASSES[name](model)
-            log.steps.append((round_no, name, n_before, len(model.graph.node)))
+            changed = _bytes(model) != before
+            round_changed |= changed
+            log.steps.append(PassStep(round_no, name, n_before, len(model.graph.node), changed))
             if check is not None:
                 check(model, name)
         log.rounds = round_no
-        if model.SerializeToString(deterministic=True) == before_round:
+        if not round_changed:
             break
     return model, log
+
+
+def _bytes(model: onnx.ModelProto) -> bytes:
+    return model.SerializeToString(deterministic=True)

@@ -26,10 +26,10 @@ def bypass(graph: onnx.GraphProto, node: onnx.NodeProto) -> bool:
     producers = [n for n in graph.node if x in n.output]
     if not producers or x in graph_output_names(graph):
         return False
-    producer = producers[0]
+    remove_nodes(graph, [node])     # first: afterwards its producer also writes y
+    producer = [n for n in graph.node if x in n.output][0]
     producer.output[list(producer.output).index(x)] = y
     replace_uses(graph, x, y)
-    remove_nodes(graph, [node])
     return True
 
 

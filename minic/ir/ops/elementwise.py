@@ -38,8 +38,13 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "erf": erf,
     "sin": np.sin,
     "cos": np.cos,
+    "tan": np.tan,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,                  # halves to even, as in ONNX and PyTorch
 }
-FLOAT_ONLY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "erf", "sin", "cos"}
+FLOAT_ONLY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "erf", "sin", "cos", "tan",
+              "floor", "ceil", "round"}
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -60,6 +65,11 @@ COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
+LOGICAL: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
+}
+
+
 def _unary_infer(name: str):
     def infer(attrs, ts: list[TensorType]) -> list[TensorType]:
         require(not (name in FLOAT_ONLY and not ts[0].dtype.is_float), f"{name} needs a float input, got {ts[0].dtype.value}")
@@ -75,6 +85,11 @@ def _binary_infer(result: DType | None):
     return infer
 
 
+def _logical_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
+    require(all(t.dtype == DType.bool for t in ts), f"needs bool inputs, got {', '.join(t.dtype.value for t in ts)}")
+    return [TensorType(broadcast(*(t.shape for t in ts)), DType.bool)]
+
+
 for _name, _fn in UNARY.items():
     register(OpDef(_name, OpKind.ELEMENTWISE, _unary_infer(_name),
                    lambda attrs, x, _fn=_fn: _fn(x), doc=f"{_name}(x), elementwise"))
@@ -82,6 +97,12 @@ for _name, _fn in BINARY.items():
     register(OpDef(_name, OpKind.ELEMENTWISE, _binary_infer(None),
                    lambda attrs, a, b, _fn=_fn: _fn(a, b).astype(a.dtype), arity=(2, 2),
                    doc=f"{_name}(a, b), elementwise with broadcasting"))
+for _name, _fn in LOGICAL.items():
+    register(OpDef(_name, OpKind.ELEMENTWISE, _logical_infer,
+                   lambda attrs, a, b, _fn=_fn: _fn(a, b), arity=(2, 2),
+                   doc=f"{_name}(a, b) on bools, with broadcasting"))
+register(OpDef("not", OpKind.ELEMENTWISE, lambda attrs, ts: _logical_infer(attrs, ts * 2),
+               lambda attrs, x: np.logical_not(x), doc="not(x) on bools"))
 for _name, _fn in COMPARE.items():
     register(OpDef(_name, OpKind.ELEMENTWISE, _binary_infer(DType.bool),
                    lambda attrs, a, b, _fn=_fn: _fn(a, b), arity=(2, 2),

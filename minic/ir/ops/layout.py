@@ -49,14 +49,20 @@ class AxisAttrs:
     axis: int = 1
 
 
+def flatten_axis(axis: int, rank: int) -> int:
+    """flatten's axis lies in [-rank, rank]; a negative one counts from the end."""
+    require(-rank <= axis <= rank, f"flatten: axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
 def _flatten_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
-    axis = norm_axis(attrs.axis, x.rank + 1)
+    axis = flatten_axis(attrs.axis, x.rank)
     return [TensorType((dim_prod(x.shape[:axis]), dim_prod(x.shape[axis:])), x.dtype)]
 
 
 _layout("flatten", _flatten_infer,
-        lambda attrs, x: x.reshape(int(np.prod(x.shape[:attrs.axis % (x.ndim + 1)])), -1), AxisAttrs,
+        lambda attrs, x: x.reshape(int(np.prod(x.shape[:flatten_axis(attrs.axis, x.ndim)])), -1), AxisAttrs,
         "flatten(x, axis) = reshape(x, [prod(shape[:axis]), prod(shape[axis:])])")
 
 

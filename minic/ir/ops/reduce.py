@@ -31,11 +31,26 @@ def _infer(attrs: ReduceAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [reduced_shape(attrs, ts[0])]
 
 
-REDUCERS = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max, "reduce_min": np.min}
+def _lowest(dtype: np.dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+# Each reducer starts from its identity, so reducing an empty axis is defined
+# (sum 0, max -inf, min +inf; the mean of nothing is NaN, as in numpy and ONNX).
+REDUCERS = {
+    "reduce_sum": lambda x, axes, keep: np.sum(x, axis=axes, keepdims=keep),
+    "reduce_mean": lambda x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
+    "reduce_max": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=_lowest(x.dtype)),
+    "reduce_min": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=_highest(x.dtype)),
+}
 
 for _name, _fn in REDUCERS.items():
     register(OpDef(
         _name, OpKind.REDUCTION, _infer,
-        lambda attrs, x, _fn=_fn: np.asarray(_fn(x, axis=tuple(a % x.ndim for a in attrs.axes),
-                                                 keepdims=attrs.keepdims)).astype(x.dtype),
+        lambda attrs, x, _fn=_fn: np.asarray(_fn(x, tuple(a % x.ndim for a in attrs.axes),
+                                                 attrs.keepdims)).astype(x.dtype),
         ReduceAttrs, doc=f"{_name}(x) over axes"))

@@ -1,0 +1,66 @@
+"""The ``onnxruntime`` backend of ``minic.compile``.
+
+torch model -> ``torch.onnx.export`` (checked) -> homemade passes -> ONNX Runtime;
+an ``.onnx`` file skips the export.  Options:
+
+* ``optimize`` (default True): run the homemade passes first;
+* ``opset`` (default 17): the export's opset;
+* ``level`` ("disabled" | "basic" | "all", default "all"): ORT's own optimizer;
+* ``provider`` (default "CPUExecutionProvider").
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minic.backends import ModelSource, Runner
+from minic.errors import UnsupportedError, UserError
+
+OPTIONS = {"optimize", "opset", "level", "provider"}
+
+
+def to_onnx(source: ModelSource, opset: int = 17):
+    """The ONNX model of ``source``: exported from its torch module, or read from its file."""
+    from bridges.onnx.export import export_module, load
+
+    if source.module is not None:
+        names = source.input_names or tuple(f"input{i}" for i in range(len(source.example_inputs)))
+        axes = source.dynamic_axes or tuple({} for _ in names)
+        return export_module(source.module, source.example_inputs, input_names=names,
+                             dynamic_axes=axes, opset=opset).model
+    if source.onnx_path is not None:
+        return load(source.onnx_path)
+    raise UnsupportedError(f"backend 'onnxruntime' needs a torch model or an .onnx file; "
+                           f"'{source.name}' is neither")
+
+
+def compile(source: ModelSource, **options: Any) -> Runner:
+    unknown = set(options) - OPTIONS
+    if unknown:
+        raise UserError(f"backend 'onnxruntime' has no option '{sorted(unknown)[0]}' "
+                        f"(options: {', '.join(sorted(OPTIONS))})")
+    from bridges.onnx.compare import ort_session
+    from bridges.onnx.optimize import homemade
+
+    model = to_onnx(source, options.get("opset", 17))
+    if options.get("optimize", True):
+        model, _ = homemade(model)
+    import onnxruntime as ort
+    provider = options.get("provider", "CPUExecutionProvider")
+    if provider not in ort.get_available_providers():
+        raise UnsupportedError(f"ONNX Runtime provider '{provider}' is not available here "
+                               f"(available: {', '.join(ort.get_available_providers())})")
+    level = options.get("level", "all")
+    if level not in ("disabled", "basic", "all"):
+        raise UserError(f"level must be disabled, basic or all, not '{level}'")
+    session = ort_session(model, provider, level)
+    names = [i.name for i in session.get_inputs()]
+
+    def run(*arrays: np.ndarray):
+        if len(arrays) != len(names):
+            raise UserError(f"the model takes {len(names)} input(s) ({', '.join(names)}), "
+                            f"got {len(arrays)}")
+        outs = session.run(None, {n: np.asarray(a, order="C") for n, a in zip(names, arrays)})
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return run

@@ -1,0 +1,11 @@
+"""Codegen: Loop IR -> LLVM IR (llvmlite) -> O3 -> machine code.
+
+Read in this order: ``options.py`` (CompileOptions), ``target.py`` (the target
+machine), ``emit.py`` (statements and expressions), ``vector.py`` and
+``parallel.py`` (the two special loop kinds), ``module.py`` (kernels + the one
+entry point, optimisation, object code), ``jit.py`` (loading it here).
+"""
+from minic.codegen.module import ENTRY, assembly, entry_buffers, llvm_ir, object_code
+from minic.codegen.options import CompileOptions
+
+__all__ = ["ENTRY", "CompileOptions", "assembly", "entry_buffers", "llvm_ir", "object_code"]

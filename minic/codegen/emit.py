@@ -1,0 +1,234 @@
+"""Loop IR -> LLVM IR for one function, with llvmlite's IRBuilder (opaque pointers).
+
+Buffers arrive as pointers; a multi-dimensional index is flattened row-major
+(``((i0 * d1 + i1) * d2 + i2)``) with the dims computed from the size
+arguments, so one kernel serves every value of ``B`` and ``T``.  Registers hold
+bool as ``i1``, memory as ``i8`` (numpy's bool is one byte).  Local buffers are
+``alloca``s in the entry block, which LLVM promotes to registers.
+
+Loop kinds: serial loops are the classic header/body/latch blocks; unrolled
+loops with a constant extent are copied out; vectorized loops go to
+``vector.py`` and parallel loops to ``parallel.py``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from llvmlite import ir
+
+from minic.errors import UnsupportedError
+from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
+                            Seq, Stmt, Store, Var, dim_expr)
+from minic.ir.types import DType
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+F16, F32 = ir.HalfType(), ir.FloatType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+
+def reg_type(dtype: DType) -> ir.Type:
+    return {DType.f32: F32, DType.f16: F16, DType.i64: I64, DType.i32: I32, DType.bool: I1}[dtype]
+
+
+def mem_type(dtype: DType) -> ir.Type:
+    return I8 if dtype == DType.bool else reg_type(dtype)
+
+
+# Float functions: an LLVM intrinsic where one exists, else the C library.
+INTRINSICS = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
+              "tan": "llvm.tan", "tanh": "llvm.tanh", "abs": "llvm.fabs", "floor": "llvm.floor",
+              "ceil": "llvm.ceil", "round": "llvm.roundeven", "pow": "llvm.pow"}
+LIBM = {"erf": "erff"}
+FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+class Emitter:
+    """Emits the statements of one LLVM function.
+
+    ``ptrs`` maps buffer names to base pointers, ``vars`` maps sizes and loop
+    variables to i64 values.  ``parallel_ok`` is False inside an outlined
+    parallel body: nested parallel loops run serially.
+    """
+
+    def __init__(self, module: ir.Module, function: ir.Function, threads: int, parallel_ok: bool = True) -> None:
+        self.module = module
+        self.function = function
+        self.threads = threads
+        self.parallel_ok = parallel_ok
+        entry = function.append_basic_block("entry")
+        self.allocas = ir.IRBuilder(entry)           # allocas go first in the entry block
+        self.b = ir.IRBuilder(function.append_basic_block("body"))
+        self.allocas.branch(self.b.block)
+        self.allocas.position_before(entry.terminator)
+        self.ptrs: dict[str, ir.Value] = {}
+        self.buffers: dict[str, Buffer] = {}
+        self.vars: dict[str, ir.Value] = {}
+        self.outlined = 0
+
+    def finish(self) -> None:
+        self.b.ret_void()
+
+    # --- expressions -----------------------------------------------------------
+
+    def intrinsic(self, name: str, ty: ir.Type) -> ir.Function:
+        return self.module.declare_intrinsic(name, [ty])
+
+    def libm(self, name: str, ty: ir.Type) -> ir.Function:
+        fn = self.module.globals.get(name)
+        return fn if fn is not None else ir.Function(self.module, ir.FunctionType(ty, [ty]), name)
+
+    def address(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
+        base = self.ptrs[buffer.name]
+        if not index:
+            return base
+        flat = self.expr(index[0])
+        for i, d in zip(index[1:], buffer.shape[1:]):
+            flat = self.b.add(self.b.mul(flat, self.expr(dim_expr(d)), flags=["nsw"]), self.expr(i), flags=["nsw"])
+        return self.b.gep(base, [flat], inbounds=True, source_etype=mem_type(buffer.dtype))
+
+    def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
+        value = self.b.load(self.address(buffer, index), typ=mem_type(buffer.dtype))
+        return self.b.trunc(value, I1) if buffer.dtype == DType.bool else value
+
+    def store(self, buffer: Buffer, index: tuple[Expr, ...], value: ir.Value) -> None:
+        if buffer.dtype == DType.bool:
+            value = self.b.zext(value, I8)
+        self.b.store(value, self.address(buffer, index))
+
+    def expr(self, e: Expr) -> ir.Value:
+        b = self.b
+        if isinstance(e, Var):
+            return self.vars[e.name]
+        if isinstance(e, Const):
+            return ir.Constant(reg_type(e.dtype), e.value)
+        if isinstance(e, Load):
+            return self.load(e.buffer, e.index)
+        if isinstance(e, BinOp):
+            return self.binop(e.op, e.a.dtype, self.expr(e.a), self.expr(e.b))
+        if isinstance(e, Call):
+            return self.call(e.fn, e.dtype, [self.expr(a) for a in e.args])
+        if isinstance(e, Select):
+            return b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+        if isinstance(e, Cast):
+            return self.cast(self.expr(e.value), e.value.dtype, e.to)
+        raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")
+
+    def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value) -> ir.Value:
+        b = self.b
+        if dtype.is_float:
+            if op in ("max", "min"):
+                return b.call(self.intrinsic("llvm.maxnum" if op == "max" else "llvm.minnum", a.type), [a, c])
+            if op in FCMP:
+                return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(FCMP[op], a, c)
+            return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op](a, c)
+        if op in FCMP:
+            return b.icmp_signed(FCMP[op], a, c)
+        if op in ("max", "min"):
+            return b.select(b.icmp_signed(">" if op == "max" else "<", a, c), a, c)
+        return {"add": b.add, "sub": b.sub, "mul": b.mul, "div": b.sdiv, "mod": b.srem,
+                "and": b.and_, "or": b.or_}[op](a, c)
+
+    def call(self, fn: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
+        b = self.b
+        if not dtype.is_float:                  # only neg and abs take integers
+            zero = ir.Constant(args[0].type, 0)
+            negated = b.sub(zero, args[0])
+            return negated if fn == "neg" else b.select(b.icmp_signed("<", args[0], zero), negated, args[0])
+        if fn == "neg":
+            return b.fneg(args[0])
+        if dtype == DType.f16:                  # compute in f32: libm has no half functions
+            wide = [b.fpext(a, F32) for a in args]
+            return b.fptrunc(self.call(fn, DType.f32, wide), F16)
+        ty = args[0].type
+        if fn in INTRINSICS:
+            return b.call(self.intrinsic(INTRINSICS[fn], ty), args)
+        return b.call(self.libm(LIBM[fn], ty), args)
+
+    def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        b = self.b
+        if src == dst:
+            return v
+        if dst == DType.bool:
+            zero = ir.Constant(v.type, 0)
+            return b.fcmp_unordered("!=", v, zero) if src.is_float else b.icmp_signed("!=", v, zero)
+        to = reg_type(dst)
+        if src == DType.bool:
+            return b.uitofp(v, to) if dst.is_float else b.zext(v, to)
+        if src.is_float and dst.is_float:
+            return b.fpext(v, to) if dst == DType.f32 else b.fptrunc(v, to)
+        if src.is_float:
+            return b.fptosi(v, to)
+        if dst.is_float:
+            return b.sitofp(v, to)
+        return b.sext(v, to) if to.width > v.type.width else b.trunc(v, to)
+
+    # --- statements ------------------------------------------------------------
+
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, Seq):
+            for t in s.stmts:
+                self.stmt(t)
+        elif isinstance(s, Store):
+            self.store(s.buffer, s.index, self.expr(s.value))
+        elif isinstance(s, Allocate):
+            self.allocate(s)
+        elif isinstance(s, If):
+            cond = self.expr(s.cond)
+            if s.otherwise is None:
+                with self.b.if_then(cond):
+                    self.stmt(s.then)
+            else:
+                with self.b.if_else(cond) as (then, otherwise):
+                    with then:
+                        self.stmt(s.then)
+                    with otherwise:
+                        self.stmt(s.otherwise)
+        elif isinstance(s, For):
+            self.loop(s)
+        else:
+            raise UnsupportedError(f"codegen: {type(s).__name__} is not a Loop IR statement")
+
+    def allocate(self, s: Allocate) -> None:
+        n = 1
+        for d in s.buffer.shape:
+            n *= d
+        ty = mem_type(s.buffer.dtype)
+        self.ptrs[s.buffer.name] = self.allocas.alloca(ty if n == 1 else ir.ArrayType(ty, n), name=s.buffer.name)
+        self.buffers[s.buffer.name] = s.buffer
+        self.stmt(s.body)
+
+    def loop(self, s: For) -> None:
+        if s.kind == ForKind.PARALLEL and self.parallel_ok and self.threads > 1:
+            from minic.codegen.parallel import emit_parallel
+            emit_parallel(self, s)
+        elif s.kind == ForKind.UNROLLED and isinstance(s.extent, Const) and isinstance(s.start, Const):
+            for i in range(s.start.value, s.start.value + s.extent.value):
+                self.vars[s.var.name] = ir.Constant(I64, i)
+                self.stmt(s.body)
+        elif s.kind == ForKind.VECTORIZED:
+            from minic.codegen.vector import emit_vectorized
+            emit_vectorized(self, s)
+        else:
+            start = self.expr(s.start)
+            self.serial(s.var.name, start, self.b.add(start, self.expr(s.extent)), lambda: self.stmt(s.body))
+
+    def serial(self, var: str, start: ir.Value, end: ir.Value, body: Callable[[], None]) -> None:
+        """for (var = start; var < end; var++) body()"""
+        b = self.b
+        before = b.block
+        head = self.function.append_basic_block(f"{var}.head")
+        loop = self.function.append_basic_block(f"{var}.body")
+        done = self.function.append_basic_block(f"{var}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=var)
+        i.add_incoming(start, before)
+        b.cbranch(b.icmp_signed("<", i, end), loop, done)
+        b.position_at_end(loop)
+        self.vars[var] = i
+        body()
+        i.add_incoming(b.add(i, ir.Constant(I64, 1), flags=["nsw"]), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        del self.vars[var]

@@ -1,0 +1,32 @@
+"""Load machine code into this process: MCJIT over an object file.
+
+Compiling to an object first (instead of handing the IR module to the JIT)
+means the same bytes can be written to the compile cache and loaded again
+later without running LLVM at all.  Calls to libm (``erff``) and libpthread
+resolve against the symbols already in the Python process.
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from minic.codegen.options import CompileOptions
+from minic.codegen.target import is_host, target_machine
+from minic.errors import UserError
+
+
+class Loaded:
+    """Machine code loaded in this process; keep it alive while its functions may run."""
+
+    def __init__(self, obj: bytes, options: CompileOptions) -> None:
+        if not is_host(options):
+            raise UserError(f"cannot run code for target '{options.triple}' on this machine")
+        tm = target_machine(options)
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        self.engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        address = self.engine.get_function_address(name)
+        if not address:
+            raise UserError(f"compiled code has no function '{name}'")
+        return address

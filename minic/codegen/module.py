@@ -1,0 +1,97 @@
+"""A whole Program -> one LLVM module with one entry point, optimised and
+turned into machine code.
+
+The entry point is ``void minic_entry(ptr buffers, ptr sizes)``: ``buffers`` is
+an array of pointers in ``entry_buffers(program)`` order, ``sizes`` an array of
+i64 in ``program.sizes`` order.  It calls the kernels in turn, so one call from
+Python runs the whole model.
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from minic.codegen.emit import I64, PTR, VOID, Emitter
+from minic.codegen.options import CompileOptions
+from minic.codegen.target import target_machine, triple
+from minic.ir.loops import Buffer, Function, Program, Role
+
+ENTRY = "minic_entry"
+
+
+def entry_buffers(program: Program) -> list[Buffer]:
+    """The order of the entry point's pointer array: inputs, outputs, constants, temporaries."""
+    consts = [program.buffers[name] for name in program.constants]
+    temps = [b for b in program.buffers.values() if b.role == Role.TEMP]
+    return list(program.inputs) + list(program.outputs) + consts + temps
+
+
+def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * len(k.params) + [I64] * len(k.sizes)), k.name)
+    fn.linkage = "internal"
+    e = Emitter(module, fn, threads)
+    for arg, b in zip(fn.args, k.params):
+        arg.name = b.name
+        arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel
+        e.ptrs[b.name] = arg
+        e.buffers[b.name] = b
+    for arg, s in zip(fn.args[len(k.params):], k.sizes):
+        arg.name = s
+        e.vars[s] = arg
+    e.stmt(k.body)
+    e.finish()
+    return fn
+
+
+def build_module(program: Program, options: CompileOptions) -> ir.Module:
+    """The LLVM IR module (unoptimised) of ``program``."""
+    module = ir.Module(name=program.name)
+    module.triple = triple(options)
+    kernels = {k.name: _kernel(module, k, options.threads) for k in program.kernels}
+    entry = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR]), ENTRY)
+    buffers_arg, sizes_arg = entry.args
+    b = ir.IRBuilder(entry.append_basic_block("entry"))
+    slot = {buf.name: k for k, buf in enumerate(entry_buffers(program))}
+
+    def load_ptr(k: int) -> ir.Value:
+        return b.load(b.gep(buffers_arg, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR), typ=PTR)
+
+    sizes = {s: b.load(b.gep(sizes_arg, [ir.Constant(I64, k)], inbounds=True, source_etype=I64), typ=I64, name=s)
+             for k, s in enumerate(program.sizes)}
+    for k in program.kernels:
+        b.call(kernels[k.name], [load_ptr(slot[p.name]) for p in k.params] + [sizes[s] for s in k.sizes])
+    b.ret_void()
+    return module
+
+
+def llvm_ir(program: Program, options: CompileOptions | None = None, optimized: bool = False) -> str:
+    """The textual LLVM IR of ``program`` (optionally after the O3 pipeline)."""
+    options = options or CompileOptions()
+    if not optimized:
+        return str(build_module(program, options))
+    return str(optimized_module(program, options))
+
+
+def optimized_module(program: Program, options: CompileOptions) -> llvm.ModuleRef:
+    """Parse, verify and optimise (new pass manager, ``options.opt_level``)."""
+    tm = target_machine(options)
+    mod = llvm.parse_assembly(str(build_module(program, options)))
+    mod.verify()
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    if options.opt_level > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=min(options.opt_level, 3))
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def object_code(program: Program, options: CompileOptions) -> bytes:
+    """Machine code (an object file) for ``options``' target."""
+    return target_machine(options).emit_object(optimized_module(program, options))
+
+
+def assembly(program: Program, options: CompileOptions | None = None) -> str:
+    """The target's assembly for ``program``."""
+    options = options or CompileOptions()
+    return target_machine(options).emit_assembly(optimized_module(program, options))

@@ -1,0 +1,33 @@
+"""CompileOptions: the one explicit options object of the minic backend."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/minic``, else ``~/.cache/minic``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "minic"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How ``compile_graph`` compiles.  Every field is part of the cache key."""
+    opt_level: int = 3                   # LLVM's new pass manager, O0..O3
+    triple: str = ""                     # "" = this machine (the JIT); e.g. "aarch64-linux-gnu"
+    cpu: str = ""                        # "" = the host CPU (for the host triple)
+    features: str = ""                   # "" = the host CPU's features (for the host triple)
+    num_threads: int = 0                 # threads of parallel loops; 0 = os.cpu_count()
+    graph_opt_level: int = 2             # level given to minic.passes.optimize, when present
+    cache_dir: Path | None = None        # None = default_cache_dir()
+    use_cache: bool = True
+
+    @property
+    def threads(self) -> int:
+        return self.num_threads or os.cpu_count() or 1
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()

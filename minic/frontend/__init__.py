@@ -1,0 +1,9 @@
+"""Frontends: bring a model from outside into minic's tensor IR (a Graph).
+
+* ``minic.frontend.torch.from_torch(module, example_inputs, dynamic_axes)``:
+  a ``torch.nn.Module`` through ``torch.export`` and core ATen
+  (the per-op table is ``minic.frontend.torch_ops``).
+
+Each frontend is imported on its own, so that reading a text file never pays
+for importing torch.
+"""

@@ -1,0 +1,231 @@
+"""ONNX ModelProto → minic Graph.
+
+Initializers become constants; each ONNX node becomes one or a few minic nodes
+(``onnx_ops.py`` holds one converter per op type).  Inputs that an ONNX op takes
+as tensors but minic takes as attributes (Reshape's shape, Slice's starts ...)
+must be constants; the shape chains PyTorch's exporter builds
+(Shape → Gather → Unsqueeze → Concat → Reshape) import as ``shape`` /
+``reshape_dynamic`` nodes, which the fold-constant-gather pass folds away.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from minic.errors import UnsupportedError, UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value, constant
+from minic.ir.types import DType, Dim, TensorType
+
+OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
+
+# ONNX TensorProto element types minic has.
+ONNX_DTYPES = {1: DType.f32, 10: DType.f16, 7: DType.i64, 6: DType.i32, 9: DType.bool}
+
+
+class OnnxImportError(UserError):
+    """The ONNX model cannot be imported (names the node, op and opset)."""
+
+
+class NeedsConstantError(UnsupportedError):
+    """An input that minic takes as an attribute (axes, pads, a shape) is computed at run time."""
+
+
+def from_onnx_file(path: str | Path) -> Graph:
+    """Read an .onnx file (external data resolved next to it) and import it."""
+    import onnx
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise UserError(f"{path}: the file is empty")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # noqa: BLE001 - protobuf raises several kinds on garbage
+        raise UserError(f"{path}: not a valid ONNX file ({type(e).__name__}: {str(e)[:200]})") from None
+    if not model.graph.node and not model.graph.output:
+        raise UserError(f"{path}: not a valid ONNX file (no graph)")
+    _load_external_data(model, path.parent)
+    return from_onnx(model, name=re.sub(r"\W", "_", path.stem))
+
+
+def _load_external_data(model, folder: Path) -> None:
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+    for t in model.graph.initializer:
+        if uses_external_data(t):
+            where = {e.key: e.value for e in t.external_data}.get("location", "?")
+            if not (folder / where).is_file():
+                raise UserError(f"initializer '{t.name}': external data file '{where}' not found next to the model")
+    try:
+        load_external_data_for_model(model, str(folder))
+    except Exception as e:  # noqa: BLE001
+        raise UserError(f"external data could not be read: {e}") from None
+
+
+Converter = Callable[["Builder", Any, dict[str, Any]], list[Value]]
+
+
+@dataclass
+class Builder:
+    """What a converter sees: the graph being built and helpers to add to it."""
+    graph: Graph
+    opset: int
+    env: dict[str, Value] = field(default_factory=dict)     # ONNX value name -> minic value
+    counter: int = 0
+    where: str = ""                                         # the current node, for messages
+    node: Any = None                                        # the ONNX NodeProto being converted
+
+    def fresh(self, hint: str = "t") -> str:
+        self.counter += 1
+        return f"{hint}.{self.counter}"
+
+    def emit(self, op: str, inputs: list[Value], **attrs: Any) -> list[Value]:
+        """Append one minic node; its output types come from the op's inference."""
+        opdef = ops.get(op)
+        try:
+            attr_obj = opdef.make_attrs(**attrs)
+            types = opdef.infer(attr_obj, [v.type for v in inputs])
+        except UserError as e:
+            raise OnnxImportError(f"{self.where}: {e}") from None
+        node = Node(op, list(inputs), [Value(self.fresh(op), t) for t in types], attr_obj)
+        self.graph.nodes.append(node)
+        return node.outputs
+
+    def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
+        return self.emit(op, list(inputs), **attrs)[0]
+
+    def const(self, data: Any, like: Value | None = None) -> Value:
+        """A new constant; with ``like``, of that value's dtype."""
+        array = np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None)
+        v = constant(self.fresh("c"), array)
+        self.graph.constants.append(v)
+        return v
+
+    def known(self, v: Value | None) -> np.ndarray | None:
+        """The data of a value known at import time (a constant), else None."""
+        return v.data if v is not None and v.is_constant else None
+
+    def need_known(self, v: Value | None, what: str) -> np.ndarray:
+        data = self.known(v)
+        if data is None:
+            raise NeedsConstantError(f"{self.where}: {what} must be a constant for minic")
+        return data
+
+
+def _dims(type_proto, name: str) -> tuple[Dim, ...]:
+    if not type_proto.tensor_type.HasField("shape"):
+        raise OnnxImportError(f"graph input '{name}' has no shape")
+    dims: list[Dim] = []
+    for i, d in enumerate(type_proto.tensor_type.shape.dim):
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.dim_param:
+            dims.append(re.sub(r"\W", "_", d.dim_param) if d.dim_param[0].isalpha() else f"d_{re.sub(r'[^0-9A-Za-z]', '_', d.dim_param)}")
+        else:
+            dims.append(f"{re.sub(r'[^0-9A-Za-z]', '_', name)}_{i}")
+    return tuple(dims)
+
+
+def _dtype(elem_type: int, what: str) -> DType:
+    if elem_type not in ONNX_DTYPES:
+        import onnx
+        raise UnsupportedError(f"{what}: element type {onnx.TensorProto.DataType.Name(elem_type)} is not supported "
+                               f"(minic has {', '.join(d.value for d in DType)})")
+    return ONNX_DTYPES[elem_type]
+
+
+def _default_opset(model) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return o.version
+    return 1
+
+
+def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], Converter] | None = None,
+              bind: dict[str, np.ndarray] | None = None) -> Graph:
+    """Import an ONNX ModelProto.  ``custom_ops`` maps (domain, op_type) to a converter
+    for ops outside the default domain (see bridges/onnx's custom-op demonstration).
+    ``bind`` turns the named graph inputs into constants with the given values
+    (specialisation, for inputs minic needs as attributes: axes, pads, shapes)."""
+    from onnx import numpy_helper
+
+    from minic.frontend.onnx_ops import CONVERTERS
+    opset = _default_opset(model)
+    if opset not in OPSETS:
+        raise UnsupportedError(f"ONNX opset {opset} is not supported (minic reads opsets {OPSETS.start}-{OPSETS.stop - 1})")
+    g = model.graph
+    graph = Graph(name or re.sub(r"\W", "_", g.name or "onnx_model"), [], [])
+    b = Builder(graph, opset)
+    for init in g.initializer:
+        b.where = f"initializer '{init.name}'"
+        _dtype(init.data_type, b.where)
+        v = constant(init.name, numpy_helper.to_array(init))
+        graph.constants.append(v)
+        b.env[init.name] = v
+    for inp in g.input:
+        if inp.name in b.env:
+            continue                      # an initializer listed as an input (old exporters)
+        if bind and inp.name in bind:
+            v = constant(inp.name, np.asarray(bind[inp.name]))
+            graph.constants.append(v)
+            b.env[inp.name] = v
+            continue
+        t = TensorType(_dims(inp.type, inp.name), _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'"))
+        v = Value(inp.name, t)
+        graph.inputs.append(v)
+        b.env[inp.name] = v
+    custom_ops = custom_ops or {}
+    for i, node in enumerate(g.node):
+        label = node.name or f"#{i}"
+        b.node = node
+        b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
+        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        convert = custom_ops.get((node.domain, node.op_type)) if domain else CONVERTERS.get(node.op_type)
+        if convert is None:
+            supported = ", ".join(sorted(CONVERTERS))
+            raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
+        inputs = []
+        for name_ in node.input:
+            if name_ == "":
+                inputs.append(None)                         # an omitted optional input
+            elif name_ not in b.env:
+                raise OnnxImportError(f"{b.where}: input '{name_}' is not defined before this node "
+                                      "(a dangling input, or the graph has a cycle / is not in topological order)")
+            else:
+                inputs.append(b.env[name_])
+        outs = convert(b, inputs, _attributes(node))
+        for out_name, v in zip(node.output, outs):
+            if out_name:
+                b.env[out_name] = _named(b, v, out_name)
+    for out in g.output:
+        if out.name not in b.env:
+            raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
+        graph.outputs.append(b.env[out.name])
+    return graph
+
+
+def _named(b: Builder, v: Value, name: str) -> Value:
+    """Give a value its ONNX name when no other value has it (readable printouts)."""
+    taken = {x.name for x in b.graph.values()} - {v.name}
+    if name not in taken and not v.is_constant and v not in b.graph.inputs:
+        v.name = name
+    return v
+
+
+def _attributes(node) -> dict[str, Any]:
+    from onnx import helper, numpy_helper
+    out = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        if a.type == a.TENSOR:
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [x.decode() for x in value]
+        out[a.name] = value
+    return out

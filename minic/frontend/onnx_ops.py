@@ -1,0 +1,507 @@
+"""One converter per ONNX op type: ONNX node → minic nodes.
+
+A converter gets the Builder, the node's input values (None for an omitted
+optional input) and its attributes, and returns the values of the node's
+outputs.  Ops minic lacks are composed from those it has, the way a production
+importer legalizes them (LeakyRelu = where(x > 0, x, alpha·x), ...).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from minic.errors import UnsupportedError
+from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError
+from minic.ir import ops
+from minic.ir.graph import Value
+from minic.ir.ops.layout import END
+
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converts(*names: str) -> Callable[[Converter], Converter]:
+    def wrap(fn: Converter) -> Converter:
+        for n in names:
+            CONVERTERS[n] = fn
+        return fn
+    return wrap
+
+
+def _ints(a) -> tuple[int, ...]:
+    return tuple(int(x) for x in np.asarray(a).ravel())
+
+
+# --- elementwise -------------------------------------------------------------------
+
+_SAME_NAME = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
+              "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin", "Cos": "cos", "Tan": "tan",
+              "Floor": "floor", "Ceil": "ceil", "Round": "round", "Not": "not", "Identity": "identity"}
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Equal": "eq", "Less": "lt",
+           "Greater": "gt", "And": "and", "Or": "or", "Xor": "xor"}
+
+
+@converts(*_SAME_NAME)
+def _unary(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one(_SAME_NAME[b.node.op_type], x[0])]
+
+
+@converts(*_BINARY)
+def _binary(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one(_BINARY[b.node.op_type], x[0], x[1])]
+
+
+@converts("LessOrEqual", "GreaterOrEqual")
+def _compare_or_equal(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    opposite = "gt" if b.node.op_type == "LessOrEqual" else "lt"
+    return [b.one("not", b.one(opposite, x[0], x[1]))]
+
+
+@converts("Pow")
+def _pow(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    base, exponent = x
+    if exponent.type.dtype != base.type.dtype:
+        exponent = b.one("cast", exponent, dtype=base.type.dtype)
+    return [b.one("pow", base, exponent)]
+
+
+@converts("Max", "Min", "Sum", "Mean")
+def _variadic(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    op = {"Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}[b.node.op_type]
+    acc = x[0]
+    for v in x[1:]:
+        acc = b.one(op, acc, v)
+    if b.node.op_type == "Mean":
+        acc = b.one("div", acc, b.const(len(x), like=acc))
+    elif len(x) == 1:
+        acc = b.one("identity", acc)
+    return [acc]
+
+
+@converts("Where")
+def _where(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("where", *x)]
+
+
+@converts("Reciprocal")
+def _reciprocal(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("div", b.const(1, like=x[0]), x[0])]
+
+
+@converts("Sign")
+def _sign(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    zero, one = b.const(0, like=x[0]), b.const(1, like=x[0])
+    neg = b.one("where", b.one("lt", x[0], zero), b.const(-1, like=x[0]), zero)
+    return [b.one("where", b.one("gt", x[0], zero), one, neg)]
+
+
+@converts("LeakyRelu", "ThresholdedRelu", "Elu", "Celu", "Selu", "PRelu")
+def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v, op = x[0], b.node.op_type
+    zero = b.const(0, like=v)
+    if op == "LeakyRelu":
+        return [b.one("where", b.one("gt", v, zero), v, b.one("mul", v, b.const(a.get("alpha", 0.01), like=v)))]
+    if op == "PRelu":
+        return [b.one("where", b.one("lt", v, zero), b.one("mul", v, x[1]), v)]
+    if op == "ThresholdedRelu":
+        return [b.one("where", b.one("gt", v, b.const(a.get("alpha", 1.0), like=v)), v, zero)]
+    alpha = a.get("alpha", {"Elu": 1.0, "Celu": 1.0, "Selu": 1.67326319217681884765625}[op])
+    # Elu: x if x > 0 else alpha·(e^x - 1); Celu divides x by alpha inside e^.; Selu scales both.
+    inner = b.one("div", v, b.const(alpha, like=v)) if op == "Celu" else v
+    neg = b.one("mul", b.const(alpha, like=v), b.one("sub", b.one("exp", inner), b.const(1, like=v)))
+    out = b.one("where", b.one("gt", v, zero), v, neg)
+    if op == "Selu":
+        out = b.one("mul", out, b.const(a.get("gamma", 1.05070102214813232421875), like=v))
+    return [out]
+
+
+@converts("HardSigmoid", "HardSwish")
+def _hard(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    alpha, beta = (a.get("alpha", 0.2), a.get("beta", 0.5)) if b.node.op_type == "HardSigmoid" else (1 / 6, 0.5)
+    lin = b.one("add", b.one("mul", v, b.const(alpha, like=v)), b.const(beta, like=v))
+    hs = b.one("max", b.const(0, like=v), b.one("min", b.const(1, like=v), lin))
+    return [hs if b.node.op_type == "HardSigmoid" else b.one("mul", v, hs)]
+
+
+def _softplus(b: Builder, v: Value) -> Value:
+    # log(1 + e^x) = max(x, 0) + log(1 + e^-|x|): no overflow for large x.
+    return b.one("add", b.one("relu", v), b.one("log", b.one("add", b.const(1, like=v),
+                                                            b.one("exp", b.one("neg", b.one("abs", v))))))
+
+
+@converts("Softplus", "Softsign", "Mish")
+def _smooth(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    if b.node.op_type == "Softplus":
+        return [_softplus(b, v)]
+    if b.node.op_type == "Mish":
+        return [b.one("mul", v, b.one("tanh", _softplus(b, v)))]
+    return [b.one("div", v, b.one("add", b.const(1, like=v), b.one("abs", v)))]
+
+
+@converts("Gelu")
+def _gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("gelu", x[0], approximate=a.get("approximate", "none"))]
+
+
+@converts("Clip")
+def _clip(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    if b.opset < 11:
+        lo, hi = b.const(a.get("min", -3.4028234663852886e38), like=v), b.const(a.get("max", 3.4028234663852886e38), like=v)
+    else:
+        lo, hi = (x[1] if len(x) > 1 else None), (x[2] if len(x) > 2 else None)
+    if lo is not None:
+        v = b.one("max", v, lo)
+    if hi is not None:
+        v = b.one("min", v, hi)
+    return [v if v is not x[0] else b.one("identity", v)]
+
+
+@converts("IsNaN", "IsInf")
+def _is_special(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    if b.node.op_type == "IsNaN":
+        return [b.one("not", b.one("eq", v, v))]
+    pos, neg = b.one("eq", v, b.const(np.inf, like=v)), b.one("eq", v, b.const(-np.inf, like=v))
+    want_pos, want_neg = a.get("detect_positive", 1), a.get("detect_negative", 1)
+    if want_pos and want_neg:
+        return [b.one("or", pos, neg)]
+    if want_pos or want_neg:
+        return [pos if want_pos else neg]
+    return [b.one("and", pos, neg)]           # detects nothing: always false
+
+
+@converts("Cast", "CastLike")
+def _cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if b.node.op_type == "CastLike":
+        dtype = x[1].type.dtype
+    else:
+        if a["to"] not in ONNX_DTYPES:
+            raise UnsupportedError(f"{b.where}: cast to ONNX type {a['to']} is not supported")
+        dtype = ONNX_DTYPES[a["to"]]
+    return [b.one("cast", x[0], dtype=dtype)]
+
+
+@converts("Dropout")
+def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if len(b.node.output) > 1 and b.node.output[1]:
+        raise UnsupportedError(f"{b.where}: the dropout mask output is not supported (inference only)")
+    training = a.get("is_test", 1) == 0 if b.opset < 7 else (
+        len(x) > 2 and x[2] is not None and bool(b.need_known(x[2], "training_mode")))
+    if training:
+        raise UnsupportedError(f"{b.where}: training-mode dropout is not supported (inference only)")
+    return [b.one("identity", x[0])]
+
+
+# --- reductions and normalisations ------------------------------------------------------
+
+@converts("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
+          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v, op = x[0], b.node.op_type
+    axes_from_input = b.opset >= 18 or (op == "ReduceSum" and b.opset >= 13)
+    axes = _ints(b.need_known(x[1], "axes")) if axes_from_input and len(x) > 1 and x[1] is not None else _ints(a.get("axes", ()))
+    if not axes:
+        if a.get("noop_with_empty_axes", 0):
+            return [b.one("identity", v)]
+        axes = tuple(range(v.type.rank))
+    keep = bool(a.get("keepdims", 1))
+    if v.type.rank == 0:
+        return [b.one("identity", v)]
+
+    def red(kind: str, t: Value, keepdims: bool = keep) -> Value:
+        return b.one(kind, t, axes=axes, keepdims=keepdims)
+    if op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
+        return [red({"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean",
+                     "ReduceMax": "reduce_max", "ReduceMin": "reduce_min"}[op], v)]
+    if op == "ReduceL1":
+        return [red("reduce_sum", b.one("abs", v))]
+    if op in ("ReduceL2", "ReduceSumSquare"):
+        s = red("reduce_sum", b.one("mul", v, v))
+        return [b.one("sqrt", s) if op == "ReduceL2" else s]
+    if op == "ReduceLogSum":
+        return [b.one("log", red("reduce_sum", v))]
+    m = red("reduce_max", v, True)                       # log-sum-exp, shifted by the max for stability
+    s = red("reduce_sum", b.one("exp", b.one("sub", v, m)))
+    m_out = m if keep else b.one("squeeze", m, axes=axes)
+    return [b.one("add", b.one("log", s), m_out)]
+
+
+@converts("Softmax", "LogSoftmax")
+def _softmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    op = "softmax" if b.node.op_type == "Softmax" else "log_softmax"
+    if b.opset >= 13:
+        return [b.one(op, v, axis=a.get("axis", -1))]
+    # Before opset 13 the input is flattened to 2-D at `axis` and normalised per row.
+    axis = a.get("axis", 1) % max(v.type.rank, 1)
+    flat = b.one("flatten", v, axis=axis)
+    return [b.one("reshape", b.one(op, flat, axis=1), shape=v.type.shape)]
+
+
+@converts("LayerNormalization")
+def _layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if any(o for o in b.node.output[1:]):
+        raise UnsupportedError(f"{b.where}: the Mean/InvStdDev outputs are not supported")
+    return [b.one("layer_norm", *[v for v in x if v is not None], axis=a.get("axis", -1),
+                  eps=a.get("epsilon", 1e-5))]
+
+
+@converts("BatchNormalization")
+def _batch_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if a.get("training_mode", 0) or any(o for o in b.node.output[1:]):
+        raise UnsupportedError(f"{b.where}: training-mode batch normalization is not supported")
+    return [b.one("batch_norm", *x, eps=a.get("epsilon", 1e-5))]
+
+
+# --- contractions and windows ---------------------------------------------------------------
+
+@converts("MatMul")
+def _matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("matmul", x[0], x[1])]
+
+
+@converts("Gemm")
+def _gemm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("gemm", *[v for v in x if v is not None], trans_a=bool(a.get("transA", 0)),
+                  trans_b=bool(a.get("transB", 0)), alpha=float(a.get("alpha", 1.0)), beta=float(a.get("beta", 1.0)))]
+
+
+def _spatial_pads(b: Builder, a: dict, in_hw, kernel, stride, dilation) -> tuple[int, int, int, int]:
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = _ints(a.get("pads", (0, 0, 0, 0)))
+        return p[0], p[1], p[2], p[3]
+    if auto == "VALID":
+        return 0, 0, 0, 0
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise UnsupportedError(f"{b.where}: auto_pad '{auto}' is not supported")
+    pads = []
+    for size, k, s, d in zip(in_hw, kernel, stride, dilation):
+        total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        pads.append((lo, total - lo))
+    return pads[0][0], pads[1][0], pads[0][1], pads[1][1]
+
+
+def _need_2d(b: Builder, v: Value) -> None:
+    if v.type.rank != 4:
+        raise UnsupportedError(f"{b.where}: only 2-D (NCHW) windows are supported, input is {v.type}")
+
+
+@converts("Conv")
+def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v, w = x[0], x[1]
+    _need_2d(b, v)
+    kernel = tuple(w.type.shape[2:])
+    stride, dilation = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
+    pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
+    return [b.one("conv2d", *[t for t in x if t is not None], stride=stride, padding=pads, dilation=dilation,
+                  groups=int(a.get("group", 1)))]
+
+
+@converts("MaxPool", "AveragePool")
+def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    _need_2d(b, v)
+    if len(b.node.output) > 1 and b.node.output[1]:
+        raise UnsupportedError(f"{b.where}: the MaxPool Indices output is not supported")
+    kernel = _ints(a["kernel_shape"])
+    stride, dilation = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
+    pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
+    op = "max_pool2d" if b.node.op_type == "MaxPool" else "avg_pool2d"
+    return [b.one(op, v, kernel=kernel, stride=stride, padding=pads, dilation=dilation,
+                  ceil_mode=bool(a.get("ceil_mode", 0)), count_include_pad=bool(a.get("count_include_pad", 0)))]
+
+
+@converts("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    if b.node.op_type == "GlobalAveragePool":
+        return [b.one("global_avg_pool", v)]
+    return [b.one("reduce_max", v, axes=tuple(range(2, v.type.rank)), keepdims=True)]
+
+
+# --- layout -------------------------------------------------------------------------------------
+
+@converts("Reshape")
+def _reshape(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    data = b.known(x[1])
+    if data is None:
+        # A computed shape (PyTorch's Shape -> Gather -> Concat chains): declare the
+        # result from what the types tell about the chain; fold-constant-gather
+        # later turns the node into a static reshape.
+        from minic.passes.shape_chains import ShapeValues, static_reshape
+        entries = ShapeValues(b.graph).of(x[1])
+        declared = static_reshape(v, entries) if entries is not None else None
+        if declared is None:
+            raise NeedsConstantError(f"{b.where}: the target shape is computed from values unknown at compile time")
+        return [b.one("reshape_dynamic", v, x[1], shape=declared)]
+    target = list(_ints(data))
+    for i, d in enumerate(target):
+        if d == 0 and not a.get("allowzero", 0):
+            target[i] = v.type.shape[i]             # 0 copies the input's dim
+    if -1 in target:
+        from minic.ir.types import dim_div, dim_prod
+        known = dim_prod(tuple(d for d in target if d != -1))
+        rest = dim_div(dim_prod(v.type.shape), known)
+        if rest is None:
+            raise UnsupportedError(f"{b.where}: cannot infer -1 in {target} for input {v.type}")
+        target[target.index(-1)] = rest
+    return [b.one("reshape", v, shape=tuple(target))]
+
+
+@converts("Flatten")
+def _flatten(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("flatten", x[0], axis=a.get("axis", 1))]
+
+
+def _axes(b: Builder, x: list[Value], a: dict, first_input_opset: int) -> tuple[int, ...] | None:
+    if b.opset >= first_input_opset:
+        return _ints(b.need_known(x[1], "axes")) if len(x) > 1 and x[1] is not None else None
+    return _ints(a["axes"]) if "axes" in a else None
+
+
+@converts("Squeeze")
+def _squeeze(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    axes = _axes(b, x, a, 13)
+    if axes is None:
+        axes = tuple(i for i, d in enumerate(x[0].type.shape) if d == 1)
+    return [b.one("squeeze", x[0], axes=axes) if axes else b.one("identity", x[0])]
+
+
+@converts("Unsqueeze")
+def _unsqueeze(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("unsqueeze", x[0], axes=_axes(b, x, a, 13))]
+
+
+@converts("Transpose")
+def _transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    perm = _ints(a["perm"]) if "perm" in a else tuple(reversed(range(x[0].type.rank)))
+    return [b.one("transpose", x[0], perm=perm)]
+
+
+@converts("Expand")
+def _expand(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("expand", x[0], shape=_ints(b.need_known(x[1], "the target shape")))]
+
+
+@converts("Tile")
+def _tile(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    # tile(x, r) = reshape(expand(x viewed as [1, d0, 1, d1, ...], [r0, d0, r1, d1, ...]))
+    v = x[0]
+    reps = _ints(b.need_known(x[1], "repeats"))
+    from minic.ir.types import dim_mul
+    interleaved = tuple(p for d in v.type.shape for p in (1, d))
+    grown = tuple(p for r, d in zip(reps, v.type.shape) for p in (r, d))
+    out = b.one("expand", b.one("reshape", v, shape=interleaved), shape=grown)
+    return [b.one("reshape", out, shape=tuple(dim_mul(r, d) for r, d in zip(reps, v.type.shape)))]
+
+
+@converts("Concat")
+def _concat(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("concat", *x, axis=a["axis"])]
+
+
+@converts("Split")
+def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v, axis = x[0], a.get("axis", 0)
+    n = len(b.node.output)
+    if b.opset >= 13 and len(x) > 1 and x[1] is not None:
+        sizes = _ints(b.need_known(x[1], "split sizes"))
+    elif "split" in a:
+        sizes = _ints(a["split"])
+    else:
+        n = a.get("num_outputs", n)
+        total = v.type.shape[axis]
+        if not isinstance(total, int):
+            raise UnsupportedError(f"{b.where}: splitting a symbolic axis is not supported")
+        chunk = -(-total // n)                  # ONNX: equal chunks, the last one smaller
+        sizes = tuple(min(chunk, total - i * chunk) for i in range(n))
+    return b.emit("split", [v], axis=axis, sizes=sizes)
+
+
+@converts("Slice")
+def _slice(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    if b.opset < 10:
+        starts, ends = _ints(a["starts"]), _ints(a["ends"])
+        axes = _ints(a["axes"]) if "axes" in a else tuple(range(len(starts)))
+        steps = (1,) * len(starts)
+    else:
+        starts, ends = _ints(b.need_known(x[1], "starts")), _ints(b.need_known(x[2], "ends"))
+        axes = _ints(b.need_known(x[3], "axes")) if len(x) > 3 and x[3] is not None else tuple(range(len(starts)))
+        steps = _ints(b.need_known(x[4], "steps")) if len(x) > 4 and x[4] is not None else (1,) * len(starts)
+    ends = tuple(min(e, END) for e in ends)
+    return [b.one("slice", v, axes=tuple(ax % v.type.rank for ax in axes), starts=starts, ends=ends, steps=steps)]
+
+
+@converts("Gather")
+def _gather(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("gather", x[0], x[1], axis=a.get("axis", 0))]
+
+
+@converts("Pad")
+def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v, mode = x[0], a.get("mode", "constant")
+    if b.opset < 11:
+        pads, value = _ints(a["pads"]), a.get("value", 0.0)
+    else:
+        pads = _ints(b.need_known(x[1], "pads"))
+        value = float(b.need_known(x[2], "the pad value")) if len(x) > 2 and x[2] is not None else 0.0
+        if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
+            axes = [ax % v.type.rank for ax in _ints(b.need_known(x[3], "axes"))]
+            full = [0] * (2 * v.type.rank)
+            for i, ax in enumerate(axes):
+                full[ax], full[ax + v.type.rank] = pads[i], pads[i + len(axes)]
+            pads = tuple(full)
+    if min(pads, default=0) < 0:
+        raise UnsupportedError(f"{b.where}: negative pads (cropping) are not supported")
+    return [b.one("pad", v, pads=pads, mode=mode, value=value)]
+
+
+# --- constants and shapes ---------------------------------------------------------------------
+
+@converts("Constant")
+def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if "value" in a:
+        return [b.const(a["value"])]
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64)):
+        if key in a:
+            return [b.const(np.asarray(a[key], dtype=dtype))]
+    raise UnsupportedError(f"{b.where}: constant attribute {sorted(a)} is not supported")
+
+
+@converts("ConstantOfShape")
+def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    shape = _ints(b.need_known(x[0], "the shape"))
+    fill = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
+    return [b.const(np.full(shape, fill[0], dtype=fill.dtype))]
+
+
+@converts("Range")
+def _range(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    start, limit, delta = (b.need_known(v, "range bounds") for v in x)
+    return [b.const(np.arange(start, limit, delta).astype(start.dtype))]
+
+
+@converts("Shape", "Size")
+def _shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    shape = x[0].type.shape
+    if b.node.op_type == "Shape" and "shape" in ops.REGISTRY:
+        out = b.one("shape", x[0])
+        start, end = a.get("start", 0), a.get("end", END)
+        if (start, end) != (0, END):
+            out = b.one("slice", out, axes=(0,), starts=(start,), ends=(min(end, END),), steps=(1,))
+        return [out]
+    if not all(isinstance(d, int) for d in shape):
+        raise UnsupportedError(f"{b.where}: the shape of {x[0].type} is not static")
+    if b.node.op_type == "Size":
+        return [b.const(np.asarray(int(np.prod(shape)), np.int64))]
+    return [b.const(np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64))]
+
+

@@ -1,0 +1,314 @@
+"""The PyTorch frontend: ``torch.export`` → core ATen → minic Graph.
+
+    graph = from_torch(model, (input_ids,), dynamic_axes=({0: "B", 1: "T"},))
+
+Steps, in order:
+
+1. ``torch.export.export`` traces ``forward`` into an FX graph of ATen ops.
+   Each named dynamic axis is exported as ``Dim.DYNAMIC``: named ``Dim``\\ s need
+   bounds that only the model knows (llama-tiny's T <= max_seq_len), while
+   ``Dim.DYNAMIC`` lets torch derive them from the code.  The symbols torch
+   picks (``s70``, ``s72``) are then mapped back to the user's names.
+2. ``run_decompositions`` lowers it to core ATen, except for the few ops in
+   ``KEEP`` that minic has directly (``linear`` is one node, not
+   permute + view + addmm + view).
+3. Every FX node becomes zero or more minic nodes (see ``torch_ops``).
+   Parameters and buffers become constants named by their FQN
+   (``layers.0.attention.wq.weight``); shape arithmetic (``sym_size``,
+   ``s0*s1``) becomes symbolic dims (``"B*T"``), never nodes.
+
+Numerics: the interpreter matches torch eager within 1e-4 (abs or rel) on the
+zoo; the tests check exactly that.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import sympy
+import torch
+from torch import fx
+
+from minic.errors import UnsupportedError, UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value, constant
+from minic.ir.types import Dim, DType, TensorType, canon
+from minic.ir.verify import infer_node
+
+aten = torch.ops.aten
+
+# Composite ops kept whole through run_decompositions: minic has a direct op for each.
+KEEP = (aten.linear.default, aten.matmul.default, aten.silu.default,
+        aten.adaptive_avg_pool2d.default, aten.max_pool2d.default)
+
+_DTYPES = {torch.float32: DType.f32, torch.float16: DType.f16, torch.int64: DType.i64,
+           torch.int32: DType.i32, torch.bool: DType.bool}
+
+
+def from_torch(module: torch.nn.Module, example_inputs: tuple,
+               dynamic_axes: tuple[dict[int, str], ...] | None = None,
+               name: str | None = None) -> Graph:
+    """Export ``module`` at ``example_inputs`` and convert it to a minic Graph.
+
+    ``dynamic_axes`` has one ``{axis: symbol}`` dict per input; axes that share
+    a name share a symbol.  Without it every shape is static.
+    """
+    example_inputs = tuple(example_inputs)
+    program = _export(module, example_inputs, dynamic_axes)
+    graph_name = name or type(module).__name__.lower()
+    return Converter(program, graph_name, dynamic_axes).run()
+
+
+def _export(module: torch.nn.Module, inputs: tuple, dynamic_axes) -> torch.export.ExportedProgram:
+    dynamic_shapes = None
+    if dynamic_axes is not None:
+        if len(dynamic_axes) != len(inputs):
+            raise UserError(f"dynamic_axes has {len(dynamic_axes)} entries for {len(inputs)} inputs")
+        dynamic_shapes = tuple({axis: torch.export.Dim.DYNAMIC for axis in axes} for axes in dynamic_axes)
+        inputs = tuple(_at_least_two(x, axes) for x, axes in zip(inputs, dynamic_axes))
+    try:
+        program = torch.export.export(module.eval(), inputs, dynamic_shapes=dynamic_shapes)
+    except Exception as e:      # torch's messages run to many lines; keep the first
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UnsupportedError(f"torch.export failed for {type(module).__name__}: {first}") from e
+    table = torch.export.default_decompositions()
+    for op in KEEP:
+        table.pop(op, None)
+    return program.run_decompositions(table)
+
+
+def _at_least_two(x: Any, axes: dict[int, str]) -> Any:
+    """torch.export specialises axes of size 0 or 1 to constants, so an example
+    of size 1 on a dynamic axis is traced repeated to size 2 (values do not matter)."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    for axis in axes:
+        if x.shape[axis] == 0:
+            raise UserError(f"dynamic axis {axis} of an example input has size 0")
+        if x.shape[axis] == 1:
+            x = torch.cat([x, x], dim=axis)
+    return x
+
+
+def source_of(node: fx.Node) -> str:
+    """``file:line (code)`` of the user's line that produced ``node``."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
+    if not frames:
+        return "<unknown source>"
+    path, line, code = frames[-1]
+    return f"{path}:{line} ({code.strip()})"
+
+
+def op_name(node: fx.Node) -> str:
+    return str(node.target) if isinstance(node.target, torch._ops.OpOverload) else getattr(
+        node.target, "__name__", str(node.target))
+
+
+@dataclass
+class Converter:
+    """Walks the exported FX graph once, building the minic Graph as it goes."""
+    program: torch.export.ExportedProgram
+    name: str
+    dynamic_axes: tuple[dict[int, str], ...] | None
+    values: dict[fx.Node, Any] = field(default_factory=dict)       # a Value, or a tuple for multi-output ops
+    symbols: dict[sympy.Symbol, str] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+    constants: dict[str, Value] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
+    current: fx.Node | None = None
+
+    # --- the walk -------------------------------------------------------------
+
+    def run(self) -> Graph:
+        from minic.frontend.torch_ops import HANDLERS      # the per-op table
+        sig = self.program.graph_signature
+        lifted = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
+                  **sig.inputs_to_lifted_tensor_constants}
+        inputs: list[Value] = []
+        for node in self.program.graph.nodes:
+            self.current = node
+            if node.op == "placeholder":
+                if node.name in lifted:
+                    self.values[node] = self._lifted(lifted[node.name])
+                else:
+                    inputs.append(self._input(node, len(inputs)))
+            elif node.op == "call_function":
+                self._call(node, HANDLERS)
+            elif node.op == "output":
+                outputs = [self.value(a) for a in node.args[0]]
+        used = {id(v) for n in self.nodes for v in n.inputs} | {id(v) for v in outputs}
+        consts = [c for c in self.constants.values() if id(c) in used]
+        return Graph(self.name, inputs, outputs, self.nodes, consts)
+
+    def _call(self, node: fx.Node, handlers) -> None:
+        val = node.meta.get("val")
+        if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)) or (
+                val is None and node.target in _ASSERTS):
+            return                      # shape arithmetic and guards: sizes are read from meta on use
+        if node.target in handlers:
+            convert = handlers[node.target]
+        elif _is_static(node):
+            convert = _fold
+        else:
+            raise UnsupportedError(f"unsupported ATen op {op_name(node)} at {source_of(node)}")
+        try:
+            result = convert(self, node, _bind(node))
+            if isinstance(result, Value) and isinstance(val, torch.Tensor):
+                self._check_type(result, val)
+        except UserError as e:
+            raise UnsupportedError(f"{op_name(node)} at {source_of(node)}: {e}") from None
+        self.values[node] = result
+
+    def _check_type(self, value: Value, val: torch.Tensor) -> None:
+        """The converted value must have the type torch traced: this catches table bugs early."""
+        want = TensorType(self.shape(val.shape), self.dtype(val.dtype))
+        if value.type != want:
+            raise UserError(f"converted to {value.type}, but torch traced {want}")
+
+    # --- graph inputs and constants ------------------------------------------
+
+    def _input(self, node: fx.Node, index: int) -> Value:
+        val = node.meta["val"]
+        axes = self.dynamic_axes[index] if self.dynamic_axes else {}
+        for axis, sym_name in axes.items():
+            size = val.shape[axis]
+            expr = size.node.expr if isinstance(size, torch.SymInt) else None
+            if not isinstance(expr, sympy.Symbol):
+                raise UserError(f"input '{node.name}' axis {axis} ('{sym_name}') was traced as {size}, not a free size")
+            known = self.symbols.setdefault(expr, sym_name)
+            if known != sym_name:
+                raise UserError(f"input '{node.name}' axis {axis}: '{sym_name}' and '{known}' are the same size "
+                                f"in the traced program; give them one name")
+        value = Value(self.fresh(node.name), TensorType(self.shape(val.shape), self.dtype(val.dtype)))
+        self.values[node] = value
+        return value
+
+    def _lifted(self, fqn: str) -> Value:
+        """The constant for a parameter, buffer or lifted tensor constant (one per FQN)."""
+        if fqn not in self.constants:
+            tensor = self.program.state_dict.get(fqn)
+            if tensor is None:
+                tensor = self.program.constants[fqn]
+            self.constants[fqn] = self.add_constant(fqn, tensor)
+        return self.constants[fqn]
+
+    def add_constant(self, name: str, data: torch.Tensor | np.ndarray) -> Value:
+        if isinstance(data, torch.Tensor):
+            self.dtype(data.dtype)                          # raises for dtypes minic lacks
+            data = data.detach().cpu().numpy().copy()
+        value = constant(self.fresh(name), np.asarray(data))
+        self.constants[value.name] = value
+        return value
+
+    def scalar(self, x: float | int | bool, dtype: DType, name: str) -> Value:
+        """A 0-d constant holding a Python scalar argument, in ``dtype``."""
+        return self.add_constant(name, np.array(x, dtype=dtype.numpy))
+
+    # --- reading FX arguments -------------------------------------------------
+
+    def value(self, arg: Any) -> Value:
+        if not isinstance(arg, fx.Node) or arg not in self.values:
+            raise UserError(f"expected a tensor argument, got {arg!r}")
+        v = self.values[arg]
+        if not isinstance(v, Value):
+            raise UserError(f"'{arg.name}' is a tuple of outputs, not a tensor")
+        return v
+
+    def dim(self, arg: Any) -> Dim:
+        """A size argument: an int, a SymInt, or an FX node computing one."""
+        if isinstance(arg, fx.Node):
+            arg = arg.meta["val"]
+        if isinstance(arg, torch.SymInt):
+            return self.sym_dim(arg.node.expr)
+        return int(arg)
+
+    def shape(self, sizes: Sequence[Any]) -> tuple[Dim, ...]:
+        return tuple(self.dim(s) for s in sizes)
+
+    def sym_dim(self, expr: sympy.Expr) -> Dim:
+        """A sympy size expression as a minic monomial: ``2*s0*s1`` -> ``"2*B*T"``."""
+        if expr.is_Integer:
+            return int(expr)
+        factors = expr.args if isinstance(expr, sympy.Mul) else (expr,)
+        parts: list[str] = []
+        for f in factors:
+            base, power = (f.args if isinstance(f, sympy.Pow) else (f, 1))
+            if f.is_Integer:
+                parts.append(str(int(f)))
+            elif isinstance(base, sympy.Symbol) and base in self.symbols and int(power) == power > 0:
+                parts += [self.symbols[base]] * int(power)
+            else:
+                raise UserError(f"size {expr} is not a product of named dynamic axes "
+                                f"({', '.join(f'{k}={v}' for k, v in self.symbols.items()) or 'none named'})")
+        return canon("*".join(parts))
+
+    def dtype(self, dtype: torch.dtype) -> DType:
+        if dtype not in _DTYPES:
+            raise UserError(f"dtype {dtype} is not supported (minic has {', '.join(d.value for d in DType)})")
+        return _DTYPES[dtype]
+
+    # --- emitting minic nodes -------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.taken:
+            name, i = f"{base}_{i}", i + 1
+        self.taken.add(name)
+        return name
+
+    def emit(self, op: str, inputs: list[Value], attrs: Any = None, name: str | None = None,
+             many: bool = False) -> Any:
+        """Append one minic node; its output types come from the op registry.
+        The last node emitted for an FX node carries that node's name.  Returns
+        the output Value, or the tuple of outputs when ``many``."""
+        opdef = ops.get(op)
+        attrs = opdef.attrs() if attrs is None else attrs
+        node = Node(op, list(inputs), [], attrs)
+        types = infer_node(node)
+        base = name or self.current.name
+        node.outputs = [Value(self.fresh(base if not many else f"{base}_{i}"), t)
+                        for i, t in enumerate(types)]
+        self.nodes.append(node)
+        return tuple(node.outputs) if many else node.outputs[0]
+
+    def attrs(self, op: str, **values: Any) -> Any:
+        return ops.get(op).make_attrs(**values)
+
+    def cast(self, v: Value, dtype: DType) -> Value:
+        if v.type.dtype == dtype:
+            return v
+        return self.emit("cast", [v], self.attrs("cast", dtype=dtype), name=f"{self.current.name}_{v.name}_cast")
+
+
+_ASSERTS = {aten._assert_scalar.default, aten._assert_tensor_metadata.default,
+            aten.sym_constrain_range_for_size.default}
+
+
+def _bind(node: fx.Node) -> dict[str, Any]:
+    """The node's arguments by schema name, defaults filled in."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return {}
+    bound: dict[str, Any] = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(node.args) and not arg.kwarg_only:
+            bound[arg.name] = node.args[i]
+        elif arg.name in node.kwargs:
+            bound[arg.name] = node.kwargs[arg.name]
+        else:
+            bound[arg.name] = arg.default_value if arg.has_default_value() else None
+    return bound
+
+
+def _is_static(node: fx.Node) -> bool:
+    """No inputs at all (no tensors, no symbolic sizes): full, arange, scalar_tensor, ..."""
+    return not node.all_input_nodes and isinstance(node.target, torch._ops.OpOverload)
+
+
+def _fold(cx: Converter, node: fx.Node, bound: dict) -> Value:
+    """A static op's value does not depend on the inputs: run it once, keep a constant."""
+    return cx.add_constant(node.name, node.target(*node.args, **node.kwargs))
+

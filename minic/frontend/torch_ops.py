@@ -1,0 +1,369 @@
+"""The conversion table of the PyTorch frontend: one entry per ATen op.
+
+A handler ``(cx, node, a) -> Value | tuple`` gets the Converter, the FX node and
+its arguments bound by schema name (``a["self"]``, ``a["dim"]``), emits minic
+nodes through ``cx.emit`` and returns the value that stands for the node — or a
+tuple for ops with several outputs (``None`` where minic has no such output:
+batch_norm's saved mean, max_pool's indices).  Ops that only alias their input
+(clone, detach, ``_to_copy`` to the same dtype) return the input: no node.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import fx
+
+from minic.errors import UserError
+from minic.ir.graph import Value
+from minic.ir.ops.layout import END
+from minic.ir.types import DType
+
+aten = torch.ops.aten
+Handler = Callable[[Any, fx.Node, dict], Any]
+HANDLERS: dict[Any, Handler] = {}
+
+
+def handles(*targets: Any) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for t in targets:
+            HANDLERS[t] = fn
+        return fn
+    return register
+
+
+def _out_dtype(cx, node: fx.Node) -> DType:
+    return cx.dtype(node.meta["val"].dtype)
+
+
+def _axis(d: int, rank: int) -> int:
+    return d % rank if rank else 0
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return (int(v[0]), int(v[-1]))
+
+
+# --- outputs of multi-output ops, and ops that only alias -----------------------
+
+@handles(operator.getitem)
+def _getitem(cx, node, a):
+    parts, index = cx.values[node.args[0]], node.args[1]
+    if not isinstance(parts, tuple) or parts[index] is None:
+        raise UserError(f"output {index} of '{node.args[0].name}' is not supported (only the first is)")
+    return parts[index]
+
+
+@handles(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+         aten.contiguous.default)
+def _alias(cx, node, a):
+    return cx.value(node.args[0])
+
+
+@handles(aten._to_copy.default)
+def _to_copy(cx, node, a):
+    return cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+
+
+# --- elementwise ------------------------------------------------------------------
+
+UNARY = {aten.relu.default: "relu", aten.neg.default: "neg", aten.abs.default: "abs",
+         aten.exp.default: "exp", aten.log.default: "log", aten.sqrt.default: "sqrt",
+         aten.rsqrt.default: "rsqrt", aten.tanh.default: "tanh", aten.sigmoid.default: "sigmoid",
+         aten.silu.default: "silu", aten.erf.default: "erf", aten.sin.default: "sin",
+         aten.cos.default: "cos"}
+
+
+@handles(*UNARY)
+def _unary(cx, node, a):
+    return cx.emit(UNARY[node.target], [cx.value(a["self"])])
+
+
+@handles(aten.gelu.default)
+def _gelu(cx, node, a):
+    return cx.emit("gelu", [cx.value(a["self"])], cx.attrs("gelu", approximate=a["approximate"]))
+
+
+def _operand(cx, node: fx.Node, arg: Any, dtype: DType, role: str) -> Value:
+    """A tensor argument cast to ``dtype``, or a Python scalar as a 0-d constant of ``dtype``."""
+    if isinstance(arg, fx.Node):
+        return cx.cast(cx.value(arg), dtype)
+    return cx.scalar(arg, dtype, f"{node.name}_{role}")
+
+
+def _arg_name(node: fx.Node, i: int) -> str:
+    """The schema's name of positional argument i ("other", "exponent"): names scalar constants."""
+    return node.target._schema.arguments[i].name
+
+
+def _common_dtype(cx, args: list[Any]) -> DType:
+    """torch's type promotion of the operands (a Python scalar does not widen a tensor)."""
+    probes = [torch.empty(1, dtype=x.meta["val"].dtype) if isinstance(x, fx.Node) else x for x in args]
+    return cx.dtype(torch.result_type(*probes))
+
+
+BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub", aten.sub.Scalar: "sub",
+          aten.mul.Tensor: "mul", aten.mul.Scalar: "mul", aten.div.Tensor: "div", aten.div.Scalar: "div",
+          aten.pow.Tensor_Scalar: "pow", aten.pow.Tensor_Tensor: "pow", aten.pow.Scalar: "pow",
+          aten.maximum.default: "max", aten.minimum.default: "min"}
+
+
+@handles(*BINARY)
+def _binary(cx, node, a):
+    """Both operands are brought to the result's dtype first (minic ops take one dtype)."""
+    dtype = _out_dtype(cx, node)
+    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    alpha = a.get("alpha")
+    if alpha not in (None, 1):                      # add(x, y, alpha) = x + alpha·y
+        y = cx.emit("mul", [y, cx.scalar(alpha, dtype, f"{node.name}_alpha")], name=f"{node.name}_scaled")
+    return cx.emit(BINARY[node.target], [x, y])
+
+
+COMPARE = {aten.eq.Tensor: "eq", aten.eq.Scalar: "eq", aten.lt.Tensor: "lt", aten.lt.Scalar: "lt",
+           aten.gt.Tensor: "gt", aten.gt.Scalar: "gt"}
+# The complements: x != y is not(x == y), x >= y is not(x < y), x <= y is not(x > y).
+NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq", aten.ge.Tensor: "lt", aten.ge.Scalar: "lt",
+           aten.le.Tensor: "gt", aten.le.Scalar: "gt"}
+
+
+@handles(*COMPARE, *NEGATED)
+def _compare(cx, node, a):
+    dtype = _common_dtype(cx, list(node.args[:2]))
+    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    if node.target in COMPARE:
+        return cx.emit(COMPARE[node.target], [x, y])
+    return cx.emit("not", [cx.emit(NEGATED[node.target], [x, y], name=f"{node.name}_complement")])
+
+
+@handles(aten.where.self)
+def _where(cx, node, a):
+    dtype = _out_dtype(cx, node)
+    cond = cx.value(a["condition"])
+    return cx.emit("where", [cond, cx.cast(cx.value(a["self"]), dtype), cx.cast(cx.value(a["other"]), dtype)])
+
+
+# --- contractions -----------------------------------------------------------------
+
+@handles(aten.mm.default, aten.bmm.default, aten.matmul.default)
+def _matmul(cx, node, a):
+    return cx.emit("matmul", [cx.value(node.args[0]), cx.value(node.args[1])])
+
+
+@handles(aten.addmm.default)
+def _addmm(cx, node, a):
+    """addmm(c, a, b, beta, alpha) = beta·c + alpha·(a @ b): exactly gemm."""
+    attrs = cx.attrs("gemm", alpha=float(a["alpha"]), beta=float(a["beta"]))
+    return cx.emit("gemm", [cx.value(a["mat1"]), cx.value(a["mat2"]), cx.value(a["self"])], attrs)
+
+
+@handles(aten.linear.default)
+def _linear(cx, node, a):
+    """linear(x, W, b) = x @ Wᵀ + b: one gemm for 2-D x, else transpose + matmul + add."""
+    x, w = cx.value(a["input"]), cx.value(a["weight"])
+    bias = [cx.value(a["bias"])] if a["bias"] is not None else []
+    if x.type.rank == 2:
+        return cx.emit("gemm", [x, w, *bias], cx.attrs("gemm", trans_b=True))
+    wt = cx.emit("transpose", [w], cx.attrs("transpose", perm=(1, 0)), name=f"{node.name}_wt")
+    if not bias:
+        return cx.emit("matmul", [x, wt])
+    return cx.emit("add", [cx.emit("matmul", [x, wt], name=f"{node.name}_mm"), bias[0]])
+
+
+@handles(aten.convolution.default)
+def _convolution(cx, node, a):
+    x, w = cx.value(a["input"]), cx.value(a["weight"])
+    if a["transposed"] or w.type.rank != 4:
+        raise UserError("only 2-D, non-transposed convolutions are supported")
+    ph, pw = _pair(a["padding"])
+    attrs = cx.attrs("conv2d", stride=_pair(a["stride"]), padding=(ph, pw, ph, pw),
+                     dilation=_pair(a["dilation"]), groups=int(a["groups"]))
+    bias = [cx.value(a["bias"])] if a["bias"] is not None else []
+    return cx.emit("conv2d", [x, w, *bias], attrs)
+
+
+# --- normalisations -----------------------------------------------------------------
+
+@handles(aten._softmax.default, aten._log_softmax.default)
+def _softmax(cx, node, a):
+    op = "softmax" if node.target == aten._softmax.default else "log_softmax"
+    return cx.emit(op, [cx.value(a["self"])], cx.attrs(op, axis=int(a["dim"])))
+
+
+@handles(aten.native_layer_norm.default)
+def _layer_norm(cx, node, a):
+    x = cx.value(a["input"])
+    axis = x.type.rank - len(a["normalized_shape"])
+    params = [_param(cx, node, a["weight"], 1.0, x.type.shape[axis:], "weight"),
+              _param(cx, node, a["bias"], 0.0, x.type.shape[axis:], "bias")]
+    out = cx.emit("layer_norm", [x, *params], cx.attrs("layer_norm", axis=axis, eps=float(a["eps"])))
+    return (out, None, None)                        # mean and rstd are for training
+
+
+@handles(aten._native_batch_norm_legit_no_training.default)
+def _batch_norm(cx, node, a):
+    x = cx.value(a["input"])
+    c = (x.type.shape[1],)
+    inputs = [x, _param(cx, node, a["weight"], 1.0, c, "weight"), _param(cx, node, a["bias"], 0.0, c, "bias"),
+              cx.value(a["running_mean"]), cx.value(a["running_var"])]
+    out = cx.emit("batch_norm", inputs, cx.attrs("batch_norm", eps=float(a["eps"])))
+    return (out, None, None)
+
+
+def _param(cx, node, arg, fill: float, shape, role: str) -> Value:
+    """An optional scale/bias argument; when absent, the constant that does nothing."""
+    if arg is not None:
+        return cx.value(arg)
+    return cx.add_constant(f"{node.name}_{role}", np.full(shape, fill, np.float32))
+
+
+# --- pooling and reductions -------------------------------------------------------
+
+@handles(aten.max_pool2d.default, aten.max_pool2d_with_indices.default)
+def _max_pool(cx, node, a):
+    kernel = _pair(a["kernel_size"])
+    ph, pw = _pair(a["padding"])
+    attrs = cx.attrs("max_pool2d", kernel=kernel, stride=_pair(a["stride"] or kernel), padding=(ph, pw, ph, pw),
+                     dilation=_pair(a["dilation"]), ceil_mode=bool(a["ceil_mode"]))
+    out = cx.emit("max_pool2d", [cx.value(a["self"])], attrs)
+    return out if node.target == aten.max_pool2d.default else (out, None)
+
+
+@handles(aten.avg_pool2d.default)
+def _avg_pool(cx, node, a):
+    if a["divisor_override"] is not None:
+        raise UserError("avg_pool2d with divisor_override is not supported")
+    kernel = _pair(a["kernel_size"])
+    ph, pw = _pair(a["padding"])
+    attrs = cx.attrs("avg_pool2d", kernel=kernel, stride=_pair(a["stride"] or kernel), padding=(ph, pw, ph, pw),
+                     ceil_mode=bool(a["ceil_mode"]), count_include_pad=bool(a["count_include_pad"]))
+    return cx.emit("avg_pool2d", [cx.value(a["self"])], attrs)
+
+
+@handles(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+def _adaptive_avg_pool(cx, node, a):
+    """To 1x1 it is global_avg_pool; to an output that divides the input, an avg_pool2d."""
+    x = cx.value(a["self"])
+    out_h, out_w = _pair(a["output_size"])
+    if (out_h, out_w) == (1, 1):
+        return cx.emit("global_avg_pool", [x])
+    h, w = x.type.shape[2:]
+    if not (isinstance(h, int) and isinstance(w, int) and h % out_h == 0 and w % out_w == 0):
+        raise UserError(f"adaptive_avg_pool2d from {h}x{w} to {out_h}x{out_w} is not supported")
+    kernel = (h // out_h, w // out_w)
+    return cx.emit("avg_pool2d", [x], cx.attrs("avg_pool2d", kernel=kernel, stride=kernel))
+
+
+REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
+          aten.sum.dim_IntList: "reduce_sum", aten.sum.default: "reduce_sum",
+          aten.amax.default: "reduce_max", aten.amin.default: "reduce_min"}
+
+
+@handles(*REDUCE)
+def _reduce(cx, node, a):
+    x = cx.value(a["self"])
+    if a.get("dtype") is not None and cx.dtype(a["dtype"]) != x.type.dtype:
+        raise UserError("a reduction with a dtype argument is not supported")
+    dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
+    op = REDUCE[node.target]
+    attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+    return cx.emit(op, [x], attrs)
+
+
+# --- layout -----------------------------------------------------------------------
+
+@handles(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _reshape(cx, node, a):
+    # The target is read from the traced shape: -1 and sizes like s0*s1 are already resolved there.
+    return cx.emit("reshape", [cx.value(a["self"])], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
+
+
+@handles(aten.expand.default)
+def _expand(cx, node, a):
+    return cx.emit("expand", [cx.value(a["self"])], cx.attrs("expand", shape=cx.shape(node.meta["val"].shape)))
+
+
+@handles(aten.permute.default)
+def _permute(cx, node, a):
+    x = cx.value(a["self"])
+    perm = tuple(_axis(int(d), x.type.rank) for d in a["dims"])
+    return cx.emit("transpose", [x], cx.attrs("transpose", perm=perm))
+
+
+@handles(aten.transpose.int, aten.t.default)
+def _transpose(cx, node, a):
+    x = cx.value(a["self"])
+    perm = list(range(x.type.rank))
+    if x.type.rank >= 2:
+        i, j = (_axis(int(a["dim0"]), x.type.rank), _axis(int(a["dim1"]), x.type.rank)) if "dim0" in a else (0, 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    return cx.emit("transpose", [x], cx.attrs("transpose", perm=tuple(perm)))
+
+
+@handles(aten.unsqueeze.default)
+def _unsqueeze(cx, node, a):
+    x = cx.value(a["self"])
+    return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(_axis(int(a["dim"]), x.type.rank + 1),)))
+
+
+@handles(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def _squeeze(cx, node, a):
+    x = cx.value(a["self"])
+    dims = a.get("dim")
+    dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
+    # torch skips the named axes that are not 1; squeeze only those that are.
+    axes = tuple(sorted({_axis(int(d), x.type.rank) for d in dims if x.type.shape[int(d)] == 1}))
+    return cx.emit("squeeze", [x], cx.attrs("squeeze", axes=axes)) if axes else x
+
+
+@handles(aten.slice.Tensor)
+def _slice(cx, node, a):
+    x = cx.value(a["self"])
+    start = 0 if a["start"] is None else cx.dim(a["start"])
+    end = END if a["end"] is None else cx.dim(a["end"])
+    if isinstance(end, int) and end >= END:
+        end = END
+    attrs = cx.attrs("slice", axes=(_axis(int(a["dim"]), x.type.rank),), starts=(start,), ends=(end,),
+                     steps=(int(a["step"]),))
+    return cx.emit("slice", [x], attrs)
+
+
+@handles(aten.select.int)
+def _select(cx, node, a):
+    """x.select(dim, i) = squeeze(slice(x, i:i+1), dim)."""
+    x = cx.value(a["self"])
+    axis, index = _axis(int(a["dim"]), x.type.rank), cx.dim(a["index"])
+    end = END if index == -1 else index + 1
+    attrs = cx.attrs("slice", axes=(axis,), starts=(index,), ends=(end,), steps=(1,))
+    row = cx.emit("slice", [x], attrs, name=f"{node.name}_row")
+    return cx.emit("squeeze", [row], cx.attrs("squeeze", axes=(axis,)))
+
+
+@handles(aten.cat.default)
+def _cat(cx, node, a):
+    dtype = _out_dtype(cx, node)
+    parts = [cx.cast(cx.value(t), dtype) for t in a["tensors"]]
+    return cx.emit("concat", parts, cx.attrs("concat", axis=_axis(int(a["dim"]), parts[0].type.rank)))
+
+
+@handles(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(cx, node, a):
+    x = cx.value(a["self"])
+    axis = _axis(int(a["dim"]), x.type.rank)
+    size = x.type.shape[axis]
+    if node.target == aten.split.Tensor:
+        if not isinstance(size, int):
+            raise UserError(f"split of a symbolic axis ({size}) is not supported")
+        step = int(a["split_size"])
+        sizes = [min(step, size - i) for i in range(0, size, step)]
+    else:
+        sizes = [int(s) for s in a["split_sizes"]]
+    return cx.emit("split", [x], cx.attrs("split", axis=axis, sizes=tuple(sizes)), many=True)
+
+
+@handles(aten.embedding.default)
+def _embedding(cx, node, a):
+    """embedding(W, ids) = W[ids]: a gather along axis 0."""
+    return cx.emit("gather", [cx.value(a["weight"]), cx.value(a["indices"])], cx.attrs("gather", axis=0))

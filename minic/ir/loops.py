@@ -1,0 +1,426 @@
+"""The Loop IR: kernels as loop nests over named buffers.
+
+A ``Function`` (one kernel) takes buffers and symbolic sizes (``B``, ``T``) as
+arguments; its body is a tree of statements:
+
+    For(var, start, extent, kind, body)   kind: serial | parallel | vectorized | unrolled
+    Store(buffer, index, value)           buffer[index...] = value
+    Allocate(buffer, body)                a local buffer that lives during body
+    If(cond, then, otherwise)
+    Seq(stmts)
+
+and expressions ``Var``, ``Const``, ``BinOp``, ``Load``, ``Call``, ``Select``,
+``Cast``.  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
+row-major.  Index arithmetic is i64; integer ``div``/``mod`` truncate toward
+zero as in C.
+
+A ``Program`` is what a whole Graph lowers to: kernels run in order over the
+program's buffers (inputs, outputs, constants, temporaries).  Schedules rewrite
+the loop nests; nodes are frozen dataclasses so a rewrite builds new trees.
+
+Checking lives beside this file: ``loops_verify.py`` (the verifier) and
+``loops_interp.py`` (the reference interpreter).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Iterator, Union
+
+import numpy as np
+
+from minic.ir.types import DType, Dim, _monomial, dim_eval
+
+# --- buffers --------------------------------------------------------------------
+
+
+class Role(Enum):
+    INPUT = "input"
+    OUTPUT = "output"
+    CONST = "const"            # a weight, bound once at compile time
+    TEMP = "temp"              # an intermediate between kernels, placed by the buffer plan
+    LOCAL = "local"            # a kernel's own scratch (an accumulator), from Allocate
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    shape: tuple[Dim, ...]     # ints or monomials over the size arguments ("B*T")
+    dtype: DType
+    role: Role
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- expressions ----------------------------------------------------------------
+
+
+class Expr:
+    """Base of every expression; ``dtype`` says what it computes."""
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    name: str
+    dtype: DType = DType.i64
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: Union[int, float, bool]
+    dtype: DType = DType.i64
+
+
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("and", "or")
+ARITH_OPS = ("add", "sub", "mul", "div", "mod", "max", "min")
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    op: str                    # one of ARITH_OPS, COMPARE_OPS, LOGIC_OPS
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return DType.bool if self.op in COMPARE_OPS else self.a.dtype
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    buffer: Buffer
+    index: tuple[Expr, ...]
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
+
+# Functions a Call may name, with their arity.  Codegen maps each to an LLVM
+# intrinsic or a libm function.
+CALLS = {"neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "erf": 1,
+         "sin": 1, "cos": 1, "tan": 1, "floor": 1, "ceil": 1, "round": 1, "pow": 2}
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    fn: str
+    args: tuple[Expr, ...]
+
+    @property
+    def dtype(self) -> DType:
+        return self.args[0].dtype
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Expr
+    a: Expr                    # value where cond holds
+    b: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.a.dtype
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    to: DType
+    value: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.to
+
+
+# --- statements -----------------------------------------------------------------
+
+
+class Stmt:
+    """Base of every statement."""
+
+
+class ForKind(Enum):
+    SERIAL = "serial"
+    PARALLEL = "parallel"      # iterations split over threads
+    VECTORIZED = "vectorized"  # iterations become the lanes of vector instructions
+    UNROLLED = "unrolled"      # iterations copied out
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    var: Var
+    start: Expr
+    extent: Expr               # the loop runs var = start .. start + extent - 1
+    kind: ForKind
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    buffer: Buffer
+    index: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Allocate(Stmt):
+    buffer: Buffer             # role LOCAL; its shape must be constant
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+    otherwise: Stmt | None = None
+
+
+@dataclass(frozen=True)
+class Seq(Stmt):
+    stmts: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Function:
+    """One kernel: ``name(params..., sizes...)``."""
+    name: str
+    params: tuple[Buffer, ...]
+    sizes: tuple[str, ...]     # symbolic sizes passed as i64 arguments
+    body: Stmt
+    origin: str = ""           # the graph nodes it computes, for the printer
+
+
+@dataclass
+class Program:
+    """A whole Graph as kernels run in order over program-level buffers."""
+    name: str
+    inputs: list[Buffer]
+    outputs: list[Buffer]
+    constants: dict[str, np.ndarray]                 # CONST buffer name -> data
+    buffers: dict[str, Buffer]                       # every buffer but LOCALs, by name
+    kernels: list[Function]
+    sizes: tuple[str, ...]                           # all symbols, bound from input shapes
+    lifetimes: dict[str, tuple[int, int]] = field(default_factory=dict)   # TEMP -> first, last kernel
+    values: dict[str, str] = field(default_factory=dict)                   # buffer -> graph value name
+
+    def __str__(self) -> str:
+        return print_program(self)
+
+
+# --- building expressions -------------------------------------------------------
+
+
+def const(value, dtype: DType = DType.i64) -> Const:
+    if dtype.is_float:
+        value = float(value)
+    elif dtype == DType.bool:
+        value = bool(value)
+    else:
+        value = int(value)
+    return Const(value, dtype)
+
+
+def dim_expr(d: Dim) -> Expr:
+    """A shape dim as an i64 expression: 3 -> 3, "4*B*T" -> 4 * B * T."""
+    coef, syms = _monomial(d)
+    expr: Expr | None = const(coef) if coef != 1 or not syms else None
+    for name in sorted(syms.elements()):
+        expr = Var(name) if expr is None else BinOp("mul", expr, Var(name))
+    return expr
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    return BinOp("add", a, b)
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    return BinOp("mul", a, b)
+
+
+# --- traversal -------------------------------------------------------------------
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, BinOp):
+        return (e.a, e.b)
+    if isinstance(e, Load):
+        return e.index
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    if isinstance(e, Cast):
+        return (e.value,)
+    return ()
+
+
+def rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
+    """``e`` with its children replaced by ``kids`` (same order as ``children``)."""
+    if isinstance(e, BinOp):
+        return BinOp(e.op, *kids)
+    if isinstance(e, Load):
+        return Load(e.buffer, tuple(kids))
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(kids))
+    if isinstance(e, Select):
+        return Select(*kids)
+    if isinstance(e, Cast):
+        return Cast(e.to, kids[0])
+    return e
+
+
+def map_expr(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Rewrite bottom-up; ``fn`` returns a replacement or None to keep a node."""
+    kids = children(e)
+    if kids:
+        new = tuple(map_expr(k, fn) for k in kids)
+        if any(a is not b for a, b in zip(new, kids)):
+            e = rebuild(e, new)
+    out = fn(e)
+    return e if out is None else out
+
+
+def substitute(e: Expr, env: dict[str, Expr]) -> Expr:
+    """Replace variables by expressions."""
+    return map_expr(e, lambda x: env.get(x.name) if isinstance(x, Var) else None)
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    yield e
+    for k in children(e):
+        yield from walk(k)
+
+
+def free_vars(e: Expr) -> set[str]:
+    return {x.name for x in walk(e) if isinstance(x, Var)}
+
+
+def stmt_exprs(s: Stmt) -> Iterator[Expr]:
+    """The expressions a statement holds directly (not those of nested statements)."""
+    if isinstance(s, For):
+        yield from (s.start, s.extent)
+    elif isinstance(s, Store):
+        yield from s.index
+        yield s.value
+    elif isinstance(s, If):
+        yield s.cond
+
+
+def sub_stmts(s: Stmt) -> tuple[Stmt, ...]:
+    if isinstance(s, (For, Allocate)):
+        return (s.body,)
+    if isinstance(s, If):
+        return (s.then,) if s.otherwise is None else (s.then, s.otherwise)
+    if isinstance(s, Seq):
+        return s.stmts
+    return ()
+
+
+def walk_stmts(s: Stmt) -> Iterator[Stmt]:
+    yield s
+    for k in sub_stmts(s):
+        yield from walk_stmts(k)
+
+
+def seq(*stmts: Stmt) -> Stmt:
+    """A Seq of the statements, flattening nested Seqs; one statement stays itself."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        flat.extend(s.stmts if isinstance(s, Seq) else (s,))
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def shape_numel(shape: tuple[Dim, ...], env: dict[str, int]) -> int:
+    n = 1
+    for d in shape:
+        n *= dim_eval(d, env)
+    return n
+
+
+# --- printing (pseudo-C) ----------------------------------------------------------
+
+_INFIX = {"add": ("+", 4), "sub": ("-", 4), "mul": ("*", 5), "div": ("/", 5), "mod": ("%", 5),
+          "lt": ("<", 3), "le": ("<=", 3), "gt": (">", 3), "ge": (">=", 3), "eq": ("==", 2),
+          "ne": ("!=", 2), "and": ("&&", 1), "or": ("||", 0)}
+
+
+def _const_str(c: Const) -> str:
+    if c.dtype == DType.bool:
+        return "true" if c.value else "false"
+    if c.dtype.is_float:
+        text = repr(float(c.value))
+        return text + "f" if c.dtype == DType.f32 and text[-1].isdigit() else text
+    return str(c.value)
+
+
+def expr_str(e: Expr, parent: int = -1) -> str:
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Const):
+        return _const_str(e)
+    if isinstance(e, BinOp):
+        if e.op in ("max", "min"):
+            return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
+        sym, prec = _INFIX[e.op]
+        text = f"{expr_str(e.a, prec)} {sym} {expr_str(e.b, prec + 1)}"
+        return f"({text})" if prec < parent else text
+    if isinstance(e, Load):
+        if not e.index:                       # a scalar (rank-0) buffer: an accumulator
+            return e.buffer.name
+        return f"{e.buffer.name}[{', '.join(expr_str(i) for i in e.index)}]"
+    if isinstance(e, Call):
+        return f"{e.fn}({', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, Select):
+        return f"select({expr_str(e.cond)}, {expr_str(e.a)}, {expr_str(e.b)})"
+    if isinstance(e, Cast):
+        return f"({e.to.value}){expr_str(e.value, 9)}"
+    raise TypeError(f"not a Loop IR expression: {e!r}")
+
+
+def _buffer_decl(b: Buffer) -> str:
+    if not b.shape:
+        return f"{b.dtype.value} {b.name}"
+    return f"{b.dtype.value} {b.name}[{', '.join(map(str, b.shape))}]"
+
+
+def stmt_lines(s: Stmt, indent: str = "  ") -> list[str]:
+    if isinstance(s, For):
+        v = s.var.name
+        start = expr_str(s.start)
+        end = expr_str(s.extent) if start == "0" else f"{start} + {expr_str(s.extent, 5)}"
+        kind = "" if s.kind == ForKind.SERIAL else s.kind.value + " "
+        head = f"{indent}{kind}for ({v} = {start}; {v} < {end}; {v}++) {{"
+        return [head, *stmt_lines(s.body, indent + "  "), indent + "}"]
+    if isinstance(s, Store):
+        return [f"{indent}{expr_str(Load(s.buffer, s.index))} = {expr_str(s.value)};"]
+    if isinstance(s, Allocate):
+        return [f"{indent}{_buffer_decl(s.buffer)};", *stmt_lines(s.body, indent)]
+    if isinstance(s, If):
+        lines = [f"{indent}if ({expr_str(s.cond)}) {{", *stmt_lines(s.then, indent + "  ")]
+        if s.otherwise is not None:
+            lines += [f"{indent}}} else {{", *stmt_lines(s.otherwise, indent + "  ")]
+        return lines + [indent + "}"]
+    if isinstance(s, Seq):
+        return [line for t in s.stmts for line in stmt_lines(t, indent)]
+    raise TypeError(f"not a Loop IR statement: {s!r}")
+
+
+def print_function(f: Function) -> str:
+    params = [f"{_buffer_decl(b)} /*{b.role.value}*/" for b in f.params] + [f"i64 {s}" for s in f.sizes]
+    head = f"// {f.origin}\n" if f.origin else ""
+    return head + f"kernel {f.name}({', '.join(params)}) {{\n" + "\n".join(stmt_lines(f.body)) + "\n}"
+
+
+def print_program(p: Program) -> str:
+    lines = [f"program @{p.name}({', '.join(_buffer_decl(b) for b in p.inputs)})"
+             f" -> ({', '.join(_buffer_decl(b) for b in p.outputs)})"]
+    temps = [b for b in p.buffers.values() if b.role == Role.TEMP]
+    if temps:
+        lines.append("// temporaries: " + ", ".join(
+            f"{_buffer_decl(b)} live {p.lifetimes[b.name][0]}..{p.lifetimes[b.name][1]}" for b in temps))
+    lines += [print_function(k) for k in p.kernels]
+    return "\n\n".join(lines) + "\n"

@@ -1,0 +1,145 @@
+"""The reference interpreter of the Loop IR: slow, obvious, and bounds-checked.
+
+It runs one ``Function`` on numpy arrays, or a whole ``Program``, one scalar at a
+time.  Every kernel that codegen compiles can be checked against it on small
+shapes, and every schedule against the unscheduled loops.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from minic.errors import UserError
+from minic.ir.interpret import bind_symbols
+from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
+                            Program, Role, Select, Seq, Stmt, Store, Var)
+from minic.ir.types import DType, dim_eval
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+_CALLS = {
+    "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil,
+    "round": np.round, "pow": np.power,    # round: halves to even
+    "erf": lambda x: type(x)(math.erf(float(x))),
+}
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _binop(op: str, a, b, dtype: DType):
+    if op == "add": return a + b
+    if op == "sub": return a - b
+    if op == "mul": return a * b
+    if op == "div":
+        return a / b if dtype.is_float else dtype.numpy.type(_trunc_div(int(a), int(b)))
+    if op == "mod":
+        return dtype.numpy.type(int(a) - _trunc_div(int(a), int(b)) * int(b))
+    if op == "max": return np.fmax(a, b)      # like LLVM's maxnum: a NaN operand is ignored
+    if op == "min": return np.fmin(a, b)
+    if op == "lt": return np.bool_(a < b)
+    if op == "le": return np.bool_(a <= b)
+    if op == "gt": return np.bool_(a > b)
+    if op == "ge": return np.bool_(a >= b)
+    if op == "eq": return np.bool_(a == b)
+    if op == "ne": return np.bool_(a != b)
+    if op == "and": return np.bool_(a and b)
+    if op == "or": return np.bool_(a or b)
+    raise ValueError(f"unknown binary op {op}")
+
+
+class Interpreter:
+    """State of one kernel run: symbol values, loop variables, buffer memory."""
+
+    def __init__(self, sizes: dict[str, int], memory: dict[str, np.ndarray]) -> None:
+        self.env: dict[str, object] = {k: np.int64(v) for k, v in sizes.items()}
+        self.sizes = sizes
+        self.memory = memory          # buffer name -> array of the buffer's shape
+
+    def offset(self, buffer: Buffer, index: tuple[Expr, ...]) -> tuple[int, ...]:
+        where = tuple(int(self.eval(i)) for i in index)
+        shape = tuple(dim_eval(d, self.sizes) for d in buffer.shape)
+        if len(where) != len(shape) or any(not 0 <= i < n for i, n in zip(where, shape)):
+            raise IndexError(f"{buffer.name}{list(where)} is out of bounds of shape {list(shape)}")
+        return where
+
+    def eval(self, e: Expr):
+        with np.errstate(all="ignore"):      # inf and nan are values, as in the compiled code
+            return self._eval(e)
+
+    def _eval(self, e: Expr):
+        if isinstance(e, Var):
+            return self.env[e.name]
+        if isinstance(e, Const):
+            return e.dtype.numpy.type(e.value)
+        if isinstance(e, BinOp):
+            return e.dtype.numpy.type(_binop(e.op, self._eval(e.a), self._eval(e.b), e.a.dtype))
+        if isinstance(e, Load):
+            return self.memory[e.buffer.name][self.offset(e.buffer, e.index)]
+        if isinstance(e, Call):
+            return e.dtype.numpy.type(_CALLS[e.fn](*(self._eval(a) for a in e.args)))
+        if isinstance(e, Select):
+            return self._eval(e.a) if self._eval(e.cond) else self._eval(e.b)
+        if isinstance(e, Cast):
+            v = self._eval(e.value)
+            if e.to == DType.bool:
+                return np.bool_(v != 0)
+            if not e.to.is_float and e.value.dtype.is_float:
+                v = math.trunc(float(v)) if math.isfinite(v) else 0
+            return e.to.numpy.type(v)
+        raise TypeError(f"not a Loop IR expression: {e!r}")
+
+    def run(self, s: Stmt) -> None:
+        if isinstance(s, For):
+            start, extent = int(self.eval(s.start)), int(self.eval(s.extent))
+            for i in range(start, start + extent):
+                self.env[s.var.name] = np.int64(i)
+                self.run(s.body)
+            self.env.pop(s.var.name, None)
+        elif isinstance(s, Store):
+            where = self.offset(s.buffer, s.index)
+            self.memory[s.buffer.name][where] = self.eval(s.value)
+        elif isinstance(s, Allocate):
+            shape = tuple(dim_eval(d, self.sizes) for d in s.buffer.shape)
+            self.memory[s.buffer.name] = np.zeros(shape, s.buffer.dtype.numpy)
+            self.run(s.body)
+            del self.memory[s.buffer.name]
+        elif isinstance(s, If):
+            if self.eval(s.cond):
+                self.run(s.then)
+            elif s.otherwise is not None:
+                self.run(s.otherwise)
+        elif isinstance(s, Seq):
+            for t in s.stmts:
+                self.run(t)
+        else:
+            raise TypeError(f"not a Loop IR statement: {s!r}")
+
+
+def run_function(f: Function, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    """Run kernel ``f``; ``arrays`` maps each parameter's name to its array (outputs are written)."""
+    Interpreter(sizes, arrays).run(f.body)
+
+
+def run_program(p: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run every kernel of ``p`` in order on fresh buffers; return the outputs."""
+    arrays = [np.asarray(a, order="C") for a in inputs]
+    from minic.ir.graph import Value
+    from minic.ir.types import TensorType
+    sizes = bind_symbols([Value(b.name, TensorType(b.shape, b.dtype)) for b in p.inputs], arrays)
+    memory = {b.name: a for b, a in zip(p.inputs, arrays)}
+    memory.update(p.constants)
+    for b in p.buffers.values():
+        if b.role in (Role.TEMP, Role.OUTPUT) and b.name not in memory:
+            memory[b.name] = np.zeros(tuple(dim_eval(d, sizes) for d in b.shape), b.dtype.numpy)
+    for k in p.kernels:
+        missing = [b.name for b in k.params if b.name not in memory]
+        if missing:
+            raise UserError(f"kernel {k.name} uses unknown buffers {missing}")
+        run_function(k, memory, sizes)
+    return [memory[b.name] for b in p.outputs]

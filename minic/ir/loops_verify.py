@@ -1,0 +1,118 @@
+"""The Loop IR verifier: every variable defined, every buffer known, types that
+agree, and constant indices inside their buffer.  Messages name the kernel."""
+from __future__ import annotations
+
+from minic.errors import UserError
+from minic.ir.loops import (CALLS, COMPARE_OPS, LOGIC_OPS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr,
+                            For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str)
+from minic.ir.types import DType
+
+
+class LoopVerifyError(UserError):
+    """A Loop IR function breaks an invariant."""
+
+
+def _check_index(where: str, buffer: Buffer, index: tuple[Expr, ...], buffers: dict[str, Buffer]) -> None:
+    known = buffers.get(buffer.name)
+    if known is None:
+        raise LoopVerifyError(f"{where}: buffer '{buffer.name}' is neither a parameter nor allocated")
+    if known != buffer:
+        raise LoopVerifyError(f"{where}: buffer '{buffer.name}' is used with another type than declared")
+    if len(index) != len(buffer.shape):
+        raise LoopVerifyError(f"{where}: {buffer.name} has rank {len(buffer.shape)}, indexed with {len(index)}")
+    for axis, (i, d) in enumerate(zip(index, buffer.shape)):
+        if i.dtype not in (DType.i64, DType.i32):
+            raise LoopVerifyError(f"{where}: index {expr_str(i)} of {buffer.name} is {i.dtype.value}, not an integer")
+        if isinstance(i, Const) and (i.value < 0 or (isinstance(d, int) and i.value >= d)):
+            raise LoopVerifyError(f"{where}: constant index {i.value} is out of bounds of {buffer.name} axis {axis} ({d})")
+
+
+def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]) -> None:
+    if isinstance(e, Var):
+        if e.name not in scope:
+            raise LoopVerifyError(f"{where}: variable '{e.name}' is not defined here")
+        return
+    if isinstance(e, Const):
+        return
+    if isinstance(e, BinOp):
+        if e.a.dtype != e.b.dtype:
+            raise LoopVerifyError(f"{where}: {expr_str(e)} mixes {e.a.dtype.value} and {e.b.dtype.value}")
+        if e.op in LOGIC_OPS and e.a.dtype != DType.bool:
+            raise LoopVerifyError(f"{where}: {e.op} needs bool operands in {expr_str(e)}")
+        if e.op not in COMPARE_OPS and e.op not in LOGIC_OPS and e.a.dtype == DType.bool:
+            raise LoopVerifyError(f"{where}: arithmetic on bool in {expr_str(e)}")
+        parts: tuple[Expr, ...] = (e.a, e.b)
+    elif isinstance(e, Load):
+        _check_index(where, e.buffer, e.index, buffers)
+        parts = e.index
+    elif isinstance(e, Call):
+        if CALLS.get(e.fn) != len(e.args):
+            raise LoopVerifyError(f"{where}: unknown call {e.fn}/{len(e.args)}")
+        if e.fn not in ("neg", "abs") and not e.dtype.is_float:
+            raise LoopVerifyError(f"{where}: {e.fn} needs a float argument in {expr_str(e)}")
+        parts = e.args
+    elif isinstance(e, Select):
+        if e.cond.dtype != DType.bool or e.a.dtype != e.b.dtype:
+            raise LoopVerifyError(f"{where}: bad select {expr_str(e)}")
+        parts = (e.cond, e.a, e.b)
+    elif isinstance(e, Cast):
+        parts = (e.value,)
+    else:
+        raise LoopVerifyError(f"{where}: {type(e).__name__} is not a Loop IR expression")
+    for p in parts:
+        _check_expr(where, p, scope, buffers)
+
+
+def _check_stmt(where: str, s: Stmt, scope: set[str], buffers: dict[str, Buffer]) -> None:
+    if isinstance(s, For):
+        if s.var.name in scope:
+            raise LoopVerifyError(f"{where}: loop variable '{s.var.name}' shadows another")
+        for e in (s.start, s.extent):
+            _check_expr(where, e, scope, buffers)
+            if e.dtype != DType.i64:
+                raise LoopVerifyError(f"{where}: loop bound {expr_str(e)} is not i64")
+        _check_stmt(where, s.body, scope | {s.var.name}, buffers)
+    elif isinstance(s, Store):
+        _check_index(where, s.buffer, s.index, buffers)
+        if s.buffer.role in (Role.INPUT, Role.CONST):
+            raise LoopVerifyError(f"{where}: stores into {s.buffer.role.value} buffer {s.buffer.name}")
+        if s.value.dtype != s.buffer.dtype:
+            raise LoopVerifyError(f"{where}: stores {s.value.dtype.value} into {s.buffer.dtype.value} buffer {s.buffer.name}")
+        for e in (*s.index, s.value):
+            _check_expr(where, e, scope, buffers)
+    elif isinstance(s, Allocate):
+        if s.buffer.name in buffers:
+            raise LoopVerifyError(f"{where}: buffer '{s.buffer.name}' is allocated twice")
+        if s.buffer.role != Role.LOCAL or not all(isinstance(d, int) for d in s.buffer.shape):
+            raise LoopVerifyError(f"{where}: allocated buffer {s.buffer.name} must be LOCAL with a constant shape")
+        _check_stmt(where, s.body, scope, {**buffers, s.buffer.name: s.buffer})
+    elif isinstance(s, If):
+        _check_expr(where, s.cond, scope, buffers)
+        if s.cond.dtype != DType.bool:
+            raise LoopVerifyError(f"{where}: if condition {expr_str(s.cond)} is not bool")
+        _check_stmt(where, s.then, scope, buffers)
+        if s.otherwise is not None:
+            _check_stmt(where, s.otherwise, scope, buffers)
+    elif isinstance(s, Seq):
+        for t in s.stmts:
+            _check_stmt(where, t, scope, buffers)
+    else:
+        raise LoopVerifyError(f"{where}: {type(s).__name__} is not a Loop IR statement")
+
+
+def verify_function(f: Function) -> Function:
+    """Raise LoopVerifyError on the first broken invariant; return ``f``."""
+    buffers = {b.name: b for b in f.params}
+    if len(buffers) != len(f.params):
+        raise LoopVerifyError(f"kernel {f.name}: two parameters share a name")
+    _check_stmt(f"kernel {f.name}", f.body, set(f.sizes), buffers)
+    return f
+
+
+def verify_program(p: Program) -> Program:
+    for k in p.kernels:
+        verify_function(k)
+        for b in k.params:
+            if p.buffers.get(b.name) != b:
+                raise LoopVerifyError(f"kernel {k.name}: parameter {b.name} is not a buffer of program {p.name}")
+    return p

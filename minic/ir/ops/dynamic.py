@@ -1,0 +1,59 @@
+"""Ops over shape *tensors*: ``shape`` and ``reshape_dynamic``.
+
+ONNX computes shapes at run time: PyTorch's exporter turns ``x.view(x.size(0), -1)``
+into ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``.  The ONNX importer maps
+those onto the two ops below; the pass ``fold-constant-gather`` then folds such
+chains back into a static ``reshape`` whenever the shapes are known.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.errors import UserError
+from minic.ir.ops import NoAttrs, OpDef, OpKind, register
+from minic.ir.ops.layout import ShapeAttrs
+from minic.ir.ops.shapes import require
+from minic.ir.types import DType, TensorType, canon, dim_prod
+
+register(OpDef("shape", OpKind.LAYOUT,
+               lambda attrs, ts: [TensorType((ts[0].rank,), DType.i64)],
+               lambda attrs, x: np.array(x.shape, dtype=np.int64), NoAttrs,
+               doc="shape(x) = the sizes of x's axes, as an i64 vector"))
+
+
+def onnx_target(shape: np.ndarray, x_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """ONNX Reshape's reading of a shape tensor: 0 copies x's size at that
+    position, -1 is the one size inferred from the element count."""
+    dims = [x_shape[i] if d == 0 else int(d) for i, d in enumerate(shape.tolist())]
+    if dims.count(-1) > 1:
+        raise UserError(f"reshape_dynamic: shape {shape.tolist()} has more than one -1")
+    if -1 in dims:
+        known = int(np.prod([d for d in dims if d != -1]))
+        dims[dims.index(-1)] = int(np.prod(x_shape)) // known if known else 0
+    return tuple(dims)
+
+
+def _reshape_dynamic_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
+    x, s = ts
+    require(s.dtype == DType.i64 and s.shape == (len(attrs.shape),),
+            f"reshape_dynamic: the shape tensor must be i64[{len(attrs.shape)}], got {s}")
+    require(canon(dim_prod(x.shape)) == canon(dim_prod(attrs.shape)),
+            f"reshape_dynamic: {x} has {dim_prod(x.shape)} elements, declared shape {list(attrs.shape)} has {dim_prod(attrs.shape)}")
+    return [TensorType(tuple(canon(d) for d in attrs.shape), x.dtype)]
+
+
+def _reshape_dynamic(attrs: ShapeAttrs, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    target = onnx_target(shape, x.shape)
+    if target != tuple(attrs.shape):
+        raise UserError(f"reshape_dynamic: the shape tensor asks for {list(target)}, "
+                        f"the node declares {list(attrs.shape)}")
+    return x.reshape(target)
+
+
+# The result type cannot come from the shape tensor (inference sees types, not
+# values), so the node declares it, in the graph's symbols, as a static reshape
+# does; the reference checks the declaration against the tensor at run time.
+register(OpDef("reshape_dynamic", OpKind.LAYOUT, _reshape_dynamic_infer, _reshape_dynamic, ShapeAttrs,
+               arity=(2, 2),
+               doc="reshape_dynamic(x, s) {shape} = reshape(x, s) read as ONNX does (0 copies, -1 infers); "
+                   "{shape} declares the result"))

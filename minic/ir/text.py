@@ -1,0 +1,497 @@
+"""The textual form of the tensor IR: ``print_graph`` and ``parse_graph``.
+
+    graph @mlp(%x: f32[B, 784]) -> (f32[B, 10]) {
+      const @b0 : f32[10] = dense<0.0>
+      const @w0 : f32[784, 10] = file("mlp.npz", "w0")
+      %0 = matmul(%x, @w0) : f32[B, 10]
+      %1 = add(%0, @b0) : f32[B, 10] group 0
+      return %1
+    }
+
+The grammar is ``grammar.lark`` beside this file.  Printing then parsing gives
+a structurally equal graph, and printing that again gives the same text:
+floats are spelled so that they read back to the same bits.  Every error in a
+text — syntax, unknown op or attribute, a type that disagrees with the op's
+inference, an undefined or twice-defined value, a bad ``.npz`` reference —
+is one ``ParseError`` that starts with ``file:line:col``.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import tempfile
+import types
+import typing
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, NoReturn, Union
+
+import numpy as np
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from minic.errors import UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value, attr_items
+from minic.ir.ops.layout import END
+from minic.ir.types import DType, Dim, TensorType, canon
+from minic.ir.verify import VerifyError, infer_node, verify
+
+
+class ParseError(UserError):
+    """Bad IR text.  The message reads ``file:line:col: what is wrong``."""
+
+    def __init__(self, path: str, line: int, column: int, reason: str):
+        super().__init__(f"{path}:{line}:{column}: {reason}")
+        self.path, self.line, self.column, self.reason = path, line, column, reason
+
+
+# --- printing -------------------------------------------------------------------
+
+_NAME = re.compile(r"[A-Za-z0-9_.]+")
+
+
+def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_limit: int = 16) -> str:
+    """The text of ``graph``.  With ``npz_path``, each constant of more than
+    ``inline_limit`` elements is saved there (unless all its elements are equal:
+    a splat ``dense<0.0>`` is short at any size) and named as ``file("x.npz", "w")``;
+    the text names the file without a folder, so keep it beside the text file.
+    Without ``npz_path`` every constant is written inline."""
+    side: dict[str, np.ndarray] = {}
+    params = ", ".join(f"{_ref(v)}: {v.type}" for v in graph.inputs)
+    results = ", ".join(str(v.type) for v in graph.outputs)
+    lines = [f"graph @{_name(graph.name)}({params}) -> ({results}) {{"]
+    for c in graph.constants:
+        if npz_path is not None and c.data.size > inline_limit and not _is_splat(c.data):
+            side[c.name] = c.data
+            data = f"file({json.dumps(os.path.basename(npz_path))}, {json.dumps(c.name)})"
+        else:
+            data = _dense(c.data)
+        lines.append(f"  const {_ref(c)} : {c.type} = {data}")
+    for node in graph.nodes:
+        lines.append("  " + _node_text(node))
+    lines.append(("  return " + ", ".join(_ref(v) for v in graph.outputs)).rstrip())
+    lines.append("}")
+    if side:
+        _write_npz(Path(npz_path), side)
+    return "\n".join(lines) + "\n"
+
+
+def _name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise UserError(f"name '{name}' cannot be printed: names use letters, digits, '_' and '.'")
+    return name
+
+
+def _ref(v: Value) -> str:
+    return ("@" if v.is_constant else "%") + _name(v.name)
+
+
+def _node_text(node: Node) -> str:
+    outs = ", ".join(_ref(v) for v in node.outputs)
+    ins = ", ".join(_ref(v) for v in node.inputs)
+    items = attr_items(node.attrs)
+    attrs = " {" + ", ".join(f"{k} = {_attr_text(v)}" for k, v in items) + "}" if items else ""
+    group = f" group {node.group}" if node.group is not None else ""
+    return f"{outs} = {node.op}({ins}){attrs} : {', '.join(str(v.type) for v in node.outputs)}{group}"
+
+
+def _attr_text(v: Any, in_list: bool = False) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, DType):
+        return v.value
+    if isinstance(v, (int, np.integer)):
+        return "end" if v == END else str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))            # Python's repr reads back to the same double
+    if isinstance(v, str):
+        return v if in_list else json.dumps(v)     # in a list a str is a dim: B*T
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(_attr_text(x, in_list=True) for x in v) + "]"
+    raise TypeError(f"cannot print attribute value {v!r} of type {type(v).__name__}")
+
+
+def _is_splat(data: np.ndarray) -> bool:
+    bits = data.reshape(-1).view(f"u{data.dtype.itemsize}")
+    return bits.size > 0 and bool((bits == bits[0]).all())
+
+
+def _dense(data: np.ndarray) -> str:
+    if _is_splat(data):
+        return f"dense<{_element_text(data.reshape(-1)[0])}>"
+    return "dense<[" + ", ".join(_element_text(x) for x in data.reshape(-1)) + "]>"
+
+
+def _element_text(x: np.generic) -> str:
+    if x.dtype == np.bool_:
+        return "true" if x else "false"
+    if x.dtype.kind in "iu":
+        return str(int(x))
+    if np.isnan(x):
+        text = "-nan" if np.signbit(x) else "nan"
+        if _float_of(text, x.dtype).tobytes() != x.tobytes():
+            text = f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}"   # a NaN with a payload
+        return text
+    text = str(x)                        # numpy's shortest spelling for this dtype: 0.1, 1e-08
+    if _float_of(text, x.dtype).tobytes() != x.tobytes():
+        text = float(x).hex()            # exact, though not as readable
+    return text
+
+
+def _float_of(text: str, dtype: np.dtype) -> np.generic:
+    """The float of ``dtype`` that ``text`` spells (the parser uses this too)."""
+    if ":0x" in text:
+        bits = int(text.split(":0x")[1], 16)
+        if bits >= 1 << (8 * dtype.itemsize):
+            raise ValueError(f"NaN bits {text} do not fit in {dtype}")
+        return np.array(bits, f"u{dtype.itemsize}").view(dtype)[()]
+    value = float.fromhex(text) if "0x" in text else float(text)
+    with np.errstate(over="ignore"):
+        return np.array(value).astype(dtype)[()]
+
+
+def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write the side file atomically: a reader never sees half of it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# --- parsing --------------------------------------------------------------------
+
+@functools.cache
+def _lark() -> Lark:
+    grammar = (Path(__file__).parent / "grammar.lark").read_text()
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+def parse_graph(text: str, path: str | os.PathLike | None = None) -> Graph:
+    """The Graph that ``text`` spells, verified.  ``path`` (the file the text came
+    from) names errors and is where ``file("x.npz", ...)`` is looked for."""
+    where = str(path) if path is not None else "<text>"
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(e, text, where) from None
+    folder = Path(path).parent if path is not None else Path(".")
+    return _Builder(text, where, folder).graph(tree)
+
+
+# How a syntax error names what it expected; string terminals show as themselves.
+_TERMINALS = {"LOCAL": "a value like %x", "GLOBAL": "a name like @w", "IDENT": "a name",
+              "INT": "an integer", "FLOAT": "a float", "STRING": "a string", "$END": "end of input"}
+
+
+def _syntax_error(e: UnexpectedInput, text: str, where: str) -> ParseError:
+    if isinstance(e, UnexpectedCharacters):
+        found, expected = repr(text[e.pos_in_stream]), e.allowed
+    elif isinstance(e, UnexpectedToken):
+        found = "end of input" if e.token.type == "$END" else repr(str(e.token))
+        expected = e.accepts or e.expected     # accepts: what this parse state really takes
+    else:
+        found, expected = "end of input", getattr(e, "expected", set())
+    line, column = e.line, e.column
+    if found == "end of input":                    # point just past the last character
+        end = len(text.rstrip())
+        line, column = text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end)
+    names = sorted({_describe(t) for t in expected})
+    return ParseError(where, line, column, f"syntax error: unexpected {found}; expected {' or '.join(names)}")
+
+
+def _describe(terminal: str) -> str:
+    if terminal in _TERMINALS:
+        return _TERMINALS[terminal]
+    pattern = _lark().get_terminal(terminal).pattern
+    return f"'{pattern.value}'" if pattern.type == "str" else terminal.lower()
+
+
+_WORDS: dict[str, tuple[str, Any]] = {"true": ("bool", True), "false": ("bool", False),
+                                      "none": ("none", None), "end": ("int", END),
+                                      **{d.value: ("dtype", d) for d in DType}}
+
+
+class _Builder:
+    """Walks the parse tree in text order, building Values and Nodes, and checks
+    each node as it goes so that every error can point at its place."""
+
+    def __init__(self, text: str, where: str, folder: Path):
+        self.text, self.where, self.folder = text, where, folder
+        self.values: dict[str, Value] = {}                 # one namespace for %x and @w
+        self.defined_at: dict[str, tuple[int, int]] = {}
+        self.npz: dict[Path, Any] = {}
+
+    def fail(self, at: Token | Tree, reason: str) -> NoReturn:
+        meta = at if isinstance(at, Token) else at.meta
+        raise ParseError(self.where, getattr(meta, "line", 1), getattr(meta, "column", 1), reason)
+
+    def source(self, at: Tree) -> str:
+        return self.text[at.meta.start_pos:at.meta.end_pos]
+
+    def graph(self, tree: Tree) -> Graph:
+        name, params, out_types, *body = tree.children
+        inputs = [self.define(p.children[0], Value(p.children[0][1:], self.type(p.children[1])))
+                  for p in params.children]
+        constants, nodes = [], []
+        try:
+            for item in body[:-1]:
+                if item.data == "const":
+                    constants.append(self.constant(item))
+                else:
+                    nodes.append(self.node(item))
+        finally:
+            for npz in self.npz.values():
+                npz.close()
+        outputs = self.outputs(body[-1], out_types)
+        graph = Graph(name[1:], inputs, outputs, nodes, constants)
+        try:
+            return verify(graph)           # every check is made above; this only backs them up
+        except VerifyError as e:
+            self.fail(name, str(e))
+
+    # --- values
+
+    def define(self, token: Token, value: Value) -> Value:
+        if value.name in self.values:
+            line, col = self.defined_at[value.name]
+            self.fail(token, f"duplicate definition: '{value.name}' is already defined at {line}:{col}")
+        self.values[value.name] = value
+        self.defined_at[value.name] = (token.line, token.column)
+        return value
+
+    def use(self, token: Token) -> Value:
+        value = self.values.get(token[1:])
+        if value is None:
+            self.fail(token, f"undefined value {token}")
+        if (token[0] == "@") != value.is_constant:
+            right = ("@" if value.is_constant else "%") + value.name
+            self.fail(token, f"{token} is {'a constant' if value.is_constant else 'not a constant'}: write {right}")
+        return value
+
+    def outputs(self, ret: Tree, out_types: Tree) -> list[Value]:
+        outputs = [self.use(t) for t in ret.children[0].children]
+        declared = [self.type(t) for t in out_types.children]
+        if len(outputs) != len(declared):
+            self.fail(ret, f"return gives {len(outputs)} values, the signature declares {len(declared)}")
+        for token, value, t in zip(ret.children[0].children, outputs, declared):
+            if value.type != t:
+                self.fail(token, f"type mismatch: {token} is {value.type}, the signature declares {t}")
+        return outputs
+
+    # --- types and scalars
+
+    def type(self, tree: Tree) -> TensorType:
+        dtype, *dims = tree.children
+        if dtype not in DType.__members__:
+            self.fail(dtype, f"unknown dtype '{dtype}'; expected one of {', '.join(DType.__members__)}")
+        shape = []
+        for d in dims:
+            kind, value = self.dim(d)
+            if kind == "int" and value < 0:
+                self.fail(d, f"a dim must be >= 0, got {value}")
+            shape.append(value)
+        return TensorType(tuple(shape), DType[dtype])
+
+    def dim(self, tree: Tree) -> tuple[str, Any]:
+        """("int", 3) or ("dim", "B*T") or, for a lone word, what the word means."""
+        parts = tree.children
+        if len(parts) == 1 and parts[0].type == "INT":
+            return "int", int(parts[0])
+        text = "*".join(parts)
+        try:
+            canon(text)
+        except UserError:
+            self.fail(tree, f"bad symbolic dim '{text}': expected a product like B*T or 4*T")
+        return "dim", text
+
+    def scalar(self, tree: Tree) -> tuple[str, Any]:
+        item = tree.children[0]
+        if isinstance(item, Tree):
+            if len(item.children) == 1 and item.children[0] in _WORDS:
+                return _WORDS[item.children[0]]
+            return self.dim(item)
+        if item.type == "STRING":
+            return "str", self.string(item)
+        return "float", str(item)
+
+    def string(self, token: Token) -> str:
+        try:
+            return json.loads(token)
+        except ValueError:
+            self.fail(token, f"bad string {token}: use JSON escapes")
+
+    # --- constants
+
+    def constant(self, tree: Tree) -> Value:
+        token, type_tree, data = tree.children
+        t = self.type(type_tree)
+        if not all(isinstance(d, int) for d in t.shape):
+            self.fail(type_tree, f"constant {token} needs a static shape, got {t}")
+        if data.data == "file":
+            array = self.load(data, t)
+        else:
+            items = [self.element(s, t.dtype) for s in data.children]
+            if data.data == "splat":
+                array = np.full(t.shape, items[0], t.dtype.numpy)
+            elif len(items) != int(np.prod(t.shape)):
+                self.fail(data, f"dense literal has {len(items)} elements, {t} needs {int(np.prod(t.shape))}")
+            else:
+                array = np.array(items, t.dtype.numpy).reshape(t.shape)
+        return self.define(token, Value(token[1:], t, array))
+
+    def element(self, tree: Tree, dtype: DType) -> Any:
+        kind, value = self.scalar(tree)
+        if dtype == DType.bool and kind == "bool":
+            return value
+        if dtype in (DType.i64, DType.i32) and kind == "int":
+            info = np.iinfo(dtype.numpy)
+            if not info.min <= value <= info.max:
+                self.fail(tree, f"{value} is out of range for {dtype.value}")
+            return value
+        if dtype.is_float and kind in ("float", "int"):
+            try:
+                return _float_of(str(value), dtype.numpy)
+            except (ValueError, OverflowError) as e:
+                self.fail(tree, f"bad {dtype.value} literal '{self.source(tree)}': {e}")
+        want = {"bool": "true or false", "i64": "integers", "i32": "integers"}.get(dtype.value, "numbers")
+        self.fail(tree, f"type mismatch: constant of {dtype.value} holds {want}, got '{self.source(tree)}'")
+
+    def load(self, data: Tree, t: TensorType) -> np.ndarray:
+        file_token, key_token = data.children
+        file, key = self.string(file_token), self.string(key_token)
+        path = self.folder / file
+        try:
+            if path not in self.npz:
+                self.npz[path] = np.load(path, allow_pickle=False)
+            npz = self.npz[path]
+            if key not in npz.files:
+                self.fail(key_token, f"{file} has no array '{key}' (it has {', '.join(npz.files) or 'none'})")
+            array = npz[key]
+        except ParseError:
+            raise
+        except FileNotFoundError:
+            self.fail(file_token, f"npz file {file} not found (looked for {path})")
+        except Exception as e:               # a missing, unreadable or corrupt file: say which
+            self.fail(file_token, f"cannot read array '{key}' from {file} (looked in {path}): {e}")
+        if array.dtype != t.dtype.numpy or array.shape != t.shape:
+            found = f"{array.dtype}{list(array.shape)}"
+            self.fail(data, f"type mismatch: array '{key}' in {file} is {found}, the constant is declared {t}")
+        return array
+
+    # --- nodes
+
+    def node(self, tree: Tree) -> Node:
+        results, op_name, operands, *rest = tree.children
+        try:
+            op = ops.get(op_name)
+        except UserError:
+            self.fail(op_name, f"unknown op '{op_name}'")
+        inputs = [self.use(t) for t in operands.children]
+        attrs_tree = next((c for c in rest if c.data == "attrs"), None)
+        attrs = self.attrs(op, attrs_tree, op_name)
+        group = next((int(c.children[0]) for c in rest if c.data == "group"), None)
+        type_trees = [c for c in rest if c.data == "type"]
+        declared = [self.type(t) for t in type_trees]
+        if len(declared) != len(results.children):
+            self.fail(results, f"{len(results.children)} results but {len(declared)} types")
+        node = Node(op.name, inputs, [], attrs, group)
+        try:
+            inferred = infer_node(node)
+        except UserError as e:
+            reason = str(e)
+            self.fail(op_name, reason if reason.startswith(op.name) else f"{op.name}: {reason}")
+        if len(inferred) != len(declared):
+            self.fail(results, f"{op.name} gives {len(inferred)} results, the node names {len(declared)}")
+        for token, type_tree, d, t in zip(results.children, type_trees, declared, inferred):
+            if d != t:
+                self.fail(type_tree, f"type mismatch: {token} is declared {d} but {op.name} gives {t}")
+        node.outputs = [self.define(tok, Value(tok[1:], d)) for tok, d in zip(results.children, declared)]
+        return node
+
+    def attrs(self, op: ops.OpDef, tree: Tree | None, at: Token) -> Any:
+        hints = _field_types(op.attrs)
+        values: dict[str, Any] = {}
+        for attr in tree.children if tree is not None else []:
+            name, value_tree = attr.children
+            if name not in hints:
+                self.fail(name, f"unknown attribute '{name}' of {op.name}; it takes {', '.join(hints) or 'none'}")
+            if name in values:
+                self.fail(name, f"attribute '{name}' is given twice")
+            if value_tree.data == "list":
+                item = ("list", [self.scalar(s) for s in value_tree.children])
+            else:
+                item = self.scalar(value_tree)
+            value = _coerce(item, hints[name])
+            if value is _BAD:
+                self.fail(value_tree, f"type mismatch: attribute '{name}' of {op.name} must be "
+                                      f"{_hint_name(hints[name])}, got '{self.source(value_tree)}'")
+            values[name] = value
+        missing = [f.name for f in fields(op.attrs) if f.name not in values
+                   and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            self.fail(at, f"{op.name} needs attribute(s) {', '.join(missing)}")
+        try:
+            return op.make_attrs(**values)
+        except UserError as e:
+            self.fail(at, str(e))
+
+
+# --- attribute values: the parsed (kind, value) against the field's declared type
+
+_BAD = object()
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls)}
+
+
+def _coerce(item: tuple[str, Any], hint: Any) -> Any:
+    """The attribute value of ``item`` for a field typed ``hint``, or _BAD."""
+    kind, value = item
+    if hint == Dim:
+        return value if kind in ("int", "dim") else _BAD
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return next((v for v in (_coerce(item, a) for a in args) if v is not _BAD), _BAD)
+    if origin is tuple:
+        if kind != "list":
+            return _BAD
+        hints = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
+        if len(hints) != len(value):
+            return _BAD
+        out = tuple(_coerce(x, h) for x, h in zip(value, hints))
+        return _BAD if _BAD in out else out
+    if hint is float:
+        try:
+            return float(_float_of(str(value), np.dtype(np.float64))) if kind in ("float", "int") else _BAD
+        except (ValueError, OverflowError):
+            return _BAD
+    want = {int: "int", bool: "bool", str: "str", DType: "dtype", type(None): "none"}.get(hint)
+    if want is None:                     # a field type this file does not know: the op's check decides
+        return _BAD if kind == "list" else value
+    return value if kind == want else _BAD
+
+
+def _hint_name(hint: Any) -> str:
+    if hint == Dim:
+        return "a dim"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_hint_name(a) for a in args)
+    if origin is tuple:
+        if args[-1] is Ellipsis:
+            return f"a list of {_hint_name(args[0]).split(' ', 1)[-1]}s"
+        return f"a list of {len(args)} {_hint_name(args[0]).split(' ', 1)[-1]}s"
+    return {int: "an int", float: "a float", bool: "true or false", str: "a string",
+            DType: "a dtype (" + ", ".join(DType.__members__) + ")", type(None): "none"}.get(hint, str(hint))

@@ -1,0 +1,70 @@
+"""One fusion group -> one kernel.
+
+Inside a group, a value that no other kernel needs is never stored: its
+consumers inline its compute rule.  Each value the group hands on (a graph
+output, or an input of another kernel) gets one loop nest that stores it; a
+later nest of the same kernel that needs it loads it back.
+"""
+from __future__ import annotations
+
+from minic.ir.graph import Node, Value
+from minic.ir.loops import (Buffer, Expr, Function, Load, Role, Stmt, Store, Var, const, dim_expr, seq,
+                            stmt_exprs, walk, walk_stmts)
+from minic.ir.loops_simplify import simplify_stmt
+from minic.lowering import rules
+from minic.lowering.compute import Fresh, Operand, emit
+
+BIG = 2**62                      # an upper bound for symbolic sizes in range analysis
+
+
+def _params(body: Stmt, outputs: list[Buffer]) -> tuple[Buffer, ...]:
+    """Every non-local buffer the body touches: those it reads, then those it writes."""
+    seen: dict[str, Buffer] = {}
+    for s in walk_stmts(body):
+        for e in stmt_exprs(s):
+            for x in walk(e):
+                if isinstance(x, Load) and x.buffer.role != Role.LOCAL:
+                    seen.setdefault(x.buffer.name, x.buffer)
+    reads = [b for b in seen.values() if b not in outputs]
+    return tuple(reads) + tuple(outputs)
+
+
+def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dict[Value, Buffer],
+                 sizes: tuple[str, ...]) -> Function:
+    """The kernel computing ``stores`` (values of ``nodes``) into their buffers."""
+    fresh = Fresh()
+    produced = {v: (node, k) for node in nodes for k, v in enumerate(node.outputs)}
+
+    def operand(v: Value) -> Operand:
+        if v.is_constant and v.data.size == 1:       # a scalar weight becomes a literal
+            c = const(v.data.reshape(()).item(), v.type.dtype)
+            return Operand(v.type, lambda index: c, v.data)
+        if v in produced and v not in stores:
+            node, k = produced[v]
+            return Operand(v.type, lambda index: compute(node, k, index), v.data)
+        return Operand(v.type, lambda index: Load(buffers[v], tuple(index)), v.data)
+
+    def compute(node: Node, k: int, index: tuple[Expr, ...]) -> Expr:
+        site = rules.Site(node.op, node.attrs, [operand(v) for v in node.inputs],
+                          [v.type for v in node.outputs], k, fresh)
+        return rules.get(node.op)(site, tuple(index))
+
+    nests = []
+    for v in stores:
+        out = buffers[v]
+        loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(out.shape)]
+        index = tuple(var for var, _ in loops)
+        node, k = produced[v]
+        nests.append(emit(loops, lambda e, out=out, index=index: Store(out, index, e), compute(node, k, index), fresh))
+    body = simplify_stmt(seq(*nests), {s: (0, BIG) for s in sizes})
+    origin = "; ".join(f"{', '.join('%' + o.name for o in n.outputs)} = {n.op}({', '.join('%' + i.name for i in n.inputs)})"
+                       for n in nodes)
+    return Function(name, _params(body, [buffers[v] for v in stores]), sizes, body, origin)
+
+
+def copy_kernel(name: str, source: Buffer, target: Buffer, sizes: tuple[str, ...]) -> Function:
+    """target[...] = source[...]: a graph output that is an input, a constant or a repeat."""
+    loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(target.shape)]
+    index = tuple(v for v, _ in loops)
+    body = emit(loops, lambda e: Store(target, index, e), Load(source, index), Fresh())
+    return Function(name, (source, target), sizes, body, f"copy {source.name} -> {target.name}")

@@ -1,0 +1,115 @@
+"""A whole Graph -> a Program: one kernel per fusion group, in dependency order,
+over buffers for the inputs, outputs, weights and the values kernels pass on.
+
+Groups come from ``Node.group`` (set by the ``fuse-groups`` pass); a node
+without a group is a kernel of its own.  The lifetimes recorded for temporaries
+(first and last kernel that touch them) are what the runtime's buffer plan
+uses to let temporaries share memory.
+"""
+from __future__ import annotations
+
+import re
+
+from minic.errors import UserError
+from minic.ir.graph import Graph, Node, Value
+from minic.ir.loops import Buffer, Program, Role
+from minic.ir.types import symbols
+from minic.ir.verify import verify
+from minic.lowering.kernel import build_kernel, copy_kernel
+
+
+def _groups(graph: Graph) -> list[list[Node]]:
+    """The fusion groups, ordered so that each comes after the groups it reads from."""
+    members: dict[object, list[Node]] = {}
+    for i, node in enumerate(graph.nodes):
+        members.setdefault(("g", node.group) if node.group is not None else ("n", i), []).append(node)
+    producer = {v: key for key, nodes in members.items() for n in nodes for v in n.outputs}
+    deps = {key: {producer[v] for n in nodes for v in n.inputs if v in producer} - {key}
+            for key, nodes in members.items()}
+    order, done = [], set()
+    pending = list(members)                      # in order of first node: a stable, readable order
+    while pending:
+        ready = next((k for k in pending if deps[k] <= done), None)
+        if ready is None:
+            raise UserError(f"graph @{graph.name}: fusion groups depend on each other in a cycle")
+        pending.remove(ready)
+        done.add(ready)
+        order.append(members[ready])
+    return order
+
+
+class _Names:
+    """Buffer names: the graph's value names, made C identifiers and unique."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        base = re.sub(r"\W", "_", name)
+        if not base or base[0].isdigit() or re.fullmatch(r"(acc|[ikrpqc])\d*", base):
+            base = "v" + base                    # keep clear of loop and accumulator names
+        out, n = base, 1
+        while out in self.used:
+            out, n = f"{base}_{n}", n + 1
+        self.used.add(out)
+        return out
+
+
+def lower_graph(graph: Graph) -> Program:
+    """Lower every fusion group of ``graph`` to a kernel; see the module docstring."""
+    verify(graph)
+    sizes = tuple(sorted(set().union(*(symbols(d) for v in graph.inputs for d in v.type.shape))))
+    name = _Names()
+    buffers: dict[Value, Buffer] = {}
+    for v in graph.inputs:
+        buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.INPUT)
+    for v in graph.constants:
+        if v.data.size != 1:                     # scalar weights become literals in the code
+            buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.CONST)
+    groups = _groups(graph)
+    group_of = {n: g for g, nodes in enumerate(groups) for n in nodes}
+    users = graph.users()
+    outputs: list[Buffer] = []
+    output_values = set()
+    copies: list[tuple[Buffer, Buffer]] = []
+    for v in graph.outputs:                      # each output gets a buffer of its own
+        producer_is_node = any(v in n.outputs for n in graph.nodes)
+        if producer_is_node and v not in output_values:
+            buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.OUTPUT)
+            outputs.append(buffers[v])
+            output_values.add(v)
+        else:
+            target = Buffer(name(v.name + "_out"), v.type.shape, v.type.dtype, Role.OUTPUT)
+            outputs.append(target)
+            copies.append((v, target))
+
+    kernels, lifetimes = [], {}
+    for g, nodes in enumerate(groups):
+        stores = []
+        for n in nodes:
+            for v in n.outputs:
+                needed_outside = any(group_of[u] != g for u in users.get(v, []))
+                if v in output_values or needed_outside:
+                    stores.append(v)
+                    if v not in buffers:
+                        buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.TEMP)
+        if not stores:
+            continue                             # nothing uses the group: dead code
+        label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
+        kernels.append(build_kernel(f"k{len(kernels)}_{label}", nodes, stores, buffers, sizes))
+    for v, target in copies:
+        if v not in buffers:                     # a scalar constant returned as is
+            buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.CONST)
+        kernels.append(copy_kernel(f"k{len(kernels)}_copy", buffers[v], target, sizes))
+    for k, kernel in enumerate(kernels):
+        for b in kernel.params:
+            if b.role == Role.TEMP:
+                first, _ = lifetimes.get(b.name, (k, k))
+                lifetimes[b.name] = (first, k)
+    used = {b.name for k in kernels for b in k.params}
+    constants = {b.name: v.data for v, b in buffers.items() if b.role == Role.CONST and b.name in used}
+    table = {b.name: b for b in buffers.values() if b.role != Role.CONST or b.name in used}
+    table.update((b.name, b) for b in outputs)
+    values = {b.name: v.name for v, b in buffers.items()}
+    return Program(graph.name, [buffers[v] for v in graph.inputs], outputs, constants, table,
+                   kernels, sizes, lifetimes, values)

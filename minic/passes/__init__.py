@@ -1,0 +1,21 @@
+"""Graph passes: Graph -> Graph rewrites, each stating its rewrite as an identity.
+
+Read them in pipeline order (the order of ``LEVELS[2]``):
+
+  shape_chains.py    fold-constant-gather      gather(@c, @i) -> @c[i]; shape programs -> static reshapes
+  fold_constants.py  fold-constants            op(@c...) -> @op(c...)
+  identity.py        eliminate-identity        identity(x) -> x, no-op reshape/transpose/cast/... -> x
+  algebra.py         simplify-algebra          x*1 -> x, x+0 -> x, neg(neg(x)) -> x, ...
+  reshapes.py        fuse-reshapes             reshape(reshape(x, s1), s2) -> reshape(x, s2)
+  batchnorm.py       fold-batchnorm            batch_norm(conv2d(x, w, b)) -> conv2d(x, w·k, b')
+  matmul_bias.py     fuse-matmul-bias          add(matmul(x, w), b) -> gemm(x, w, b)
+  cse.py             eliminate-common-subexpr  op(x) twice -> once
+  dead_code.py       eliminate-dead-code       unused y = op(x) -> nothing
+  fuse_groups.py     fuse-groups               marks which nodes lowering makes into one kernel
+
+``rewrite.py`` is the toolkit they share; ``manager.py`` runs them by name.
+"""
+from minic.passes.manager import PassStat, format_stats, optimize, pipeline
+from minic.passes.registry import LEVELS, PASSES
+
+__all__ = ["LEVELS", "PASSES", "PassStat", "format_stats", "optimize", "pipeline"]

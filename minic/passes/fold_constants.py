@@ -1,0 +1,45 @@
+"""fold-constants: ``op(@c1, @c2, ...) -> @op(c1, c2, ...)``, computed by the op's numpy reference."""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.errors import UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Node
+from minic.ir.interpret import resolve
+from minic.passes.rewrite import clone, to_constants
+
+# Folding expand(@c, [4096, 4096]) would bake a large array into the model that
+# the compiled code could compute cheaply; results above this many elements are
+# folded only when they are no larger than the constants they come from.
+SMALL = 1 << 16
+
+
+def foldable(node: Node) -> bool:
+    """All inputs constant, results static, and not much bigger than the inputs."""
+    if not node.inputs or not all(v.is_constant for v in node.inputs):
+        return False
+    if any(isinstance(d, str) for v in node.outputs for d in v.type.shape):
+        return False
+    try:
+        resolve(node.attrs, {})                    # an attribute naming a symbol (T) needs run time
+    except UserError:
+        return False
+    size = sum(int(np.prod(v.type.shape)) for v in node.outputs)
+    return size <= max(SMALL, sum(v.data.size for v in node.inputs))
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """op(@c1, @c2, ...) -> @op(c1, c2, ...): run nodes whose inputs are all constants once, now."""
+    g = clone(graph)
+    for node in list(g.nodes):
+        if not foldable(node):
+            continue
+        to_constants(g, node, evaluate(node))
+    return g
+
+
+def evaluate(node: Node) -> tuple:
+    """The node's results on its constant inputs, by the op's numpy reference."""
+    result = ops.get(node.op).reference(node.attrs, *(v.data for v in node.inputs))
+    return result if isinstance(result, tuple) else (result,)

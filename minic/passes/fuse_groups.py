@@ -1,0 +1,86 @@
+"""Fusion: decide which nodes become one kernel, by setting ``Node.group``.
+
+Lowering inlines a node into the kernel of its group, so fusing a producer into
+its consumer means "recompute it wherever the consumer reads it" instead of
+"store it, then load it back".  That is a win exactly when the producer is
+read about once per element it produced.  The rules, walking consumers before
+producers (so a chain grows backwards from its last op):
+
+* A node joins the group of its consumer only if that consumer is its one user
+  (and its result is not a graph output).
+* At most one *anchor* per group: an op that reduces (matmul, conv2d, pooling,
+  reductions, softmax, layer_norm).  Two anchors in one kernel would recompute
+  the first inside the second's loop over its reduced axis.
+* An anchor fuses forward only into elementwise ops and pure re-indexing
+  (reshape, transpose ...): the epilogue (bias, activation, residual add) runs on
+  the accumulator.  The anchor's result must broadcast along trailing axes only
+  (a row statistic used across its row), never along leading ones.
+* Into a contraction or pooling window, which reads each input element many
+  times, only data movement fuses (a transpose or reshape feeding a matmul);
+  arithmetic would be recomputed once per read.
+"""
+from __future__ import annotations
+
+from minic.ir import ops
+from minic.ir.graph import Graph, Node
+from minic.ir.ops import OpKind
+from minic.passes.rewrite import clone
+
+ANCHORS = (OpKind.REDUCTION, OpKind.NORMALIZE, OpKind.CONTRACTION, OpKind.WINDOW)
+MANY_READS = (OpKind.CONTRACTION, OpKind.WINDOW)
+REINDEX = ("reshape", "flatten", "squeeze", "unsqueeze", "transpose", "identity", "dropout")
+
+
+def _kind(node: Node) -> OpKind:
+    return ops.get(node.op).kind
+
+
+def _moves_data(node: Node) -> bool:
+    return _kind(node) == OpKind.LAYOUT or node.op in ("identity", "dropout", "cast")
+
+
+def _broadcasts_trailing_only(produced: tuple, consumed: tuple) -> bool:
+    """True when ``produced`` equals ``consumed`` except for 1s on trailing axes."""
+    if len(produced) != len(consumed):
+        return False
+    k = len(produced)
+    while k and produced[k - 1] == 1:
+        k -= 1
+    return produced[:k] == consumed[:k]
+
+
+def fuse_groups(graph: Graph) -> Graph:
+    """x -> f -> g -> y  ->  x -> [f; g] -> y (one kernel) when f's only user is g and the rules allow."""
+    g = clone(graph)
+    users = g.users()
+    outputs = set(g.outputs)
+    group = {id(n): i for i, n in enumerate(g.nodes)}
+    has_anchor = {i: _kind(n) in ANCHORS for i, n in enumerate(g.nodes)}
+    many_reads: set[int] = set()           # nodes whose result a contraction of their group re-reads
+    for node in reversed(g.nodes):
+        if _kind(node) in MANY_READS:
+            many_reads.add(id(node))
+        consumers = {id(u): u for v in node.outputs for u in users.get(v, [])}
+        if len(consumers) != 1 or any(v in outputs for v in node.outputs):
+            continue
+        consumer = next(iter(consumers.values()))
+        target = group[id(consumer)]
+        if _kind(node) in ANCHORS:
+            if has_anchor[target] or not (_kind(consumer) == OpKind.ELEMENTWISE or consumer.op in REINDEX):
+                continue
+            if not all(_broadcasts_trailing_only(v.type.shape, consumer.outputs[0].type.shape)
+                       or consumer.op in REINDEX for v in node.outputs):
+                continue
+            has_anchor[target] = True
+        else:
+            reread = _kind(consumer) in MANY_READS or id(consumer) in many_reads
+            if reread:
+                if not _moves_data(node):
+                    continue
+                many_reads.add(id(node))
+        group[id(node)] = target
+    # Number the groups 0, 1, ... in order of their first node.
+    numbering: dict[int, int] = {}
+    for n in g.nodes:
+        n.group = numbering.setdefault(group[id(n)], len(numbering))
+    return g

@@ -1,0 +1,75 @@
+"""The pass manager: run passes by name, verify, print the IR after a pass, time each pass."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+from minic.errors import UserError
+from minic.ir.graph import Graph
+from minic.ir.verify import VerifyError, verify
+from minic.passes.registry import LEVELS, PASSES
+
+
+@dataclass(frozen=True)
+class PassStat:
+    """One row of --pass-stats."""
+    name: str
+    nodes_before: int
+    nodes_after: int
+    seconds: float
+
+
+def pipeline(level: int = 2, passes: list[str] | None = None) -> list[str]:
+    """The pass names to run: an explicit list wins over the level."""
+    if passes is None:
+        if level not in LEVELS:
+            raise UserError(f"unknown optimisation level -O{level}; available: {', '.join(f'-O{n}' for n in LEVELS)}")
+        return list(LEVELS[level])
+    for name in passes:
+        if name not in PASSES:
+            raise UserError(f"unknown pass '{name}'; available: {', '.join(PASSES)}")
+    return list(passes)
+
+
+def optimize(graph: Graph, level: int = 2, passes: list[str] | None = None, verify_each: bool = False,
+             print_after: set[str] | str | None = None, stats: list | None = None,
+             out: TextIO = sys.stdout) -> Graph:
+    """Run the passes of ``level`` (or the named ``passes``) on a copy of ``graph``.
+
+    verify_each: run the verifier after every pass.  print_after: pass names (or
+    "all") after which to print the IR.  stats: a list to append PassStat rows to.
+    """
+    names = pipeline(level, passes)
+    if isinstance(print_after, str):
+        print_after = set(PASSES) if print_after == "all" else {print_after}
+    for name in sorted(print_after or ()):
+        pipeline(passes=[name])                     # an unknown name is an error, not silence
+    for name in names:
+        before, start = len(graph.nodes), time.perf_counter()
+        graph = PASSES[name](graph)
+        seconds = time.perf_counter() - start
+        if verify_each:
+            try:
+                verify(graph)
+            except VerifyError as e:
+                raise VerifyError(f"after pass {name}: {e}") from None
+        if stats is not None:
+            stats.append(PassStat(name, before, len(graph.nodes), seconds))
+        if print_after and name in print_after:
+            from minic.ir.text import print_graph      # the text format imports the op registry only
+            out.write(f"// after {name}\n{print_graph(graph)}\n")
+    return graph
+
+
+def format_stats(rows: list[PassStat]) -> str:
+    """--pass-stats as a table: pass, nodes before and after, time."""
+    width = max([len("pass")] + [len(r.name) for r in rows])
+    lines = [f"{'pass':<{width}}  {'before':>6}  {'after':>6}  {'time':>9}"]
+    for r in rows:
+        lines.append(f"{r.name:<{width}}  {r.nodes_before:>6}  {r.nodes_after:>6}  {r.seconds * 1e3:>6.2f} ms")
+    if rows:
+        total = sum(r.seconds for r in rows)
+        lines.append(f"{'total':<{width}}  {rows[0].nodes_before:>6}  {rows[-1].nodes_after:>6}  {total * 1e3:>6.2f} ms")
+    return "\n".join(lines)

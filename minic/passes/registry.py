@@ -1,0 +1,48 @@
+"""Every pass under its kebab-case name, and the optimisation levels as lists of names."""
+from __future__ import annotations
+
+import importlib.util
+from typing import Callable
+
+from minic.ir.graph import Graph
+from minic.passes.algebra import simplify_algebra
+from minic.passes.batchnorm import fold_batchnorm
+from minic.passes.cse import eliminate_common_subexpr
+from minic.passes.dead_code import eliminate_dead_code
+from minic.passes.fold_constants import fold_constants
+from minic.passes.identity import eliminate_identity
+from minic.passes.matmul_bias import fuse_matmul_bias
+from minic.passes.reshapes import fuse_reshapes
+from minic.passes.shape_chains import fold_constant_gather
+
+Pass = Callable[[Graph], Graph]
+
+PASSES: dict[str, Pass] = {
+    "fold-constant-gather": fold_constant_gather,
+    "fold-constants": fold_constants,
+    "eliminate-identity": eliminate_identity,
+    "simplify-algebra": simplify_algebra,
+    "fuse-reshapes": fuse_reshapes,
+    "fold-batchnorm": fold_batchnorm,
+    "fuse-matmul-bias": fuse_matmul_bias,
+    "eliminate-common-subexpr": eliminate_common_subexpr,
+    "eliminate-dead-code": eliminate_dead_code,
+}
+
+# The fusion grouping belongs to lowering (it decides which ops become one
+# kernel); it is a pass so that --print-after shows the groups.
+if importlib.util.find_spec("minic.passes.fuse_groups") is not None:
+    from minic.passes.fuse_groups import fuse_groups
+    PASSES["fuse-groups"] = fuse_groups
+
+CLEANUP = ["eliminate-identity", "fold-constants", "eliminate-common-subexpr", "eliminate-dead-code"]
+
+LEVELS: dict[int, list[str]] = {
+    0: [],
+    1: CLEANUP,
+    # Shape programs first (they hide static reshapes), then constants, so that
+    # folding batch norms and biases sees constant weights; cleanup last.
+    2: ["fold-constant-gather", "fold-constants", "eliminate-identity", "simplify-algebra",
+        "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP
+       + (["fuse-groups"] if "fuse-groups" in PASSES else []),
+}

@@ -1,0 +1,116 @@
+"""fold-constant-gather: ``gather(@c, @i) -> @c[i]``, ``shape(x) -> @[static dims]``, and
+``reshape_dynamic(x, concat(unsqueeze(gather(shape(y), k)), @c)) -> reshape(x, [y.shape[k], c])``.
+
+PyTorch's ONNX exporter writes ``x.view(x.size(0), -1)`` as a small program over
+shape vectors.  This pass evaluates that program on the *types*: each entry of a
+shape vector is an int or a symbolic dim (``B``) read off a tensor's type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value
+from minic.ir.types import DType, Dim, canon, dim_div, dim_mul, dim_prod
+from minic.passes.fold_constants import evaluate, foldable
+from minic.passes.rewrite import clone, drop_unused, to_constants
+
+# The ops of a shape program: each maps vectors of entries to a vector of entries.
+CHAIN_OPS = {"shape", "gather", "unsqueeze", "squeeze", "concat", "slice", "identity", "cast",
+             "mul", "div", "add", "sub"}
+
+
+def arithmetic(op: str, a: Dim, b: Dim) -> Dim | None:
+    """a op b on entries: ints exactly as the i64 ops compute them; a symbolic
+    dim only where the result is again a monomial (B*4, 4*T / 2)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if op == "div":                            # C division, toward zero, like the op
+            return None if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+        return {"mul": a * b, "add": a + b, "sub": a - b}[op]
+    if op == "mul":
+        return dim_mul(a, b)
+    if op == "div":
+        return dim_div(a, b)
+    return None
+
+
+class ShapeValues:
+    """The entries of i64 vectors (and scalars) that are known from types alone."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.producers = graph.producers()
+        self.memo: dict[Value, list[Dim] | None] = {}
+        self.seen: list[Node] = []                 # the chain nodes looked through
+
+    def of(self, v: Value) -> list[Dim] | None:
+        """The entries of ``v`` in row-major order, or None when some entry is unknown."""
+        if v not in self.memo:
+            self.memo[v] = self._of(v) if v.type.dtype == DType.i64 and v.type.rank <= 1 else None
+        return self.memo[v]
+
+    def _of(self, v: Value) -> list[Dim] | None:
+        if v.is_constant:
+            return [int(e) for e in v.data.reshape(-1)]
+        node = self.producers.get(v)
+        if node is None or node.op not in CHAIN_OPS:
+            return None
+        self.seen.append(node)
+        if node.op == "shape":
+            return list(node.inputs[0].type.shape)
+        args = [self.of(x) for x in node.inputs]
+        if node.op == "gather" and args[0] is not None and node.inputs[1].is_constant:
+            n, indices = len(args[0]), [int(i) for i in node.inputs[1].data.reshape(-1)]
+            return [args[0][i % n] for i in indices] if all(-n <= i < n for i in indices) else None
+        if node.op == "slice" and args[0] is not None:
+            start, end, step = node.attrs.starts[0], node.attrs.ends[0], node.attrs.steps[0]
+            return args[0][start:end:step] if isinstance(start, int) and isinstance(end, int) else None
+        if node.op == "concat" and all(a is not None for a in args):
+            return [e for a in args for e in a]
+        if node.op in ("unsqueeze", "squeeze", "identity", "cast"):   # same entries, other shape
+            return args[0]
+        if node.op in ("mul", "div", "add", "sub") and all(a is not None for a in args):
+            a, b = args
+            if len(a) != len(b) and 1 not in (len(a), len(b)):
+                return None
+            n = max(len(a), len(b))                  # a scalar (one entry) broadcasts
+            out = [arithmetic(node.op, a[i % len(a)], b[i % len(b)]) for i in range(n)]
+            return out if None not in out else None
+        return None
+
+
+def static_reshape(x: Value, entries: list[Dim]) -> tuple[Dim, ...] | None:
+    """The target shape of ONNX Reshape(x, entries): 0 copies x's dim, -1 is inferred."""
+    dims = [x.type.shape[i] if e == 0 else e for i, e in enumerate(entries)]
+    if dims.count(-1) > 1:
+        return None
+    if -1 in dims:
+        rest = dim_prod(tuple(d for d in dims if d != -1))
+        dims[dims.index(-1)] = dim_div(dim_prod(x.type.shape), rest)
+    return tuple(canon(d) for d in dims) if None not in dims else None
+
+
+def fold_constant_gather(graph: Graph) -> Graph:
+    """gather(@c, @i) -> @c[i];  shape vectors known from types -> constants;
+    reshape_dynamic(x, s) -> reshape(x, s) when every entry of s is known."""
+    g = clone(graph)
+    known = ShapeValues(g)
+    folded: list[Value] = []
+    for node in list(g.nodes):
+        out = node.outputs[0]
+        if node.op == "reshape_dynamic":
+            entries = known.of(node.inputs[1])
+            target = static_reshape(node.inputs[0], entries) if entries is not None else None
+            if target is not None and target == out.type.shape:   # the declared type is proven
+                attrs = ops.get("reshape").make_attrs(shape=target)
+                g.nodes[g.nodes.index(node)] = Node("reshape", [node.inputs[0]], [out], attrs, node.group)
+        elif node.op == "gather" and foldable(node):
+            to_constants(g, node, evaluate(node))
+            folded.append(out)
+        elif node.op in CHAIN_OPS:
+            entries = known.of(out)
+            if entries is not None and all(isinstance(e, int) for e in entries):
+                to_constants(g, node, [np.array(entries, dtype=np.int64).reshape(out.type.shape)])
+                folded.append(out)
+    # The shape programs (and the constants folded inside them) that nothing reads any more.
+    drop_unused(g, known.seen, folded)
+    return g

@@ -1,0 +1,80 @@
+"""CompiledModel: numpy arrays in, one native call, numpy arrays out.
+
+Every input is checked in Python (count, dtype, rank, sizes, symbols agreeing
+with each other) before any native code runs: a wrong input is a UserError,
+never a crash.  Symbols such as B and T are bound from the input shapes, so
+one compiled model serves every batch size and sequence length.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Sequence
+
+import numpy as np
+
+from minic.codegen.jit import Loaded
+from minic.codegen.module import ENTRY
+from minic.errors import UserError
+from minic.ir.interpret import bind_symbols
+from minic.ir.graph import Value
+from minic.ir.loops import Role
+from minic.ir.types import TensorType, dim_eval
+from minic.runtime.layout import EntryLayout
+from minic.runtime.memory import BufferPlan, plan
+
+_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class CompiledModel:
+    """A model compiled by minic; call it like a function of numpy arrays."""
+
+    def __init__(self, layout: EntryLayout, constants: dict[str, np.ndarray], code: Loaded) -> None:
+        self.layout = layout
+        self._code = code                    # keeps the machine code alive
+        self._entry = _ENTRY_TYPE(code.address(ENTRY))
+        self._inputs = [Value(s.name, TensorType(s.shape, s.dtype)) for s in layout.role(Role.INPUT)]
+        self._input_names = [s.value for s in layout.role(Role.INPUT)]
+        self._constants = [np.ascontiguousarray(constants[s.value]) for s in layout.role(Role.CONST)]
+        self._plans: dict[tuple, tuple[BufferPlan, np.ndarray]] = {}
+
+    def plan(self, env: dict[str, int]) -> BufferPlan:
+        """The buffer plan for these symbol values (made once per distinct shape)."""
+        return self._arena(env)[0]
+
+    def _arena(self, env: dict[str, int]) -> tuple[BufferPlan, np.ndarray]:
+        key = tuple(sorted(env.items()))
+        if key not in self._plans:
+            p = plan(self.layout.temps(), env)
+            self._plans[key] = (p, np.empty(p.arena_bytes + 64, np.uint8))
+        return self._plans[key]
+
+    def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        try:
+            env = bind_symbols(self._inputs, arrays)
+        except UserError as e:               # name the model's inputs as the user knows them
+            for slot, name in zip(self._inputs, self._input_names):
+                e = UserError(str(e).replace(f"'{slot.name}'", f"'{name}'"))
+            raise e from None
+        outputs = [np.empty(tuple(dim_eval(d, env) for d in s.shape), s.dtype.numpy)
+                   for s in self.layout.role(Role.OUTPUT)]
+        buffer_plan, arena = self._arena(env)
+        base = arena.ctypes.data
+        base += -base % 64                   # the arena starts on a cache line
+        pointers = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
+        pointers += [c.ctypes.data for c in self._constants]
+        pointers += [base + buffer_plan.offsets[s.name] for s in self.layout.role(Role.TEMP)]
+        pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+        sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
+        self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def __repr__(self) -> str:
+        return f"CompiledModel({self.layout.name}, {len(self.layout.slots)} buffers)"
+
+
+def check_layout(layout: EntryLayout, arrays: Sequence[np.ndarray]) -> None:
+    """Entry-point invariants the pointer array relies on (used by tests)."""
+    order = [s.role for s in layout.slots]
+    assert order == sorted(order, key=[Role.INPUT, Role.OUTPUT, Role.CONST, Role.TEMP].index)
+    assert len(arrays) == len(layout.role(Role.INPUT))

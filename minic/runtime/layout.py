@@ -1,0 +1,54 @@
+"""What the runtime needs to call compiled code: the entry point's buffer list.
+
+It is plain data (JSON in the compile cache), so a cached model loads without
+lowering or LLVM.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from minic.codegen.module import entry_buffers
+from minic.ir.loops import Program, Role
+from minic.ir.types import DType
+from minic.runtime.memory import Temp
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str                              # buffer name in the program
+    value: str                             # the graph value it holds
+    shape: tuple                           # ints and symbolic dims
+    dtype: DType
+    role: Role
+
+
+@dataclass(frozen=True)
+class EntryLayout:
+    name: str
+    slots: tuple[Slot, ...]                # in the order of the entry point's pointer array
+    sizes: tuple[str, ...]                 # symbols, in the order of the sizes array
+    lifetimes: dict[str, tuple[int, int]]
+
+    def role(self, role: Role) -> list[Slot]:
+        return [s for s in self.slots if s.role == role]
+
+    def temps(self) -> list[Temp]:
+        return [Temp(s.name, s.shape, s.dtype, *self.lifetimes[s.name]) for s in self.role(Role.TEMP)]
+
+    @staticmethod
+    def of(program: Program) -> "EntryLayout":
+        slots = tuple(Slot(b.name, program.values.get(b.name, b.name), tuple(b.shape), b.dtype, b.role)
+                      for b in entry_buffers(program))
+        return EntryLayout(program.name, slots, tuple(program.sizes), dict(program.lifetimes))
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "sizes": list(self.sizes),
+                           "lifetimes": {k: list(v) for k, v in self.lifetimes.items()},
+                           "slots": [[s.name, s.value, list(s.shape), s.dtype.value, s.role.value] for s in self.slots]})
+
+    @staticmethod
+    def from_json(text: str) -> "EntryLayout":
+        d = json.loads(text)
+        slots = tuple(Slot(n, v, tuple(shape), DType(dt), Role(r)) for n, v, shape, dt, r in d["slots"])
+        return EntryLayout(d["name"], slots, tuple(d["sizes"]), {k: tuple(v) for k, v in d["lifetimes"].items()})
