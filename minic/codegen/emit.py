@@ -72,7 +72,8 @@ class Emitter:
     # --- expressions -----------------------------------------------------------
 
     def intrinsic(self, name: str, ty: ir.Type) -> ir.Function:
-        return self.module.declare_intrinsic(name, [ty])
+        arity = 2 if name in ("llvm.maxnum", "llvm.minnum", "llvm.pow") else 1
+        return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * arity))
 
     def libm(self, name: str, ty: ir.Type) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -194,7 +195,8 @@ class Emitter:
         for d in s.buffer.shape:
             n *= d
         ty = mem_type(s.buffer.dtype)
-        self.ptrs[s.buffer.name] = self.allocas.alloca(ty if n == 1 else ir.ArrayType(ty, n), name=s.buffer.name)
+        size = None if n == 1 else ir.Constant(I64, n)
+        self.ptrs[s.buffer.name] = self.allocas.alloca(ty, size=size, name=s.buffer.name)
         self.buffers[s.buffer.name] = s.buffer
         self.stmt(s.body)
 

@@ -109,6 +109,19 @@ class Builder:
         """The data of a value known at import time (a constant), else None."""
         return v.data if v is not None and v.is_constant else None
 
+    def entries(self, v: Value | None, what: str) -> tuple:
+        """The entries of a small i64 vector known at compile time: a constant's
+        values, or dims read off tensor types through a Shape -> Gather -> Concat
+        chain (so ``x[:, :T]`` keeps its symbolic ``T``)."""
+        data = self.known(v)
+        if data is not None:
+            return tuple(int(e) for e in data.reshape(-1))
+        from minic.passes.shape_chains import ShapeValues
+        found = ShapeValues(self.graph).of(v) if v is not None else None
+        if found is None:
+            raise NeedsConstantError(f"{self.where}: {what} must be known at compile time for minic")
+        return tuple(found)
+
     def need_known(self, v: Value | None, what: str) -> np.ndarray:
         data = self.known(v)
         if data is None:

@@ -386,7 +386,7 @@ def _transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Expand")
 def _expand(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("expand", x[0], shape=_ints(b.need_known(x[1], "the target shape")))]
+    return [b.one("expand", x[0], shape=b.entries(x[1], "the target shape"))]
 
 
 @converts("Tile")
@@ -432,10 +432,10 @@ def _slice(b: Builder, x: list[Value], a: dict) -> list[Value]:
         axes = _ints(a["axes"]) if "axes" in a else tuple(range(len(starts)))
         steps = (1,) * len(starts)
     else:
-        starts, ends = _ints(b.need_known(x[1], "starts")), _ints(b.need_known(x[2], "ends"))
+        starts, ends = b.entries(x[1], "starts"), b.entries(x[2], "ends")
         axes = _ints(b.need_known(x[3], "axes")) if len(x) > 3 and x[3] is not None else tuple(range(len(starts)))
         steps = _ints(b.need_known(x[4], "steps")) if len(x) > 4 and x[4] is not None else (1,) * len(starts)
-    ends = tuple(min(e, END) for e in ends)
+    ends = tuple(min(e, END) if isinstance(e, int) else e for e in ends)
     return [b.one("slice", v, axes=tuple(ax % v.type.rank for ax in axes), starts=starts, ends=ends, steps=steps)]
 
 

@@ -11,7 +11,7 @@ from minic.passes.rewrite import clone, drop_unused, forward
 # op -> (the constant that leaves the other operand unchanged, may it stand on the left?)
 # x + 0 -> x holds up to the sign of zero (-0.0 + 0.0 = +0.0), as in every ML
 # compiler; the other identities hold bit for bit.
-NEUTRAL = {"add": (0, True), "sub": (0, True), "mul": (1, True), "div": (1, False), "pow": (1, False)}
+NEUTRAL = {"add": (0, True), "sub": (0, False), "mul": (1, True), "div": (1, False), "pow": (1, False)}
 
 
 def is_splat(v: Value, number: float) -> bool:

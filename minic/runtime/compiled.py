@@ -8,8 +8,6 @@ one compiled model serves every batch size and sequence length.
 from __future__ import annotations
 
 import ctypes
-from typing import Sequence
-
 import numpy as np
 
 from minic.codegen.jit import Loaded
@@ -72,9 +70,3 @@ class CompiledModel:
     def __repr__(self) -> str:
         return f"CompiledModel({self.layout.name}, {len(self.layout.slots)} buffers)"
 
-
-def check_layout(layout: EntryLayout, arrays: Sequence[np.ndarray]) -> None:
-    """Entry-point invariants the pointer array relies on (used by tests)."""
-    order = [s.role for s in layout.slots]
-    assert order == sorted(order, key=[Role.INPUT, Role.OUTPUT, Role.CONST, Role.TEMP].index)
-    assert len(arrays) == len(layout.role(Role.INPUT))

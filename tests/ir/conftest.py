@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
+from hypothesis.extra.numpy import arrays, from_dtype
 
 from minic.errors import UserError
 from minic.ir import ops
@@ -35,7 +35,7 @@ def elements(dtype: DType) -> st.SearchStrategy:
     """Array elements of every kind a literal must keep exact (no NaN: it is never equal to itself)."""
     if dtype.is_float:
         return st.floats(width=16 if dtype == DType.f16 else 32, allow_nan=False)
-    return st.from_dtype(dtype.numpy)
+    return from_dtype(dtype.numpy)
 
 
 def array(dtype: DType, shape: tuple[int, ...]) -> st.SearchStrategy:
@@ -71,7 +71,9 @@ def graphs(draw, max_nodes: int = 8) -> Graph:
     values = list(inputs)
     nodes: list[Node] = []
     for _ in range(draw(st.integers(0, max_nodes))):
-        floats = [v for v in values if v.type.dtype.is_float]
+        floats = [v for v in values if v.type.dtype.is_float and v.type.rank > 0]
+        if not floats:
+            break
         x = draw(st.sampled_from(floats[-3:]))
         candidate = draw(_candidate(x, floats, const))
         if candidate is None:

@@ -60,7 +60,9 @@ class RandomGraph:
         op, number = [("add", 0), ("mul", 1), ("sub", 0), ("div", 1), ("pow", 1)][self.rng.integers(5)]
         shape = [(), (1,), (4,), (3, 4), (1, 2, 3, 4)][self.rng.integers(5)]
         c = self.const(np.full(shape, number, np.float32))
-        return self.emit(op, [c, v] if op in ("add", "mul") and self.rng.random() < 0.5 else [v, c])
+        # On the left the constant is neutral only for add and mul (0 - v is not v);
+        # 1 / v stays out, it divides by relu's zeros.
+        return self.emit(op, [c, v] if op != "div" and self.rng.random() < 0.5 else [v, c])
 
     def constant_arith(self, v):
         folded = self.emit(str(self.rng.choice(["add", "mul", "max"])), [self.weights(4), self.weights(4)])
@@ -142,7 +144,9 @@ class RandomGraph:
         for _ in range(steps):
             pattern = self.PATTERNS[self.rng.integers(len(self.PATTERNS))]
             self.pool.append(getattr(self, pattern)(self.pick()))
-        outputs = [self.pool[-1]] + ([self.pick()] if self.rng.random() < 0.5 else [])
+        # Every pool value nothing reads is a result, so that every pattern counts.
+        read = {v for n in self.nodes for v in n.inputs}
+        outputs = [v for v in self.pool[len(self.inputs):] if v not in read] or [self.pool[-1]]
         return verify(Graph("random", self.inputs, outputs, self.nodes, self.constants))
 
 

@@ -1,0 +1,96 @@
+"""The compile cache on disk: object code + entry layout, keyed by graph and options.
+
+One file per entry: a magic line, a JSON line (the layout, the SHA-256 of the
+rest), the object bytes, then an ``.npz`` of the constants that graph passes
+derived (folded batch norms ...); weights of the graph itself are not copied.  Writes go to a temporary file renamed into place
+(atomic on POSIX), so a reader never sees half an entry; an entry that does
+not parse or whose checksum fails is ignored with a warning and rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import warnings
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+
+from minic.codegen.options import CompileOptions
+from minic.ir.graph import Graph, attr_items
+from minic.runtime.layout import EntryLayout
+
+MAGIC = b"minic-cache 1\n"
+VERSION = "minic-core-1"          # bump when lowering or codegen changes what a graph compiles to
+
+
+def cache_key(graph: Graph, options: CompileOptions) -> str:
+    """SHA-256 over the graph (structure, attributes, types, constant bytes) and the options."""
+    h = hashlib.sha256(VERSION.encode())
+    for f in fields(options):
+        if f.name not in ("cache_dir", "use_cache"):
+            h.update(f"{f.name}={getattr(options, f.name)!r};".encode())
+    if not options.triple:         # the host's CPU is part of what the code was built for
+        import llvmlite.binding as llvm
+        h.update(llvm.get_host_cpu_name().encode() + llvm.get_host_cpu_features().flatten().encode())
+    names = {}
+    for v in graph.values():
+        names[v] = len(names)
+        h.update(f"{names[v]}:{v.name}:{v.type};".encode())
+    for c in graph.constants:
+        h.update(hashlib.sha256(c.data.tobytes()).digest())
+    for n in graph.nodes:
+        h.update(f"{n.op}{attr_items(n.attrs)!r}{[names[v] for v in n.inputs]}"
+                 f"{[names[v] for v in n.outputs]}{n.group};".encode())
+    h.update(repr([names[v] for v in graph.outputs]).encode())
+    return h.hexdigest()
+
+
+def entry_path(options: CompileOptions, key: str) -> Path:
+    return options.cache_path / f"{key}.mc.bin"
+
+
+def load(path: Path) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]] | None:
+    """The cached layout, object code and derived constants, or None (with a warning if corrupt)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        warnings.warn(f"minic cache: cannot read {path}: {e}")
+        return None
+    try:
+        if not data.startswith(MAGIC):
+            raise ValueError("bad magic")
+        head_end = data.index(b"\n", len(MAGIC))
+        meta = json.loads(data[len(MAGIC):head_end])
+        rest = data[head_end + 1:]
+        if hashlib.sha256(rest).hexdigest() != meta["sha256"]:
+            raise ValueError("checksum mismatch")
+        obj, npz = rest[:meta["object_bytes"]], rest[meta["object_bytes"]:]
+        with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
+            derived = {k: arrays[k] for k in arrays.files}
+        return EntryLayout.from_json(meta["layout"]), obj, derived
+    except (ValueError, KeyError, TypeError, OSError) as e:
+        warnings.warn(f"minic cache: ignoring corrupt entry {path} ({e})")
+        return None
+
+
+def store(path: Path, layout: EntryLayout, obj: bytes, derived: dict[str, np.ndarray]) -> None:
+    """Write an entry atomically; a cache that cannot be written is only a warning."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **derived)
+    rest = obj + buffer.getvalue()
+    meta = json.dumps({"sha256": hashlib.sha256(rest).hexdigest(), "object_bytes": len(obj),
+                       "layout": layout.to_json()})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(MAGIC + meta.encode() + b"\n" + rest)
+        os.replace(tmp, path)
+    except OSError as e:
+        warnings.warn(f"minic cache: cannot write {path}: {e}")

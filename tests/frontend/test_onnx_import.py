@@ -1,0 +1,105 @@
+"""The ONNX importer: PyTorch-exported zoo models run (with their dynamic axes),
+and every kind of bad file is one clear UserError."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from minic import models
+from minic.errors import UnsupportedError, UserError
+from minic.frontend.onnx import from_onnx, from_onnx_file
+from minic.ir.interpret import interpret
+from minic.ir.verify import verify
+
+
+def export(name: str, path) -> torch.nn.Module:
+    module, inputs = models.get(name, size="small")
+    info = models.info(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, inputs, str(path), input_names=list(info.input_names), output_names=["out"],
+                          dynamic_axes={n: dict(ax) for n, ax in zip(info.input_names, info.dynamic_axes)},
+                          opset_version=17, dynamo=False)
+    return module
+
+
+@pytest.mark.parametrize("name", models.names())
+def test_exported_zoo_model_matches_torch(name, tmp_path):
+    module = export(name, tmp_path / "m.onnx")
+    graph = verify(from_onnx_file(tmp_path / "m.onnx"))
+    assert isinstance(graph.inputs[0].type.shape[0], str)          # the batch axis stays symbolic
+    _, inputs = models.get(name, size="small")
+    for batch in (inputs[0].shape[0], 3):                           # two batch sizes, one graph
+        x = inputs[0][:1].repeat(batch, *[1] * (inputs[0].dim() - 1))
+        got = interpret(graph, [x.numpy()])[0]
+        want = module(x).detach().numpy()
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+
+
+def test_missing_empty_garbage_truncated_files(tmp_path):
+    with pytest.raises(UserError, match="no such file"):
+        from_onnx_file(tmp_path / "nope.onnx")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(UserError, match="empty"):
+        from_onnx_file(tmp_path / "empty.onnx")
+    (tmp_path / "garbage.onnx").write_bytes(b"\xff\x00 this is not a protobuf \x13\x37" * 10)
+    with pytest.raises(UserError, match="not a valid ONNX file"):
+        from_onnx_file(tmp_path / "garbage.onnx")
+    export("mlp", tmp_path / "full.onnx")
+    data = (tmp_path / "full.onnx").read_bytes()
+    (tmp_path / "cut.onnx").write_bytes(data[: len(data) // 2])
+    with pytest.raises(UserError, match="not a valid ONNX file"):
+        from_onnx_file(tmp_path / "cut.onnx")
+
+
+def test_unsupported_op_names_node_op_and_opset():
+    model = _model([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [X], [Y])
+    with pytest.raises(UnsupportedError, match=r"node hm \(Hardmax, opset 17\).*supported ops: .*MatMul"):
+        from_onnx(model)
+
+
+def test_unsupported_opset():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [X], [Y], opset=5)
+    with pytest.raises(UnsupportedError, match="opset 5 is not supported"):
+        from_onnx(model)
+
+
+def test_missing_external_data(tmp_path):
+    w = numpy_helper.from_array(np.ones((3, 3), np.float32), "w")
+    model = _model([helper.make_node("MatMul", ["x", "w"], ["y"])], [X], [Y], [w])
+    onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    assert from_onnx_file(tmp_path / "m.onnx").constants[0].data.shape == (3, 3)
+    (tmp_path / "weights.bin").unlink()
+    with pytest.raises(UserError, match="external data file 'weights.bin' not found"):
+        from_onnx_file(tmp_path / "m.onnx")
+
+
+def test_cycle_and_dangling_input():
+    cycle = _model([helper.make_node("Relu", ["b"], ["a"], name="first"),
+                    helper.make_node("Relu", ["a"], ["b"], name="second")], [X], [Y])
+    with pytest.raises(UserError, match=r"node first .*input 'b' is not defined"):
+        from_onnx(cycle)
+    dangling = _model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [X], [Y])
+    with pytest.raises(UserError, match=r"node add .*input 'ghost' is not defined"):
+        from_onnx(dangling)
+
+
+def test_unsupported_element_type():
+    x64 = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])
+    with pytest.raises(UnsupportedError, match="element type DOUBLE"):
+        from_onnx(_model([helper.make_node("Relu", ["x"], ["y"])], [x64], [Y]))
