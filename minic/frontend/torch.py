@@ -172,6 +172,8 @@ class Converter:
 
     def _input(self, node: fx.Node, index: int) -> Value:
         val = node.meta["val"]
+        if not isinstance(val, torch.Tensor):
+            raise UserError(f"input '{node.name}' is {val!r}, not a tensor; minic graphs take tensors only")
         axes = self.dynamic_axes[index] if self.dynamic_axes else {}
         for axis, sym_name in axes.items():
             size = val.shape[axis]

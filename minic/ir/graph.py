@@ -84,7 +84,7 @@ def structurally_equal(a: Graph, b: Graph) -> bool:
     ca = sorted(a.constants, key=lambda v: v.name)
     cb = sorted(b.constants, key=lambda v: v.name)
     for x, y in zip(ca, cb):
-        if x.name != y.name or x.type != y.type or not np.array_equal(x.data, y.data):
+        if x.name != y.name or x.type != y.type or not np.array_equal(x.data, y.data, equal_nan=True):
             return False
         pairs.append((x, y))
     for x, y in pairs:

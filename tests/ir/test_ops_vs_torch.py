@@ -1,0 +1,182 @@
+"""Every op's numpy reference against PyTorch: the references are the semantics
+the interpreter, constant folding and every compiled kernel are checked against."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value
+from minic.ir.interpret import interpret
+from minic.ir.types import DType, TensorType
+from minic.ir.verify import infer_node, verify
+
+
+def run_op(op: str, arrays: list[np.ndarray], **attrs) -> list[np.ndarray]:
+    """Build a one-node graph, verify it and interpret it."""
+    inputs = [Value(f"x{i}", TensorType(a.shape, DType.of(a.dtype))) for i, a in enumerate(arrays)]
+    node = Node(op, inputs, [], ops.get(op).make_attrs(**attrs))
+    node.outputs = [Value(f"y{i}", t) for i, t in enumerate(infer_node(node))]
+    graph = verify(Graph(op, inputs, node.outputs, [node]))
+    return interpret(graph, arrays)
+
+
+def t(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.array(a))
+
+
+def close(got, want, tol=1e-5):
+    np.testing.assert_allclose(got, want.numpy() if isinstance(want, torch.Tensor) else want, rtol=tol, atol=tol)
+
+
+shapes = st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple)
+
+
+def rand(shape, seed=0, positive=False):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return np.abs(x) + 0.1 if positive else x
+
+
+UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu, "silu": F.silu,
+    "erf": torch.erf, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "floor": torch.floor,
+    "ceil": torch.ceil, "round": torch.round,
+}
+POSITIVE = {"log", "sqrt", "rsqrt"}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@given(shape=shapes)
+@settings(max_examples=10, deadline=None)
+def test_unary(op, shape):
+    x = rand(shape, positive=op in POSITIVE) * (3 if op in ("floor", "ceil", "round") else 1)
+    close(run_op(op, [x])[0], UNARY[op](t(x)))
+
+
+BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "max": torch.maximum,
+          "min": torch.minimum, "pow": torch.pow, "eq": torch.eq, "lt": torch.lt, "gt": torch.gt}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@given(a=shapes, drop=st.integers(0, 3), ones=st.sets(st.integers(0, 3)))
+@settings(max_examples=10, deadline=None)
+def test_binary_broadcasting(op, a, drop, ones):
+    b = tuple(1 if i in ones else d for i, d in enumerate(a[drop:]))       # a broadcastable partner
+    x, y = rand(a, 1, positive=op == "pow"), rand(b, 2)
+    if op in ("eq",):
+        y = np.round(y)
+        x = np.round(x)
+    got = run_op(op, [x, y])[0]
+    np.testing.assert_allclose(got, BINARY[op](t(x), t(y)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_int_division_truncates_like_c():
+    x, y = np.array([7, -7, 7, -7], np.int64), np.array([2, 2, -2, -2], np.int64)
+    assert run_op("div", [x, y])[0].tolist() == [3, -3, -3, 3]
+
+
+def test_where_cast_logical_gelu():
+    c = np.array([[True, False, True]])
+    a, b = rand((2, 3)), rand((1, 3), 1)
+    close(run_op("where", [c, a, b])[0], torch.where(t(c), t(a), t(b)))
+    assert run_op("cast", [a], dtype=DType.i64)[0].dtype == np.int64
+    assert run_op("and", [c, ~c])[0].tolist() == [[False, False, False]]
+    assert run_op("not", [c])[0].tolist() == [[False, True, False]]
+    assert run_op("or", [c, ~c])[0].tolist() == [[True, True, True]]
+    assert run_op("xor", [c, np.array([True])])[0].tolist() == [[False, True, False]]
+    for approx in ("none", "tanh"):
+        close(run_op("gelu", [a], approximate=approx)[0], F.gelu(t(a), approximate=approx))
+
+
+@pytest.mark.parametrize("op,fn", [("reduce_sum", torch.sum), ("reduce_mean", torch.mean),
+                                   ("reduce_max", torch.amax), ("reduce_min", torch.amin)])
+@given(shape=shapes, data=st.data(), keep=st.booleans())
+@settings(max_examples=10, deadline=None)
+def test_reductions(op, fn, shape, data, keep):
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+    x = rand(shape)
+    close(run_op(op, [x], axes=axes, keepdims=keep)[0], fn(t(x), dim=axes, keepdim=keep), 1e-5)
+
+
+def test_normalisations():
+    x = rand((2, 3, 8))
+    close(run_op("softmax", [x], axis=1)[0], torch.softmax(t(x), 1))
+    close(run_op("log_softmax", [x], axis=-1)[0], torch.log_softmax(t(x), -1))
+    w, b = rand((3, 8), 1), rand((3, 8), 2)
+    close(run_op("layer_norm", [x, w, b], axis=1, eps=1e-5)[0], F.layer_norm(t(x), (3, 8), t(w), t(b), 1e-5), 1e-4)
+    img, s, bias, mean, var = rand((2, 3, 4, 4)), rand((3,), 1), rand((3,), 2), rand((3,), 3), rand((3,), 4, True)
+    close(run_op("batch_norm", [img, s, bias, mean, var], eps=1e-3)[0],
+          F.batch_norm(t(img), t(mean), t(var), t(s), t(bias), False, 0.0, 1e-3), 1e-4)
+
+
+@given(a=st.lists(st.integers(1, 4), min_size=0, max_size=2), m=st.integers(1, 6), k=st.integers(1, 6),
+       n=st.integers(1, 6), vec=st.sampled_from(["none", "left", "right"]))
+@settings(max_examples=25, deadline=None)
+def test_matmul_batched_broadcasting(a, m, k, n, vec):
+    x = rand(tuple(a) + (m, k)) if vec != "left" else rand((k,))
+    y = rand((k, n), 1) if vec != "right" else rand((k,), 1)
+    close(run_op("matmul", [x, y])[0], torch.matmul(t(x), t(y)), 1e-4)
+
+
+def test_gemm():
+    a, b, c = rand((4, 3)), rand((5, 3), 1), rand((5,), 2)
+    close(run_op("gemm", [a, b, c], trans_b=True, alpha=0.5, beta=2.0)[0], 0.5 * t(a) @ t(b).T + 2 * t(c), 1e-5)
+
+
+@given(c=st.integers(1, 3), hw=st.integers(3, 9), k=st.integers(1, 3), s=st.integers(1, 2), p=st.integers(0, 1),
+       d=st.integers(1, 2), g=st.sampled_from([1, 2]))
+@settings(max_examples=30, deadline=None)
+def test_conv2d(c, hw, k, s, p, d, g):
+    if d * (k - 1) + 1 > hw + 2 * p:
+        return
+    x, w, b = rand((2, c * g, hw, hw + 1)), rand((4, c, k, k), 1), rand((4,), 2)
+    want = F.conv2d(t(x), t(w), t(b), stride=s, padding=p, dilation=d, groups=g)
+    close(run_op("conv2d", [x, w, b], stride=(s, s), padding=(p, p, p, p), dilation=(d, d), groups=g)[0], want, 1e-4)
+
+
+@given(hw=st.integers(4, 9), k=st.integers(1, 3), s=st.integers(1, 3), ceil=st.booleans(), inc=st.booleans())
+@settings(max_examples=30, deadline=None)
+def test_pools(hw, k, s, ceil, inc):
+    p = k // 2
+    x = rand((1, 2, hw, hw + 1))
+    attrs = dict(kernel=(k, k), stride=(s, s), padding=(p, p, p, p), ceil_mode=ceil, count_include_pad=inc)
+    close(run_op("max_pool2d", [x], **attrs)[0], F.max_pool2d(t(x), k, s, p, ceil_mode=ceil))
+    close(run_op("avg_pool2d", [x], **attrs)[0], F.avg_pool2d(t(x), k, s, p, ceil_mode=ceil, count_include_pad=inc))
+    close(run_op("global_avg_pool", [x])[0], F.adaptive_avg_pool2d(t(x), 1))
+
+
+def test_layout_ops():
+    x = rand((2, 3, 4))
+    close(run_op("reshape", [x], shape=(6, 4))[0], t(x).reshape(6, 4))
+    close(run_op("transpose", [x], perm=(2, 0, 1))[0], t(x).permute(2, 0, 1))
+    close(run_op("expand", [rand((3, 1))], shape=(2, 3, 4))[0], t(rand((3, 1))).expand(2, 3, 4))
+    close(run_op("flatten", [x], axis=-1)[0], t(x).reshape(6, 4))
+    close(run_op("squeeze", [rand((2, 1, 3))], axes=(1,))[0], t(rand((2, 1, 3))).squeeze(1))
+    close(run_op("unsqueeze", [x], axes=(0, -1))[0], t(x)[None, ..., None])
+    close(run_op("concat", [x, x * 2], axis=1)[0], torch.cat([t(x), t(x) * 2], 1))
+    a, b = run_op("split", [x], axis=2, sizes=(1, 3))
+    close(a, t(x)[:, :, :1])
+    close(b, t(x)[:, :, 1:])
+    close(run_op("slice", [x], axes=(1, 2), starts=(2, 0), ends=(-4, 2**63 - 1), steps=(-1, 2))[0],
+          torch.flip(t(x), [1])[:, :, ::2])
+    idx = np.array([[0, 2], [1, 1]], np.int64)
+    close(run_op("gather", [x, idx], axis=1)[0], t(x)[:, t(idx)])
+    close(run_op("pad", [x], pads=(0, 1, 2, 0, 0, 1), value=3.0)[0], F.pad(t(x), (2, 1, 1, 0), value=3.0))
+    close(run_op("pad", [x], pads=(0, 1, 1, 0, 1, 1), mode="reflect")[0],
+          np.pad(x, ((0, 0), (1, 1), (1, 1)), mode="reflect"))
+    close(run_op("identity", [x])[0], t(x))
+    close(run_op("dropout", [x], p=0.1)[0], t(x))
+
+
+def test_every_registered_op_is_exercised_here():
+    """A new op must come with a reference test in this file."""
+    import inspect
+    import sys
+    source = inspect.getsource(sys.modules[__name__])
+    tested = set(UNARY) | set(BINARY) | {o for o in ops.names() if f'"{o}"' in source}
+    assert set(ops.names()) - tested - {"shape", "reshape_dynamic"} == set()
