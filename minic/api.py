@@ -33,8 +33,7 @@ def load(model: Any, example_inputs: Sequence[Any] | None = None, *, size: str =
         if path.suffix == ".onnx":
             return _load_onnx(path, example_inputs, seed)
         if path.suffix == ".mc":
-            from minic.ir.text import parse_file
-            return load(parse_file(path), example_inputs, seed=seed)
+            return load(_read_text_ir(path), example_inputs, seed=seed)
         if path.suffix:
             raise UserError(f"{path}: unknown model file type '{path.suffix}' (expected .onnx or .mc)")
         return _load_zoo(str(model), example_inputs, size, seed)
@@ -45,6 +44,17 @@ def load(model: Any, example_inputs: Sequence[Any] | None = None, *, size: str =
         return ModelSource(type(model).__name__, _arrays(example_inputs), module=model.eval())
     raise UserError(f"cannot compile a {type(model).__name__}: expected a torch.nn.Module, a zoo name, "
                     "an .onnx or .mc path, or a Graph")
+
+
+def _read_text_ir(path: Path) -> Graph:
+    from minic.ir.text import parse_graph
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read text IR ({e})") from None
+    return parse_graph(text, path)
 
 
 def _arrays(inputs: Sequence[Any]) -> tuple[np.ndarray, ...]:

@@ -31,7 +31,7 @@ def graph_of(source: ModelSource):
 class MlirModel:
     """The callable ``compile`` returns: numpy arrays in, numpy array(s) out."""
 
-    def __init__(self, graph, unroll: int | None = None, opt_level: int = 3):
+    def __init__(self, graph, unroll: int | None = None, opt_level: int = 2):
         self.graph, self.unroll, self.opt_level = graph, unroll, opt_level
         self.kernels: dict[tuple, object] = {}
 

@@ -33,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--repeats", type=int, default=20, help="timed rounds (median)")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--threads", type=int, help="intra-op threads for torch and ORT alike")
     p.add_argument("--no-quantize", action="store_true", help="skip the INT8 QDQ variant")
     step("viz", "draw the graph before and after the homemade passes (SVG, PNG)", _viz)
     p = commands.add_parser("custom-op", help="a custom-domain op: export, ORT's error, fixes")
@@ -93,7 +94,7 @@ def _compare(args) -> int:
         raise UserError("compare needs a zoo model (the torch reference), not an .onnx file")
     report = run_report(args.model, args.size, count=args.count, repeats=args.repeats,
                         out_dir=args.out, quantize=not args.no_quantize,
-                        latency_shape=(args.batch, args.seq))
+                        latency_shape=(args.batch, args.seq), threads=args.threads)
     for path in report.files:
         print(f"wrote {path}")
     print(report.text())

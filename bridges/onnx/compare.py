@@ -36,8 +36,9 @@ class AccuracyRow:
 
 
 def ort_session(model: onnx.ModelProto, provider: str = "CPUExecutionProvider",
-                level: str = "all"):
-    """An ONNX Runtime session on ``model`` (``level``: "disabled", "basic", "all")."""
+                level: str = "all", threads: int | None = None):
+    """An ONNX Runtime session on ``model`` (``level``: "disabled", "basic", "all";
+    ``threads``: intra-op threads, default one per core)."""
     import onnxruntime as ort
 
     levels = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -48,6 +49,8 @@ def ort_session(model: onnx.ModelProto, provider: str = "CPUExecutionProvider",
     # ORT's worker threads spin-wait after each run; on a 2-core machine they then
     # steal the cores from whatever runs next (PyTorch, in an interleaved benchmark).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads is not None:
+        options.intra_op_num_threads = threads
     return ort.InferenceSession(model.SerializeToString(), options, providers=[provider])
 
 

@@ -42,8 +42,12 @@ def file_stem(name: str) -> str:
 
 def run_report(name: str, size: str = "full", *, count: int = 100, repeats: int = 20,
                out_dir: Path | None = None, quantize: bool = True,
-               latency_shape: tuple[int, int] = (1, 64)) -> Report:
-    """Export zoo model ``name``, build every variant, measure accuracy and latency."""
+               latency_shape: tuple[int, int] = (1, 64), threads: int | None = None) -> Report:
+    """Export zoo model ``name``, build every variant, measure accuracy and latency.
+
+    ``threads`` caps both PyTorch's and ONNX Runtime's intra-op threads, so that
+    the latency rows compare like with like (default: each library's own).
+    """
     exported, module = export_zoo(name, size)
     variants = all_variants(exported.model)
     is_tokens = exported.example_inputs[0].dtype.kind == "i"
@@ -67,6 +71,10 @@ def run_report(name: str, size: str = "full", *, count: int = 100, repeats: int 
     rows = [accuracy(label, s, batches, references) for label, s in sessions.items()]
 
     import torch
+    if threads is not None:
+        torch.set_num_threads(threads)
+    timed = {label: ort_session(m, threads=threads) for label, m in variants.items()
+             if label in ("exported", "homemade", "int8-qdq")}
     x = _latency_input(exported.example_inputs[0], is_tokens, latency_shape)
     x_torch, feed = torch.from_numpy(x), {exported.input_names[0]: x}
 
@@ -74,13 +82,12 @@ def run_report(name: str, size: str = "full", *, count: int = 100, repeats: int 
         with torch.no_grad():
             return module(x_torch)
     candidates = {"pytorch-eager": eager}
-    for label in ("exported", "homemade", "int8-qdq"):
-        if label in sessions:
-            candidates[f"ort-cpu {label}"] = (lambda s=sessions[label]: s.run(None, feed))
+    for label, session in timed.items():
+        candidates[f"ort-cpu {label}"] = (lambda s=session: s.run(None, feed))
     latency: dict[str, float | str] = dict(time_interleaved(candidates, repeats))
     reason = cuda_status()
-    latency["ort-cuda homemade"] = reason if reason else _cuda_latency(variants, feed, repeats)
-    latency["_shape"] = f"input {tuple(x.shape)}"
+    latency["ort-cuda homemade"] = reason or _cuda_latency(variants, feed, repeats)
+    latency["_shape"] = f"input {tuple(x.shape)}, threads {threads or 'default'}"
     return Report(name, variants, rows, latency, files)
 
 

@@ -3,6 +3,7 @@ report output shapes, a checksum, latency and the error against PyTorch."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import zipfile
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ def run_backend(name: str, source: ModelSource, inputs, reference, repeat: int) 
 
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     source = load(args.model, size=args.size, seed=args.seed)
     inputs = read_inputs(args.inputs, source) if args.inputs else source.example_inputs
     source.example_inputs = inputs

@@ -1,8 +1,8 @@
 """Codegen: Loop IR -> LLVM IR (llvmlite) -> O3 -> machine code.
 
 Read in this order: ``options.py`` (CompileOptions), ``target.py`` (the target
-machine), ``emit.py`` (statements and expressions), ``vector.py`` and
-``parallel.py`` (the two special loop kinds), ``module.py`` (kernels + the one
+machine), ``emit.py`` (statements and expressions), ``parallel.py`` (parallel
+loops on threads), ``module.py`` (kernels + the one
 entry point, optimisation, object code), ``jit.py`` (loading it here).
 """
 from minic.codegen.module import ENTRY, assembly, entry_buffers, llvm_ir, object_code

@@ -7,8 +7,9 @@ bool as ``i1``, memory as ``i8`` (numpy's bool is one byte).  Local buffers are
 ``alloca``s in the entry block, which LLVM promotes to registers.
 
 Loop kinds: serial loops are the classic header/body/latch blocks; unrolled
-loops with a constant extent are copied out; vectorized loops go to
-``vector.py`` and parallel loops to ``parallel.py``.
+loops with a constant extent are copied out; parallel loops go to
+``parallel.py``; vectorized loops are, for now, serial loops left to LLVM's
+loop vectorizer.
 """
 from __future__ import annotations
 
@@ -208,10 +209,11 @@ class Emitter:
             for i in range(s.start.value, s.start.value + s.extent.value):
                 self.vars[s.var.name] = ir.Constant(I64, i)
                 self.stmt(s.body)
-        elif s.kind == ForKind.VECTORIZED:
-            from minic.codegen.vector import emit_vectorized
-            emit_vectorized(self, s)
+            self.vars.pop(s.var.name, None)
         else:
+            # Serial, and (for now) vectorized: a vectorized loop is emitted as a plain
+            # loop that LLVM's loop vectorizer turns into vector code at O2/O3.
+            # Emitting vector types directly is the Performance issue's step.
             start = self.expr(s.start)
             self.serial(s.var.name, start, self.b.add(start, self.expr(s.extent)), lambda: self.stmt(s.body))
 

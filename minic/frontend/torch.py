@@ -32,6 +32,7 @@ import torch
 from torch import fx
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend.torch_ops import HANDLERS
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import Dim, DType, TensorType, canon
@@ -50,10 +51,12 @@ _DTYPES = {torch.float32: DType.f32, torch.float16: DType.f16, torch.int64: DTyp
 def from_torch(module: torch.nn.Module, example_inputs: tuple,
                dynamic_axes: tuple[dict[int, str], ...] | None = None,
                name: str | None = None) -> Graph:
-    """Export ``module`` at ``example_inputs`` and convert it to a minic Graph.
+    """Export ``module`` (put in eval mode: this is inference) at ``example_inputs``
+    and convert it to a minic Graph named ``name`` (default: the class name, lower case).
 
     ``dynamic_axes`` has one ``{axis: symbol}`` dict per input; axes that share
-    a name share a symbol.  Without it every shape is static.
+    a name share a symbol.  Without it every shape is static.  The ranges torch
+    derives (T <= 64) are not kept: running past them fails in the interpreter.
     """
     example_inputs = tuple(example_inputs)
     program = _export(module, example_inputs, dynamic_axes)
@@ -116,14 +119,14 @@ class Converter:
     values: dict[fx.Node, Any] = field(default_factory=dict)       # a Value, or a tuple for multi-output ops
     symbols: dict[sympy.Symbol, str] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
-    constants: dict[str, Value] = field(default_factory=dict)
+    constants: list[Value] = field(default_factory=list)
+    by_fqn: dict[str, Value] = field(default_factory=dict)          # one constant per parameter
     taken: set[str] = field(default_factory=set)
     current: fx.Node | None = None
 
     # --- the walk -------------------------------------------------------------
 
     def run(self) -> Graph:
-        from minic.frontend.torch_ops import HANDLERS      # the per-op table
         sig = self.program.graph_signature
         lifted = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
                   **sig.inputs_to_lifted_tensor_constants}
@@ -136,20 +139,20 @@ class Converter:
                 else:
                     inputs.append(self._input(node, len(inputs)))
             elif node.op == "call_function":
-                self._call(node, HANDLERS)
+                self._call(node)
             elif node.op == "output":
-                outputs = [self.value(a) for a in node.args[0]]
+                outputs = [self._output(a, i) for i, a in enumerate(node.args[0])]
         used = {id(v) for n in self.nodes for v in n.inputs} | {id(v) for v in outputs}
-        consts = [c for c in self.constants.values() if id(c) in used]
+        consts = [c for c in self.constants if id(c) in used]
         return Graph(self.name, inputs, outputs, self.nodes, consts)
 
-    def _call(self, node: fx.Node, handlers) -> None:
+    def _call(self, node: fx.Node) -> None:
         val = node.meta.get("val")
         if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)) or (
                 val is None and node.target in _ASSERTS):
             return                      # shape arithmetic and guards: sizes are read from meta on use
-        if node.target in handlers:
-            convert = handlers[node.target]
+        if node.target in HANDLERS:
+            convert = HANDLERS[node.target]
         elif _is_static(node):
             convert = _fold
         else:
@@ -161,6 +164,11 @@ class Converter:
         except UserError as e:
             raise UnsupportedError(f"{op_name(node)} at {source_of(node)}: {e}") from None
         self.values[node] = result
+
+    def _output(self, arg: Any, index: int) -> Value:
+        if not isinstance(self.values.get(arg), Value):
+            raise UserError(f"output {index} of the model is {arg!r}, not a tensor; minic graphs return tensors only")
+        return self.values[arg]
 
     def _check_type(self, value: Value, val: torch.Tensor) -> None:
         """The converted value must have the type torch traced: this catches table bugs early."""
@@ -190,19 +198,19 @@ class Converter:
 
     def _lifted(self, fqn: str) -> Value:
         """The constant for a parameter, buffer or lifted tensor constant (one per FQN)."""
-        if fqn not in self.constants:
+        if fqn not in self.by_fqn:
             tensor = self.program.state_dict.get(fqn)
             if tensor is None:
                 tensor = self.program.constants[fqn]
-            self.constants[fqn] = self.add_constant(fqn, tensor)
-        return self.constants[fqn]
+            self.by_fqn[fqn] = self.add_constant(fqn, tensor)
+        return self.by_fqn[fqn]
 
     def add_constant(self, name: str, data: torch.Tensor | np.ndarray) -> Value:
         if isinstance(data, torch.Tensor):
             self.dtype(data.dtype)                          # raises for dtypes minic lacks
             data = data.detach().cpu().numpy().copy()
         value = constant(self.fresh(name), np.asarray(data))
-        self.constants[value.name] = value
+        self.constants.append(value)
         return value
 
     def scalar(self, x: float | int | bool, dtype: DType, name: str) -> Value:
@@ -306,8 +314,9 @@ def _bind(node: fx.Node) -> dict[str, Any]:
 
 
 def _is_static(node: fx.Node) -> bool:
-    """No inputs at all (no tensors, no symbolic sizes): full, arange, scalar_tensor, ..."""
-    return not node.all_input_nodes and isinstance(node.target, torch._ops.OpOverload)
+    """No inputs at all (no tensors, no symbolic sizes) and not random: full, arange, scalar_tensor, ..."""
+    return (not node.all_input_nodes and isinstance(node.target, torch._ops.OpOverload)
+            and torch.Tag.nondeterministic_seeded not in node.target.tags)
 
 
 def _fold(cx: Converter, node: fx.Node, bound: dict) -> Value:

@@ -189,7 +189,8 @@ def parse_graph(text: str, path: str | os.PathLike | None = None) -> Graph:
 
 # How a syntax error names what it expected; string terminals show as themselves.
 _TERMINALS = {"LOCAL": "a value like %x", "GLOBAL": "a name like @w", "IDENT": "a name",
-              "INT": "an integer", "FLOAT": "a float", "STRING": "a string", "$END": "end of input"}
+              "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
+              "$END": "end of input", "<END-OF-FILE>": "end of input"}
 
 
 def _syntax_error(e: UnexpectedInput, text: str, where: str) -> ParseError:
@@ -211,7 +212,10 @@ def _syntax_error(e: UnexpectedInput, text: str, where: str) -> ParseError:
 def _describe(terminal: str) -> str:
     if terminal in _TERMINALS:
         return _TERMINALS[terminal]
-    pattern = _lark().get_terminal(terminal).pattern
+    try:
+        pattern = _lark().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal
     return f"'{pattern.value}'" if pattern.type == "str" else terminal.lower()
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
-from minic.passes.rewrite import add_constant, clone, drop_unused, users
+from minic.passes.rewrite import add_constant, clone, drop_unused, forward, users
 
 
 def _scale_shift(bn: Node) -> tuple[np.ndarray, np.ndarray]:
@@ -39,9 +39,9 @@ def _fold(g: Graph, lin: Node, bn: Node) -> Node | None:
     else:
         return None
     w_new = add_constant(g, f"{w.name}_bn", w2.astype(dtype))
-    c_new = add_constant(g, f"{bn.outputs[0].name}_bias", np.asarray(c2).astype(dtype))
+    c_new = add_constant(g, f"{rest[0].name}_bn" if rest else f"{w.name}_bn_bias", np.asarray(c2).astype(dtype))
     op = "conv2d" if lin.op == "conv2d" else "gemm"
-    return Node(op, [x, w_new, c_new], bn.outputs, attrs, bn.group)
+    return Node(op, [x, w_new, c_new], lin.outputs, attrs, lin.group)
 
 
 def fold_batchnorm(graph: Graph) -> Graph:
@@ -58,9 +58,9 @@ def fold_batchnorm(graph: Graph) -> Graph:
         if lin is None or lin.op not in ("conv2d", "gemm", "matmul") or users(g, lin.outputs[0]) != 1:
             continue
         folded = _fold(g, lin, bn)
-        if folded is not None:
+        if folded is not None:                      # the folded node keeps its name; the batch norm goes
             g.nodes[g.nodes.index(lin)] = folded
-            g.nodes.remove(bn)
+            forward(g, bn, folded.outputs[0])
             replaced += lin.inputs[1:] + bn.inputs[1:]
     drop_unused(g, [], replaced)                   # the old weights and statistics, unless shared
     return g

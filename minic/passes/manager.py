@@ -70,6 +70,6 @@ def format_stats(rows: list[PassStat]) -> str:
     for r in rows:
         lines.append(f"{r.name:<{width}}  {r.nodes_before:>6}  {r.nodes_after:>6}  {r.seconds * 1e3:>6.2f} ms")
     if rows:
-        total = sum(r.seconds for r in rows)
-        lines.append(f"{'total':<{width}}  {rows[0].nodes_before:>6}  {rows[-1].nodes_after:>6}  {total * 1e3:>6.2f} ms")
+        first, last, total = rows[0].nodes_before, rows[-1].nodes_after, sum(r.seconds for r in rows)
+        lines.append(f"{'total':<{width}}  {first:>6}  {last:>6}  {total * 1e3:>6.2f} ms")
     return "\n".join(lines)

@@ -6,10 +6,10 @@ then edits ``g`` in place, keeping ``g.nodes`` in topological order.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from collections import Counter
 from typing import Iterable
+
+import numpy as np
 
 from minic.ir.graph import Graph, Node, Value, constant
 

@@ -79,10 +79,13 @@ class ShapeValues:
 
 
 def static_reshape(x: Value, entries: list[Dim]) -> tuple[Dim, ...] | None:
-    """The target shape of ONNX Reshape(x, entries): 0 copies x's dim, -1 is inferred."""
-    dims = [x.type.shape[i] if e == 0 else e for i, e in enumerate(entries)]
-    if dims.count(-1) > 1:
+    """The target shape of ONNX Reshape(x, entries): 0 copies x's dim, -1 is inferred;
+    None when the entries do not name a shape."""
+    if any(isinstance(e, int) and e < -1 for e in entries) or entries.count(-1) > 1:
         return None
+    if any(e == 0 for e in entries[x.type.rank:]):
+        return None                                # nothing to copy from
+    dims = [x.type.shape[i] if e == 0 else e for i, e in enumerate(entries)]
     if -1 in dims:
         rest = dim_prod(tuple(d for d in dims if d != -1))
         dims[dims.index(-1)] = dim_div(dim_prod(x.type.shape), rest)

@@ -77,15 +77,15 @@ def test_dynamic_axes(name: str) -> None:
 
 
 def test_dynamic_products_become_monomials() -> None:
-    model, inputs = zoo.get("llama-tiny", "small")
-
     class Flat(nn.Module):
-        def forward(self, x):
-            return model(x).reshape(-1, 256)
+        def forward(self, x, y):
+            rows = x.reshape(-1, 4)                         # [B*T, 4]
+            return rows * 2, rows.view(-1) + y.repeat_interleave(4)     # [B*T, 4], [4*B*T]
 
-    graph = verify(from_torch(Flat(), inputs, dynamic_axes=({0: "B", 1: "T"},)))
-    assert graph.outputs[0].type.shape == ("B*T", 256)
-    assert_matches_torch(graph, Flat(), (torch.randint(0, 256, (3, 7)),))
+    inputs = (torch.randn(2, 3, 4), torch.randn(2, 3))
+    graph = verify(from_torch(Flat(), inputs, dynamic_axes=({0: "B", 1: "T"}, {0: "B", 1: "T"})))
+    assert [v.type.shape for v in graph.outputs] == [("B*T", 4), ("4*B*T",)]
+    assert_matches_torch(graph, Flat(), (torch.randn(5, 7, 4), torch.randn(5, 7)))
 
 
 def test_dynamic_axis_with_an_example_of_size_one() -> None:

@@ -126,7 +126,7 @@ CASES.update({
     "slice_reverse": lambda d, rng: one_op("slice", [f32(d[0], d[1])], rng, axes=(1,), starts=(-1,),
                                            ends=(-(2**63),), steps=(-1,)),
     "gather": lambda d, rng: one_op("gather", [const(d[0] + 1, d[1]), ((d[2], d[3]), "i64", "in")], rng,
-                                    data={1: rng.integers(-d[0] - 1, d[0] + 1, (d[2], d[3]))}),
+                                    data={1: rng.integers(-d[0] - 1, d[0] + 1, (d[2], d[3]))}, axis=0),
     "gather_axis1": lambda d, rng: one_op("gather", [f32(d[0], d[1] + 1), ((d[2],), "i32", "in")], rng, axis=1,
                                           data={1: rng.integers(0, d[1] + 1, (d[2],)).astype(np.int32)}),
     "pad": lambda d, rng: one_op("pad", [f32(d[0], d[1])], rng, pads=(1, 0, 2, 3), value=1.5),

@@ -31,7 +31,7 @@ class RandomGraph:
         self.pool: list[Value] = list(self.inputs)
 
     def const(self, array) -> Value:
-        c = constant(f"c{len(self.constants)}", np.asarray(array, dtype=np.asarray(array).dtype))
+        c = constant(f"c{len(self.constants)}", np.asarray(array))
         self.constants.append(c)
         return c
 
@@ -66,7 +66,8 @@ class RandomGraph:
 
     def constant_arith(self, v):
         folded = self.emit(str(self.rng.choice(["add", "mul", "max"])), [self.weights(4), self.weights(4)])
-        return self.emit("add", [v, self.emit("transpose", [self.emit("reshape", [folded], shape=(4, 1))], perm=(1, 0))])
+        column = self.emit("reshape", [folded], shape=(4, 1))
+        return self.emit("add", [v, self.emit("transpose", [column], perm=(1, 0))])
 
     def no_op(self, v):
         kind = self.rng.integers(7)
@@ -121,7 +122,9 @@ class RandomGraph:
         return self.emit("reshape", [y], shape=SHAPE)
 
     def shape_program(self, v):
-        batch = self.emit("unsqueeze", [self.emit("gather", [self.emit("shape", [v]), self.const(np.int64(0))], axis=0)], axes=(0,))
+        """x.view(x.size(0), -1).view(x.size(0), 2, 3, 4), as ONNX writes it."""
+        size0 = self.emit("gather", [self.emit("shape", [v]), self.const(np.int64(0))], axis=0)
+        batch = self.emit("unsqueeze", [size0], axes=(0,))
         flat = self.emit("reshape_dynamic", [v, self.emit("concat", [batch, self.const(np.array([-1]))], axis=0)],
                          shape=("B", 24))
         target = self.emit("concat", [batch, self.const(np.array([2, 3, 4]))], axis=0)

@@ -38,7 +38,8 @@ def _reshape_dynamic_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[Tens
     require(s.dtype == DType.i64 and s.shape == (len(attrs.shape),),
             f"reshape_dynamic: the shape tensor must be i64[{len(attrs.shape)}], got {s}")
     require(canon(dim_prod(x.shape)) == canon(dim_prod(attrs.shape)),
-            f"reshape_dynamic: {x} has {dim_prod(x.shape)} elements, declared shape {list(attrs.shape)} has {dim_prod(attrs.shape)}")
+            f"reshape_dynamic: {x} has {dim_prod(x.shape)} elements, "
+            f"declared shape {list(attrs.shape)} has {dim_prod(attrs.shape)}")
     return [TensorType(tuple(canon(d) for d in attrs.shape), x.dtype)]
 
 

@@ -1,0 +1,114 @@
+"""Whole models through MLIR: Graph -> linalg -> LLVM -> JIT, against PyTorch and minic's interpreter."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from bridges.mlir.backend import compile as mlir_compile
+from minic.backends import ModelSource
+from minic.errors import UserError
+from minic.ir.interpret import interpret
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+class Mixer(torch.nn.Module):
+    """Elementwise, contraction, reduction, normalization and layout ops in one module."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8)
+        self.fc = torch.nn.Linear(8, 8)
+        self.ln = torch.nn.LayerNorm(8)
+
+    def forward(self, ids, x):
+        h = self.emb(ids) + x                                  # gather, broadcast add
+        h = torch.nn.functional.gelu(self.ln(self.fc(h)))       # gemm/matmul, layer_norm, gelu(erf)
+        a = torch.softmax(h @ h.transpose(1, 2) / 3.0, dim=-1)  # batched matmul, transpose, softmax
+        h = torch.cat([a @ h, h[:, :, 2:6].sum(-1, keepdim=True).expand(-1, -1, 4)], dim=-1)
+        h = torch.where(h > 0, torch.tanh(h), torch.sigmoid(h) * h.amax(-1, keepdim=True))
+        return torch.log_softmax(h, -1) + h.float().mean()
+
+
+class Convs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=4, bias=False)
+        self.pool = torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.avg = torch.nn.AvgPool2d(2, stride=2, padding=1, count_include_pad=False)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.c1(x)))
+        h = self.avg(self.pool(self.c2(h)))
+        return torch.flatten(h, 1)
+
+
+def check(module, inputs, dynamic_axes=()):
+    torch.manual_seed(0)
+    module.eval()
+    arrays = tuple(np.ascontiguousarray(t.numpy()) for t in inputs)
+    source = ModelSource(type(module).__name__, arrays, module=module, dynamic_axes=dynamic_axes)
+    run = mlir_compile(source)
+    got = run(*arrays)
+    want = module(*inputs).detach().numpy()
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(got, interpret(source.graph, list(arrays))[0], atol=1e-5, rtol=0)
+    return run, source
+
+
+def test_mixed_ops_match_torch_and_the_interpreter():
+    torch.manual_seed(1)
+    check(Mixer(), (torch.randint(0, 11, (2, 5)), torch.randn(2, 5, 8)))
+
+
+def test_convs_and_pools_match_torch():
+    torch.manual_seed(2)
+    m = Convs()
+    with torch.no_grad():                       # non-trivial running statistics
+        m.bn.running_mean.uniform_(-0.5, 0.5)
+        m.bn.running_var.uniform_(0.5, 2.0)
+    check(m, (torch.randn(2, 3, 15, 13),))
+
+
+def test_dynamic_batch_compiles_one_kernel_per_binding():
+    torch.manual_seed(3)
+    m = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU()).eval()
+    run, source = check(m, (torch.randn(3, 6),), dynamic_axes=({0: "B"},))
+    x5 = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    np.testing.assert_allclose(run(x5), m(torch.from_numpy(x5)).detach().numpy(), atol=1e-5)
+    assert sorted(run.kernels) == [(("B", 3),), (("B", 5),)]
+    with pytest.raises(UserError, match="expected rank 2"):
+        run(x5[0])
+
+
+def test_unknown_option_is_a_user_error():
+    src = ModelSource("m", (np.zeros((1, 2), np.float32),), module=torch.nn.Linear(2, 2))
+    with pytest.raises(UserError, match="unknown option"):
+        mlir_compile(src, tile=4)
+
+
+ZOO_SLOW = {"resnet50", "bert-base", "llama-tiny"}      # each op of theirs is covered above
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ZOO_SLOW else n
+                                  for n in ["mlp", "cnn", "resnet50", "bert-base", "llama-tiny"]])
+def test_zoo_model_matches_torch(name):
+    import minic
+
+    from minic.api import load
+    source = load(name, size="small")
+    got = minic.backends.get("mlir")(source)(*source.example_inputs)
+    want = source.module(*[torch.from_numpy(a) for a in source.example_inputs]).detach().numpy()
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+
+
+def test_cli_model_emit(capsys):
+    from minic.cli import main
+    assert main(["mlir", "mlp", "--emit", "linalg", "--emit", "affine", "--run"]) == 0
+    out = capsys.readouterr().out
+    assert "IR after stage 'linalg'" in out and "linalg.generic" in out and "affine.for" in out
+    assert "max |mlir - minic interpreter|" in out
+    assert main(["mlir", "mlp", "--emit", "tosa"]) == 1
