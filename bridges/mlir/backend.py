@@ -52,7 +52,10 @@ class MlirModel:
         arrays = [np.asarray(a, order="C") for a in arrays]
         env = bind_symbols(self.graph.inputs, arrays)
         out = self.kernel_for(env)(*arrays)
-        return out
+        outs = out if isinstance(out, tuple) else (out,)
+        # Bool outputs come back as the i8 they are stored as.
+        outs = tuple(o.astype(v.type.dtype.numpy, copy=False) for o, v in zip(outs, self.graph.outputs))
+        return outs[0] if len(outs) == 1 else outs
 
 
 def compile(source: ModelSource, **options) -> Callable:

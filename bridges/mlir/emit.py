@@ -42,7 +42,9 @@ class Emitter:
         return {DType.f32: ir.F32Type.get, DType.f16: ir.F16Type.get,
                 DType.i64: lambda: ir.IntegerType.get_signless(64),
                 DType.i32: lambda: ir.IntegerType.get_signless(32),
-                DType.bool: lambda: ir.IntegerType.get_signless(1)}[dtype]()
+                # Bools live in memory as i8 (0/1): MLIR 22's memref-to-LLVM asserts
+                # (aborts) on stores of i1.  Bodies compute in i1 and widen with BOOL_OUT.
+                DType.bool: lambda: ir.IntegerType.get_signless(8)}[dtype]()
 
     def shape(self, v: Value) -> list[int]:
         return [dim_eval(d, self.env) for d in v.type.shape]
@@ -132,7 +134,8 @@ class Emitter:
                     self.values.update(zip(self.graph.inputs, entry.arguments))
                     for c in self.graph.constants:
                         data = np.asarray(c.data, dtype=c.type.dtype.numpy, order="C")
-                        attr = ir.DenseElementsAttr.get(data)      # bool arrays become i1
+                        attr = ir.DenseElementsAttr.get(data.astype(np.int8) if data.dtype == np.bool_
+                                                        else data)
                         self.values[c] = arith.ConstantOp(attr.type, attr).result
                     for node in self.graph.nodes:
                         rule = op_rules.RULES.get(node.op)

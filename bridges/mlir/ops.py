@@ -64,15 +64,29 @@ def binary_body(name: str, dtype: DType):
     return table[name]
 
 
+def to_bool(flag):
+    """An i1 result widened to the i8 that bool tensors are stored as (see Emitter.elem)."""
+    from mlir import ir
+    from mlir.dialects import arith
+    return arith.extui(ir.IntegerType.get_signless(8), flag)
+
+
+def from_bool(byte):
+    """A stored bool (i8, 0 or 1) as an i1 flag."""
+    from mlir import ir
+    from mlir.dialects import arith
+    return arith.trunci(ir.IntegerType.get_signless(1), byte)
+
+
 def compare_body(name: str, dtype: DType):
     from mlir.dialects import arith
     if dtype.is_float:
         pred = {"eq": arith.CmpFPredicate.OEQ, "lt": arith.CmpFPredicate.OLT,
                 "gt": arith.CmpFPredicate.OGT}[name]
-        return lambda a, b: arith.cmpf(pred, a, b)
+        return lambda a, b: to_bool(arith.cmpf(pred, a, b))
     pred = {"eq": arith.CmpIPredicate.eq, "lt": arith.CmpIPredicate.slt,
             "gt": arith.CmpIPredicate.sgt}[name]
-    return lambda a, b: arith.cmpi(pred, a, b)
+    return lambda a, b: to_bool(arith.cmpi(pred, a, b))
 
 
 def cast_body(em, src: DType, dst: DType):
@@ -82,8 +96,8 @@ def cast_body(em, src: DType, dst: DType):
         return lambda x: x
     if dst == DType.bool:
         if src.is_float:
-            return lambda x: arith.cmpf(arith.CmpFPredicate.UNE, x, em.const(0.0, src))
-        return lambda x: arith.cmpi(arith.CmpIPredicate.ne, x, em.const(0, src))
+            return lambda x: to_bool(arith.cmpf(arith.CmpFPredicate.UNE, x, em.const(0.0, src)))
+        return lambda x: to_bool(arith.cmpi(arith.CmpIPredicate.ne, x, em.const(0, src)))
     if src == DType.bool:
         return (lambda x: arith.uitofp(t, x)) if dst.is_float else (lambda x: arith.extui(t, x))
     if src.is_float and dst.is_float:
@@ -124,7 +138,7 @@ def not_(em, node, attrs):
 
 def where(em, node, attrs):
     from mlir.dialects import arith
-    return em.elementwise(node, lambda c, a, b: arith.select(c, a, b))
+    return em.elementwise(node, lambda c, a, b: arith.select(from_bool(c), a, b))
 
 
 def cast(em, node, attrs):

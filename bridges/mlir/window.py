@@ -51,7 +51,9 @@ def conv2d(em, node, attrs):
     d = ir.AffineDimExpr.get
     rank = 7                                   # n, o, y, x, c, i, j
     hy, hx = window_maps(rank, out_shape[2:], (kh, kw), attrs.stride, attrs.dilation)
-    channel = ir.AffineExpr.__floordiv__(d(1), o // attrs.groups) * cg + d(4) if attrs.groups > 1 else d(4)
+    # Filter o belongs to group o floordiv (O/G), whose channels start at group * C/G.
+    group = ir.AffineFloorDivExpr.get(d(1), ir.AffineConstantExpr.get(o // attrs.groups))
+    channel = group * cg + d(4) if attrs.groups > 1 else d(4)
     x_map = ir.AffineMap.get(rank, 0, [d(0), channel, hy, hx])
     w_map = ir.AffineMap.get(rank, 0, [d(1), d(4), d(5), d(6)])
     out_map = ir.AffineMap.get(rank, 0, [d(0), d(1), d(2), d(3)])

@@ -90,11 +90,14 @@ def best_latency_us(database: Any, task_mod: Any) -> float | None:
 
 
 def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
-         trials_per_batch: int = 8, seed: int = 0, out: TextIO | None = sys.stdout) -> list[TaskReport]:
+         trials_per_batch: int = 8, population: int = 512, seed: int = 0,
+         out: TextIO | None = sys.stdout) -> list[TaskReport]:
     """Tune every kernel of ``mod`` (optimized by passes.optimize) into ``work_dir``.
 
     Each task gets ``trials_per_task`` measured candidates in total, counting
     those already in the database; one progress line is printed per batch.
+    ``population``: candidates the evolutionary search keeps per generation
+    (512 is MetaSchedule's default; tests use fewer to spend less time searching).
     """
     if trials_per_task < 0:
         raise UserError(f"--trials must be >= 0, got {trials_per_task}")
@@ -103,13 +106,7 @@ def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
 
     tasks = extract_tasks(mod, target)
     database = open_database(work_dir)
-    _quiet_console()
-    runner = ms.runner.LocalRunner(
-        # number=3 runs per measurement after one warm-up; no 100 ms minimum per
-        # measurement (the default), which would dominate a small model's tuning time
-        evaluator_config=ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=0),
-        initializer=cpu_intrinsics_only)
-    builder = ms.builder.LocalBuilder(initializer=cpu_intrinsics_only)
+    runner = None                       # started only if some task needs trials
     reports = []
     for index, task in enumerate(tasks, start=1):
         task_mod = task.dispatched[0]
@@ -118,12 +115,19 @@ def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
         label = f"[{index}/{len(tasks)}] {task.task_name} (x{task.weight})"
         if todo > 0:
             _print(out, f"{label}: tuning {todo} trials ({before} already in the database)")
+            runner = runner or ms.runner.LocalRunner(
+                # 3 runs per measurement after a warm-up, without the default 100 ms
+                # minimum per measurement (it would dominate a small model's tuning)
+                evaluator_config=ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=0),
+                initializer=cpu_intrinsics_only)
             contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                [task], str(work_dir), seed=seed)
+                [task], str(work_dir), seed=seed,
+                strategy=ms.search_strategy.EvolutionarySearch(population_size=population))
+            _quiet_console()
             ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(work_dir),
                           max_trials_global=todo, max_trials_per_task=todo,
                           num_trials_per_iter=min(trials_per_batch, todo),
-                          builder=builder, runner=runner, database=database,
+                          builder=InProcessBuilder.create(), runner=runner, database=database,
                           measure_callbacks=[*ms.MeasureCallback.create("default"),
                                              Progress.create(label, before, trials_per_task, out)])
         best = best_latency_us(database, task_mod)
@@ -133,6 +137,35 @@ def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
             _print(out, f"{label}: {before} trials in the database, nothing to do"
                         + (f" (best {best:.1f} us)" if best is not None else ""))
     return reports
+
+
+class InProcessBuilder:
+    """A builder that compiles the candidates in this process, one after the other.
+
+    MetaSchedule's LocalBuilder starts a fresh pool of worker processes for
+    every batch (each imports TVM again: 5-10 s on a busy 2-core machine) to
+    guard against leaks and hangs; compiling one candidate takes ~0.1 s.  The
+    runner still measures in a separate process, so a bad kernel cannot crash us.
+    """
+
+    @staticmethod
+    def create() -> Any:
+        from tvm.ir.utils import derived_object
+        from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
+        from tvm.s_tir.meta_schedule.builder.local_builder import default_build, default_export
+
+        @derived_object
+        class _InProcessBuilder(PyBuilder):
+            def build(self, build_inputs):
+                results = []
+                for item in build_inputs:
+                    try:   # default_export writes a .tar of object files the runner loads
+                        results.append(BuilderResult(default_export(default_build(item.mod, item.target, None)), None))
+                    except Exception as e:  # a candidate that does not compile is a failed trial
+                        results.append(BuilderResult(None, f"build failed: {type(e).__name__}: {e}"))
+                return results
+
+        return _InProcessBuilder()
 
 
 class Progress:
@@ -176,10 +209,12 @@ def format_reports(reports: list[TaskReport]) -> str:
 
 def _quiet_console() -> None:
     """MetaSchedule logs every trial to the console by default; keep that in
-    ``work_dir/logs`` and print only warnings (our own progress lines say the rest)."""
-    logger = logging.getLogger("tvm.s_tir.meta_schedule")
-    if logger.level in (logging.NOTSET, logging.DEBUG, logging.INFO):
-        logger.setLevel(logging.WARNING)
+    ``work_dir/logs`` and print only warnings (our own progress lines say the rest).
+
+    Its console handler takes the logger's level when tuning starts, and tuning
+    sets the level back to DEBUG: so this runs before every ``tune_tasks``.
+    """
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
 
 
 def _print(out: TextIO | None, line: str) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +12,10 @@ import numpy as np
 from minic import backends
 from minic.api import DEFAULT_BACKEND, load
 from minic.backends import ModelSource
-from minic.compare import Errors, as_tuple, checksum, errors
-from minic.errors import MinicError, UserError
+from minic.compare import as_tuple, checksum
+from minic.crosscheck.matrix import Cell, check
+from minic.crosscheck.tolerance import F32
+from minic.errors import UserError
 from minic.timing import fmt_ms, median_latency
 
 
@@ -48,26 +48,11 @@ def read_inputs(path: Path, source: ModelSource) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(data[k], order="C") for k in keys)
 
 
-@dataclass
-class Row:
-    backend: str
-    status: str                    # ok | mismatch | unsupported | error
-    compile_s: float = 0.0
-    latency_s: float = 0.0
-    errors: Errors | None = None
-    detail: str = ""
-    outputs: tuple[np.ndarray, ...] = ()
-
-
-def run_backend(name: str, source: ModelSource, inputs, reference, repeat: int) -> Row:
-    t0 = time.perf_counter()
-    fn = backends.get(name)(source)
-    compile_s = time.perf_counter() - t0
-    outs = as_tuple(fn(*inputs))
-    latency = median_latency(fn, inputs, repeat=repeat)
-    errs = errors(outs, reference) if reference is not None else None
-    status = "ok" if errs is None or errs.within(1e-4) else "mismatch"
-    return Row(name, status, compile_s, latency, errs, outputs=outs)
+def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, strict: bool) -> tuple[Cell, float]:
+    """One backend's cell and its median latency.  ``strict``: errors propagate."""
+    cell = check(source, name, inputs, reference, F32, reraise=strict)
+    latency = median_latency(cell.runner, inputs, repeat=repeat) if cell.runner is not None else 0.0
+    return cell, latency
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -85,37 +70,26 @@ def handle(args: argparse.Namespace) -> int:
     else:
         backends.get(args.backend)              # unknown name -> error now
         names = [args.backend] if args.backend == ref_name else [ref_name, args.backend]
-    rows = []
-    for name in names:
-        try:
-            rows.append(run_backend(name, source, inputs, reference, args.repeat))
-        except MinicError as e:
-            if args.backend != "all":
-                raise
-            rows.append(Row(name, "unsupported", detail=str(e)))
-        except Exception as e:  # noqa: BLE001 - a crashing path is a row, not the end of the table
-            if args.backend != "all":
-                raise
-            rows.append(Row(name, "error", detail=f"{type(e).__name__}: {e}"))
+    rows = [run_one(name, source, inputs, reference, args.repeat, strict=args.backend != "all") for name in names]
     if args.backend != "all":
-        main = rows[-1]
+        main = rows[-1][0]
         for i, y in enumerate(main.outputs):
             console.print(f"output {i}: {y.dtype}{list(y.shape)}")
         console.print(f"checksum: {checksum(main.outputs)}")
     print_table(console, rows, ref_name)
-    return 0 if all(r.status in ("ok", "unsupported") for r in rows) else 1
+    return 0 if all(cell.status in ("ok", "unsupported") for cell, _ in rows) else 1
 
 
-def print_table(console, rows: list[Row], ref_name: str) -> None:
+def print_table(console, rows: list[tuple[Cell, float]], ref_name: str) -> None:
     from rich.table import Table
-    base = next((r.latency_s for r in rows if r.backend == ref_name and r.latency_s), None)
+    base = next((lat for cell, lat in rows if cell.backend == ref_name and lat), None)
     table = Table("backend", "status", "compile", "latency (median)", f"vs {ref_name}",
                   "max abs err", "max rel err", "detail")
-    for r in rows:
-        ok = r.status == "ok"
-        table.add_row(r.backend, r.status,
-                      fmt_ms(r.compile_s) if ok else "", fmt_ms(r.latency_s) if ok else "",
-                      f"{r.latency_s / base:.2f}x" if ok and base else "",
-                      f"{r.errors.abs:.2e}" if r.errors else "", f"{r.errors.rel:.2e}" if r.errors else "",
-                      r.detail[:100])
+    for cell, latency in rows:
+        ok = cell.runner is not None
+        table.add_row(cell.backend, cell.status,
+                      fmt_ms(cell.compile_s) if ok else "", fmt_ms(latency) if ok else "",
+                      f"{latency / base:.2f}x" if ok and base else "",
+                      f"{cell.errors.abs:.2e}" if cell.errors else "", f"{cell.errors.rel:.2e}" if cell.errors else "",
+                      cell.detail[:100])
     console.print(table)

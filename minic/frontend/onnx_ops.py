@@ -7,7 +7,7 @@ importer legalizes them (LeakyRelu = where(x > 0, x, alpha·x), ...).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

@@ -196,8 +196,8 @@ def _softmax(cx, node, a):
 def _layer_norm(cx, node, a):
     x = cx.value(a["input"])
     axis = x.type.rank - len(a["normalized_shape"])
-    params = [_param(cx, node, a["weight"], 1.0, x.type.shape[axis:], "weight"),
-              _param(cx, node, a["bias"], 0.0, x.type.shape[axis:], "bias")]
+    shape = tuple(int(d) for d in a["normalized_shape"])
+    params = [_param(cx, node, a["weight"], 1.0, shape, x, "weight"), _param(cx, node, a["bias"], 0.0, shape, x, "bias")]
     out = cx.emit("layer_norm", [x, *params], cx.attrs("layer_norm", axis=axis, eps=float(a["eps"])))
     return (out, None, None)                        # mean and rstd are for training
 
@@ -206,17 +206,17 @@ def _layer_norm(cx, node, a):
 def _batch_norm(cx, node, a):
     x = cx.value(a["input"])
     c = (x.type.shape[1],)
-    inputs = [x, _param(cx, node, a["weight"], 1.0, c, "weight"), _param(cx, node, a["bias"], 0.0, c, "bias"),
+    inputs = [x, _param(cx, node, a["weight"], 1.0, c, x, "weight"), _param(cx, node, a["bias"], 0.0, c, x, "bias"),
               cx.value(a["running_mean"]), cx.value(a["running_var"])]
     out = cx.emit("batch_norm", inputs, cx.attrs("batch_norm", eps=float(a["eps"])))
     return (out, None, None)
 
 
-def _param(cx, node, arg, fill: float, shape, role: str) -> Value:
-    """An optional scale/bias argument; when absent, the constant that does nothing."""
+def _param(cx, node, arg, fill: float, shape, x: Value, role: str) -> Value:
+    """An optional scale/bias argument; when absent, the constant (of x's dtype) that does nothing."""
     if arg is not None:
         return cx.value(arg)
-    return cx.add_constant(f"{node.name}_{role}", np.full(shape, fill, np.float32))
+    return cx.add_constant(f"{node.name}_{role}", np.full(shape, fill, x.type.dtype.numpy))
 
 
 # --- pooling and reductions -------------------------------------------------------

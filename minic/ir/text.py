@@ -205,8 +205,8 @@ def _syntax_error(e: UnexpectedInput, text: str, where: str) -> ParseError:
     if found == "end of input":                    # point just past the last character
         end = len(text.rstrip())
         line, column = text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end)
-    names = sorted({_describe(t) for t in expected})
-    return ParseError(where, line, column, f"syntax error: unexpected {found}; expected {' or '.join(names)}")
+    names = " or ".join(sorted({_describe(t) for t in expected}))
+    return ParseError(where, line, column, f"syntax error: unexpected {found}" + (f"; expected {names}" if names else ""))
 
 
 def _describe(terminal: str) -> str:

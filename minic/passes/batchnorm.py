@@ -45,8 +45,7 @@ def _fold(g: Graph, lin: Node, bn: Node) -> Node | None:
 
 
 def fold_batchnorm(graph: Graph) -> Graph:
-    """batch_norm(conv2d(x, w, b)) -> conv2d(x, w·k, (b - mean)·k + bias), k = scale / sqrt(var + eps);
-    likewise batch_norm(gemm(x, w, c)) and batch_norm(matmul(x, w)) -> gemm."""
+    """batch_norm(conv2d(x, w, b)) -> conv2d(x, w·k, (b - mean)·k + bias), k = scale / sqrt(var + eps); gemm alike."""
     g = clone(graph)
     producers = g.producers()
     replaced: list[Value] = []

@@ -93,8 +93,7 @@ def static_reshape(x: Value, entries: list[Dim]) -> tuple[Dim, ...] | None:
 
 
 def fold_constant_gather(graph: Graph) -> Graph:
-    """gather(@c, @i) -> @c[i];  shape vectors known from types -> constants;
-    reshape_dynamic(x, s) -> reshape(x, s) when every entry of s is known."""
+    """reshape_dynamic(x, s) -> reshape(x, [entries of s]) when types tell every entry; gather(@c, @i) -> @c[i]."""
     g = clone(graph)
     known = ShapeValues(g)
     folded: list[Value] = []

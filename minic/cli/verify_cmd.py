@@ -1,0 +1,88 @@
+"""``python -m minic verify``: every model × every path, each cell ok / mismatch /
+unsupported / crash.  Exit 0 only when nothing mismatches or crashes."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from minic import backends
+from minic.api import load
+from minic.compare import as_tuple
+from minic.crosscheck.matrix import Cell, check
+from minic.crosscheck.tolerance import tolerance
+
+
+def register(sub) -> None:
+    p = sub.add_parser("verify", help="cross-check models on every backend against PyTorch")
+    p.add_argument("models", nargs="*", help="zoo names, .onnx or .mc files (default: the whole zoo)")
+    p.add_argument("--backends", help="comma-separated backends (default: all but the reference)")
+    p.add_argument("--size", choices=("small", "full"), default="small")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path, help="write the cells as JSON to this file")
+    p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
+    p.set_defaults(handler=handle)
+
+
+def verify_models(names: list[str], backend_names: list[str] | None, size: str, seed: int,
+                  progress=None) -> list[Cell]:
+    """The matrix, cell by cell (``progress(cell)`` is called after each)."""
+    cells = []
+    for name in names:
+        source = load(name, size=size, seed=seed)
+        ref_name = "torch" if source.module is not None else "interp"
+        inputs = source.example_inputs
+        reference = as_tuple(backends.get(ref_name)(source)(*inputs))
+        tol = tolerance(reference[0].dtype)
+        for backend in backend_names or [b for b in backends.names() if b != ref_name]:
+            cell = check(source, backend, inputs, reference, tol)
+            cell.runner = None                      # don't keep compiled models alive
+            cells.append(cell)
+            if progress:
+                progress(cell)
+    return cells
+
+
+def cell_text(cell: Cell) -> str:
+    if cell.status == "ok":
+        return f"ok {cell.errors.abs:.1e}"
+    return cell.status
+
+
+def markdown(cells: list[Cell]) -> str:
+    models = list(dict.fromkeys(c.model for c in cells))
+    names = list(dict.fromkeys(c.backend for c in cells))
+    table = {(c.model, c.backend): cell_text(c) for c in cells}
+    lines = ["| model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    lines += [f"| {m} | " + " | ".join(table.get((m, b), "") for b in names) + " |" for m in models]
+    return "\n".join(lines)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from minic import models
+    from minic.progress import progress_bar
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    names = args.models or models.names()
+    chosen = [b.strip() for b in args.backends.split(",")] if args.backends else None
+    for b in chosen or []:
+        backends.get(b)                              # unknown names fail before any work
+    total = len(names) * (len(chosen) if chosen else len(backends.names()) - 1)
+    with progress_bar("verify", total) as advance:
+        cells = verify_models(names, chosen, args.size, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"))
+    if args.markdown:
+        print(markdown(cells))
+    else:
+        table = Table("model", *dict.fromkeys(c.backend for c in cells))
+        for m in dict.fromkeys(c.model for c in cells):
+            table.add_row(m, *(cell_text(c) for c in cells if c.model == m))
+        console.print(table)
+    for c in cells:
+        if c.status != "ok":
+            console.print(f"{c.model} / {c.backend}: {c.status}: {c.detail}")
+    if args.json:
+        args.json.write_text(json.dumps([c.as_dict() for c in cells], indent=1))
+    return 1 if any(c.status in ("mismatch", "crash") for c in cells) else 0

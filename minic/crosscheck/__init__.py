@@ -1,0 +1,1 @@
+"""Cross-checking: every path against the reference, on the zoo and on random graphs."""

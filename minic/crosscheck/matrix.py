@@ -1,0 +1,68 @@
+"""One cell of the verify matrix: run a source through one backend and judge it."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from minic import backends
+from minic.backends import ModelSource
+from minic.compare import Errors, as_tuple, errors
+from minic.errors import MinicError
+
+STATUSES = ("ok", "mismatch", "unsupported", "crash")
+
+
+@dataclass
+class Cell:
+    model: str
+    backend: str
+    status: str                            # one of STATUSES
+    errors: Errors | None = None
+    detail: str = ""                       # why unsupported/crashed, or where the mismatch is
+    compile_s: float = 0.0
+    outputs: tuple[np.ndarray, ...] = ()
+    runner: Callable[..., Any] | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "backend": self.backend, "status": self.status,
+                "max_abs": self.errors.abs if self.errors else None,
+                "max_rel": self.errors.rel if self.errors else None, "detail": self.detail}
+
+
+def first_difference(outputs, references, tol: float) -> str:
+    """Where the first element out of tolerance sits, for the mismatch report."""
+    for i, (y, r) in enumerate(zip(as_tuple(outputs), as_tuple(references))):
+        if y.shape != r.shape:
+            return f"output {i}: shape {list(y.shape)} vs {list(r.shape)}"
+        diff = np.abs(y.astype(np.float64) - r.astype(np.float64))
+        bad = np.argwhere(~(diff <= tol + tol * np.abs(r)))
+        if bad.size:
+            idx = tuple(int(j) for j in bad[0])
+            return f"output {i}{list(idx)}: {y[idx]!r} vs {r[idx]!r}"
+    return ""
+
+
+def check(source: ModelSource, backend: str, inputs, reference, tol: float, reraise: bool = False,
+          **options: Any) -> Cell:
+    """Compile and run ``source`` with ``backend``; compare with ``reference`` outputs.
+    Errors become unsupported/crash cells, or propagate when ``reraise``."""
+    try:
+        t0 = time.perf_counter()
+        run = backends.get(backend)(source, **options)
+        compile_s = time.perf_counter() - t0
+        outputs = as_tuple(run(*inputs))
+    except MinicError as e:
+        if reraise:
+            raise
+        return Cell(source.name, backend, "unsupported", detail=str(e))
+    except Exception as e:  # noqa: BLE001 - a crashing path is a cell, not the end of the matrix
+        if reraise:
+            raise
+        return Cell(source.name, backend, "crash", detail=f"{type(e).__name__}: {str(e)[:300]}")
+    errs = errors(outputs, reference)
+    ok = errs.within(tol)
+    return Cell(source.name, backend, "ok" if ok else "mismatch", errs,
+                "" if ok else first_difference(outputs, reference, tol), compile_s, outputs, run)

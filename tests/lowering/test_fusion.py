@@ -1,0 +1,93 @@
+"""fuse_groups decides the kernels; lowering makes each group one kernel and
+keeps the results equal to the graph interpreter's."""
+import numpy as np
+
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value, constant
+from minic.ir.interpret import interpret
+from minic.ir.loops_interp import run_program
+from minic.ir.loops_verify import verify_program
+from minic.ir.types import DType, TensorType
+from minic.ir.verify import verify
+from minic.lowering import lower_graph
+from minic.passes.fuse_groups import fuse_groups
+
+RNG = np.random.default_rng(0)
+
+
+class Builder:
+    def __init__(self, *input_shapes):
+        self.inputs = [Value(f"x{k}", TensorType(s, DType.f32)) for k, s in enumerate(input_shapes)]
+        self.nodes, self.consts = [], []
+
+    def const(self, *shape):
+        c = constant(f"c{len(self.consts)}", RNG.standard_normal(shape).astype(np.float32))
+        self.consts.append(c)
+        return c
+
+    def op(self, name, *args, **attrs):
+        node = Node(name, list(args), [], ops.get(name).make_attrs(**attrs))
+        from minic.ir.verify import infer_node
+        node.outputs = [Value(f"v{len(self.nodes)}", infer_node(node)[0])]
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def graph(self, *outputs):
+        return verify(Graph("g", self.inputs, list(outputs), self.nodes, self.consts))
+
+
+def kernels_and_check(g: Graph, *shapes) -> int:
+    fused = fuse_groups(g)
+    verify(fused)
+    program = verify_program(lower_graph(fused))
+    arrays = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    for got, want in zip(run_program(program, arrays), interpret(g, arrays)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    return len(program.kernels)
+
+
+def test_matmul_epilogue_is_one_kernel():
+    b = Builder(("B", 6))
+    y = b.op("relu", b.op("add", b.op("matmul", b.inputs[0], b.const(6, 5)), b.const(5)))
+    assert kernels_and_check(b.graph(y), (3, 6)) == 1
+
+
+def test_rmsnorm_is_one_kernel():
+    b = Builder(("B", 8))
+    x = b.inputs[0]
+    ms = b.op("reduce_mean", b.op("mul", x, x), axes=(-1,), keepdims=True)
+    y = b.op("mul", b.op("mul", x, b.op("rsqrt", b.op("add", ms, b.const(1)))), b.const(8))
+    assert kernels_and_check(b.graph(y), (2, 8)) == 1
+
+
+def test_two_anchors_stay_two_kernels():
+    b = Builder((4, 6))
+    y = b.op("softmax", b.op("matmul", b.inputs[0], b.const(6, 6)), axis=-1)
+    g = b.graph(y)
+    assert len({n.group for n in fuse_groups(g).nodes}) == 2
+    assert kernels_and_check(g, (4, 6)) == 2
+
+
+def test_arithmetic_does_not_fuse_into_a_matmul_operand_but_a_transpose_does():
+    b = Builder((4, 6), (5, 6))
+    t = b.op("transpose", b.inputs[1], perm=(1, 0))           # moves data: fuses into the matmul
+    e = b.op("exp", b.inputs[0])                               # arithmetic: would be recomputed 5 times
+    y = b.op("matmul", e, t)
+    groups = {n.op: n.group for n in fuse_groups(b.graph(y)).nodes}
+    assert groups["transpose"] == groups["matmul"] != groups["exp"]
+    assert kernels_and_check(b.graph(y), (4, 6), (5, 6)) == 2
+
+
+def test_a_value_with_two_users_is_stored_once():
+    b = Builder((3, 4))
+    e = b.op("exp", b.inputs[0])
+    y = b.op("add", b.op("neg", e), b.op("sin", e))
+    g = b.graph(y)
+    assert kernels_and_check(g, (3, 4)) == 2
+
+
+def test_graph_outputs_that_are_inputs_or_repeated_get_copies():
+    b = Builder((2, 3))
+    y = b.op("exp", b.inputs[0])
+    g = b.graph(y, y, b.inputs[0])
+    assert kernels_and_check(g, (2, 3)) == 3
