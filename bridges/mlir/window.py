@@ -91,23 +91,32 @@ def max_pool2d(em, node, attrs):
     return pool_sum(em, xv, out_shape, dt, attrs, arith.maximumf, -np.inf)
 
 
+def window_counts(attrs, hw, out_hw) -> np.ndarray:
+    """How many cells each average-pool window divides by: the cells inside the input,
+    plus those in the explicit padding when ``count_include_pad`` (never ceil_mode's extra)."""
+    pt, pl, pb, pr = attrs.padding
+    mask = np.pad(np.ones(hw, np.float32), ((pt, pb), (pl, pr)), constant_values=float(attrs.count_include_pad))
+    need = needed(out_hw, attrs.kernel, attrs.stride, attrs.dilation)
+    mask = np.pad(mask, ((0, max(0, need[0] - mask.shape[0])), (0, max(0, need[1] - mask.shape[1]))))
+    (kh, kw), (sh, sw), (dh, dw) = attrs.kernel, attrs.stride, attrs.dilation
+    counts = np.zeros(out_hw, np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            counts += mask[i * dh: i * dh + sh * (out_hw[0] - 1) + 1: sh,
+                           j * dw: j * dw + sw * (out_hw[1] - 1) + 1: sw]
+    return counts
+
+
 def avg_pool2d(em, node, attrs):
-    """Window sums divided by how many cells each window counts (a constant computed here)."""
+    """Window sums divided by each window's cell count (a constant: it depends on shapes only)."""
     from mlir import ir
     from mlir.dialects import arith
-    from minic.ir.ops.window import avg_pool2d as reference
     x = node.inputs[0]
     xs, out_shape, dt = em.shape(x), em.shape(node.outputs[0]), x.type.dtype
     size = needed(out_shape[2:], attrs.kernel, attrs.stride, attrs.dilation)
     xv, _ = padded(em, em.values[x], xs, dt, attrs.padding[:2], size, 0.0)
     sums = pool_sum(em, xv, out_shape, dt, attrs, arith.addf, 0.0)
-    # The divisor depends only on the geometry: the mean of ones is 1/count... so take
-    # count = sum(ones window) / mean(ones window) from minic's reference, once.
-    ones = np.ones((1, 1) + tuple(xs[2:]), np.float32)
-    from dataclasses import replace
-    sum_attrs = replace(attrs, count_include_pad=True)
-    counts = (reference(sum_attrs, ones) * np.prod(attrs.kernel)) / reference(attrs, ones)
-    attr = ir.DenseElementsAttr.get(counts.astype(dt.numpy).reshape(out_shape[2:]))
+    attr = ir.DenseElementsAttr.get(window_counts(attrs, xs[2:], out_shape[2:]).astype(dt.numpy))
     count = arith.ConstantOp(attr.type, attr).result
     d = ir.AffineDimExpr.get
     return em.generic([sums, count], [ir.AffineMap.get_identity(4), ir.AffineMap.get(4, 0, [d(2), d(3)])],

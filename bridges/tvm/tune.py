@@ -120,10 +120,10 @@ def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
                 # minimum per measurement (it would dominate a small model's tuning)
                 evaluator_config=ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=0),
                 initializer=cpu_intrinsics_only)
+            _quiet_console()
             contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                 [task], str(work_dir), seed=seed,
                 strategy=ms.search_strategy.EvolutionarySearch(population_size=population))
-            _quiet_console()
             ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(work_dir),
                           max_trials_global=todo, max_trials_per_task=todo,
                           num_trials_per_iter=min(trials_per_batch, todo),

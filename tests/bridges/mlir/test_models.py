@@ -112,3 +112,11 @@ def test_cli_model_emit(capsys):
     assert "IR after stage 'linalg'" in out and "linalg.generic" in out and "affine.for" in out
     assert "max |mlir - minic interpreter|" in out
     assert main(["mlir", "mlp", "--emit", "tosa"]) == 1
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                                    dict(kernel_size=2, stride=1, padding=1, count_include_pad=False),
+                                    dict(kernel_size=3, stride=2, ceil_mode=True, count_include_pad=True)])
+def test_avg_pool_divisors(kwargs):
+    torch.manual_seed(4)
+    check(torch.nn.AvgPool2d(**kwargs), (torch.randn(1, 2, 7, 8),))

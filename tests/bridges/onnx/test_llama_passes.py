@@ -112,3 +112,34 @@ def test_pipeline_on_other_zoo_models(name):
         ref = module(torch.from_numpy(x)).numpy()
     out = ort_session(optimized).run(None, {exported.input_names[0]: x})[0]
     np.testing.assert_allclose(out, ref, atol=1e-4, rtol=0)
+
+
+class ReshapeAndSharedWeights(torch.nn.Module):
+    """What makes the exporter write Reshape -> Reshape and Identity nodes."""
+
+    def __init__(self):
+        super().__init__()
+        # Two parameters with equal values: the exporter keeps one initializer
+        # and writes the other as Identity(first).
+        self.a = torch.nn.Parameter(torch.ones(6))
+        self.b = torch.nn.Parameter(torch.ones(6))
+
+    def forward(self, x):
+        y = x.view(-1, 2, 3).reshape(-1, 6)          # two Reshapes back to back
+        return y * self.a + self.b
+
+
+def test_identity_and_reshape_passes_on_an_exported_module():
+    from bridges.onnx.export import export_module
+    module = ReshapeAndSharedWeights()
+    exported = export_module(module, (torch.randn(4, 6),), input_names=("x",),
+                             dynamic_axes=({0: "B"},))
+    before = op_histogram(exported.model)
+    assert before["Identity"] >= 1 and before["Reshape"] == 2
+    optimized, log = run_passes(exported.model)
+    after = op_histogram(optimized)
+    assert after["Identity"] == 0 and after["Reshape"] == 1
+    assert {"eliminate-identity", "fuse-reshapes"} <= {s.name for s in log.changed()}
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    out = ort_session(optimized).run(None, {"x": x})[0]
+    np.testing.assert_allclose(out, module(torch.from_numpy(x)).detach().numpy(), atol=1e-6)
