@@ -3,12 +3,11 @@ and outputs, colours by op kind, and each fused group (``Node.group``) boxed as
 one kernel."""
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from minic.errors import UserError
+from minic.files import write_atomic
 from minic.ir import ops
 from minic.ir.graph import Graph
 
@@ -64,16 +63,9 @@ def render(dot, out: str | Path) -> Path:
     out = Path(out)
     fmt = out.suffix.lstrip(".").lower()
     if fmt == "dot":
-        out.write_text(dot.source)
-        return out
+        return write_atomic(out, dot.source.encode())
     if fmt not in ("svg", "png", "pdf"):
         raise UserError(f"{out}: unknown picture format '.{fmt}' (use .svg, .png, .pdf or .dot)")
     if shutil.which("dot") is None:
         raise UserError("graphviz's 'dot' program is not installed (Debian: apt-get install graphviz)")
-    data = dot.pipe(format=fmt)
-    # Write next to the target, then rename: a reader never sees half a picture.
-    fd, tmp = tempfile.mkstemp(dir=out.parent or ".", prefix=f".{out.name}.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, out)
-    return out
+    return write_atomic(out, dot.pipe(format=fmt))

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from minic.api import graph_of, load
+from minic.errors import UserError
+from minic.files import write_atomic
 
 STAGES = ("graph", "opt", "fused", "loops", "llvm", "asm")
 
@@ -31,6 +34,8 @@ def register(sub) -> None:
     p.add_argument("--pass-stats", action="store_true", help="per pass: nodes before/after and time")
     p.add_argument("--target", default=None, help="target triple for llvm/asm (default: the host)")
     p.add_argument("--mcpu", default=None, help="target CPU for llvm/asm")
+    p.add_argument("-o", "--output", type=Path, help="write graph/opt/fused as a .mc file (large constants "
+                                                     "in a .npz beside it) instead of printing")
     p.set_defaults(handler=handle)
 
 
@@ -48,29 +53,38 @@ def optimized(graph, args: argparse.Namespace, out=sys.stdout):
     return graph
 
 
-def handle(args: argparse.Namespace) -> int:
+def emit_graph(graph, output: Path | None) -> int:
+    """Print the graph (large constants elided), or save it as parseable .mc + .npz."""
     from minic.ir.text import print_graph
+    if output is None:
+        print(print_graph(graph, elide=True))
+        return 0
+    if output.suffix != ".mc":
+        raise UserError(f"{output}: the text IR file must end in .mc")
+    text = print_graph(graph, npz_path=output.with_suffix(".npz"))
+    write_atomic(output, text.encode())
+    print(output)
+    return 0
+
+
+def handle(args: argparse.Namespace) -> int:
     source = load(args.model, size=args.size, seed=args.seed)
     graph = graph_of(source)
     if args.emit == "graph":
-        print(print_graph(graph))
-        return 0
+        return emit_graph(graph, args.output)
     graph = optimized(graph, args)
     if args.emit == "opt":
-        print(print_graph(graph))
-        return 0
+        return emit_graph(graph, args.output)
     from minic.passes.fuse_groups import fuse_groups
     graph = fuse_groups(graph)
     if args.emit == "fused":
-        print(print_graph(graph))
-        return 0
-    from minic.lowering import lower_graph
-    program = lower_graph(graph)
+        return emit_graph(graph, args.output)
+    from minic import codegen
+    from minic.runtime import CompileOptions, prepare
+    options = CompileOptions(triple=args.target or "", cpu=args.mcpu or "", graph_opt_level=0)
+    program = prepare(graph, options)          # the graph is optimized and fused already
     if args.emit == "loops":
         print(program)
         return 0
-    from minic import codegen
-    from minic.runtime import CompileOptions
-    options = CompileOptions(**{k: v for k, v in (("target", args.target), ("mcpu", args.mcpu)) if v})
     print(codegen.llvm_ir(program, options) if args.emit == "llvm" else codegen.assembly(program, options))
     return 0

@@ -161,12 +161,13 @@ def _addmm(cx, node, a):
 
 @handles(aten.linear.default)
 def _linear(cx, node, a):
-    """linear(x, W, b) = x @ Wᵀ + b: one gemm for 2-D x, else transpose + matmul + add."""
+    """linear(x, W, b) = x @ Wᵀ + b, as PyTorch decomposes it: transpose(W), then
+    gemm for 2-D x (aten.addmm) or matmul + add; fold-constants folds the transpose."""
     x, w = cx.value(a["input"]), cx.value(a["weight"])
     bias = [cx.value(a["bias"])] if a["bias"] is not None else []
-    if x.type.rank == 2:
-        return cx.emit("gemm", [x, w, *bias], cx.attrs("gemm", trans_b=True))
     wt = cx.emit("transpose", [w], cx.attrs("transpose", perm=(1, 0)), name=f"{node.name}_wt")
+    if x.type.rank == 2:
+        return cx.emit("gemm", [x, wt, *bias], cx.attrs("gemm"))
     if not bias:
         return cx.emit("matmul", [x, wt])
     return cx.emit("add", [cx.emit("matmul", [x, wt], name=f"{node.name}_mm"), bias[0]])

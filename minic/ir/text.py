@@ -21,7 +21,7 @@ import functools
 import json
 import os
 import re
-import tempfile
+import io
 import types
 import typing
 from dataclasses import MISSING, fields
@@ -37,6 +37,7 @@ from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, attr_items
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, Dim, TensorType, canon
+from minic.files import write_atomic
 from minic.ir.verify import VerifyError, infer_node, verify
 
 
@@ -53,20 +54,25 @@ class ParseError(UserError):
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
 
 
-def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_limit: int = 16) -> str:
+def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_limit: int = 16,
+                elide: bool = False) -> str:
     """The text of ``graph``.  With ``npz_path``, each constant of more than
     ``inline_limit`` elements is saved there (unless all its elements are equal:
     a splat ``dense<0.0>`` is short at any size) and named as ``file("x.npz", "w")``;
     the text names the file without a folder, so keep it beside the text file.
-    Without ``npz_path`` every constant is written inline."""
+    Without ``npz_path`` every constant is written inline — or, with ``elide``
+    (dumps for reading), large ones print as ``elided`` and the text no longer parses."""
     side: dict[str, np.ndarray] = {}
     params = ", ".join(f"{_ref(v)}: {v.type}" for v in graph.inputs)
     results = ", ".join(str(v.type) for v in graph.outputs)
     lines = [f"graph @{_name(graph.name)}({params}) -> ({results}) {{"]
     for c in graph.constants:
-        if npz_path is not None and c.data.size > inline_limit and not _is_splat(c.data):
+        large = c.data.size > inline_limit and not _is_splat(c.data)
+        if large and npz_path is not None:
             side[c.name] = c.data
             data = f"file({json.dumps(os.path.basename(npz_path))}, {json.dumps(c.name)})"
+        elif large and elide:
+            data = "elided"
         else:
             data = _dense(c.data)
         lines.append(f"  const {_ref(c)} : {c.type} = {data}")
@@ -157,14 +163,9 @@ def _float_of(text: str, dtype: np.dtype) -> np.generic:
 
 def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write the side file atomically: a reader never sees half of it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(path, buffer.getvalue())
 
 
 # --- parsing --------------------------------------------------------------------
@@ -340,6 +341,9 @@ class _Builder:
         t = self.type(type_tree)
         if not all(isinstance(d, int) for d in t.shape):
             self.fail(type_tree, f"constant {token} needs a static shape, got {t}")
+        if data.data == "elided":
+            self.fail(data, f"constant {token} was elided when this text was printed; "
+                            "print it with an .npz side file to keep the data")
         if data.data == "file":
             array = self.load(data, t)
         else:

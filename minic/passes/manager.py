@@ -59,7 +59,7 @@ def optimize(graph: Graph, level: int = 2, passes: list[str] | None = None, veri
             stats.append(PassStat(name, before, len(graph.nodes), seconds))
         if print_after and name in print_after:
             from minic.ir.text import print_graph      # the text format imports the op registry only
-            out.write(f"// after {name}\n{print_graph(graph)}\n")
+            out.write(f"// after {name}\n{print_graph(graph, elide=True)}\n")
     return graph
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import warnings
 from dataclasses import fields
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from minic.codegen.options import CompileOptions
+from minic.files import write_atomic
 from minic.ir.graph import Graph, attr_items
 from minic.runtime.layout import EntryLayout
 
@@ -87,10 +86,6 @@ def store(path: Path, layout: EntryLayout, obj: bytes, derived: dict[str, np.nda
     meta = json.dumps({"sha256": hashlib.sha256(rest).hexdigest(), "object_bytes": len(obj),
                        "layout": layout.to_json()})
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + meta.encode() + b"\n" + rest)
-        os.replace(tmp, path)
+        write_atomic(path, MAGIC + meta.encode() + b"\n" + rest)
     except OSError as e:
         warnings.warn(f"minic cache: cannot write {path}: {e}")

@@ -314,3 +314,13 @@ def test_zoo_model_round_trips(name, tmp_path):
     arrays = [t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t) for t in inputs]
     for a, b in zip(interpret(graph, arrays), interpret(parsed, arrays)):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_elided_dump_is_readable_but_refuses_to_parse():
+    w = constant("w", np.arange(64, dtype=np.float32).reshape(8, 8))
+    x, y = Value("x", TensorType((8,), DType.f32)), Value("y", TensorType((8,), DType.f32))
+    g = Graph("g", [x], [y], [Node("matmul", [w, x], [y], ops.get("matmul").make_attrs())], [w])
+    text = print_graph(g, elide=True)
+    assert "const @w : f32[8, 8] = elided" in text
+    with pytest.raises(ParseError, match=r"<text>:2:\d+: constant @w was elided"):
+        parse_graph(text)

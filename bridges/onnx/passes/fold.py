@@ -7,10 +7,12 @@ that shape inference proves *static* (an int, not a named axis such as ``B``) ca
 be computed now; the dynamic axes must stay as run-time arithmetic so that the
 folded model still runs at every (batch, seq).
 
-The three passes feed each other, and the pass manager runs them to a fixed point:
+The passes feed each other, and the pass manager runs them to a fixed point:
 ``fold_shape_gather`` turns static dims into constants, ``fold_constant_gather``
-and ``fold_constant_nodes`` then evaluate whatever became all-constant.  Results
-are stored as initializers named like the value they replace, so no reader changes.
+and ``fold_constant_nodes`` then evaluate whatever became all-constant (results
+are stored as initializers named like the value they replace, so no reader
+changes), and ``fold_reshape_dims`` replaces the dynamic dims of a Reshape target
+by 0 ("copy from the input") where shape inference proves that is the same dim.
 """
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ def _gemm_infer(attrs: GemmAttrs, ts: list[TensorType]) -> list[TensorType]:
     k2, n = b.shape[::-1] if attrs.trans_b else b.shape
     require(k == k2, f"gemm: contracted dims differ: {k} and {k2}")
     if len(ts) == 3:
-        broadcast(ts[2].shape, (m, n))
+        require(broadcast(ts[2].shape, (m, n)) == (m, n),
+                f"gemm: c {list(ts[2].shape)} does not broadcast to [{m}, {n}]")
         require(ts[2].dtype == a.dtype, "gemm: c has another dtype")
     return [TensorType((m, n), a.dtype)]
 

@@ -1,0 +1,113 @@
+"""Step 7 of the lab: PyTorch eager vs TVM untuned vs TVM tuned, one table.
+
+Every path runs the same inputs; latency is the median of repeated calls (after
+a warm-up), error is the largest absolute difference from PyTorch's output.
+The tuned build uses (and first extends, up to ``trials`` per kernel) the
+database in ``work_dir``, so a second run of the benchmark re-tunes nothing.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+import numpy as np
+
+from minic.compare import errors
+
+
+@dataclass
+class Row:
+    path: str
+    median_s: float
+    max_abs_err: float | None        # None for the reference itself
+
+
+@dataclass
+class BenchResult:
+    model: str
+    shapes: str
+    trials_per_task: int
+    kernels: int
+    tune_s: float                    # wall time spent tuning in this run (0 if all resumed)
+    rows: list[Row] = field(default_factory=list)
+
+    def table(self) -> str:
+        """A Markdown table, speedups relative to PyTorch eager."""
+        eager = self.rows[0].median_s
+        lines = ["| path | median latency | speedup vs eager | max abs error vs PyTorch |",
+                 "| --- | ---: | ---: | ---: |"]
+        for r in self.rows:
+            err = "(reference)" if r.max_abs_err is None else f"{r.max_abs_err:.2e}"
+            lines.append(f"| {r.path} | {_ms(r.median_s)} | {eager / r.median_s:.2f}x | {err} |")
+        return "\n".join(lines)
+
+
+def samples(fn: Callable[..., Any], args: tuple, repeat: int, budget_s: float = 20.0,
+            at_least: int = 2) -> list[float]:
+    """Seconds per call of ``fn(*args)``: one warm-up, then up to ``repeat`` timed calls
+    (fewer once ``budget_s`` is spent, but at least ``at_least``: an untuned
+    full-size model can take many seconds per call)."""
+    fn(*args)
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < repeat and (len(times) < at_least or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials: int, work_dir: str | Path,
+              repeat: int = 20, population: int = 512, target: dict | None = None,
+              out: TextIO | None = sys.stdout) -> BenchResult:
+    """Import ``module`` once, then time eager, the untuned build and the tuned build."""
+    import torch
+
+    from bridges.tvm.build import VMRunner, as_target, build
+    from bridges.tvm.importer import from_torch
+    from bridges.tvm.passes import optimize
+    from bridges.tvm.tune import tune
+
+    imported = from_torch(module, inputs, name)
+    mod, steps = optimize(imported.mod)
+    tvm_target = as_target(target)
+    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in inputs)
+    result = BenchResult(name, shapes, trials, steps[-1].counts.prim_funcs, 0.0)
+
+    def eager(*arrays):
+        with torch.no_grad():
+            return module(*(torch.from_numpy(a) for a in arrays)).numpy()
+
+    reference = eager(*inputs)
+    result.rows.append(Row("PyTorch eager", statistics.median(samples(eager, inputs, repeat)), None))
+    _say(out, f"PyTorch eager: {_ms(result.rows[-1].median_s)}")
+
+    untuned = VMRunner(build(mod, tvm_target), imported.input_shapes, imported.input_dtypes)
+    result.rows.append(_row("TVM untuned", untuned, inputs, reference, repeat))
+    _say(out, f"TVM untuned: {_ms(result.rows[-1].median_s)}")
+
+    start = time.perf_counter()
+    tune(mod, tvm_target, work_dir, trials, population=population, out=out)
+    result.tune_s = time.perf_counter() - start
+    tuned = VMRunner(build(mod, tvm_target, work_dir), imported.input_shapes, imported.input_dtypes)
+    result.rows.append(_row(f"TVM tuned ({trials} trials/kernel)", tuned, inputs, reference, repeat))
+    _say(out, f"TVM tuned: {_ms(result.rows[-1].median_s)}")
+    return result
+
+
+def _row(path: str, runner: VMRunner, inputs: tuple, reference: np.ndarray, repeat: int) -> Row:
+    err = errors(runner(*inputs), reference).abs
+    return Row(path, statistics.median(samples(runner, inputs, repeat)), err)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _say(out: TextIO | None, line: str) -> None:
+    if out is not None:
+        print(line, file=out, flush=True)

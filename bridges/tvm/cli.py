@@ -1,0 +1,188 @@
+"""``python -m minic tvm build|tune|bench|cross|reorder MODEL``.
+
+MODEL is a zoo name (``resnet50``, ``bert-base``, ...) or an ``.onnx`` file (the
+ONNX bridge's output; symbolic dims are set by ``--dim``).  Tuning databases
+live in ``--work-dir`` (default ``.minic-cache/tvm/<model>-<size>``) and are
+resumed: running ``tune`` again with a larger ``--trials`` only adds trials.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DEFAULT_TRIALS = 8
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("tvm", help="the TVM bridge: Relax passes, MetaSchedule, ARM cross-compile")
+    steps = parser.add_subparsers(dest="tvm_command", required=True, metavar="STEP")
+
+    def step(name: str, help_text: str, handler) -> argparse.ArgumentParser:
+        p = steps.add_parser(name, help=help_text)
+        p.add_argument("model", metavar="MODEL", help="zoo name (e.g. resnet50) or .onnx file")
+        p.add_argument("--size", default="full", choices=["full", "small"])
+        p.add_argument("--dim", type=int, default=1, help="value of symbolic dims of an .onnx input")
+        p.add_argument("--work-dir", type=Path, help="tuning database folder")
+        p.set_defaults(handler=handler)
+        return p
+
+    p = step("build", "import, run the Relax passes (counts, IR dumps), build untuned, check", _build)
+    p.add_argument("--dump-dir", type=Path, help="write the IR before and after every pass here")
+    p.add_argument("--print-after", action="append", default=[], metavar="PASS",
+                   help="print the IR after PASS (repeatable; 'all' for every pass)")
+    p.add_argument("--tuned", action="store_true", help="apply the database in --work-dir")
+    for name, text, handler in (("tune", "MetaSchedule-tune every kernel into --work-dir", _tune),
+                                ("bench", "timing table: PyTorch eager vs TVM untuned vs tuned", _bench)):
+        p = step(name, text, handler)
+        p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="measured trials per kernel")
+        p.add_argument("--population", type=int, default=512, help="evolutionary search population")
+        if name == "bench":
+            p.add_argument("--repeat", type=int, default=20, help="timed runs per path (median)")
+    p = step("cross", "cross-compile for aarch64 Cortex-A55 (+neon), check ELF and NEON", _cross)
+    p.add_argument("--out", type=Path, default=Path("out/tvm"), help="output folder")
+    p.add_argument("--archive", action="store_true", help="write object files (.tar) even if a "
+                                                          "cross toolchain is installed")
+    p = steps.add_parser("reorder", help="the custom TIR loop-interchange pass on a naive matmul")
+    p.add_argument("--n", type=int, default=256, help="matrix size")
+    p.set_defaults(handler=_reorder)
+
+
+def _source(args):
+    """(ModelSource, torch module or None) for a zoo name or an .onnx path."""
+    from minic.api import load
+    from minic.backends import ModelSource
+
+    if args.model.endswith(".onnx"):
+        path = Path(args.model)
+        return ModelSource(path.stem, _onnx_inputs(path, args.dim), onnx_path=path)
+    return load(args.model, size=args.size)
+
+
+def _work_dir(args) -> Path:
+    from bridges.tvm.backend import CACHE
+    return args.work_dir or CACHE / f"{Path(args.model).stem}-{args.size}"
+
+
+def _optimized(args, source, **dump):
+    from bridges.tvm.backend import import_source
+    from bridges.tvm.importer import signature
+    from bridges.tvm.passes import format_steps, optimize
+
+    imported = import_source(source, source.example_inputs)
+    print(f"imported {source.name}: {signature(imported.mod)}")
+    mod, steps = optimize(imported.mod, **dump)
+    print("well-formed before and after every pass\n" + format_steps(steps))
+    return imported, mod
+
+
+def _build(args) -> int:
+    from bridges.tvm.build import VMRunner, as_target, build
+    from bridges.tvm.bench import samples
+    from minic.compare import errors
+    from minic.timing import fmt_ms
+    import statistics
+    import sys
+
+    source = _source(args)
+    imported, mod = _optimized(args, source, dump_dir=args.dump_dir, print_after=tuple(args.print_after),
+                               out=sys.stdout)
+    work_dir = _work_dir(args) if args.tuned else None
+    runner = VMRunner(build(mod, as_target(None), work_dir), imported.input_shapes, imported.input_dtypes)
+    output = runner(*source.example_inputs)
+    reference = _reference(source)
+    err = errors(output, reference).abs
+    latency = statistics.median(samples(runner, source.example_inputs, 10))
+    print(f"built {'with ' + str(work_dir) if work_dir else 'untuned'}: median {fmt_ms(latency)}, "
+          f"max abs error vs {'PyTorch' if source.module is not None else 'ONNX Runtime'}: {err:.2e}")
+    if args.dump_dir:
+        print(f"IR dumps in {args.dump_dir}/")
+    return 0
+
+
+def _tune(args) -> int:
+    from bridges.tvm.build import as_target
+    from bridges.tvm.tune import format_reports, tune
+
+    source = _source(args)
+    _, mod = _optimized(args, source)
+    work_dir = _work_dir(args)
+    print(f"tuning into {work_dir} ({args.trials} trials per kernel)")
+    reports = tune(mod, as_target(None), work_dir, args.trials, population=args.population)
+    print(format_reports(reports))
+    return 0
+
+
+def _bench(args) -> int:
+    from bridges.tvm.bench import benchmark
+    from minic.errors import UnsupportedError
+
+    source = _source(args)
+    if source.module is None:
+        raise UnsupportedError("tvm bench compares with PyTorch eager: give a zoo model name")
+    result = benchmark(source.module, source.example_inputs, source.name, trials=args.trials,
+                       work_dir=_work_dir(args), repeat=args.repeat, population=args.population)
+    print(f"\n{result.model} ({result.shapes}), {result.kernels} kernels, "
+          f"{result.trials_per_task} trials per kernel, tuning this run: {result.tune_s:.0f} s\n")
+    print(result.table())
+    return 0
+
+
+def _cross(args) -> int:
+    from bridges.tvm.cross import AARCH64_TARGET, cross_compile, find_cross_compiler
+
+    source = _source(args)
+    _, mod = _optimized(args, source)
+    print(f"target: {AARCH64_TARGET}")
+    if find_cross_compiler() is None and not args.archive:
+        print("aarch64-linux-gnu-gcc not found: writing object files instead of a shared library")
+    report = cross_compile(mod, args.out, Path(args.model).stem, archive_only=args.archive)
+    print(report.summary())
+    if not report.all_aarch64 or not report.neon:
+        print("error: the output is not AArch64 code with NEON instructions")
+        return 1
+    return 0
+
+
+def _reorder(args) -> int:
+    from bridges.tvm.reorder import demo
+    print(demo(args.n).summary())
+    return 0
+
+
+def _reference(source):
+    """PyTorch's output for zoo models, ONNX Runtime's for .onnx files."""
+    import numpy as np
+
+    if source.module is not None:
+        from minic.api import compile as minic_compile
+        return minic_compile(source, backend="torch")(*source.example_inputs)
+    import onnxruntime as ort
+    session = ort.InferenceSession(str(source.onnx_path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    outs = session.run(None, dict(zip(names, source.example_inputs)))
+    return outs[0] if len(outs) == 1 else tuple(np.asarray(o) for o in outs)
+
+
+def _onnx_inputs(path: Path, dim: int):
+    """Random inputs for an .onnx file's graph inputs (symbolic dims = ``dim``, ints in [0, 2))."""
+    import numpy as np
+    import onnx
+    from onnx import helper
+
+    from minic.errors import UserError
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as e:
+        raise UserError(f"{path}: cannot read ONNX file: {e}") from e
+    initializers = {t.name for t in model.graph.initializer}
+    rng = np.random.default_rng(0)
+    arrays = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = tuple(d.dim_value if d.HasField("dim_value") else dim for d in tensor.shape.dim)
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        arrays.append(rng.standard_normal(shape).astype(dtype) if dtype.kind == "f"
+                      else rng.integers(0, 2, shape).astype(dtype))
+    return tuple(arrays)

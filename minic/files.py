@@ -1,0 +1,25 @@
+"""Writing files so that nothing is lost or half-written: every file minic writes
+(IR text, .npz side files, pictures, cache entries, tuning records) goes to a
+temporary file in the same folder first and is renamed over the target, which
+POSIX makes atomic — a reader sees the old file or the new one, never a mix."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Replace ``path`` with ``data`` in one step; create its folder if needed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
