@@ -87,7 +87,7 @@ class VMRunner:
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         import tvm
         self._check(arrays)
-        args = [tvm.runtime.tensor(np.ascontiguousarray(a), self.device) for a in arrays]
+        args = [tvm.runtime.tensor(np.asarray(a, order="C"), self.device) for a in arrays]
         return _to_numpy(self._main(*args))
 
     def _check(self, arrays: tuple[np.ndarray, ...]) -> None:

@@ -42,7 +42,7 @@ def from_torch(module: Any, example_inputs: tuple[np.ndarray, ...], name: str = 
     import torch
     from tvm.relax.frontend.torch import from_exported_program
 
-    inputs = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in example_inputs)
+    inputs = tuple(torch.from_numpy(np.asarray(a, order="C")) for a in example_inputs)
     try:
         program = torch.export.export(module.eval(), inputs)
     except Exception as e:  # torch raises many kinds; the user needs one line

@@ -183,6 +183,8 @@ class Progress:
                 self.done, self.best = before, float("inf")
 
             def apply(self, task_scheduler, task_id, candidates, builder_results, runner_results):
+                if not candidates:      # the search found nothing new (a small space, exhausted)
+                    return
                 errors = 0
                 for built, ran in zip(builder_results, runner_results):
                     if built.error_msg is not None or ran.error_msg is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-import warnings
 from importlib.metadata import entry_points
 
 from minic.errors import MinicError
@@ -20,11 +19,11 @@ EXIT_INTERNAL_ERROR = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from minic.cli import models_cmd, run, show, verify_cmd, viz_cmd
+    from minic.cli import models_cmd, report_cmd, run, show, verify_cmd, viz_cmd
     parser = argparse.ArgumentParser(prog="python -m minic", description="minic: a small ML compiler written to be read")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, show, verify_cmd, viz_cmd, models_cmd):
+    for module in (run, show, verify_cmd, viz_cmd, report_cmd, models_cmd):
         module.register(sub)
     for plugin in entry_points(group="minic.cli"):
         try:
@@ -36,8 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # torch.export's own deprecation noise, not the user's concern.
-    warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -1,5 +1,9 @@
 """``python -m minic verify``: every model × every path, each cell ok / mismatch /
-unsupported / crash.  Exit 0 only when nothing mismatches or crashes."""
+unsupported / crash.  Exit 0 only when nothing mismatches or crashes.
+
+``verify --random N [--seed S]`` runs N random graphs through every path instead
+(``minic.crosscheck.fuzz``); failing graphs are minimized and saved as ``.mc``
+regressions (``--save``), which tests/crosscheck then runs on every test run."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +16,7 @@ from minic.api import load
 from minic.compare import as_tuple
 from minic.crosscheck.matrix import Cell, check
 from minic.crosscheck.tolerance import tolerance
+from minic.errors import UserError
 
 
 def register(sub) -> None:
@@ -19,7 +24,11 @@ def register(sub) -> None:
     p.add_argument("models", nargs="*", help="zoo names, .onnx or .mc files (default: the whole zoo)")
     p.add_argument("--backends", help="comma-separated backends (default: all but the reference)")
     p.add_argument("--size", choices=("small", "full"), default="small")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="zoo weights/inputs, or the random graphs' run")
+    p.add_argument("--random", type=int, metavar="N",
+                   help="instead of models: N random graphs through every path (failures are minimized and saved)")
+    p.add_argument("--save", type=Path, default=Path("tests/crosscheck/regressions"),
+                   help="where --random saves minimized failing graphs as .mc (default: %(default)s)")
     p.add_argument("--json", type=Path, help="write the cells as JSON to this file")
     p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
     p.set_defaults(handler=handle)
@@ -59,6 +68,33 @@ def markdown(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
+def _loads(name: str) -> bool:
+    """Whether a backend's module imports; one that does not is named and left out."""
+    try:
+        backends.get(name)
+        return True
+    except ImportError as e:
+        print(f"verify --random: leaving out backend '{name}': {e}", file=sys.stderr)
+        return False
+
+
+def handle_random(args: argparse.Namespace, chosen: list[str] | None) -> int:
+    """``verify --random N``: random-graph differential testing (minic.crosscheck.fuzz)."""
+    from minic.crosscheck.fuzz import fuzz
+    from minic.progress import progress_bar
+    if args.models:
+        raise UserError("verify: give either model names or --random N, not both")
+    if args.random < 1:
+        raise UserError(f"verify: --random needs a positive number of graphs, got {args.random}")
+    names = chosen or [b for b in backends.names() if b != "torch" and _loads(b)]
+    with progress_bar("random graphs", args.random * len(names)) as advance:
+        report = fuzz(args.random, args.seed, names, save_dir=args.save, progress=advance)
+    print(report.table())
+    if args.json:
+        args.json.write_text(json.dumps({b: dict(s.statuses) for b, s in report.stats.items()}, indent=1))
+    return 1 if report.failures else 0
+
+
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -70,6 +106,8 @@ def handle(args: argparse.Namespace) -> int:
     chosen = [b.strip() for b in args.backends.split(",")] if args.backends else None
     for b in chosen or []:
         backends.get(b)                              # unknown names fail before any work
+    if args.random is not None:
+        return handle_random(args, chosen)
     total = len(names) * (len(chosen) if chosen else len(backends.names()) - 1)
     with progress_bar("verify", total) as advance:
         cells = verify_models(names, chosen, args.size, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"))

@@ -73,7 +73,7 @@ class Emitter:
     # --- expressions -----------------------------------------------------------
 
     def intrinsic(self, name: str, ty: ir.Type) -> ir.Function:
-        arity = 2 if name in ("llvm.maxnum", "llvm.minnum", "llvm.pow") else 1
+        arity = 2 if name in ("llvm.maximum", "llvm.minimum", "llvm.pow") else 1
         return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * arity))
 
     def libm(self, name: str, ty: ir.Type) -> ir.Function:
@@ -120,7 +120,8 @@ class Emitter:
         b = self.b
         if dtype.is_float:
             if op in ("max", "min"):
-                return b.call(self.intrinsic("llvm.maxnum" if op == "max" else "llvm.minnum", a.type), [a, c])
+                # llvm.maximum/minimum propagate NaN like numpy and PyTorch (maxnum would drop it).
+                return b.call(self.intrinsic("llvm.maximum" if op == "max" else "llvm.minimum", a.type), [a, c])
             if op in FCMP:
                 return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(FCMP[op], a, c)
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op](a, c)

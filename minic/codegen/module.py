@@ -74,8 +74,13 @@ def llvm_ir(program: Program, options: CompileOptions | None = None, optimized: 
 
 def optimized_module(program: Program, options: CompileOptions) -> llvm.ModuleRef:
     """Parse, verify and optimise (new pass manager, ``options.opt_level``)."""
+    return optimize_module(build_module(program, options), options)
+
+
+def optimize_module(module: ir.Module, options: CompileOptions) -> llvm.ModuleRef:
+    """An IR module (e.g. one a profiler changed) parsed, verified and optimised."""
     tm = target_machine(options)
-    mod = llvm.parse_assembly(str(build_module(program, options)))
+    mod = llvm.parse_assembly(str(module))
     mod.verify()
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)

@@ -141,7 +141,7 @@ class Builder:
         return slot
 
     def const(self, data: np.ndarray) -> Slot:
-        v = constant(self.name("c"), np.ascontiguousarray(data))
+        v = constant(self.name("c"), np.asarray(data, order="C"))
         self.constants.append(v)
         bound = float(np.abs(data).max()) if data.size and data.dtype != np.bool_ else 1.0
         return Slot(v, bound, True)

@@ -46,7 +46,6 @@ def generate(seed: int, config: Config = Config()) -> Graph:
     rng = np.random.default_rng(seed)
     b = Builder(rng, dynamic=bool(rng.random() < config.dynamic), max_dim=config.max_dim,
                 max_rank=config.max_rank)
-    b.input(b.shape())
     target = b.randint(2, config.max_nodes)
     for _ in range(40 * config.max_nodes):
         if len(b.nodes) >= target:

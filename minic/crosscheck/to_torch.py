@@ -76,8 +76,8 @@ def replay(node: Node, args: list[torch.Tensor], env: Env, float_dtype: torch.dt
         return x.to(_torch_dtype(a.dtype, float_dtype))
     if op in ("softmax", "log_softmax"):
         return (torch.softmax if op == "softmax" else torch.log_softmax)(x, a.axis)
-    if op == "layer_norm":
-        shape = x.shape[a.axis % x.dim():]
+    if op == "layer_norm":                      # the normalised axes are static: spell them as ints
+        shape = node.inputs[0].type.shape[a.axis % x.dim():]
         return F.layer_norm(x, shape, *args[1:], eps=a.eps)
     if op == "batch_norm":
         scale, bias, mean, var = args[1:]
@@ -124,7 +124,11 @@ def _layout(node: Node, args: list[torch.Tensor], env: Env):
     if op == "expand":
         return x.expand(out)
     if op == "squeeze":
-        return torch.squeeze(x, dim=tuple(a.axes))
+        # One axis at a time, from the back: torch.onnx.export (TorchScript) fails on
+        # torch.squeeze(x, dim=(0, 1)) -- docs/production-bugs.md#torch-onnx-squeeze-tuple.
+        for axis in sorted((ax % x.dim() for ax in a.axes), reverse=True):
+            x = torch.squeeze(x, axis)
+        return x
     if op == "unsqueeze":
         for axis in sorted(ax % len(out) for ax in a.axes):
             x = x.unsqueeze(axis)

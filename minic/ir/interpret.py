@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from minic.errors import UserError
+from minic.memory import contiguous, ensure_fits
 from minic.ir import ops
 from minic.ir.graph import Graph, Value
 from minic.ir.types import dim_eval
@@ -33,7 +34,8 @@ def bind_symbols(inputs: Sequence[Value], arrays: Sequence[np.ndarray]) -> dict[
     for v, a in zip(inputs, arrays):
         for axis, (d, n) in enumerate(zip(v.type.shape, a.shape)):
             if dim_eval(d, env) != n:
-                raise UserError(f"input '{v.name}' axis {axis}: expected {d} = {dim_eval(d, env)}, got {n}")
+                want = d if isinstance(d, int) else f"{d} = {dim_eval(d, env)}"
+                raise UserError(f"input '{v.name}' axis {axis}: expected {want}, got {n} (shape {list(a.shape)})")
     return env
 
 
@@ -52,8 +54,10 @@ def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
 
 def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on numpy ``arrays``; return its outputs."""
-    arrays = [np.asarray(a, order="C") for a in arrays]
+    arrays = contiguous(arrays)
     env = bind_symbols(graph.inputs, arrays)
+    ensure_fits(sum(int(np.prod(v.type.concrete(env))) * v.type.dtype.numpy.itemsize
+                    for node in graph.nodes for v in node.outputs), f"interpreting @{graph.name} with {env}")
     memory: dict[Value, np.ndarray] = dict(zip(graph.inputs, arrays))
     memory.update((c, c.data) for c in graph.constants)
     for node in graph.nodes:

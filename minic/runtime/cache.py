@@ -8,6 +8,7 @@ not parse or whose checksum fails is ignored with a warning and rebuilt.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -23,12 +24,23 @@ from minic.ir.graph import Graph, attr_items
 from minic.runtime.layout import EntryLayout
 
 MAGIC = b"minic-cache 1\n"
-VERSION = "minic-core-1"          # bump when lowering or codegen changes what a graph compiles to
+
+
+@functools.cache
+def compiler_fingerprint() -> bytes:
+    """A hash of the compiler's own source: any edit to lowering, schedules, codegen
+    or the runtime invalidates old entries (no version number to forget to bump)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for folder in ("ir", "lowering", "schedule", "codegen", "runtime", "passes"):
+        for path in sorted((root / folder).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
+    return h.digest()
 
 
 def cache_key(graph: Graph, options: CompileOptions) -> str:
     """SHA-256 over the graph (structure, attributes, types, constant bytes) and the options."""
-    h = hashlib.sha256(VERSION.encode())
+    h = hashlib.sha256(compiler_fingerprint())
     for f in fields(options):
         if f.name not in ("cache_dir", "use_cache"):
             h.update(f"{f.name}={getattr(options, f.name)!r};".encode())

@@ -13,6 +13,7 @@ import numpy as np
 from minic.codegen.jit import Loaded
 from minic.codegen.module import ENTRY
 from minic.errors import UserError
+from minic.memory import contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
 from minic.ir.loops import Role
@@ -43,19 +44,25 @@ class CompiledModel:
         key = tuple(sorted(env.items()))
         if key not in self._plans:
             p = plan(self.layout.temps(), env)
+            ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name} for {env}")
+            if len(self._plans) >= 4:              # keep the arenas of the last few shapes only
+                self._plans.pop(next(iter(self._plans)))
             self._plans[key] = (p, np.empty(p.arena_bytes + 64, np.uint8))
         return self._plans[key]
 
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = contiguous(arrays)
         try:
             env = bind_symbols(self._inputs, arrays)
         except UserError as e:               # name the model's inputs as the user knows them
             for slot, name in zip(self._inputs, self._input_names):
                 e = UserError(str(e).replace(f"'{slot.name}'", f"'{name}'"))
             raise e from None
-        outputs = [np.empty(tuple(dim_eval(d, env) for d in s.shape), s.dtype.numpy)
-                   for s in self.layout.role(Role.OUTPUT)]
+        shapes = [tuple(dim_eval(d, env) for d in s.shape) for s in self.layout.role(Role.OUTPUT)]
+        out_types = [s.dtype.numpy for s in self.layout.role(Role.OUTPUT)]
+        ensure_fits(sum(int(np.prod(sh)) * t.itemsize for sh, t in zip(shapes, out_types)),
+                    f"the outputs of {self.layout.name} for {env}")
+        outputs = [np.empty(sh, t) for sh, t in zip(shapes, out_types)]
         buffer_plan, arena = self._arena(env)
         base = arena.ctypes.data
         base += -base % 64                   # the arena starts on a cache line

@@ -1,0 +1,56 @@
+"""Object code for another machine: the same Program, a different target triple.
+
+Nothing in lowering or emission depends on the target; only the target
+machine does (``target.py`` sets up every LLVM target when the triple is not
+the host's).  The result is a relocatable ELF object holding ``minic_entry``
+and its kernels, to be linked with a harness (``minic.cross``); this module
+also reads the ELF header back, so a caller can check that the object really
+is for the machine it asked for.
+"""
+from __future__ import annotations
+
+import struct
+
+from minic.codegen.module import object_code
+from minic.codegen.options import CompileOptions
+from minic.codegen.target import is_host
+from minic.errors import UserError
+from minic.ir.loops import Program
+
+# ELF e_machine numbers of the architectures a triple may start with.
+ELF_MACHINES = {"aarch64": 183, "arm": 40, "x86_64": 62, "riscv64": 243, "i686": 3}
+SHORT_TRIPLES = {"aarch64": "aarch64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+
+
+def full_triple(target: str) -> str:
+    """``aarch64`` -> ``aarch64-linux-gnu``; a full triple is returned as given."""
+    return SHORT_TRIPLES.get(target, target)
+
+
+def cross_options(target: str, cpu: str = "", features: str = "", threads: int = 4,
+                  opt_level: int = 3) -> CompileOptions:
+    """CompileOptions for ``target``.  ``threads``: the host's core count means
+    nothing for another machine, so it is explicit (4: one Cortex-A55 cluster)."""
+    return CompileOptions(opt_level=opt_level, triple=full_triple(target), cpu=cpu, features=features,
+                          num_threads=threads, use_cache=False)
+
+
+def elf_machine(obj: bytes) -> int:
+    """The ``e_machine`` field of an ELF file (offset 18, in the file's own byte order)."""
+    if len(obj) < 20 or obj[:4] != b"\x7fELF":
+        raise UserError("not an ELF file")
+    order = "<" if obj[5] == 1 else ">"            # EI_DATA: 1 little-endian, 2 big-endian
+    return struct.unpack_from(f"{order}H", obj, 18)[0]
+
+
+def cross_object(program: Program, options: CompileOptions) -> bytes:
+    """An ELF object for ``options.triple`` (which must not be the host), checked
+    to carry the right machine number."""
+    if is_host(options):
+        raise UserError("cross_object needs a target triple other than this machine's")
+    obj = object_code(program, options)
+    arch = options.triple.split("-")[0]
+    want = ELF_MACHINES.get(arch)
+    if want is not None and elf_machine(obj) != want:
+        raise UserError(f"LLVM emitted an object for ELF machine {elf_machine(obj)}, not {arch} ({want})")
+    return obj

@@ -1,0 +1,146 @@
+"""Everything the compile report shows, gathered in pipeline order.
+
+``collect`` walks one model down the pipeline exactly as ``show`` does (graph →
+opt → fused → loops → llvm → asm), keeps each stage's text, draws the graph
+before and after the passes, times each kernel (``profile.py``) and runs every
+backend against the reference (the cells of ``verify``, plus each path's median
+latency).  The page (``page.py``) only formats what is collected here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from minic import backends
+from minic.api import graph_of, load
+from minic.compare import as_tuple
+from minic.crosscheck.matrix import Cell, check
+from minic.crosscheck.tolerance import tolerance
+from minic.errors import UserError
+from minic.passes import PassStat
+from minic.report.profile import Profile
+from minic.timing import median_latency
+
+MAX_STAGE_LINES = 3000          # an LLVM module of a big model runs to 100k lines; the page stays readable
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str                    # graph, opt, fused, loops, llvm, asm (the names of ``show --emit``)
+    title: str
+    text: str
+    lines: int                  # lines of the whole stage, before any elision
+
+
+@dataclass(frozen=True)
+class Picture:
+    title: str
+    svg: str                    # inline <svg> markup, or "" when graphviz is missing
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """One backend: its verify cell and its median latency (0 when it did not run)."""
+    cell: Cell
+    latency_s: float
+
+
+@dataclass
+class ReportData:
+    model: str
+    inputs: str                                   # "x: float32[2, 64]"
+    reference: str                                # the backend the others are checked against
+    level: int
+    kernels: int = 0                              # kernels of the compiled program
+    pictures: list[Picture] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)
+    pass_stats: list[PassStat] = field(default_factory=list)
+    profile: Profile | None = None
+    paths: list[PathResult] = field(default_factory=list)
+    tolerance: float = 0.0
+
+
+def _stage(key: str, title: str, text: str) -> Stage:
+    lines = text.splitlines()
+    if len(lines) > MAX_STAGE_LINES:
+        rest = len(lines) - MAX_STAGE_LINES
+        text = "\n".join(lines[:MAX_STAGE_LINES] + [f"... {rest} more lines (python -m minic show prints all)"])
+    return Stage(key, title, text, len(lines))
+
+
+def _picture(graph, title: str) -> Picture:
+    import shutil
+
+    from minic.viz import to_dot
+    if shutil.which("dot") is None:
+        return Picture(title, "", "graphviz's 'dot' program is not installed (Debian: apt-get install graphviz)")
+    svg = to_dot(graph, title).pipe(format="svg").decode()
+    return Picture(title, svg[svg.index("<svg"):])     # drop the XML prolog: the markup goes inline
+
+
+def _paths(source, names: list[str] | None, repeat: int, progress: Callable[[str], None]):
+    """The reference first, then every other backend: a verify cell and a latency each."""
+    ref_name = "torch" if source.module is not None else "interp"
+    inputs = source.example_inputs
+    reference = as_tuple(backends.get(ref_name)(source)(*inputs))
+    tol = tolerance(reference[0].dtype)
+    chosen = names if names is not None else backends.names()
+    results = []
+    for name in [ref_name] + [n for n in chosen if n != ref_name]:
+        cell = check(source, name, inputs, reference, tol)
+        latency = median_latency(cell.runner, inputs, repeat=repeat, budget_s=2.0) if cell.runner else 0.0
+        cell.runner = None                        # don't keep compiled models alive
+        results.append(PathResult(cell, latency))
+        progress(f"{name}: {cell.status}")
+    return ref_name, tol, results
+
+
+def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes: list[str] | None = None,
+            backend_names: list[str] | None = None, repeat: int = 10, profile: bool = True,
+            progress: Callable[[str], None] = lambda label: None) -> ReportData:
+    """Run ``model`` (anything ``minic.api.load`` takes, or its ModelSource) through the
+    pipeline and every backend; see the module docstring."""
+    from minic import codegen
+    from minic.ir.text import print_graph
+    from minic.passes import optimize
+    from minic.passes.fuse_groups import fuse_groups
+    from minic.report.profile import profile_program
+    from minic.runtime import CompileOptions, prepare
+
+    for name in backend_names or []:
+        backends.get(name)                        # an unknown name fails before any work
+    source = load(model, size=size, seed=seed)
+    graph = graph_of(source)
+    data = ReportData(source.name, ", ".join(f"{v.name}: {a.dtype}{list(a.shape)}"
+                                             for v, a in zip(graph.inputs, source.example_inputs)),
+                      "", level)
+    data.stages.append(_stage("graph", "Tensor IR as imported", print_graph(graph, elide=True)))
+    opt = optimize(graph, level=level, passes=passes, stats=data.pass_stats)
+    data.stages.append(_stage("opt", "After the graph passes", print_graph(opt, elide=True)))
+    fused = fuse_groups(opt)
+    data.stages.append(_stage("fused", "Fusion groups (one kernel each)", print_graph(fused, elide=True)))
+    data.pictures = [_picture(graph, f"@{graph.name} as imported"),
+                     _picture(fused, f"@{graph.name} after the passes (kernels boxed)")]
+    progress("graph passes")
+    options = CompileOptions(graph_opt_level=0)   # the graph is optimized and fused already
+    program = prepare(fused, options)
+    data.kernels = len(program.kernels)
+    data.stages.append(_stage("loops", "Loop IR (scheduled)", str(program)))
+    data.stages.append(_stage("llvm", "LLVM IR (before LLVM's optimizer)", codegen.llvm_ir(program, options)))
+    data.stages.append(_stage("asm", "Assembly for this machine (after O3)", codegen.assembly(program, options)))
+    progress("lowering and codegen")
+    if profile:
+        data.profile = profile_program(program, source.example_inputs, options, repeat=repeat)
+        progress("per-kernel time")
+    data.reference, data.tolerance, data.paths = _paths(source, backend_names, repeat, progress)
+    if not data.paths:
+        raise UserError(f"report {source.name}: no backend ran")
+    return data
+
+
+def steps(source, backend_names: list[str] | None, profile: bool) -> int:
+    """How many times ``collect`` calls ``progress`` for ``source`` (a progress bar's total)."""
+    ref_name = "torch" if source.module is not None else "interp"
+    names = set(backend_names if backend_names is not None else backends.names()) | {ref_name}
+    return 2 + int(profile) + len(names)

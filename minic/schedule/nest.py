@@ -1,0 +1,170 @@
+"""Tools the schedule primitives share: naming loops, finding them, rewriting them.
+
+Primitives name loops by their variable.  Lowering may reuse a name in two
+sibling nests of one kernel (each stored value gets ``i0, i1, ...``), so a
+schedule starts with ``unique_loops``.  Afterwards a name denotes one loop, or
+(after ``cache_accumulator`` copies a band into its init, update and store
+nests) several sibling loops that a primitive then rewrites alike.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from minic.errors import UserError
+from minic.ir.loops import (Allocate, Const, Expr, For, Function, If, Load, Seq, Stmt, Store, Var, expr_str,
+                            substitute, sub_stmts, walk, walk_stmts)
+
+
+class ScheduleError(UserError):
+    """A schedule primitive was asked for something it cannot do legally."""
+
+
+def fail(f: Function, what: str) -> ScheduleError:
+    return ScheduleError(f"schedule of kernel {f.name}: {what}")
+
+
+# --- rebuilding statement trees ---------------------------------------------------------
+
+def with_children(s: Stmt, kids: tuple[Stmt, ...]) -> Stmt:
+    """``s`` with its nested statements replaced (same order as ``sub_stmts``)."""
+    if isinstance(s, (For, Allocate)):
+        return replace(s, body=kids[0])
+    if isinstance(s, If):
+        return If(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
+    if isinstance(s, Seq):
+        return Seq(tuple(kids))
+    return s
+
+
+def map_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
+    """Apply ``fn`` to every expression the statement tree holds."""
+    if isinstance(s, For):
+        return For(s.var, fn(s.start), fn(s.extent), s.kind, map_exprs(s.body, fn))
+    if isinstance(s, Store):
+        return Store(s.buffer, tuple(fn(i) for i in s.index), fn(s.value))
+    if isinstance(s, If):
+        return If(fn(s.cond), map_exprs(s.then, fn),
+                  None if s.otherwise is None else map_exprs(s.otherwise, fn))
+    return with_children(s, tuple(map_exprs(k, fn) for k in sub_stmts(s)))
+
+
+def subst_stmt(s: Stmt, env: dict[str, Expr]) -> Stmt:
+    """Replace variables by expressions everywhere in ``s``."""
+    return map_exprs(s, lambda e: substitute(e, env))
+
+
+def rename_loops(s: Stmt, suffix: str) -> Stmt:
+    """Every loop variable bound in ``s`` gets ``suffix`` (copies of a nest stay uniquely named)."""
+    names = {t.var.name for t in walk_stmts(s) if isinstance(t, For)}
+    env = {n: Var(n + suffix) for n in names}
+
+    def go(t: Stmt) -> Stmt:
+        if isinstance(t, For):
+            return For(Var(t.var.name + suffix), substitute(t.start, env), substitute(t.extent, env), t.kind, go(t.body))
+        if isinstance(t, Store):
+            return Store(t.buffer, tuple(substitute(i, env) for i in t.index), substitute(t.value, env))
+        if isinstance(t, If):
+            return If(substitute(t.cond, env), go(t.then), None if t.otherwise is None else go(t.otherwise))
+        return with_children(t, tuple(go(k) for k in sub_stmts(t)))
+    return go(s)
+
+
+def unique_loops(f: Function) -> Function:
+    """Rename loops so that no two loops of ``f`` share a variable name (``i0``, ``i0_1``, ...)."""
+    seen: dict[str, int] = {}
+
+    def go(t: Stmt) -> Stmt:
+        if isinstance(t, For):
+            n = seen.get(t.var.name, 0)
+            seen[t.var.name] = n + 1
+            if n == 0:
+                return replace(t, body=go(t.body))
+            new = Var(f"{t.var.name}_{n}")
+            return For(new, t.start, t.extent, t.kind, go(subst_stmt(t.body, {t.var.name: new})))
+        return with_children(t, tuple(go(k) for k in sub_stmts(t)))
+    return replace(f, body=go(f.body))
+
+
+# --- finding and rewriting loops -----------------------------------------------------------
+
+def loops_named(s: Stmt, name: str) -> list[For]:
+    return [t for t in walk_stmts(s) if isinstance(t, For) and t.var.name == name]
+
+
+def the_loop(f: Function, name: str) -> For:
+    """The first loop called ``name`` (an error names the loops there are)."""
+    found = loops_named(f.body, name)
+    if not found:
+        names = sorted({t.var.name for t in walk_stmts(f.body) if isinstance(t, For)})
+        raise fail(f, f"no loop '{name}' (loops: {', '.join(names) or 'none'})")
+    return found[0]
+
+
+def rewrite_loops(f: Function, name: str, fn: Callable[[For], Stmt]) -> Function:
+    """Replace every loop called ``name`` by ``fn(loop)``; at least one must exist."""
+    the_loop(f, name)
+
+    def go(t: Stmt) -> Stmt:
+        if isinstance(t, For) and t.var.name == name:
+            return fn(t)
+        return with_children(t, tuple(go(k) for k in sub_stmts(t)))
+    return replace(f, body=go(f.body))
+
+
+def const_extent(f: Function, loop: For, why: str) -> int:
+    if not isinstance(loop.extent, Const):
+        raise fail(f, f"{why} needs a constant extent, loop '{loop.var.name}' runs {expr_str(loop.extent)} times")
+    return loop.extent.value
+
+
+# --- what a statement reads and writes ---------------------------------------------------------
+
+def stores(s: Stmt) -> list[Store]:
+    return [t for t in walk_stmts(s) if isinstance(t, Store)]
+
+
+def loads(s: Stmt) -> list[Load]:
+    out = []
+    for t in walk_stmts(s):
+        exprs = []
+        if isinstance(t, For):
+            exprs = [t.start, t.extent]
+        elif isinstance(t, Store):
+            exprs = [*t.index, t.value]
+        elif isinstance(t, If):
+            exprs = [t.cond]
+        for e in exprs:
+            out.extend(x for x in walk(e) if isinstance(x, Load))
+    return out
+
+
+def private_buffers(s: Stmt) -> set[str]:
+    """Buffers allocated inside ``s``: each run of ``s`` has its own."""
+    return {t.buffer.name for t in walk_stmts(s) if isinstance(t, Allocate)}
+
+
+def check_independent(f: Function, loop: For, what: str, distinct_writes: bool) -> None:
+    """Raise unless the iterations of ``loop`` may run in any order, or at once.
+
+    Conservative rule: a buffer the body writes (other than its private locals)
+    is read in the body only at the very index it is written at, so no
+    iteration reads another's result; with ``distinct_writes`` each such store's
+    index must also mention the loop variable (else every iteration writes one
+    element: a reduction).
+    """
+    private = private_buffers(loop.body)
+    written = {}
+    for st in stores(loop.body):
+        if st.buffer.name in private:
+            continue
+        written.setdefault(st.buffer.name, set()).add(st.index)
+        if distinct_writes and not any(loop.var.name in {x.name for x in walk(i) if isinstance(x, Var)}
+                                       for i in st.index):
+            raise fail(f, f"cannot {what} loop '{loop.var.name}': every iteration writes "
+                          f"{st.buffer.name}[{', '.join(expr_str(i) for i in st.index)}] "
+                          "(a reduction over this axis; it needs a reduction strategy such as cache_accumulator)")
+    for ld in loads(loop.body):
+        if ld.buffer.name in written and ld.index not in written[ld.buffer.name]:
+            raise fail(f, f"cannot {what} loop '{loop.var.name}': it reads {expr_str(ld)} "
+                          f"which another iteration may write")

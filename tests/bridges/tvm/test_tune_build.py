@@ -1,0 +1,84 @@
+"""Untuned and tuned builds: correctness, the database, resuming, and speed."""
+import statistics
+
+import numpy as np
+import pytest
+
+from bridges.tvm.bench import samples
+from bridges.tvm.build import VMRunner, as_target, build
+from bridges.tvm.tune import extract_tasks, open_database, trials_in_database, tune
+from minic.errors import UserError
+
+
+def _runner(mlp, work_dir=None):
+    imported = mlp["imported"]
+    return VMRunner(build(mlp["mod"], as_target(None), work_dir), imported.input_shapes, imported.input_dtypes)
+
+
+def test_untuned_matches_pytorch(mlp):
+    np.testing.assert_allclose(_runner(mlp)(*mlp["inputs"]), mlp["reference"], atol=1e-4, rtol=1e-4)
+
+
+def test_tuning_fills_a_database_per_kernel(mlp, mlp_tuned):
+    work_dir, reports = mlp_tuned
+    assert (work_dir / "database_tuning_record.json").is_file()
+    assert (work_dir / "database_workload.json").is_file()
+    assert [r.name for r in reports] == [t.task_name for t in extract_tasks(mlp["mod"], as_target(None))]
+    for r in reports:           # every kernel got its own budget, none starved
+        assert r.trials_before == 0 and r.trials_run == 8 and r.best_us is not None
+
+
+def test_tuned_matches_pytorch(mlp, mlp_tuned):
+    output = _runner(mlp, mlp_tuned[0])(*mlp["inputs"])
+    np.testing.assert_allclose(output, mlp["reference"], atol=1e-4, rtol=1e-4)
+
+
+def test_tuned_is_faster_than_untuned(mlp, mlp_tuned):
+    """A benchmark-style check: medians of 15 interleaved rounds, tuned must win by 2x."""
+    untuned, tuned = _runner(mlp), _runner(mlp, mlp_tuned[0])
+    times = {"untuned": [], "tuned": []}
+    for _ in range(15):       # interleaved, so a burst of load hits both alike
+        times["untuned"] += samples(untuned, mlp["inputs"], repeat=1, at_least=1)
+        times["tuned"] += samples(tuned, mlp["inputs"], repeat=1, at_least=1)
+    assert statistics.median(times["tuned"]) * 2 < statistics.median(times["untuned"])
+
+
+def test_tuning_resumes_from_the_database(mlp, mlp_tuned):
+    work_dir, _ = mlp_tuned
+    reports = tune(mlp["mod"], as_target(None), work_dir, trials_per_task=8, out=None)
+    assert all(r.trials_before == 8 and r.trials_run == 0 for r in reports)
+    database = open_database(work_dir)
+    for task in extract_tasks(mlp["mod"], as_target(None)):
+        assert trials_in_database(database, task.dispatched[0]) == 8
+
+
+def test_backend_applies_a_records_directory(mlp, mlp_tuned):
+    import minic
+    run = minic.compile(mlp["module"], mlp["inputs"], backend="tvm", records=mlp_tuned[0])
+    np.testing.assert_allclose(run(*mlp["inputs"]), mlp["reference"], atol=1e-4, rtol=1e-4)
+
+
+def test_backend_recompiles_for_a_new_batch_size(zoo_arrays):
+    import torch
+
+    import minic
+    module, inputs, _ = zoo_arrays("mlp", "small")
+    run = minic.compile(module, inputs, backend="tvm")
+    x = np.random.default_rng(1).standard_normal((5, inputs[0].shape[1]), dtype=np.float32)
+    with torch.no_grad():
+        expected = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(run(x), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_bad_options_and_inputs_are_user_errors(mlp, tmp_path):
+    import minic
+    with pytest.raises(UserError, match="unknown option 'tunned'"):
+        minic.compile(mlp["module"], mlp["inputs"], backend="tvm", tunned=True)
+    with pytest.raises(UserError, match="does not exist"):
+        minic.compile(mlp["module"], mlp["inputs"], backend="tvm", records=tmp_path / "nope")
+    with pytest.raises(UserError, match="--trials must be >= 0"):
+        tune(mlp["mod"], as_target(None), tmp_path, trials_per_task=-1, out=None)
+    with pytest.raises(UserError, match="invalid TVM target"):
+        as_target({"kind": "no-such-target"})
+    with pytest.raises(UserError, match=r"input 0: expected float32\[8, 784\]"):
+        _runner(mlp)(np.ones((8, 783), np.float32))
