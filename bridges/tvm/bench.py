@@ -34,6 +34,7 @@ class BenchResult:
     kernels: int
     tune_s: float                    # wall time spent tuning in this run (0 if all resumed)
     rows: list[Row] = field(default_factory=list)
+    reports: list = field(default_factory=list)   # tune.TaskReport per kernel: where the time goes
 
     def table(self) -> str:
         """A Markdown table, speedups relative to PyTorch eager."""
@@ -62,9 +63,15 @@ def samples(fn: Callable[..., Any], args: tuple, repeat: int, budget_s: float = 
 
 
 def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials: int, work_dir: str | Path,
-              repeat: int = 20, population: int = 512, target: dict | None = None,
+              repeat: int = 20, budget_s: float = 120.0, population: int = 512, target: dict | None = None,
               out: TextIO | None = sys.stdout) -> BenchResult:
-    """Import ``module`` once, then time eager, the untuned build and the tuned build."""
+    """Import ``module`` once, tune, then time eager, the untuned and the tuned build.
+
+    The three paths are timed in interleaved rounds (one call of each per round,
+    after one warm-up call each), so that load from other processes on a shared
+    machine hits them alike; a path stops after ``repeat`` calls or once it has
+    used ``budget_s`` seconds (but not before two calls).
+    """
     import torch
 
     from bridges.tvm.build import VMRunner, as_target, build
@@ -78,30 +85,41 @@ def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials:
     shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in inputs)
     result = BenchResult(name, shapes, trials, steps[-1].counts.prim_funcs, 0.0)
 
+    start = time.perf_counter()
+    result.reports = tune(mod, tvm_target, work_dir, trials, population=population, out=out)
+    result.tune_s = time.perf_counter() - start
+
     def eager(*arrays):
         with torch.no_grad():
             return module(*(torch.from_numpy(a) for a in arrays)).numpy()
 
+    def runner(work: str | Path | None) -> VMRunner:
+        return VMRunner(build(mod, tvm_target, work), imported.input_shapes, imported.input_dtypes)
+
+    paths = {"PyTorch eager": eager, "TVM untuned": runner(None),
+             f"TVM tuned ({trials} trials/kernel)": runner(work_dir)}
     reference = eager(*inputs)
-    result.rows.append(Row("PyTorch eager", statistics.median(samples(eager, inputs, repeat)), None))
-    _say(out, f"PyTorch eager: {_ms(result.rows[-1].median_s)}")
-
-    untuned = VMRunner(build(mod, tvm_target), imported.input_shapes, imported.input_dtypes)
-    result.rows.append(_row("TVM untuned", untuned, inputs, reference, repeat))
-    _say(out, f"TVM untuned: {_ms(result.rows[-1].median_s)}")
-
-    start = time.perf_counter()
-    tune(mod, tvm_target, work_dir, trials, population=population, out=out)
-    result.tune_s = time.perf_counter() - start
-    tuned = VMRunner(build(mod, tvm_target, work_dir), imported.input_shapes, imported.input_dtypes)
-    result.rows.append(_row(f"TVM tuned ({trials} trials/kernel)", tuned, inputs, reference, repeat))
-    _say(out, f"TVM tuned: {_ms(result.rows[-1].median_s)}")
+    errs = {path: (None if fn is eager else errors(fn(*inputs), reference).abs)  # also the warm-up
+            for path, fn in paths.items()}
+    times = interleaved(paths, inputs, repeat, budget_s)
+    for path in paths:
+        result.rows.append(Row(path, statistics.median(times[path]), errs[path]))
+        _say(out, f"{path}: median {_ms(result.rows[-1].median_s)} of {len(times[path])} runs")
     return result
 
 
-def _row(path: str, runner: VMRunner, inputs: tuple, reference: np.ndarray, repeat: int) -> Row:
-    err = errors(runner(*inputs), reference).abs
-    return Row(path, statistics.median(samples(runner, inputs, repeat)), err)
+def interleaved(paths: dict[str, Callable[..., Any]], args: tuple, repeat: int,
+                budget_s: float) -> dict[str, list[float]]:
+    """Seconds per call for each path, timed round-robin (call the paths once first)."""
+    times: dict[str, list[float]] = {path: [] for path in paths}
+    for _ in range(repeat):
+        for path, fn in paths.items():
+            if len(times[path]) >= 2 and sum(times[path]) >= budget_s:
+                continue
+            t0 = time.perf_counter()
+            fn(*args)
+            times[path].append(time.perf_counter() - t0)
+    return times
 
 
 def _ms(seconds: float) -> str:

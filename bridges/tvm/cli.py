@@ -124,6 +124,8 @@ def _bench(args) -> int:
     print(f"\n{result.model} ({result.shapes}), {result.kernels} kernels, "
           f"{result.trials_per_task} trials per kernel, tuning this run: {result.tune_s:.0f} s\n")
     print(result.table())
+    from bridges.tvm.tune import format_reports
+    print("\nwhere the tuned time goes (best measured latency per kernel):\n" + format_reports(result.reports))
     return 0
 
 

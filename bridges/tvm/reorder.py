@@ -14,6 +14,8 @@ distinct loop variables (the *spatial* loops), every read of X uses the same
 indices, and the other loops (the *reductions*) keep their relative order.  Then
 each output element sees the same additions in the same order: the result is
 bit-for-bit identical.  Nests the pass cannot prove legal are left alone.
+(Distinct buffers are assumed not to overlap, as TVM's kernels declare with
+``tirx.noalias``.)
 
 This is what MetaSchedule's ``sch.reorder`` does on request; here the pass
 decides by itself, from the access strides, the way a classic compiler would.
@@ -31,7 +33,6 @@ class Access:
     """One buffer access in a nest body: its buffer, and its index as an affine form."""
 
     buffer: Any                      # the buffer Var
-    is_store: bool
     coefficients: tuple[tuple[int, ...], ...]    # per index dim: coefficient of each loop var
     offsets: tuple[int, ...]                     # per index dim: the constant part
 
@@ -81,8 +82,8 @@ def best_order(loops: list[Any], store: Any) -> list[int]:
         return identity
     loop_vars = [loop.loop_var for loop in loops]
     try:
-        accesses = [_access(store.buffer, store.indices, True, loop_vars)]
-        accesses += [_access(src, idx, False, loop_vars) for src, idx in _loads(store.value)]
+        accesses = [_access(store.buffer, store.indices, loop_vars)]          # the store first
+        accesses += [_access(src, idx, loop_vars) for src, idx in _loads(store.value)]
         strides = [[abs(a.stride(loop, _shape(a.buffer))) for a in accesses] for loop in identity]
     except NotAffine:
         return identity
@@ -114,9 +115,9 @@ def _spatial_loops(accesses: list[Access]) -> set[int] | None:
     return spatial
 
 
-def _access(buffer: Any, indices: Any, is_store: bool, loop_vars: list[Any]) -> Access:
+def _access(buffer: Any, indices: Any, loop_vars: list[Any]) -> Access:
     forms = [_affine(index, loop_vars) for index in indices]
-    return Access(buffer, is_store, tuple(tuple(f[:-1]) for f in forms), tuple(f[-1] for f in forms))
+    return Access(buffer, tuple(tuple(f[:-1]) for f in forms), tuple(f[-1] for f in forms))
 
 
 def _affine(expr: Any, loop_vars: list[Any]) -> list[int]:

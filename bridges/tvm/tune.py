@@ -70,9 +70,19 @@ class TaskReport:
 
     name: str
     weight: int              # how many times main calls this kernel
+    flops: float             # floating-point operations per call (TVM's estimate)
     trials_before: int       # records already in the database
     trials_run: int          # measured now
     best_us: float | None    # best measured latency, microseconds (None: no valid record)
+
+    @property
+    def gflops(self) -> float | None:
+        return self.flops / self.best_us / 1e3 if self.best_us else None
+
+    @property
+    def total_us(self) -> float | None:
+        """Time this kernel takes per model run: weight x best latency."""
+        return self.weight * self.best_us if self.best_us is not None else None
 
 
 def trials_in_database(database: Any, task_mod: Any) -> int:
@@ -83,10 +93,14 @@ def trials_in_database(database: Any, task_mod: Any) -> int:
 
 
 def best_latency_us(database: Any, task_mod: Any) -> float | None:
+    """The best measured latency of this kernel in ``database`` (None: no valid record)."""
     if not database.has_workload(task_mod):
         return None
     top = database.get_top_k(database.commit_workload(task_mod), 1)
-    return float(sum(float(t) for t in top[0].run_secs) / len(top[0].run_secs)) * 1e6 if top else None
+    if not top:
+        return None
+    seconds = sum(float(t) for t in top[0].run_secs) / len(top[0].run_secs)
+    return seconds * 1e6 if seconds < 1e9 else None     # MetaSchedule writes 1e10 s for a failed run
 
 
 def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
@@ -129,9 +143,10 @@ def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
                           num_trials_per_iter=min(trials_per_batch, todo),
                           builder=InProcessBuilder.create(), runner=runner, database=database,
                           measure_callbacks=[*ms.MeasureCallback.create("default"),
-                                             Progress.create(label, before, trials_per_task, out)])
+                                             Progress.create(label, before, trials_per_task,
+                                                             best_latency_us(database, task_mod), out)])
         best = best_latency_us(database, task_mod)
-        reports.append(TaskReport(task.task_name, int(task.weight), before,
+        reports.append(TaskReport(task.task_name, int(task.weight), estimate_flops(task_mod), before,
                                   trials_in_database(database, task_mod) - before, best))
         if todo == 0:
             _print(out, f"{label}: {before} trials in the database, nothing to do"
@@ -172,7 +187,7 @@ class Progress:
     """A measure callback: after each measured batch, print trials done and best latency."""
 
     @staticmethod
-    def create(label: str, before: int, budget: int, out: TextIO | None) -> Any:
+    def create(label: str, before: int, budget: int, best_us: float | None, out: TextIO | None) -> Any:
         from tvm.ir.utils import derived_object
         from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
@@ -180,7 +195,8 @@ class Progress:
         class _Progress(PyMeasureCallback):
             def __init__(self) -> None:
                 super().__init__()
-                self.done, self.best = before, float("inf")
+                self.done = before
+                self.best = best_us / 1e6 if best_us is not None else float("inf")
 
             def apply(self, task_scheduler, task_id, candidates, builder_results, runner_results):
                 if not candidates:      # the search found nothing new (a small space, exhausted)
@@ -200,12 +216,23 @@ class Progress:
         return _Progress()
 
 
+def estimate_flops(task_mod: Any) -> float:
+    from tvm.s_tir.analysis import estimate_tir_flops
+    return float(estimate_tir_flops(task_mod))
+
+
 def format_reports(reports: list[TaskReport]) -> str:
-    lines = [f"{'kernel':<44}{'x':>4}{'trials':>8}{'new':>6}{'best (us)':>12}"]
-    for r in reports:
+    """One line per kernel, the most expensive (weight x latency) first."""
+    lines = [f"{'kernel':<44}{'x':>4}{'trials':>8}{'new':>6}{'best (us)':>12}{'GFLOPS':>9}{'x * best (ms)':>15}"]
+    ranked = sorted(reports, key=lambda r: -(r.total_us or 0.0))
+    for r in ranked:
         best = f"{r.best_us:.1f}" if r.best_us is not None else "-"
+        gflops = f"{r.gflops:.1f}" if r.gflops is not None else "-"
+        total = f"{r.total_us / 1e3:.2f}" if r.total_us is not None else "-"
         lines.append(f"{r.name[:43]:<44}{r.weight:>4}{r.trials_before + r.trials_run:>8}"
-                     f"{r.trials_run:>6}{best:>12}")
+                     f"{r.trials_run:>6}{best:>12}{gflops:>9}{total:>15}")
+    known = [r.total_us for r in reports if r.total_us is not None]
+    lines.append(f"sum of x * best: {sum(known) / 1e3:.2f} ms (kernels only; the VM adds its own overhead)")
     return "\n".join(lines)
 
 

@@ -27,6 +27,9 @@ def register(sub) -> None:
     p.add_argument("--inputs", type=Path, help=".npz file with the inputs (by input name, or arr_0, arr_1, ...)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and example inputs")
     p.add_argument("--repeat", type=int, default=10, help="timed repeats (median is reported)")
+    p.add_argument("--target", help="also cross-compile for this target (aarch64); needs --emulate")
+    p.add_argument("--mcpu", default="cortex-a55", help="CPU of --target (default: %(default)s)")
+    p.add_argument("--emulate", action="store_true", help="run the --target build under qemu-user (minic.cross)")
     p.set_defaults(handler=handle)
 
 
@@ -48,9 +51,10 @@ def read_inputs(path: Path, source: ModelSource) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(data[k], order="C") for k in keys)
 
 
-def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, strict: bool) -> tuple[Cell, float]:
+def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, strict: bool,
+            options: dict | None = None) -> tuple[Cell, float]:
     """One backend's cell and its median latency.  ``strict``: errors propagate."""
-    cell = check(source, name, inputs, reference, F32, reraise=strict)
+    cell = check(source, name, inputs, reference, F32, reraise=strict, **(options or {}))
     latency = median_latency(cell.runner, inputs, repeat=repeat) if cell.runner is not None else 0.0
     return cell, latency
 
@@ -58,6 +62,8 @@ def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, stri
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    if bool(args.target) != args.emulate:
+        raise UserError("--target and --emulate go together: a cross build can only run here under emulation")
     source = load(args.model, size=args.size, seed=args.seed)
     inputs = read_inputs(args.inputs, source) if args.inputs else source.example_inputs
     source.example_inputs = inputs
@@ -70,13 +76,24 @@ def handle(args: argparse.Namespace) -> int:
     else:
         backends.get(args.backend)              # unknown name -> error now
         names = [args.backend] if args.backend == ref_name else [ref_name, args.backend]
-    rows = [run_one(name, source, inputs, reference, args.repeat, strict=args.backend != "all") for name in names]
+    options: dict[str, dict] = {}
+    if args.emulate:                            # the cross build, next to the host build
+        from minic.cross.backend import register_backend
+        cross = register_backend()
+        names = list(dict.fromkeys(names + ["minic", cross]))
+        options[cross] = {"target": args.target, "cpu": args.mcpu}
+    rows = [run_one(name, source, inputs, reference, args.repeat, strict=args.backend != "all",
+                    options=options.get(name)) for name in names]
     if args.backend != "all":
         main = rows[-1][0]
         for i, y in enumerate(main.outputs):
             console.print(f"output {i}: {y.dtype}{list(y.shape)}")
         console.print(f"checksum: {checksum(main.outputs)}")
     print_table(console, rows, ref_name)
+    if args.emulate:
+        from minic.cross.backend import emulation_summary
+        for line in emulation_summary(rows):
+            console.print(line)
     return 0 if all(cell.status in ("ok", "unsupported") for cell, _ in rows) else 1
 
 

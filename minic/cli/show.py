@@ -39,8 +39,9 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def optimized(graph, args: argparse.Namespace, out=sys.stdout):
+def optimized(graph, args: argparse.Namespace, out=None):
     """The graph after the pass pipeline that ``args`` asks for."""
+    out = out or sys.stdout                 # looked up now: the caller may have redirected it
     from minic.passes import format_stats, optimize
     print_after = "all" if getattr(args, "print_after_all", False) else (
         {args.print_after} if getattr(args, "print_after", None) else None)

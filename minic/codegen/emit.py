@@ -8,8 +8,8 @@ bool as ``i1``, memory as ``i8`` (numpy's bool is one byte).  Local buffers are
 
 Loop kinds: serial loops are the classic header/body/latch blocks; unrolled
 loops with a constant extent are copied out; parallel loops go to
-``parallel.py``; vectorized loops are, for now, serial loops left to LLVM's
-loop vectorizer.
+``parallel.py``; vectorized loops (constant extent, straight-line stores) to
+``vector.py``, which emits LLVM vector types.
 """
 from __future__ import annotations
 
@@ -206,15 +206,17 @@ class Emitter:
         if s.kind == ForKind.PARALLEL and self.parallel_ok and self.threads > 1:
             from minic.codegen.parallel import emit_parallel
             emit_parallel(self, s)
+        elif s.kind == ForKind.VECTORIZED and isinstance(s.extent, Const) and _straight_line(s.body):
+            from minic.codegen.vector import emit_vectorized
+            emit_vectorized(self, s)
         elif s.kind == ForKind.UNROLLED and isinstance(s.extent, Const) and isinstance(s.start, Const):
             for i in range(s.start.value, s.start.value + s.extent.value):
                 self.vars[s.var.name] = ir.Constant(I64, i)
                 self.stmt(s.body)
             self.vars.pop(s.var.name, None)
         else:
-            # Serial, and (for now) vectorized: a vectorized loop is emitted as a plain
-            # loop that LLVM's loop vectorizer turns into vector code at O2/O3.
-            # Emitting vector types directly is the Performance issue's step.
+            # Serial (and a vectorized loop codegen cannot take: a symbolic extent, or
+            # nested statements), left to LLVM's loop vectorizer at O2/O3.
             start = self.expr(s.start)
             self.serial(s.var.name, start, self.b.add(start, self.expr(s.extent)), lambda: self.stmt(s.body))
 
@@ -237,3 +239,8 @@ class Emitter:
         b.branch(head)
         b.position_at_end(done)
         del self.vars[var]
+
+
+def _straight_line(s: Stmt) -> bool:
+    """Only stores (in sequence): what ``vector.py`` turns into vector code."""
+    return isinstance(s, Store) or (isinstance(s, Seq) and all(_straight_line(t) for t in s.stmts))

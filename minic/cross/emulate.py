@@ -49,13 +49,14 @@ def run_emulated(build: CrossBuild, input_path: Path, output_path: Path, repeat:
 class EmulatedModel:
     """Call a cross-compiled model like a CompiledModel: arrays in, arrays out.
 
-    ``last_run_s`` is the harness's own median time of the model call (inside
-    the emulator, without qemu's start-up or the file transfers)."""
+    ``run_times_s`` collects, per call, the harness's own median time of the
+    model call (inside the emulator, after a warm-up run, without qemu's
+    start-up or the file transfers)."""
 
     def __init__(self, build: CrossBuild, repeat: int = 1) -> None:
         self.build = build
         self.repeat = repeat
-        self.last_run_s: float | None = None
+        self.run_times_s: list[float] = []
 
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         inputs = tensor_file.inputs_for(self.build.layout, arrays)      # UserError on bad arrays
@@ -68,7 +69,8 @@ class EmulatedModel:
                 raise UserError(f"the {self.build.options.triple} executable failed: {reason[0]}")
             outputs = tensor_file.read(dst).arrays
         timing = TIMING.search(done.stdout)
-        self.last_run_s = float(timing.group(2)) / 1e3 if timing else None
+        if timing:
+            self.run_times_s.append(float(timing.group(2)) / 1e3)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self) -> str:

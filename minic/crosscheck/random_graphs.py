@@ -25,7 +25,7 @@ from minic.crosscheck.builder import SYMBOL, Builder, Reject
 from minic.crosscheck.op_specs import SPECS
 from minic.errors import UserError
 from minic.ir.graph import Graph, Value
-from minic.ir.types import DType, dim_eval
+from minic.ir.types import DType
 from minic.ir.verify import verify
 
 EXAMPLE_DIMS = {SYMBOL: 2}       # the size of B when exporting (torch.export specialises 0 and 1)
@@ -89,8 +89,3 @@ def _input(rng: np.random.Generator, v: Value, env: dict[str, int]) -> np.ndarra
         return np.asarray(rng.uniform(-2.0, 2.0, shape), dtype.numpy)
     return np.asarray(rng.integers(-3, 4, shape), dtype.numpy)
 
-
-def size_of(graph: Graph, env: dict[str, int] | None = None) -> int:
-    """Elements over all inputs (a quick measure of a case's size)."""
-    env = RUN_DIMS if env is None else env
-    return sum(int(np.prod([dim_eval(d, env) for d in v.type.shape])) for v in graph.inputs)

@@ -38,8 +38,7 @@ BINARY: dict[str, Callable] = {
     "max": torch.maximum, "min": torch.minimum, "eq": torch.eq, "lt": torch.lt, "gt": torch.gt,
     "and": torch.logical_and, "or": torch.logical_or, "xor": torch.logical_xor,
 }
-REDUCE: dict[str, Callable] = {"reduce_sum": torch.sum, "reduce_mean": torch.mean,
-                               "reduce_max": torch.amax, "reduce_min": torch.amin}
+REDUCE: dict[str, Callable] = {"reduce_sum": torch.sum, "reduce_mean": torch.mean}
 
 
 def size(d: Dim, env: Env):
@@ -66,6 +65,13 @@ def replay(node: Node, args: list[torch.Tensor], env: Env, float_dtype: torch.dt
         return BINARY[op](*args)
     if op in REDUCE:
         return REDUCE[op](x, dim=tuple(a.axes), keepdim=a.keepdims)
+    if op in ("reduce_max", "reduce_min"):
+        # One axis at a time (from the back) with max/min over a dim, not amax/amin:
+        # TVM 0.27's torch.export frontend has no converter for amax/amin.
+        pick = torch.max if op == "reduce_max" else torch.min
+        for axis in sorted((ax % x.dim() for ax in a.axes), reverse=True):
+            x = pick(x, axis, keepdim=a.keepdims).values
+        return x
     if op == "gelu":
         return F.gelu(x, approximate=a.approximate)
     if op == "dropout":

@@ -176,7 +176,11 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for init in g.initializer:
         b.where = f"initializer '{init.name}'"
         _dtype(init.data_type, b.where)
-        v = constant(init.name, numpy_helper.to_array(init))
+        try:
+            array = numpy_helper.to_array(init)
+        except (ValueError, TypeError) as e:
+            raise OnnxImportError(f"{b.where} is malformed: {e}") from None
+        v = constant(init.name, array)
         graph.constants.append(v)
         b.env[init.name] = v
     for inp in g.input:
@@ -201,6 +205,8 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
         if convert is None:
             supported = ", ".join(sorted(CONVERTERS))
             raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
+        if not domain:
+            _check_schema(node, opset, b.where)
         inputs = []
         for name_ in node.input:
             if name_ == "":
@@ -219,6 +225,34 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
         graph.outputs.append(b.env[out.name])
     return graph
+
+
+def _check_schema(node, opset: int, where: str) -> None:
+    """The node against ONNX's own schema of its op at this opset: input and
+    output counts, required inputs and attributes, attribute types.  Converters
+    can then read what the schema promises without guarding every access."""
+    import onnx
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset)
+    except onnx.defs.SchemaError:
+        raise OnnxImportError(f"{where}: ONNX has no {node.op_type} at opset {opset}") from None
+    for what, names, lo, hi in (("inputs", node.input, schema.min_input, schema.max_input),
+                                ("outputs", node.output, schema.min_output, schema.max_output)):
+        if not lo <= len(names) <= hi:
+            raise OnnxImportError(f"{where}: has {len(names)} {what}; the schema allows {lo} to {hi}")
+    single = onnx.defs.OpSchema.FormalParameterOption.Single
+    for name, param in zip(node.input, schema.inputs):
+        if not name and param.option == single:
+            raise OnnxImportError(f"{where}: required input '{param.name}' is missing")
+    given = {a.name: a for a in node.attribute}
+    for name, attr in schema.attributes.items():
+        if attr.required and name not in given:
+            raise OnnxImportError(f"{where}: required attribute '{name}' is missing")
+    for name, a in given.items():
+        if name not in schema.attributes:
+            raise OnnxImportError(f"{where}: unknown attribute '{name}'")
+        if a.type != schema.attributes[name].type:
+            raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
 
 
 def _named(b: Builder, v: Value, name: str) -> Value:

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError
+from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError
 from minic.ir import ops
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
@@ -269,11 +269,18 @@ def _gemm(b: Builder, x: list[Value], a: dict) -> list[Value]:
                   trans_b=bool(a.get("transB", 0)), alpha=float(a.get("alpha", 1.0)), beta=float(a.get("beta", 1.0)))]
 
 
+def _window_ints(b: Builder, a: dict, name: str, n: int, default: int) -> tuple[int, ...]:
+    """A 2-D window attribute (strides, dilations: 2 values; pads: 4), checked for length."""
+    values = _ints(a.get(name, (default,) * n))
+    if len(values) != n:
+        raise OnnxImportError(f"{b.where}: attribute '{name}' needs {n} values for 2-D windows, has {len(values)}")
+    return values
+
+
 def _spatial_pads(b: Builder, a: dict, in_hw, kernel, stride, dilation) -> tuple[int, int, int, int]:
     auto = a.get("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
-        p = _ints(a.get("pads", (0, 0, 0, 0)))
-        return p[0], p[1], p[2], p[3]
+        return _window_ints(b, a, "pads", 4, 0)
     if auto == "VALID":
         return 0, 0, 0, 0
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
@@ -296,7 +303,7 @@ def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, w = x[0], x[1]
     _need_2d(b, v)
     kernel = tuple(w.type.shape[2:])
-    stride, dilation = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
+    stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
     pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
     return [b.one("conv2d", *[t for t in x if t is not None], stride=stride, padding=pads, dilation=dilation,
                   groups=int(a.get("group", 1)))]
@@ -308,8 +315,8 @@ def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     _need_2d(b, v)
     if len(b.node.output) > 1 and b.node.output[1]:
         raise UnsupportedError(f"{b.where}: the MaxPool Indices output is not supported")
-    kernel = _ints(a["kernel_shape"])
-    stride, dilation = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
+    kernel = _window_ints(b, a, "kernel_shape", 2, 1)
+    stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
     pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
     op = "max_pool2d" if b.node.op_type == "MaxPool" else "avg_pool2d"
     return [b.one(op, v, kernel=kernel, stride=stride, padding=pads, dilation=dilation,
@@ -343,6 +350,8 @@ def _reshape(b: Builder, x: list[Value], a: dict) -> list[Value]:
     target = list(_ints(data))
     for i, d in enumerate(target):
         if d == 0 and not a.get("allowzero", 0):
+            if i >= v.type.rank:
+                raise OnnxImportError(f"{b.where}: shape entry {i} is 0 (copy), but the input has rank {v.type.rank}")
             target[i] = v.type.shape[i]             # 0 copies the input's dim
     if -1 in target:
         from minic.ir.types import dim_div, dim_prod

@@ -18,10 +18,10 @@ is one ``ParseError`` that starts with ``file:line:col``.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import re
-import io
 import types
 import typing
 from dataclasses import MISSING, fields
@@ -36,8 +36,8 @@ from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, attr_items
 from minic.ir.ops.layout import END
-from minic.ir.types import DType, Dim, TensorType, canon
 from minic.files import write_atomic
+from minic.ir.types import DType, Dim, TensorType, canon
 from minic.ir.verify import VerifyError, infer_node, verify
 
 
@@ -426,7 +426,7 @@ class _Builder:
         return node
 
     def attrs(self, op: ops.OpDef, tree: Tree | None, at: Token) -> Any:
-        hints = _field_types(op.attrs)
+        hints = ops.field_types(op.attrs)
         values: dict[str, Any] = {}
         for attr in tree.children if tree is not None else []:
             name, value_tree = attr.children
@@ -441,7 +441,7 @@ class _Builder:
             value = _coerce(item, hints[name])
             if value is _BAD:
                 self.fail(value_tree, f"type mismatch: attribute '{name}' of {op.name} must be "
-                                      f"{_hint_name(hints[name])}, got '{self.source(value_tree)}'")
+                                      f"{ops.describe_type(hints[name])}, got '{self.source(value_tree)}'")
             values[name] = value
         missing = [f.name for f in fields(op.attrs) if f.name not in values
                    and f.default is MISSING and f.default_factory is MISSING]
@@ -456,12 +456,6 @@ class _Builder:
 # --- attribute values: the parsed (kind, value) against the field's declared type
 
 _BAD = object()
-
-
-@functools.cache
-def _field_types(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in fields(cls)}
 
 
 def _coerce(item: tuple[str, Any], hint: Any) -> Any:
@@ -489,17 +483,3 @@ def _coerce(item: tuple[str, Any], hint: Any) -> Any:
     if want is None:                     # a field type this file does not know: the op's check decides
         return _BAD if kind == "list" else value
     return value if kind == want else _BAD
-
-
-def _hint_name(hint: Any) -> str:
-    if hint == Dim:
-        return "a dim"
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_hint_name(a) for a in args)
-    if origin is tuple:
-        if args[-1] is Ellipsis:
-            return f"a list of {_hint_name(args[0]).split(' ', 1)[-1]}s"
-        return f"a list of {len(args)} {_hint_name(args[0]).split(' ', 1)[-1]}s"
-    return {int: "an int", float: "a float", bool: "true or false", str: "a string",
-            DType: "a dtype (" + ", ".join(DType.__members__) + ")", type(None): "none"}.get(hint, str(hint))

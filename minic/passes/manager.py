@@ -35,13 +35,14 @@ def pipeline(level: int = 2, passes: list[str] | None = None) -> list[str]:
 
 def optimize(graph: Graph, level: int = 2, passes: list[str] | None = None, verify_each: bool = False,
              print_after: set[str] | str | None = None, stats: list | None = None,
-             out: TextIO = sys.stdout) -> Graph:
+             out: TextIO | None = None) -> Graph:
     """Run the passes of ``level`` (or the named ``passes``) on a copy of ``graph``.
 
     verify_each: run the verifier after every pass.  print_after: pass names (or
     "all") after which to print the IR.  stats: a list to append PassStat rows to.
     """
     names = pipeline(level, passes)
+    out = out or sys.stdout                         # looked up per call: stdout may be redirected
     if isinstance(print_after, str):
         print_after = set(PASSES) if print_after == "all" else {print_after}
     for name in sorted(print_after or ()):

@@ -42,8 +42,8 @@ def _pictures(data: ReportData) -> str:
     parts = []
     for p in data.pictures:
         body = p.svg if p.svg else f'<p class="muted">{escape(p.note)}</p>'
-        parts.append(f'<div class="picture"><h3>{escape(p.title)}</h3>{body}</div>')
-    return ('<p>Nodes are coloured by op kind; each dashed box on the right is one fusion group, '
+        parts.append(f'<div class="picture" title="{escape(p.title)}">{body}</div>')   # graphviz draws the title
+    return ('<p>Nodes are coloured by op kind; each dashed box (after the passes) is one fusion group, '
             'that is one generated kernel.</p><div class="pictures">' + "".join(parts) + "</div>")
 
 

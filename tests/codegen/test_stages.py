@@ -20,7 +20,7 @@ def program():
 
 def test_loops_print_with_a_parallel_outer_loop():
     text = str(program())
-    assert "parallel for (i0 = 0; i0 < B; i0++)" in text and "tanh(" in text
+    assert "parallel for (i1o = 0; i1o < 16; i1o++)" in text and "tanh(" in text
 
 
 def test_llvm_ir_has_the_entry_point_kernels_and_threads():

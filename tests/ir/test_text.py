@@ -267,7 +267,8 @@ def mutated(draw, texts: st.SearchStrategy[str]) -> str:
     return text
 
 
-@settings(max_examples=1800, deadline=None)
+# Fuzz budget: 7,000 + 100 + 2,900 = 10,000 generated or mutated inputs per run.
+@settings(max_examples=7000, deadline=None)
 @given(mutated(st.sampled_from([GOLDEN, BASE, RICH])))
 def test_fuzz_mutated_hand_written_text(text):
     parses_or_says_why(text)
@@ -279,7 +280,7 @@ def test_fuzz_mutated_random_graphs(graph_strategy, data):
     parses_or_says_why(data.draw(mutated(graph_strategy.map(print_graph))))
 
 
-@settings(max_examples=700, deadline=None)
+@settings(max_examples=2900, deadline=None)
 @given(st.lists(st.sampled_from(SNIPPETS) | st.text(max_size=3), max_size=40).map(" ".join))
 def test_fuzz_random_text(text):
     parses_or_says_why(text)

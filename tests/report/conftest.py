@@ -148,8 +148,9 @@ class Chromium:
             raise RuntimeError(f"evaluate failed: {result['exceptionDetails'].get('text')}")
         return result["result"].get("value")
 
-    def check(self, url: str) -> PageCheck:
-        """Open ``url`` in a new tab, wait for its load event, and measure it."""
+    def check(self, page: Path) -> PageCheck:
+        """Open the file ``page`` in a new tab, wait for its load event, and measure it."""
+        url = Path(page).resolve().as_uri()
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Page"):
@@ -209,5 +210,11 @@ def chromium():
             browser.close()
 
 
-def file_url(path: Path) -> str:
-    return Path(path).resolve().as_uri()
+@pytest.fixture(scope="session")
+def mlp_report(tmp_path_factory):
+    """The small MLP's report data and page (two backends, one timed repeat: fast)."""
+    from minic.report import collect, render_page
+    data = collect("mlp", size="small", backend_names=["interp", "minic"], repeat=2)
+    path = tmp_path_factory.mktemp("report") / "mlp.html"
+    path.write_text(render_page(data))
+    return data, path

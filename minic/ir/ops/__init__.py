@@ -6,12 +6,15 @@ constant folding reuses them, and every compiled path is tested against them.
 """
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from dataclasses import dataclass, fields
 from enum import Enum
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from minic.errors import UserError
-from minic.ir.types import TensorType
+from minic.ir.types import Dim, DType, TensorType
 
 
 class OpKind(Enum):
@@ -43,6 +46,10 @@ class OpDef:
         """Raise UserError unless ``attrs`` is this op's attribute dataclass with valid fields."""
         if type(attrs) is not self.attrs:
             raise UserError(f"{self.name}: attributes must be {self.attrs.__name__}, got {type(attrs).__name__}")
+        for name, hint in field_types(self.attrs).items():
+            value = getattr(attrs, name)
+            if not conforms(value, hint):
+                raise UserError(f"{self.name}: attribute '{name}' must be {describe_type(hint)}, got {value!r}")
         check = getattr(attrs, "check", None)
         if check is not None:
             check()
@@ -59,6 +66,49 @@ class OpDef:
             raise UserError(f"{self.name}: {e}") from None
         self.check_attrs(attrs)
         return attrs
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """The declared type of each field of an attribute dataclass."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls)}
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether an attribute value has its field's declared type (bools are not ints)."""
+    if hint == Dim:
+        return isinstance(value, (int, str)) and not isinstance(value, bool)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        hints = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
+        return len(hints) == len(value) and all(conforms(v, h) for v, h in zip(value, hints))
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is type(None):
+        return value is None
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def describe_type(hint: Any) -> str:
+    """A field type in words, for error messages: "a list of ints"."""
+    if hint == Dim:
+        return "a dim"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return " or ".join(describe_type(a) for a in args)
+    if origin is tuple:
+        if args[-1] is Ellipsis:
+            return f"a list of {describe_type(args[0]).split(' ', 1)[-1]}s"
+        return f"a list of {len(args)} {describe_type(args[0]).split(' ', 1)[-1]}s"
+    return {int: "an int", float: "a float", bool: "true or false", str: "a string",
+            DType: "a dtype (" + ", ".join(DType.__members__) + ")", type(None): "none"}.get(hint, str(hint))
 
 
 REGISTRY: dict[str, OpDef] = {}

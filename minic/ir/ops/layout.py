@@ -61,8 +61,12 @@ def _flatten_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType((dim_prod(x.shape[:axis]), dim_prod(x.shape[axis:])), x.dtype)]
 
 
-_layout("flatten", _flatten_infer,
-        lambda attrs, x: x.reshape(int(np.prod(x.shape[:flatten_axis(attrs.axis, x.ndim)])), -1), AxisAttrs,
+def _flatten(attrs: AxisAttrs, x: np.ndarray) -> np.ndarray:
+    axis = flatten_axis(attrs.axis, x.ndim)
+    return x.reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))
+
+
+_layout("flatten", _flatten_infer, _flatten, AxisAttrs,
         "flatten(x, axis) = reshape(x, [prod(shape[:axis]), prod(shape[axis:])])")
 
 

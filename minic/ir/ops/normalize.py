@@ -22,13 +22,17 @@ def _float_same(attrs, ts: list[TensorType]) -> list[TensorType]:
     return [ts[0]]
 
 
+def _row_max(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.max(x, axis=axis, keepdims=True, initial=-np.inf)     # defined for empty rows too
+
+
 def softmax(attrs: AxisAttrs, x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=attrs.axis, keepdims=True))
+    e = np.exp(x - _row_max(x, attrs.axis))
     return (e / e.sum(axis=attrs.axis, keepdims=True)).astype(x.dtype)
 
 
 def log_softmax(attrs: AxisAttrs, x: np.ndarray) -> np.ndarray:
-    s = x - x.max(axis=attrs.axis, keepdims=True)
+    s = x - _row_max(x, attrs.axis)
     return (s - np.log(np.exp(s).sum(axis=attrs.axis, keepdims=True))).astype(x.dtype)
 
 

@@ -20,9 +20,9 @@ def broadcast(*shapes: Shape) -> Shape:
 
 def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
     """Map a negative axis to its positive form; raise if out of range."""
-    if not -rank <= axis < max(rank, 1):
+    if not -rank <= axis < rank:
         raise UserError(f"{what} {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return axis % rank
 
 
 def norm_axes(axes: tuple[int, ...], rank: int) -> tuple[int, ...]:

@@ -1,8 +1,5 @@
 """The custom TIR pass: loop interchange for unit-stride inner loops."""
-import statistics
 
-import numpy as np
-import pytest
 import tvm
 from tvm.script import tirx as T
 

@@ -4,7 +4,7 @@ import statistics
 import numpy as np
 import pytest
 
-from bridges.tvm.bench import samples
+from bridges.tvm.bench import interleaved
 from bridges.tvm.build import VMRunner, as_target, build
 from bridges.tvm.tune import extract_tasks, open_database, trials_in_database, tune
 from minic.errors import UserError
@@ -35,11 +35,11 @@ def test_tuned_matches_pytorch(mlp, mlp_tuned):
 
 def test_tuned_is_faster_than_untuned(mlp, mlp_tuned):
     """A benchmark-style check: medians of 15 interleaved rounds, tuned must win by 2x."""
-    untuned, tuned = _runner(mlp), _runner(mlp, mlp_tuned[0])
-    times = {"untuned": [], "tuned": []}
-    for _ in range(15):       # interleaved, so a burst of load hits both alike
-        times["untuned"] += samples(untuned, mlp["inputs"], repeat=1, at_least=1)
-        times["tuned"] += samples(tuned, mlp["inputs"], repeat=1, at_least=1)
+    paths = {"untuned": _runner(mlp), "tuned": _runner(mlp, mlp_tuned[0])}
+    for run in paths.values():
+        run(*mlp["inputs"])                  # warm-up
+    times = interleaved(paths, mlp["inputs"], repeat=15, budget_s=float("inf"))
+    assert len(times["tuned"]) == len(times["untuned"]) == 15
     assert statistics.median(times["tuned"]) * 2 < statistics.median(times["untuned"])
 
 

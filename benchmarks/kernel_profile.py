@@ -1,0 +1,60 @@
+"""Where a model's time goes: every kernel of minic's program timed on its own.
+
+    python benchmarks/kernel_profile.py llama-tiny [--top 15]
+
+Prints each kernel's median time, its share of the sum, and GFLOPS for
+contractions (multiply-adds x 2 / time).  Kernels run alone, so caches are
+warmer than inside the model: the sum is a lower bound of the model's latency.
+"""
+from __future__ import annotations
+
+import argparse
+import warnings
+
+from minic.api import load
+from minic.ir.interpret import bind_symbols
+from minic.ir.graph import Value
+from minic.ir.types import TensorType
+from minic.runtime import CompileOptions, prepare
+from minic.runtime.backend import source_graph
+from minic.schedule.measure import flops, measure
+
+
+def lowered(graph, options: CompileOptions):
+    """The program before scheduling (what ``prepare`` schedules), for counting flops."""
+    import minic.passes as passes
+    from minic.lowering import lower_graph
+    from minic.passes.fuse_groups import fuse_groups
+    if hasattr(passes, "optimize") and options.graph_opt_level > 0:
+        graph = passes.optimize(graph, options.graph_opt_level)
+    return lower_graph(fuse_groups(graph))
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--size", default="full", choices=("small", "full"))
+    args = parser.parse_args()
+    source = load(args.model, size=args.size)
+    graph = source_graph(source)
+    options = CompileOptions(use_cache=False)
+    program = prepare(graph, options)
+    unscheduled = lowered(graph, options)
+    sizes = bind_symbols([Value(b.name, TensorType(b.shape, b.dtype)) for b in program.inputs], source.example_inputs)
+    rows = []
+    for k, raw in zip(program.kernels, unscheduled.kernels):
+        t = measure(k, sizes, options, repeat=10, budget_s=1.0)
+        fl = flops(raw, sizes)
+        rows.append((t.seconds, k.name, fl / t.seconds / 1e9 if fl else 0.0))
+    total = sum(r[0] for r in rows)
+    print(f"{args.model}: {len(rows)} kernels, sum of kernel medians {total * 1e3:.3f} ms")
+    print(f"{'kernel':48} {'ms':>8} {'share':>6} {'GFLOPS':>7}")
+    for seconds, name, gf in sorted(rows, reverse=True)[:args.top]:
+        print(f"{name[:48]:48} {seconds * 1e3:8.3f} {seconds / total:6.1%} {gf:7.1f}" if gf else
+              f"{name[:48]:48} {seconds * 1e3:8.3f} {seconds / total:6.1%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""``python -m minic compile MODEL --target aarch64-linux-gnu -o DIR``: cross-compile a
+model into a folder holding an object file, its weights, a C harness and (with a
+cross gcc installed) a static executable; see minic/cross/README.md."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from minic.api import graph_of, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compile", help="cross-compile a model to a static executable for another machine")
+    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    p.add_argument("--target", required=True, help="target triple, e.g. aarch64-linux-gnu (or aarch64)")
+    p.add_argument("--mcpu", default="cortex-a55", help="target CPU (default: %(default)s)")
+    p.add_argument("--features", default="", help="extra LLVM target features, e.g. +dotprod")
+    p.add_argument("--threads", type=int, default=4, help="threads of parallel loops (default: %(default)s)")
+    p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and example inputs")
+    p.add_argument("-o", "--output", type=Path, required=True, help="the folder to write")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from minic.codegen.cross import cross_options
+    from minic.cross import build, tensor_file
+    from minic.cross.emulate import qemu_for
+    from minic.errors import UserError
+    from minic.ir.loops import Role
+    if args.threads < 1:
+        raise UserError(f"--threads must be at least 1, not {args.threads}")
+    source = load(args.model, size=args.size, seed=args.seed)
+    options = cross_options(args.target, args.mcpu, args.features, args.threads)
+    out = args.output
+    result = build.cross_compile(graph_of(source), options, out, link_now=False)
+    examples = tensor_file.inputs_for(result.layout, source.example_inputs)
+    tensor_file.write(out / "example_inputs.bin", examples)
+    consts = len(result.layout.role(Role.CONST))
+    print(f"compiled {source.name} for {options.triple} ({options.cpu or 'generic'}, "
+          f"{options.threads} threads) into {out}/")
+    print(f"  model.o             ELF object, {result.object_path.stat().st_size:,} bytes")
+    print(f"  weights.bin         {consts} constants, {(out / 'weights.bin').stat().st_size:,} bytes")
+    print("  harness.c           main(): reads a tensor file, checks it, calls minic_entry, writes outputs")
+    print(f"  example_inputs.bin  the example inputs: "
+          f"{', '.join(f'{a.dtype}{list(a.shape)}' for a in source.example_inputs)}")
+    build.link(result)                  # a missing cross gcc is a UserError naming the package
+    print(f"  model               static executable, {result.executable.stat().st_size:,} bytes")
+    qemu = qemu_for(options.triple) or f"qemu-{options.triple.split('-')[0]}"
+    print(f"run it: {Path(qemu).name} {out}/model {out}/example_inputs.bin {out}/outputs.bin [REPEAT]")
+    return 0

@@ -1,0 +1,176 @@
+"""Vectorized loops: ``vectorized for (j = s; j < s + L; j++) body`` becomes one pass
+over ``body`` in which every value is either *uniform* (the same on all lanes: a
+scalar) or a vector of L lanes.
+
+    y[i, j] = x[i, j] * w[j] + b[i]      (j vectorized, L = 16)
+->  %x = load <16 x float> at &x[i, s]       contiguous: one vector load
+    %w = load <16 x float> at &w[s]
+    %b = load float at &b[i]                  uniform: one scalar load, then splat
+    store <16 x float> (%x * %w + splat(%b)) at &y[i, s]
+
+An access is contiguous when only its last index uses ``j``, as ``j + c``;
+any other access that uses ``j`` is gathered (scattered) lane by lane.  Math
+calls without a vector instruction (exp, erf ...) and casts also run lane by
+lane.  Multiplies and adds may contract into fused multiply-adds (``contract``),
+as BLAS and ONNX Runtime do: the last bit may differ from the interpreter.
+The schedule primitive ``vectorize`` has checked that lanes are independent.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from minic.codegen.emit import I1, I8, I32, I64, Emitter, mem_type, reg_type
+from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var, walk
+from minic.ir.types import DType
+
+# Calls with a native vector form; the rest run lane by lane.
+VECTOR_CALLS = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
+                "round": "llvm.roundeven"}
+FAST = ("contract",)
+
+
+def _uses(e: Expr, var: str) -> bool:
+    return any(isinstance(x, Var) and x.name == var for x in walk(e))
+
+
+def stride(e: Expr, var: str) -> int | None:
+    """The c of ``e = c * var + (terms without var)``; None when ``e`` is not of that form."""
+    if not _uses(e, var):
+        return 0
+    if isinstance(e, Var):
+        return 1
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        a, b = stride(e.a, var), stride(e.b, var)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "add" else a - b
+    if isinstance(e, BinOp) and e.op == "mul":
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, Const) and not _uses(c, var):
+                s = stride(x, var)
+                return None if s is None else s * c.value
+    return None
+
+
+class VectorLoop:
+    """Emits one vectorized loop into the Emitter's current block."""
+
+    def __init__(self, e: Emitter, s: For) -> None:
+        self.e, self.b = e, e.b
+        self.var = s.var.name
+        self.lanes = s.extent.value
+        self.start = e.expr(s.start)
+
+    # --- helpers ------------------------------------------------------------------
+
+    def vec(self, ty: ir.Type) -> ir.VectorType:
+        return ir.VectorType(ty, self.lanes)
+
+    def splat(self, v: ir.Value) -> ir.Value:
+        if isinstance(v.type, ir.VectorType):
+            return v
+        one = self.b.insert_element(ir.Constant(self.vec(v.type), ir.Undefined), v, ir.Constant(I32, 0))
+        return self.b.shuffle_vector(one, ir.Constant(self.vec(v.type), ir.Undefined),
+                                     ir.Constant(self.vec(I32), [0] * self.lanes))
+
+    def lane_value(self, lane: int) -> ir.Value:
+        return self.b.add(self.start, ir.Constant(I64, lane))
+
+    def per_lane(self, fn, ty: ir.Type) -> ir.Value:
+        """A vector whose lane l is ``fn(l)`` (a scalar)."""
+        out = ir.Constant(self.vec(ty), ir.Undefined)
+        for lane in range(self.lanes):
+            out = self.b.insert_element(out, fn(lane), ir.Constant(I32, lane))
+        return out
+
+    def lane(self, v: ir.Value, lane: int) -> ir.Value:
+        if not isinstance(v.type, ir.VectorType):
+            return v
+        return self.b.extract_element(v, ir.Constant(I32, lane))
+
+    def at_lane(self, lane_value: ir.Value, fn):
+        """Run ``fn`` with the loop variable bound to one scalar lane value."""
+        self.e.vars[self.var] = lane_value
+        try:
+            return fn()
+        finally:
+            del self.e.vars[self.var]
+
+    def contiguous(self, buffer: Buffer, index: tuple[Expr, ...]) -> bool:
+        return (len(index) > 0 and all(not _uses(i, self.var) for i in index[:-1])
+                and stride(index[-1], self.var) == 1)
+
+    # --- expressions ----------------------------------------------------------------
+
+    def expr(self, x: Expr) -> ir.Value:
+        if not _uses(x, self.var):
+            return self.at_lane(self.start, lambda: self.e.expr(x))   # uniform: the scalar code
+        b = self.b
+        if isinstance(x, Var):
+            return b.add(self.splat(self.start), ir.Constant(self.vec(I64), list(range(self.lanes))))
+        if isinstance(x, Load):
+            return self.load(x.buffer, x.index)
+        if isinstance(x, BinOp):
+            a, c = self.expr(x.a), self.expr(x.b)
+            if x.a.dtype.is_float and x.op in ("add", "sub", "mul"):
+                op = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op]
+                return op(self.splat(a), self.splat(c), flags=FAST)
+            if x.a.dtype.is_float and x.op in ("max", "min"):
+                fn = self.intrinsic("llvm.maximum" if x.op == "max" else "llvm.minimum", reg_type(x.a.dtype), 2)   # NaN propagates, as in emit.py
+                return b.call(fn, [self.splat(a), self.splat(c)])
+            return self.e.binop(x.op, x.a.dtype, self.splat(a), self.splat(c))
+        if isinstance(x, Select):
+            cond, a, c = self.expr(x.cond), self.expr(x.a), self.expr(x.b)
+            return b.select(cond if not isinstance(cond.type, ir.VectorType) else cond, self.splat(a), self.splat(c))
+        if isinstance(x, Call):
+            args = [self.expr(a) for a in x.args]
+            if x.fn in VECTOR_CALLS and x.dtype == DType.f32:
+                fn = self.intrinsic(VECTOR_CALLS[x.fn], reg_type(x.dtype), 1)
+                return b.call(fn, [self.splat(args[0])])
+            if x.fn == "neg" and x.dtype.is_float:
+                return b.fneg(self.splat(args[0]))
+            return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
+                                 reg_type(x.dtype))
+        if isinstance(x, Cast):
+            v = self.expr(x.value)
+            return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), reg_type(x.to))
+        raise TypeError(f"not a Loop IR expression: {x!r}")
+
+    def intrinsic(self, name: str, ty: ir.Type, arity: int) -> ir.Function:
+        vty = self.vec(ty)
+        full = f"{name}.v{self.lanes}{'f32' if ty == ir.FloatType() else 'f16'}"
+        fn = self.e.module.globals.get(full)
+        return fn if fn is not None else ir.Function(self.e.module, ir.FunctionType(vty, [vty] * arity), full)
+
+    def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
+        if self.contiguous(buffer, index):
+            ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
+            v = self.b.load(ptr, typ=self.vec(mem_type(buffer.dtype)), align=buffer.dtype.numpy.itemsize)
+            return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
+        return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
+                             reg_type(buffer.dtype))
+
+    # --- statements -----------------------------------------------------------------
+
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, Seq):
+            for t in s.stmts:
+                self.stmt(t)
+            return
+        if not isinstance(s, Store):
+            raise TypeError(f"vectorized loop over '{self.var}' holds a {type(s).__name__}; only stores may")
+        value = self.splat(self.expr(s.value))
+        if self.contiguous(s.buffer, s.index):
+            if s.buffer.dtype == DType.bool:
+                value = self.b.zext(value, self.vec(I8))
+            ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
+            ptr = self.b.bitcast(ptr, ir.PointerType(value.type))   # typed for llvmlite's check; "ptr" in the IR
+            self.b.store(value, ptr, align=s.buffer.dtype.numpy.itemsize)
+            return
+        for lane in range(self.lanes):
+            scalar = self.b.extract_element(value, ir.Constant(I32, lane))
+            self.at_lane(self.lane_value(lane), lambda: self.e.store(s.buffer, s.index, scalar))
+
+
+def emit_vectorized(e: Emitter, s: For) -> None:
+    VectorLoop(e, s).stmt(s.body)

@@ -1,0 +1,155 @@
+"""The primitives that introduce local buffers: an accumulator tile, and a packed
+copy of an operand.  Together with split/reorder/unroll/vectorize they make the
+register-tiled matmul micro-kernel (see ``templates.py``)."""
+from __future__ import annotations
+
+from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Stmt, Store,
+                            expr_str, free_vars, map_expr, seq, walk, walk_stmts)
+from minic.schedule.nest import (check_independent, const_extent, fail, loads, map_exprs, rename_loops,
+                                 rewrite_loops, stores, with_children)
+from minic.schedule.primitives import _band, _tidy
+
+
+def _wrap(loops: list[For], body: Stmt) -> Stmt:
+    for loop in reversed(loops):
+        body = For(loop.var, loop.start, loop.extent, loop.kind, body)
+    return body
+
+
+def cache_accumulator(f: Function, *names: str) -> Function:
+    """Move the loops ``names`` (a perfect band right around a scalar accumulator)
+    inside the reduction, so the accumulator becomes a tile of registers.
+
+        for i < 4: for j < 8:               acc[4, 8]
+          acc = 0                            for i: for j: acc[i, j] = 0
+          for k: acc = acc + a[i,k]*b[k,j]   for k: for i: for j: acc[i, j] = acc[i, j] + a[i,k]*b[k,j]
+          c[i, j] = acc                      for i: for j: c[i, j] = acc[i, j]
+
+    Each element still sums its terms in the same order, so results are
+    bit-identical.  The band is copied into the init, update and store nests
+    under the same names; ``unroll``/``vectorize`` then apply to every copy.
+    """
+    top, band = _band(f, list(names))
+    if [b.var.name for b in band] != list(names):
+        raise fail(f, f"cache_accumulator needs the loops {', '.join(names)} directly nested in that order")
+    alloc = band[-1].body
+    if not (isinstance(alloc, Allocate) and alloc.buffer.shape == ()):
+        raise fail(f, f"cache_accumulator: loop '{names[-1]}' does not directly hold a scalar accumulator")
+    extents = [const_extent(f, b, "cache_accumulator") for b in band]
+    if not all(isinstance(b.start, Const) for b in band):
+        raise fail(f, "cache_accumulator needs loops starting at a constant")
+    if any(isinstance(t, Allocate) for t in walk_stmts(alloc.body)):
+        raise fail(f, f"cache_accumulator: accumulator {alloc.buffer.name} holds another accumulator inside")
+    for b in band:
+        check_independent(f, b, "cache the accumulator of", distinct_writes=True)
+    acc = alloc.buffer
+    tile = Buffer(acc.name, tuple(extents), acc.dtype, Role.LOCAL)
+    at = tuple(BinOp("sub", b.var, b.start) if b.start.value else b.var for b in band)
+    band_vars = {b.var.name for b in band}
+
+    def retarget(e: Expr) -> Expr:
+        return map_expr(e, lambda x: Load(tile, at) if isinstance(x, Load) and x.buffer == acc else None)
+
+    def fix(s: Stmt) -> Stmt:
+        s = map_exprs(s, retarget)
+        return _map_stores(s, lambda st: Store(tile, at, st.value) if st.buffer == acc else st)
+
+    parts = []
+    for s in (alloc.body.stmts if hasattr(alloc.body, "stmts") else (alloc.body,)):
+        s = fix(s)
+        chain, leaf = [], s
+        while isinstance(leaf, For) and not (band_vars & (free_vars(leaf.start) | free_vars(leaf.extent))):
+            chain.append(leaf)
+            leaf = leaf.body
+        parts.append(_wrap(chain, _wrap(band, leaf)))
+    result = Allocate(tile, seq(*parts))
+    return _tidy(rewrite_loops(f, top.var.name, lambda _: result))
+
+
+def _map_stores(s: Stmt, fn) -> Stmt:
+    if isinstance(s, Store):
+        return fn(s)
+    from minic.ir.loops import sub_stmts
+    return with_children(s, tuple(_map_stores(k, fn) for k in sub_stmts(s)))
+
+
+def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function:
+    """Copy what the body of loop ``at`` reads of ``buffer`` into a local, dense
+    buffer first, indexed by the loops inside ``at`` that the reads use.
+
+        for jo:                                   for jo:
+          for k < 64: for ji < 16:                  b_pack[64, 16]
+            ... b[k, jo * 16 + ji] ...              for k_p: for ji_p: b_pack[k_p, ji_p] = b[k_p, jo * 16 + ji_p]
+                                                    for k: for ji: ... b_pack[k, ji] ...
+
+    A strided or gathered operand (a transposed matrix) becomes contiguous, and
+    the panel stays in cache for every iteration that reuses it.  The reads must
+    all use one index, and every inner loop it names needs a constant extent.
+    """
+    loop = _single_loop(f, at, "pack")
+    found = [ld for ld in loads(loop.body) if ld.buffer.name == buffer]
+    if not found:
+        raise fail(f, f"pack: loop '{at}' does not read a buffer '{buffer}'")
+    if len({ld.index for ld in found}) != 1:
+        raise fail(f, f"pack: loop '{at}' reads {buffer} at {len({ld.index for ld in found})} different indexes; "
+                      "it can pack one")
+    return pack_operand(f, at, found[0], name or f"{buffer}_pack")
+
+
+def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
+    """``pack`` for any expression the body of ``at`` computes (a fused concat, say):
+    it is computed once per element into the local buffer ``name``."""
+    loop = _single_loop(f, at, "pack")
+    written = {st.buffer.name for st in stores(loop.body)}
+    read = {x.buffer.name for x in walk(operand) if isinstance(x, Load)}
+    if read & written:
+        raise fail(f, f"pack: loop '{at}' writes {sorted(read & written)[0]}, so a copy would go stale")
+    enclosing = _loops_around(loop.body, operand)
+    if enclosing is None:
+        raise fail(f, f"pack: loop '{at}' does not compute {expr_str(operand)}")
+    inner = [t for t in enclosing if t.var.name in free_vars(operand)]
+    for t in inner:
+        const_extent(f, t, f"pack of {expr_str(operand)}")
+        if not isinstance(t.start, Const):
+            raise fail(f, f"pack: loop '{t.var.name}' must start at a constant")
+    taken = {b.name for b in f.params} | {t.buffer.name for t in walk_stmts(f.body) if isinstance(t, Allocate)}
+    if name in taken:
+        raise fail(f, f"pack: a buffer '{name}' exists already")
+    packed = Buffer(name, tuple(t.extent.value for t in inner), operand.dtype, Role.LOCAL)
+    at_index = tuple(BinOp("sub", t.var, t.start) if t.start.value else t.var for t in inner)
+    fill = _wrap([For(t.var, t.start, t.extent, ForKind.SERIAL, t.body) for t in inner],
+                 Store(packed, at_index, operand))
+    fill = rename_loops(fill, "_p")
+    body = Allocate(packed, seq(fill, map_exprs(loop.body, lambda e: _replace_expr(e, operand, Load(packed, at_index)))))
+    return _tidy(rewrite_loops(f, at, lambda t: For(t.var, t.start, t.extent, t.kind, body)))
+
+
+def _single_loop(f: Function, at: str, what: str) -> For:
+    found = [t for t in walk_stmts(f.body) if isinstance(t, For) and t.var.name == at]
+    if len(found) != 1:
+        raise fail(f, f"{what}: there is {'no' if not found else 'more than one'} loop '{at}'")
+    return found[0]
+
+
+def _replace_expr(e: Expr, old: Expr, new: Expr) -> Expr:
+    if e == old:
+        return new
+    from minic.ir.loops import children, rebuild
+    kids = children(e)
+    return rebuild(e, tuple(_replace_expr(k, old, new) for k in kids)) if kids else e
+
+
+def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
+    """The loops inside ``s`` that enclose the first statement reading ``target``."""
+    from minic.ir.loops import stmt_exprs, sub_stmts, walk
+
+    def go(t: Stmt, stack: list[For]) -> list[For] | None:
+        if any(x == target for e in stmt_exprs(t) for x in walk(e)):
+            return stack
+        inner = stack + [t] if isinstance(t, For) else stack
+        for k in sub_stmts(t):
+            out = go(k, inner)
+            if out is not None:
+                return out
+        return None
+    return go(s, [])

@@ -1,0 +1,90 @@
+"""Timing one kernel on its own: what the tuner measures and the profiler reports.
+
+The kernel becomes a one-kernel Program whose buffers are random arrays of the
+kernel's parameter shapes (sizes such as ``T`` bound to the values given);
+it is compiled to native code like a whole model and run through the same
+entry point, warm-up first, then the median of repeats.
+"""
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from minic.codegen.jit import Loaded
+from minic.codegen.module import ENTRY, entry_buffers, object_code
+from minic.codegen.options import CompileOptions
+from minic.ir.loops import Function, Program, Role
+from minic.ir.types import dim_eval
+from minic.timing import median_latency
+
+_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@dataclass
+class Timed:
+    seconds: float                  # median seconds per run
+    compile_seconds: float          # LLVM time for this kernel
+
+
+def kernel_program(f: Function) -> Program:
+    """``f`` alone as a Program over its own parameters."""
+    buffers = {b.name: b for b in f.params}
+    return Program(f.name, [b for b in f.params if b.role == Role.INPUT],
+                   [b for b in f.params if b.role == Role.OUTPUT],
+                   {b.name: np.zeros(0) for b in f.params if b.role == Role.CONST},
+                   buffers, [f], tuple(f.sizes), {b.name: (0, 0) for b in f.params if b.role == Role.TEMP})
+
+
+def arrays_for(f: Function, sizes: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Random data for every parameter (small integers for integer buffers: they may be indices)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for b in f.params:
+        shape = tuple(dim_eval(d, sizes) for d in b.shape)
+        if b.dtype.is_float:
+            out[b.name] = rng.standard_normal(shape).astype(b.dtype.numpy)
+        else:
+            out[b.name] = np.zeros(shape, b.dtype.numpy)
+    return out
+
+
+def compile_kernel(f: Function, options: CompileOptions):
+    """Native code for ``f`` alone: (run(arrays, sizes), compile seconds)."""
+    program = kernel_program(f)
+    t0 = time.perf_counter()
+    code = Loaded(object_code(program, options), options)
+    seconds = time.perf_counter() - t0
+    entry = _ENTRY_TYPE(code.address(ENTRY))
+    order = [b.name for b in entry_buffers(program)]
+
+    def run(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+        pointers = (ctypes.c_void_p * max(1, len(order)))(*(arrays[n].ctypes.data for n in order))
+        values = (ctypes.c_int64 * max(1, len(f.sizes)))(*(sizes[s] for s in f.sizes))
+        entry(ctypes.addressof(pointers), ctypes.addressof(values))
+    run.code = code                 # keep the machine code alive with the function
+    return run, seconds
+
+
+def measure(f: Function, sizes: dict[str, int], options: CompileOptions, repeat: int = 10,
+            budget_s: float = 2.0) -> Timed:
+    """Compile ``f`` and time it on random data."""
+    run, compile_s = compile_kernel(f, options)
+    arrays = arrays_for(f, sizes)
+    return Timed(median_latency(run, (arrays, sizes), repeat=repeat, warmup=1, budget_s=budget_s), compile_s)
+
+
+def flops(f: Function, sizes: dict[str, int]) -> float:
+    """Floating-point multiply-adds x 2 of a contraction kernel (0 when it is none)."""
+    from minic.schedule.templates import find_contraction
+    from minic.schedule.nest import unique_loops
+    c = find_contraction(unique_loops(f))
+    if c is None:
+        return 0.0
+    n = 2.0
+    for loop in c.spatial + c.reduction:
+        from minic.ir.loops_interp import Interpreter
+        n *= int(Interpreter(sizes, {}).eval(loop.extent))
+    return n

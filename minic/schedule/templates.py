@@ -1,0 +1,192 @@
+"""Schedule templates: one per kernel class, a few knobs each (as in AutoTVM).
+
+A *contraction* nest (matmul, batch matmul, gemm, conv2d) is recognised by its
+shape after lowering:
+
+    for s0: ... for sn:                 spatial loops (the output's axes)
+      acc = 0
+      for r0: ... acc = acc + x * w     reduction loops
+      out[s0, ..., sn] = epilogue(acc)
+
+Its template builds the register-tiled micro-kernel:
+
+    for batch: parallel for lo:          lane tiles, the panel of w packed once each
+      w_pack[r.., li] = w[.., lo * NR + li]
+      for ro:                             row tiles
+        acc[MR, NR] = 0                  MR x NR accumulators live in vector registers
+        for r..: unrolled for ri: vectorized for li: acc[ri, li] += x[..] * w_pack[r.., li]
+        unrolled for ri: vectorized for li: out[..] = epilogue(acc[ri, li])
+
+The *lane* axis is the output's last axis for a matmul, its output channels for
+a conv2d (NCHW), whose weights are then the packed operand; the *row* axis is
+the one before it (a conv2d's output columns).  Tails use overlapping tiles.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from minic.ir.loops import Allocate, BinOp, Const, For, Function, If, Load, Seq, Stmt, Store, free_vars, seq
+from minic.schedule.caching import cache_accumulator, pack_operand
+from minic.schedule.nest import ScheduleError, loads, rewrite_loops, stores, unique_loops
+from minic.schedule.primitives import parallel, reorder, split, unroll, vectorize
+
+PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """Where a contraction nest sits in a kernel, and its loops."""
+    spatial: tuple[For, ...]
+    reduction: tuple[For, ...]
+    lane: str                      # the spatial loop that becomes vector lanes
+    row: str                       # the spatial loop that becomes unrolled register rows
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The contraction template's knobs."""
+    rows: int = 6                  # MR: register rows
+    lanes: int = 32                # NR: vector lanes (a multiple of 16 is two/four AVX-512 registers)
+    pack: bool = True              # copy the lane operand's panel into a dense local buffer
+    parallel: str = "outer"        # "outer": the first loop with enough tiles; "rows": the row tiles
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "Knobs":
+        return Knobs(**d)
+
+
+def _nests(s: Stmt) -> list[Stmt]:
+    return list(s.stmts) if isinstance(s, Seq) else [s]
+
+
+def find_contraction(f: Function) -> Contraction | None:
+    """The first contraction nest of ``f`` (see the module docstring), or None."""
+    for nest in _nests(f.body):
+        spatial, t = [], nest
+        while isinstance(t, For):
+            spatial.append(t)
+            t = t.body
+        if not (isinstance(t, Allocate) and t.buffer.shape == () and isinstance(t.body, Seq) and spatial):
+            continue
+        parts = t.body.stmts
+        if len(parts) != 3 or not isinstance(parts[1], For) or not isinstance(parts[2], Store):
+            continue
+        reduction, r = [], parts[1]
+        while isinstance(r, For):
+            reduction.append(r)
+            r = r.body
+        if not (isinstance(r, Store) and r.buffer == t.buffer and _is_product_sum(r, t.buffer.name)):
+            continue
+        conv = "conv2d" in f.origin and len(spatial) == 4
+        lane, row = (spatial[1], spatial[3]) if conv else (spatial[-1], spatial[-2] if len(spatial) > 1 else None)
+        if row is None:
+            continue
+        return Contraction(tuple(spatial), tuple(reduction), lane.var.name, row.var.name)
+    return None
+
+
+def _is_product_sum(update: Store, acc: str) -> bool:
+    v = update.value
+    return (getattr(v, "op", None) == "add" and isinstance(v.a, Load) and v.a.buffer.name == acc
+            and getattr(v.b, "op", None) == "mul")
+
+
+def signature(f: Function) -> str:
+    """What a tuning record is keyed by: the loop nest's structure and extents
+    (kernel and buffer names left out, so equal shapes share records)."""
+    from minic.ir.loops import print_function
+    import hashlib
+    import re
+    text = print_function(f).split("\n", 1)[1] if f.origin else print_function(f)
+    text = re.sub(r"kernel \w+\(", "kernel(", text)
+    names = sorted({b.name for b in f.params}, key=len, reverse=True)
+    for k, n in enumerate(names):
+        text = re.sub(rf"\b{re.escape(n)}\b", f"b{k}", text)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
+    """Apply the micro-kernel template to the first contraction nest of ``f``."""
+    f = unique_loops(f)
+    c = find_contraction(f)
+    if c is None:
+        raise ScheduleError(f"kernel {f.name} holds no contraction nest")
+    by_name = {t.var.name: t for t in c.spatial}
+    lane, row = by_name[c.lane], by_name[c.row]
+    nr = min(knobs.lanes, lane.extent.value) if isinstance(lane.extent, Const) else knobs.lanes
+    mr = min(knobs.rows, row.extent.value) if isinstance(row.extent, Const) else knobs.rows
+    lo, li, ro, ri = c.lane + "o", c.lane + "i", c.row + "o", c.row + "i"
+    names = [t.var.name for t in c.spatial]
+    before = [n for n in names[:names.index(c.lane)] if n != c.row]
+    after = [n for n in names[names.index(c.lane) + 1:] if n != c.row]
+    # Reorder first, split after: a symbolic extent splits into if (n >= f) {tiles} else {plain},
+    # and the tiles must already be in their final order (a band under an if can still be
+    # reordered, but not across it).
+    f = reorder(f, *before, c.lane, *after, c.row)
+    f = split(f, c.lane, nr, tail="overlap")
+    f = reorder(f, *after, c.row, li)
+    f = split(f, c.row, mr, tail="overlap")
+    f = cache_accumulator(f, ri, li)
+    f = unroll(f, ri)
+    f = vectorize(f, li)
+    if not isinstance(row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
+        try:
+            f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
+        except ScheduleError:
+            pass
+    if knobs.pack:
+        f = _pack_lane_operand(f, c, lo, li, ri, nr)
+    outer = [n for n in before + [lo] + after]
+    extents = {t.var.name: t.extent for t in walk_loops(f)}
+    choice = ro
+    if knobs.parallel == "outer":
+        choice = next((n for n in outer if isinstance(extents.get(n), Const) and extents[n].value >= threads), ro)
+    if threads > 1:
+        f = parallel(f, choice)
+    return f
+
+
+def walk_loops(f: Function) -> list[For]:
+    from minic.ir.loops import walk_stmts
+    return [t for t in walk_stmts(f.body) if isinstance(t, For)]
+
+
+def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, nr: int) -> Function:
+    """Pack the factor of the update that varies along the lanes (``w`` of ``acc += x * w``),
+    when its panel has a constant size."""
+    update = next((st for t in walk_loops(f) if t.var.name == li for st in stores(t.body)
+                   if isinstance(st.value, BinOp) and st.value.op == "add"
+                   and isinstance(st.value.b, BinOp) and st.value.b.op == "mul"), None)
+    if update is None or not all(isinstance(r.extent, Const) for r in c.reduction):
+        return f
+    factors = [x for x in (update.value.b.a, update.value.b.b) if li in free_vars(x) and ri not in free_vars(x)]
+    size = nr * 4
+    for r in c.reduction:
+        size *= r.extent.value
+    if len(factors) != 1 or size > PACK_LIMIT:
+        return f
+    try:
+        f = pack_operand(f, lo, factors[0], "w_pack")
+    except ScheduleError:
+        return f                   # e.g. computed in two places: the template runs unpacked
+    return rewrite_loops(f, lo, _fill_where_used)
+
+
+def _fill_where_used(loop: For) -> For:
+    """Allocate(p, {fill; if (c) A else B}) -> Allocate(p, if (c) {fill; A} else B) when only A reads p
+    (the few-rows fallback of a symbolic row count reads the operand directly)."""
+    alloc = loop.body
+    if not (isinstance(alloc, Allocate) and isinstance(alloc.body, Seq) and len(alloc.body.stmts) == 2):
+        return loop
+    fill, rest = alloc.body.stmts
+    if not (isinstance(rest, If) and rest.otherwise is not None) or any(
+            ld.buffer == alloc.buffer for ld in loads(rest.otherwise)):
+        return loop
+    return replace(loop, body=Allocate(alloc.buffer, If(rest.cond, seq(fill, rest.then), rest.otherwise)))
+
+
+def default_knobs(f: Function) -> Knobs:
+    return Knobs()

@@ -1,0 +1,22 @@
+"""Production-tool bugs from docs/production-bugs.md that no .mc regression can
+show (``to_torch`` works around them): each test asserts the correct behaviour
+and is xfail(strict=True) while the tool still gets it wrong."""
+from __future__ import annotations
+
+import io
+import warnings
+
+import pytest
+import torch
+
+
+class SqueezeTwo(torch.nn.Module):
+    def forward(self, x):
+        return torch.squeeze(x, dim=(0, 1))
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="docs/production-bugs.md#torch-onnx-squeeze-tuple")
+def test_torch_onnx_exports_a_tuple_squeeze():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(SqueezeTwo(), (torch.ones(1, 1, 4),), io.BytesIO(), opset_version=17, dynamo=False)
