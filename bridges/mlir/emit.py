@@ -104,10 +104,10 @@ class Emitter:
             return x
         n = int(np.prod(in_shape))
         flat = x
-        if len(in_shape) != 1:
-            flat = tensor.collapse_shape(self.tensor_type([n], dtype) if in_shape else
-                                         self.tensor_type([1], dtype), x,
-                                         [list(range(len(in_shape)))] if in_shape else [])
+        if not in_shape:          # a scalar grows to [1]: an expand, with no source dims to group
+            flat = tensor.expand_shape(self.tensor_type([1], dtype), x, [], [], [1])
+        elif len(in_shape) != 1:
+            flat = tensor.collapse_shape(self.tensor_type([n], dtype), x, [list(range(len(in_shape)))])
         if len(out_shape) == 1:
             return flat
         if not out_shape:

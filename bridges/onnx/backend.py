@@ -25,7 +25,7 @@ def to_onnx(source: ModelSource, opset: int = 17):
     from bridges.onnx.export import export_module, load
 
     if source.module is not None:
-        names = source.input_names or tuple(f"input{i}" for i in range(len(source.example_inputs)))
+        names = model_input_names(source, None)
         axes = source.dynamic_axes or tuple({} for _ in names)
         return export_module(source.module, source.example_inputs, input_names=names,
                              dynamic_axes=axes, opset=opset).model
@@ -33,6 +33,14 @@ def to_onnx(source: ModelSource, opset: int = 17):
         return load(source.onnx_path)
     raise UnsupportedError(f"backend 'onnxruntime' needs a torch model or an .onnx file; "
                            f"'{source.name}' is neither")
+
+
+def model_input_names(source: ModelSource, model) -> tuple[str, ...]:
+    """The names of the inputs the caller passes, in order."""
+    if source.module is not None:
+        return source.input_names or tuple(f"input{i}" for i in range(len(source.example_inputs)))
+    initializers = {t.name for t in model.graph.initializer}
+    return tuple(i.name for i in model.graph.input if i.name not in initializers)
 
 
 def compile(source: ModelSource, **options: Any) -> Runner:
@@ -55,12 +63,16 @@ def compile(source: ModelSource, **options: Any) -> Runner:
     if level not in ("disabled", "basic", "all"):
         raise UserError(f"level must be disabled, basic or all, not '{level}'")
     session = ort_session(model, provider, level)
-    names = [i.name for i in session.get_inputs()]
+    used = {i.name for i in session.get_inputs()}
+    # The model's inputs as the caller passes them; torch.onnx.export drops inputs
+    # the graph never reads, so those are accepted and not fed.
+    names = list(model_input_names(source, model))
 
     def run(*arrays: np.ndarray):
         if len(arrays) != len(names):
             raise UserError(f"the model takes {len(names)} input(s) ({', '.join(names)}), "
                             f"got {len(arrays)}")
-        outs = session.run(None, {n: np.asarray(a, order="C") for n, a in zip(names, arrays)})
+        feed = {n: np.asarray(a, order="C") for n, a in zip(names, arrays) if n in used}
+        outs = session.run(None, feed)
         return outs[0] if len(outs) == 1 else tuple(outs)
     return run
