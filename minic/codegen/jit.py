@@ -7,9 +7,12 @@ resolve against the symbols already in the Python process.
 """
 from __future__ import annotations
 
+import ctypes
+
 import llvmlite.binding as llvm
 
 from minic.codegen.options import CompileOptions
+from minic.codegen.pool import STOP_FN
 from minic.codegen.target import is_host, target_machine
 from minic.errors import UserError
 
@@ -24,6 +27,14 @@ class Loaded:
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
+
+    def __del__(self) -> None:
+        # Worker threads of the module's pool (parallel.py) run in this code: stop and join
+        # them before the engine frees it.
+        engine = getattr(self, "engine", None)
+        stop = engine.get_function_address(STOP_FN) if engine is not None else 0
+        if stop:
+            ctypes.CFUNCTYPE(None)(stop)()
 
     def address(self, name: str) -> int:
         address = self.engine.get_function_address(name)

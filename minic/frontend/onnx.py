@@ -180,19 +180,19 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             array = numpy_helper.to_array(init)
         except (ValueError, TypeError) as e:
             raise OnnxImportError(f"{b.where} is malformed: {e}") from None
-        v = constant(init.name, array)
+        v = constant(clean_name(init.name), array)
         graph.constants.append(v)
         b.env[init.name] = v
     for inp in g.input:
         if inp.name in b.env:
             continue                      # an initializer listed as an input (old exporters)
         if bind and inp.name in bind:
-            v = constant(inp.name, np.asarray(bind[inp.name]))
+            v = constant(clean_name(inp.name), np.asarray(bind[inp.name]))
             graph.constants.append(v)
             b.env[inp.name] = v
             continue
         t = TensorType(_dims(inp.type, inp.name), _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'"))
-        v = Value(inp.name, t)
+        v = Value(clean_name(inp.name), t)
         graph.inputs.append(v)
         b.env[inp.name] = v
     custom_ops = custom_ops or {}
@@ -255,8 +255,16 @@ def _check_schema(node, opset: int, where: str) -> None:
             raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
 
 
+def clean_name(name: str) -> str:
+    """An ONNX name as a minic value name: letters, digits, '_' and '.' only
+    (``/fc1/Gemm_output_0`` -> ``fc1.Gemm_output_0``, ``onnx::MatMul_7`` -> ``onnx.MatMul_7``)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.]+", ".", name).strip(".")
+    return cleaned or "v"
+
+
 def _named(b: Builder, v: Value, name: str) -> Value:
     """Give a value its ONNX name when no other value has it (readable printouts)."""
+    name = clean_name(name)
     taken = {x.name for x in b.graph.values()} - {v.name}
     if name not in taken and not v.is_constant and v not in b.graph.inputs:
         v.name = name
