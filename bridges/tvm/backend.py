@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
@@ -53,9 +53,11 @@ def compile(source: ModelSource, **options: Any):
 
 def compile_for_shapes(source: ModelSource, arrays: tuple[np.ndarray, ...], *, tuned: bool = False,
                        records: str | Path | None = None, trials: int = DEFAULT_TRIALS,
-                       target: dict | None = None, population: int = 512,
-                       out: TextIO | None = sys.stderr) -> Any:
-    """One static-shape compilation: import, optimize, maybe tune, build, load."""
+                       target: dict | None = None, population: int = 512) -> Any:
+    """One static-shape compilation: import, optimize, maybe tune, build, load.
+
+    Tuning progress goes to stderr (stdout may be a program's own output).
+    """
     from bridges.tvm.build import VMRunner, as_target, build
     from bridges.tvm.passes import optimize
     from bridges.tvm.tune import tune
@@ -65,7 +67,7 @@ def compile_for_shapes(source: ModelSource, arrays: tuple[np.ndarray, ...], *, t
     tvm_target = as_target(target)
     if tuned:
         records = Path(records) if records is not None else default_records(source.name, arrays)
-        tune(mod, tvm_target, records, trials, population=population, out=out)
+        tune(mod, tvm_target, records, trials, population=population, out=sys.stderr)
     elif records is not None and not Path(records).is_dir():
         raise UserError(f"backend 'tvm': records directory '{records}' does not exist")
     executable = build(mod, tvm_target, records)

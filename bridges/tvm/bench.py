@@ -8,7 +8,6 @@ database in ``work_dir``, so a second run of the benchmark re-tunes nothing.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +63,7 @@ def samples(fn: Callable[..., Any], args: tuple, repeat: int, budget_s: float = 
 
 def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials: int, work_dir: str | Path,
               repeat: int = 20, budget_s: float = 120.0, population: int = 512, target: dict | None = None,
-              out: TextIO | None = sys.stdout) -> BenchResult:
+              out: TextIO | None = None) -> BenchResult:
     """Import ``module`` once, tune, then time eager, the untuned and the tuned build.
 
     The three paths are timed in interleaved rounds (one call of each per round,

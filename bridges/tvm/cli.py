@@ -8,6 +8,7 @@ resumed: running ``tune`` again with a larger ``--trials`` only adds trials.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 DEFAULT_TRIALS = 8
@@ -81,7 +82,6 @@ def _build(args) -> int:
     from minic.compare import errors
     from minic.timing import fmt_ms
     import statistics
-    import sys
 
     source = _source(args)
     imported, mod = _optimized(args, source, dump_dir=args.dump_dir, print_after=tuple(args.print_after),
@@ -107,7 +107,8 @@ def _tune(args) -> int:
     _, mod = _optimized(args, source)
     work_dir = _work_dir(args)
     print(f"tuning into {work_dir} ({args.trials} trials per kernel)")
-    reports = tune(mod, as_target(None), work_dir, args.trials, population=args.population)
+    reports = tune(mod, as_target(None), work_dir, args.trials, population=args.population,
+                   out=sys.stdout)
     print(format_reports(reports))
     return 0
 
@@ -120,7 +121,8 @@ def _bench(args) -> int:
     if source.module is None:
         raise UnsupportedError("tvm bench compares with PyTorch eager: give a zoo model name")
     result = benchmark(source.module, source.example_inputs, source.name, trials=args.trials,
-                       work_dir=_work_dir(args), repeat=args.repeat, population=args.population)
+                       work_dir=_work_dir(args), repeat=args.repeat, population=args.population,
+                       out=sys.stdout)
     print(f"\n{result.model} ({result.shapes}), {result.kernels} kernels, "
           f"{result.trials_per_task} trials per kernel, tuning this run: {result.tune_s:.0f} s\n")
     print(result.table())

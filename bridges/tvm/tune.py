@@ -105,11 +105,11 @@ def best_latency_us(database: Any, task_mod: Any) -> float | None:
 
 def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
          trials_per_batch: int = 8, population: int = 512, seed: int = 0,
-         out: TextIO | None = sys.stdout) -> list[TaskReport]:
+         out: TextIO | None = None) -> list[TaskReport]:
     """Tune every kernel of ``mod`` (optimized by passes.optimize) into ``work_dir``.
 
     Each task gets ``trials_per_task`` measured candidates in total, counting
-    those already in the database; one progress line is printed per batch.
+    those already in the database; one progress line per batch goes to ``out``.
     ``population``: candidates the evolutionary search keeps per generation
     (512 is MetaSchedule's default; tests use fewer to spend less time searching).
     """

@@ -2,9 +2,9 @@
 against the production paths, in one process.
 
 Every path is compiled and checked against PyTorch eager first; then the timed
-calls are *interleaved* (one call of each path per round, warm-up rounds first)
-so that a change in the machine's load hits every path alike, and each path's
-median over the rounds is reported.  This is a benchmark, not a test: numbers
+calls are *interleaved*: rounds in which every path runs a short block of calls
+(the first untimed), warm-up calls first, so that a change in the machine's
+load hits every path alike; each path's median over all timed calls is reported.  This is a benchmark, not a test: numbers
 move with the machine.  ``--json`` keeps the figures, ``--plot`` draws them
 (with Graphviz, which minic's pictures use already: .png, .svg or .pdf).
 """
@@ -30,6 +30,7 @@ from minic.files import write_atomic
 from minic.timing import fmt_ms
 
 DEFAULT_VS = "torch,torch-compile,onnxruntime,tvm"
+BLOCK = 5                   # timed calls of one path in a row, within a round
 
 
 def register(sub) -> None:
@@ -94,12 +95,21 @@ def run_bench(source: ModelSource, paths: list[str], repeat: int, warmup: int, r
             progress(path)
     live = [r for r in rows if r.cell.runner is not None]
     inputs = source.example_inputs
-    for round_ in range(warmup + repeat):
-        for r in live:
-            t0 = time.perf_counter()
+    for r in live:                           # warm-up: first-call costs, caches, lazy thread pools
+        for _ in range(warmup):
             r.cell.runner(*inputs)
-            if round_ >= warmup:
+    # Rounds of short blocks: each block starts with one untimed call, which absorbs what
+    # the previous path leaves behind (its thread pool still spinning, caches full of its data).
+    done = 0
+    while done < repeat:
+        n = min(BLOCK, repeat - done)
+        for r in live:
+            r.cell.runner(*inputs)
+            for _ in range(n):
+                t0 = time.perf_counter()
+                r.cell.runner(*inputs)
                 r.times.append(time.perf_counter() - t0)
+        done += n
     return rows
 
 
@@ -120,7 +130,7 @@ def print_table(console, model: str, rows: list[Row]) -> None:
     from rich.table import Table
     eager = next((r.median for r in rows if r.path == "torch" and r.times), None)
     table = Table("path", "status", "compile", "latency (median)", "x eager", "max abs err", "detail",
-                  title=f"{model}: {len(rows[0].times) if rows and rows[0].times else 0} interleaved rounds")
+                  title=f"{model}: median of {len(rows[0].times) if rows and rows[0].times else 0} interleaved calls")
     for r in rows:
         ok = bool(r.times)
         table.add_row(r.path, r.cell.status, fmt_ms(r.cell.compile_s) if ok else "", fmt_ms(r.median) if ok else "",

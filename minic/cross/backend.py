@@ -40,7 +40,7 @@ def compile_emulated(source: ModelSource, target: str = "aarch64", cpu: str = DE
     folder = tempfile.TemporaryDirectory(prefix="minic-cross-")
     build = cross_compile(source_graph(source), cross_options(triple, cpu, features, num_threads), Path(folder.name))
     model = EmulatedModel(build, repeat)
-    model.folder = folder                       # removed with the model
+    model.folder = folder                       # the folder is removed with the model
     return model
 
 
@@ -68,6 +68,6 @@ def emulation_summary(rows, host: str = "minic") -> list[str]:
     times = emulated.runner.run_times_s
     if times and host in cells:
         lines.append(f"model call: host {fmt_ms(cells[host][1])}; {NAME} {fmt_ms(statistics.median(times))} "
-                     f"EMULATED (median of {len(times)} warm runs inside qemu-user; not a Cortex-A55 figure)")
+                     f"EMULATED (median of {len(times)} warm runs inside qemu-user; not a {build.options.cpu} figure)")
     lines.append(f"(the table's {NAME} latency is one whole qemu process per call: start-up, files, model)")
     return lines

@@ -57,6 +57,7 @@ class EmulatedModel:
         self.build = build
         self.repeat = repeat
         self.run_times_s: list[float] = []
+        self.folder = None                   # a TemporaryDirectory holding the build, if it owns one
 
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         inputs = tensor_file.inputs_for(self.build.layout, arrays)      # UserError on bad arrays

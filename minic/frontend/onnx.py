@@ -258,6 +258,8 @@ def _check_schema(node, opset: int, where: str) -> None:
 def clean_name(name: str) -> str:
     """An ONNX name as a minic value name: letters, digits, '_' and '.' only
     (``/fc1/Gemm_output_0`` -> ``fc1.Gemm_output_0``, ``onnx::MatMul_7`` -> ``onnx.MatMul_7``)."""
+    if isinstance(name, bytes):          # a corrupt file can hold names that are not UTF-8
+        name = name.decode("utf-8", "replace")
     cleaned = re.sub(r"[^A-Za-z0-9_.]+", ".", name).strip(".")
     return cleaned or "v"
 

@@ -1,6 +1,7 @@
 """The default schedule: contractions get the register-tiled micro-kernel of
 ``templates.py`` (with tuned knobs when a record exists); every other big
-enough loop nest runs its outermost loop in parallel.
+enough loop nest runs its outermost loop in parallel; packed weight panels
+are computed at compile time (``prepack.py``).
 
 Lowering gives each stored value one nest whose outer loops run over the
 output's axes; iterations of such a loop write disjoint elements, so they may
@@ -13,19 +14,34 @@ from __future__ import annotations
 from dataclasses import replace
 
 from minic.codegen.options import CompileOptions
-from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, sub_stmts, walk_stmts
-from minic.schedule.nest import ScheduleError
+from minic.codegen.vector import stride
+from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, sub_stmts,
+                            walk_stmts)
+from minic.schedule.nest import ScheduleError, the_loop, unique_loops
+from minic.schedule.primitives import fuse, split, vectorize
+from minic.schedule.prepack import prepack
 from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction
 
-MIN_WORK = 1 << 15             # below this, creating threads costs more than it saves
+MIN_WORK = 1 << 14             # below this, handing work to the pool costs more than it saves
 SYMBOL_GUESS = 16
+LANES = 16                     # f32 lanes of one AVX-512 register
+CHUNKS = 4                     # a parallel loop wants this many iterations per thread
+
+
+def _guess(e: Expr) -> int:
+    """An extent's value with every size symbol taken as ``SYMBOL_GUESS``."""
+    if isinstance(e, Const):
+        return int(e.value)
+    if isinstance(e, BinOp) and e.op in ("add", "mul", "div", "min", "max"):
+        a, b = _guess(e.a), _guess(e.b)
+        return {"add": a + b, "mul": a * b, "div": a // max(b, 1), "min": min(a, b), "max": max(a, b)}[e.op]
+    return SYMBOL_GUESS
 
 
 def _work(s: Stmt) -> int:
     """A rough count of innermost iterations (the body work) of a statement."""
     if isinstance(s, For):
-        n = s.extent.value if isinstance(s.extent, Const) else SYMBOL_GUESS
-        return n * max(1, _work(s.body))
+        return max(1, _guess(s.extent)) * max(1, _work(s.body))
     return sum(_work(t) for t in sub_stmts(s)) or 1
 
 
@@ -48,19 +64,56 @@ def _parallelize(s: Stmt) -> Stmt:
     return s
 
 
+def _vectorize_leaves(k: Function) -> Function:
+    """Vectorize (16 lanes) every innermost loop that stores contiguously along itself:
+    element-wise code, and the final normalising loop of softmax or layer_norm.  A
+    loop that reduces, or stores with a stride, stays for LLVM."""
+    for loop in [t for t in walk_stmts(k.body) if isinstance(t, For) and t.kind == ForKind.SERIAL]:
+        body = loop.body
+        stmts = body.stmts if isinstance(body, Seq) else (body,)
+        if not all(isinstance(t, Store) and t.index and stride(t.index[-1], loop.var.name) == 1
+                   and not any(loop.var.name in free_vars(i) for i in t.index[:-1]) for t in stmts):
+            continue
+        if isinstance(loop.extent, Const) and loop.extent.value < LANES:
+            continue
+        try:
+            k = vectorize(split(k, loop.var.name, LANES, tail="overlap"), loop.var.name + "i")
+        except ScheduleError:
+            continue                       # not independent along the loop (a reduction): leave it
+    return k
+
+
+def _fuse_outer(k: Function, threads: int) -> Function:
+    """Fuse a nest's outer loops while the outermost may have too few iterations to share
+    out (a symbolic batch B may be 1): softmax over [B, 8, T, T] runs B*8*T rows in parallel."""
+    for nest in (k.body.stmts if isinstance(k.body, Seq) else (k.body,)):
+        top = nest
+        while (isinstance(top, For) and isinstance(top.body, For) and not _has_parallel(top)
+               and not (isinstance(top.extent, Const) and top.extent.value >= CHUNKS * threads)):
+            try:
+                k = fuse(k, top.var.name, top.body.var.name, top.var.name + top.body.var.name)
+            except ScheduleError:
+                break
+            top = the_loop(k, top.var.name + top.body.var.name)
+    return k
+
+
 def schedule_kernel(k: Function, options: CompileOptions, knobs: Knobs | None = None) -> Function:
-    """``k`` scheduled: the contraction template (``knobs``, else the defaults), then parallel loops."""
+    """``k`` scheduled: the contraction template (``knobs``, else the defaults), vector
+    lanes for element-wise loops, then parallel loops."""
+    k = unique_loops(k)
     if find_contraction(k) is not None:
         try:
             k = schedule_contraction(k, knobs or default_knobs(k), options.threads)
         except ScheduleError:
             pass                           # a nest the template cannot take runs as lowered
+    k = _vectorize_leaves(k)
     if options.threads <= 1:
         return k
-    return replace(k, body=_parallelize(k.body))
+    return replace(k, body=_parallelize(_fuse_outer(k, options.threads).body))
 
 
 def default_schedule(program: Program, options: CompileOptions | None = None) -> Program:
     """``program`` with each kernel's outer output loop parallel where it pays."""
     options = options or CompileOptions()
-    return replace(program, kernels=[schedule_kernel(k, options) for k in program.kernels])
+    return prepack(replace(program, kernels=[schedule_kernel(k, options) for k in program.kernels]))

@@ -1,0 +1,150 @@
+"""Pre-packing weights: a packed panel of a constant is computed once, at compile time.
+
+The contraction template packs the lane operand's panel inside the loop over
+lane tiles (``pack_operand``).  When that operand is a weight (a CONST buffer),
+the packed panels are the same on every call, so this program-level step
+evaluates the fill loops with numpy for every tile and hands the kernel a new
+constant instead, as ONNX Runtime and oneDNN pre-pack their weights:
+
+    parallel for (lo = 0; lo < 8; lo++)            parallel for (lo = 0; lo < 8; lo++)
+      f32 w_pack[256, 32];                   ->      ... w_packed[lo, k, li] ...
+      for k_p: for li_p: w_pack[k_p, li_p] = w[k_p, lo * 32 + li_p]     (w_packed: f32[8, 256, 32], const)
+      ... w_pack[k, li] ...
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
+                            Select, Seq, Stmt, Store, Var, free_vars, map_expr, walk, walk_stmts)
+from minic.schedule.nest import map_exprs, sub_stmts, with_children
+
+LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
+
+
+def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarray]) -> np.ndarray:
+    """``e`` over numpy grids of its variables (broadcasting): index math, selects and loads."""
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, Const):
+        return np.asarray(e.value, e.dtype.numpy)
+    if isinstance(e, Load):
+        return constants[e.buffer.name][tuple(evaluate(i, env, constants) for i in e.index)]
+    if isinstance(e, Select):
+        return np.where(evaluate(e.cond, env, constants), evaluate(e.a, env, constants), evaluate(e.b, env, constants))
+    if isinstance(e, Cast):
+        return evaluate(e.value, env, constants).astype(e.to.numpy)
+    if isinstance(e, BinOp):
+        a, b = evaluate(e.a, env, constants), evaluate(e.b, env, constants)
+        if e.op in ("div", "mod") and not e.a.dtype.is_float:
+            q = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))      # C: toward zero
+            return q if e.op == "div" else a - q * b
+        ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
+               "min": np.minimum, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+               "eq": np.equal, "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or}
+        return ops[e.op](a, b)
+    raise ValueError(f"cannot pre-pack an expression with {type(e).__name__}")
+
+
+def _fill(alloc: Allocate) -> For | None:
+    """The nest that fills ``alloc``'s buffer: the first statement inside (maybe under an if)."""
+    body = alloc.body
+    if isinstance(body, If):
+        body = body.then
+    first = body.stmts[0] if isinstance(body, Seq) else body
+    t = first
+    while isinstance(t, For):
+        t = t.body
+    if isinstance(first, For) and isinstance(t, Store) and t.buffer == alloc.buffer:
+        return first
+    return None
+
+
+def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -> Function:
+    loops: dict[str, For] = {}
+
+    def go(s: Stmt) -> Stmt:
+        if isinstance(s, For):
+            loops[s.var.name] = s
+            out = replace(s, body=go(s.body))
+            del loops[s.var.name]
+            return out
+        if isinstance(s, Allocate):
+            done = _try(s)
+            if done is not None:
+                return go(done)
+        return with_children(s, tuple(go(t) for t in sub_stmts(s)))
+
+    def _try(alloc: Allocate) -> Stmt | None:
+        fill = _fill(alloc)
+        if fill is None:
+            return None
+        chain, t = [], fill
+        while isinstance(t, For):
+            chain.append(t)
+            t = t.body
+        value = t.value
+        reads = [x for x in walk(value) if isinstance(x, Load)]
+        if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):
+            return None
+        outer = sorted(free_vars(value) - {c.var.name for c in chain})
+        if any(n not in loops or not isinstance(loops[n].extent, Const) or not isinstance(loops[n].start, Const)
+               for n in outer) or any(not isinstance(c.extent, Const) or not isinstance(c.start, Const)
+                                      for c in chain):
+            return None
+        lead_shape = [loops[n].extent.value for n in outer]
+        shape = tuple(lead_shape) + tuple(alloc.buffer.shape)
+        if alloc.buffer.dtype.numpy.itemsize * int(np.prod(shape)) > LIMIT:
+            return None
+        ranges = [(loops[n].start.value, loops[n].extent.value) for n in outer]
+        ranges += [(c.start.value, c.extent.value) for c in chain]
+        names = outer + [c.var.name for c in chain]
+        grids = np.meshgrid(*[np.arange(s, s + n, dtype=np.int64) for s, n in ranges], indexing="ij", sparse=True)
+        env = dict(zip(names, grids))
+        # Run the fill for every tile at once: the store's own index says where each value goes.
+        where = tuple(g - s for g, (s, _) in zip(grids, ranges[:len(outer)]))
+        where += tuple(evaluate(i, env, program.constants) for i in t.index)
+        data = np.zeros(shape, alloc.buffer.dtype.numpy)
+        data[where] = evaluate(value, env, program.constants)
+        name = f"{k.name}_{alloc.buffer.name}"
+        packed = Buffer(name, shape, alloc.buffer.dtype, Role.CONST)
+        new[name] = data
+        lead = tuple(BinOp("sub", Var(n), Const(loops[n].start.value)) if loops[n].start.value else Var(n)
+                     for n in outer)
+        body = _drop(alloc.body, fill)
+        return map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
+                                                  if isinstance(x, Load) and x.buffer == alloc.buffer else None))
+
+    body = go(k.body)
+    if body is k.body:
+        return k
+    from minic.lowering.kernel import _params
+    outputs = [b for b in k.params if b.role in (Role.OUTPUT, Role.TEMP)
+               and any(isinstance(s, Store) and s.buffer == b for s in walk_stmts(body))]
+    return replace(k, body=body, params=_params(body, outputs))
+
+
+def _drop(s: Stmt, fill: Stmt) -> Stmt:
+    if isinstance(s, Seq):
+        rest = tuple(t for t in s.stmts if t is not fill)
+        return rest[0] if len(rest) == 1 else Seq(rest)
+    if isinstance(s, If):
+        return If(s.cond, _drop(s.then, fill), s.otherwise)
+    return s
+
+
+def prepack(program: Program) -> Program:
+    """``program`` with every packed panel of a constant computed now (see the module docstring)."""
+    new: dict[str, np.ndarray] = {}
+    kernels = [_prepack_kernel(k, program, new) for k in program.kernels]
+    if not new:
+        return program
+    used = {b.name for k in kernels for b in k.params}
+    constants = {n: d for n, d in {**program.constants, **new}.items() if n in used}
+    buffers = {n: b for n, b in program.buffers.items() if b.role != Role.CONST or n in used}
+    for k in kernels:
+        buffers.update((b.name, b) for b in k.params if b.name in new)
+    values = {**program.values, **{n: n for n in new}}
+    return replace(program, kernels=kernels, constants=constants, buffers=buffers, values=values)
