@@ -116,11 +116,24 @@ class Emitter:
                                    [list(range(len(out_shape)))], [], list(out_shape))
 
     # ---- the module ------------------------------------------------------------
+    DIALECT = "linalg"          # what the op rules emit; the TOSA emitter overrides the hooks below
+
+    def rules(self) -> dict:
+        """Op name -> emit rule."""
+        from bridges.mlir import ops
+        return ops.RULES
+
+    def constant(self, c: Value):
+        """A graph constant as an SSA value (bools stored as i8)."""
+        from mlir import ir
+        from mlir.dialects import arith
+        data = np.asarray(c.data, dtype=c.type.dtype.numpy, order="C")
+        attr = ir.DenseElementsAttr.get(data.astype(np.int8) if data.dtype == np.bool_ else data)
+        return arith.ConstantOp(attr.type, attr).result
+
     def emit(self):
         from mlir import ir
-        from mlir.dialects import arith, func
-
-        from bridges.mlir import ops as op_rules
+        from mlir.dialects import func
 
         with self.ctx, ir.Location.unknown():
             module = ir.Module.create()
@@ -133,15 +146,13 @@ class Emitter:
                 with ir.InsertionPoint(entry):
                     self.values.update(zip(self.graph.inputs, entry.arguments))
                     for c in self.graph.constants:
-                        data = np.asarray(c.data, dtype=c.type.dtype.numpy, order="C")
-                        attr = ir.DenseElementsAttr.get(data.astype(np.int8) if data.dtype == np.bool_
-                                                        else data)
-                        self.values[c] = arith.ConstantOp(attr.type, attr).result
+                        self.values[c] = self.constant(c)
+                    rules = self.rules()
                     for node in self.graph.nodes:
-                        rule = op_rules.RULES.get(node.op)
+                        rule = rules.get(node.op)
                         if rule is None:
-                            raise UnsupportedError(f"MLIR bridge: op '{node.op}' has no emitter "
-                                                   f"(node {node.outputs[0].name})")
+                            raise UnsupportedError(f"MLIR bridge ({self.DIALECT}): op '{node.op}' has "
+                                                   f"no emitter (node {node.outputs[0].name})")
                         result = rule(self, node, resolve(node.attrs, self.env))
                         results = result if isinstance(result, (list, tuple)) else [result]
                         for v, r in zip(node.outputs, results):

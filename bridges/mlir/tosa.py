@@ -24,7 +24,7 @@ TOSA_TO_LINALG = ("tosa-to-linalg-pipeline,"
                   "func.func(tosa-to-tensor),func.func(tosa-to-arith),canonicalize")
 
 
-def _shape(values: list[int]):
+def shape_value(values: list[int]):
     """A ``!tosa.shape<R>`` constant, the form TOSA uses for static shape operands."""
     import numpy as np
     from mlir import ir
@@ -53,16 +53,16 @@ def build_matmul_bias_relu_tosa(shape: LabShape = LabShape()):
             entry = fn.add_entry_block()
             with ir.InsertionPoint(entry):
                 x, w, b = entry.arguments
-                x3 = tosa.reshape(x, _shape([1, m, k]), results=[t(1, m, k)])
-                w3 = tosa.reshape(w, _shape([1, k, n]), results=[t(1, k, n)])
-                b3 = tosa.reshape(b, _shape([1, 1, n]), results=[t(1, 1, n)])
+                x3 = tosa.reshape(x, shape_value([1, m, k]), results=[t(1, m, k)])
+                w3 = tosa.reshape(w, shape_value([1, k, n]), results=[t(1, k, n)])
+                b3 = tosa.reshape(b, shape_value([1, 1, n]), results=[t(1, 1, n)])
                 # Zero points are only meaningful for quantized ints; f32 wants 0.0.
                 zp = tosa.const(ir.DenseElementsAttr.get(np.zeros(1, np.float32)), results=[t(1)])
                 mm = tosa.matmul(t(1, m, n), x3, w3, zp, zp)
                 biased = tosa.add(t(1, m, n), mm, b3)
                 relu = tosa.clamp(t(1, m, n), biased, ir.FloatAttr.get(f32, 0.0),
                                   ir.FloatAttr.get(f32, float("inf")))
-                out = tosa.reshape(relu, _shape([m, n]), results=[t(m, n)])
+                out = tosa.reshape(relu, shape_value([m, n]), results=[t(m, n)])
                 func.ReturnOp([out])
         module.operation.verify()
     return module

@@ -66,10 +66,10 @@ def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials:
               out: TextIO | None = None) -> BenchResult:
     """Import ``module`` once, tune, then time eager, the untuned and the tuned build.
 
-    The three paths are timed in interleaved rounds (one call of each per round,
-    after one warm-up call each), so that load from other processes on a shared
-    machine hits them alike; a path stops after ``repeat`` calls or once it has
-    used ``budget_s`` seconds (but not before two calls).
+    The three paths are timed in interleaved rounds (see ``interleaved``), so that
+    load from other processes on a shared machine hits them alike; a path stops
+    after ``repeat`` timed calls or once it has used ``budget_s`` seconds (but
+    not before two timed calls).
     """
     import torch
 
@@ -108,16 +108,31 @@ def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials:
 
 
 def interleaved(paths: dict[str, Callable[..., Any]], args: tuple, repeat: int,
-                budget_s: float) -> dict[str, list[float]]:
-    """Seconds per call for each path, timed round-robin (call the paths once first)."""
+                budget_s: float, rounds: int = 5) -> dict[str, list[float]]:
+    """Seconds per call for each path: ``rounds`` rounds, in each a block of calls per path.
+
+    A block starts with one untimed call, so the path's worker threads are
+    awake (after a pause, a 2-thread runtime on a busy 2-core machine waits a
+    scheduler time slice for its second thread, which would dwarf a 0.1 ms
+    call); the rounds spread bursts of outside load over all paths alike.  A
+    path stops once its calls (untimed ones included) used ``budget_s`` and it
+    has two timed calls.
+    """
+    per_block = max(1, -(-repeat // rounds))            # ceil(repeat / rounds)
     times: dict[str, list[float]] = {path: [] for path in paths}
-    for _ in range(repeat):
+    spent = dict.fromkeys(paths, 0.0)
+    for _ in range(rounds):
         for path, fn in paths.items():
-            if len(times[path]) >= 2 and sum(times[path]) >= budget_s:
+            if len(times[path]) >= min(2, repeat) and spent[path] >= budget_s:
                 continue
             t0 = time.perf_counter()
-            fn(*args)
-            times[path].append(time.perf_counter() - t0)
+            fn(*args)                                   # wake-up call, not timed
+            spent[path] += time.perf_counter() - t0
+            for _ in range(min(per_block, repeat - len(times[path]))):
+                t0 = time.perf_counter()
+                fn(*args)
+                times[path].append(time.perf_counter() - t0)
+                spent[path] += times[path][-1]
     return times
 
 

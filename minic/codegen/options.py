@@ -12,6 +12,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "minic"
 
 
+PRECISIONS = ("f32", "f16", "f16-acc")
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """How ``compile_graph`` compiles.  Every field is part of the cache key."""
@@ -21,8 +24,11 @@ class CompileOptions:
     features: str = ""                   # "" = the host CPU's features (for the host triple)
     num_threads: int = 0                 # threads of parallel loops; 0 = os.cpu_count()
     graph_opt_level: int = 2             # level given to minic.passes.optimize, when present
+    precision: str = "f32"               # PRECISIONS: "f16" stores floats as f16 and computes in f32,
+                                         # "f16-acc" also rounds every accumulator to f16 (docs/f16.md)
     cache_dir: Path | None = None        # None = default_cache_dir()
     use_cache: bool = True
+    records: Path | None = None          # tuning records (JSON lines); None = <cache dir>/tuning.jsonl
 
     @property
     def threads(self) -> int:

@@ -11,9 +11,9 @@ from minic.frontend.onnx import NeedsConstantError, from_onnx
 
 
 class MinicRep(BackendRep):
-    """A prepared model.  minic needs some integer tensors (axes, pads, target
-    shapes) as compile-time attributes; when the model takes them as graph
-    inputs, the first ``run`` compiles a version specialised on their values."""
+    """A prepared model.  minic needs some integer and bool tensors (axes, pads,
+    target shapes, flags) as compile-time attributes; when the model takes them
+    as graph inputs, ``run`` compiles a version specialised on their values."""
 
     def __init__(self, model, backend: str):
         self.model, self.backend = model, backend
@@ -44,7 +44,7 @@ class MinicRep(BackendRep):
 
 class MinicBackend(Backend):
     """Imports the ModelProto and compiles it with one of minic's backends."""
-    backend = "interp"
+    backend = "minic"
 
     @classmethod
     def prepare(cls, model, device: str = "CPU", **kwargs: Any) -> MinicRep:

@@ -13,6 +13,10 @@ Read them in pipeline order (the order of ``LEVELS[2]``):
   dead_code.py       eliminate-dead-code       unused y = op(x) -> nothing
   fuse_groups.py     fuse-groups               marks which nodes lowering makes into one kernel
 
+and one pass in no level, run when asked for (CompileOptions.precision):
+
+  to_f16.py          to-f16                    op(x: f32) : f32 -> cast(op(cast(x, f16)) : f16, f32)
+
 ``rewrite.py`` is the toolkit they share; ``manager.py`` runs them by name.
 """
 from minic.passes.manager import PassStat, format_stats, optimize, pipeline

@@ -14,6 +14,7 @@ from minic.passes.identity import eliminate_identity
 from minic.passes.matmul_bias import fuse_matmul_bias
 from minic.passes.reshapes import fuse_reshapes
 from minic.passes.shape_chains import fold_constant_gather
+from minic.passes.to_f16 import to_f16
 
 Pass = Callable[[Graph], Graph]
 
@@ -27,6 +28,8 @@ PASSES: dict[str, Pass] = {
     "fuse-matmul-bias": fuse_matmul_bias,
     "eliminate-common-subexpr": eliminate_common_subexpr,
     "eliminate-dead-code": eliminate_dead_code,
+    # Changes the numbers (f16 storage), so it is in no level: CompileOptions.precision asks for it.
+    "to-f16": to_f16,
 }
 
 # The fusion grouping belongs to lowering (it decides which ops become one

@@ -44,6 +44,8 @@ def cache_key(graph: Graph, options: CompileOptions) -> str:
     for f in fields(options):
         if f.name not in ("cache_dir", "use_cache"):
             h.update(f"{f.name}={getattr(options, f.name)!r};".encode())
+    from minic.schedule.records import records_digest
+    h.update(records_digest(options))  # tuning records choose the schedules: new records, new code
     if not options.triple:         # the host's CPU is part of what the code was built for
         import llvmlite.binding as llvm
         h.update(llvm.get_host_cpu_name().encode() + llvm.get_host_cpu_features().flatten().encode())

@@ -153,3 +153,50 @@ def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
                 return out
         return None
     return go(s, [])
+
+
+IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
+
+
+def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
+    """Vectorize a reduction loop: ``lanes`` partial results, combined at the end.
+
+        for (r = 0; r < n; r++)            f32 part[16];
+          acc = acc + e(r)                 vectorized for (l < 16) part[l] = 0
+                                           for (ro < n / 16) vectorized for (l < 16) part[l] = part[l] + e(ro * 16 + l)
+                                           for (rt = n / 16 * 16; rt < n; rt++) acc = acc + e(rt)
+                                           unrolled for (l < 16) acc = acc + part[l]
+
+    The terms are added in another order (16 running sums), so a float sum may
+    differ in its last bits; max and min are exact.  Only ``acc = acc op e`` with
+    op in add/max/min, on a scalar accumulator that ``e`` does not read.
+    """
+    from minic.ir.loops import Const as C, Var, const
+    from minic.schedule.primitives import _binop
+    loop = _single_loop(f, name, "rfactor")
+    st = loop.body
+    if not (isinstance(st, Store) and st.index == () and isinstance(st.value, BinOp) and st.value.op in IDENTITY
+            and st.value.a == Load(st.buffer, ()) and st.buffer.role == Role.LOCAL and st.buffer.dtype.is_float):
+        raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator")
+    acc, op, term = st.buffer, st.value.op, st.value.b
+    if any(isinstance(x, Load) and x.buffer == acc for x in walk(term)):
+        raise fail(f, f"rfactor: the term of loop '{name}' reads the accumulator")
+    part = Buffer(f"{acc.name}_part", (lanes,), acc.dtype, Role.LOCAL)
+    ro, lv, rt = Var(name + "o"), Var(name + "v"), Var(name + "t")
+    from minic.schedule.nest import subst_stmt
+    at = (lv,)
+    n = loop.extent
+    full = _binop("div", n, const(lanes))
+    init = For(lv, const(0), const(lanes), ForKind.VECTORIZED, Store(part, at, const(IDENTITY[op], acc.dtype)))
+    step = Store(part, at, BinOp(op, Load(part, at), term))
+    main = For(ro, const(0), full, ForKind.SERIAL, For(lv, const(0), const(lanes), ForKind.VECTORIZED,
+               subst_stmt(step, {name: _binop("add", loop.start, BinOp("add", BinOp("mul", ro, const(lanes)), lv))})))
+    tail_start = _binop("mul", full, const(lanes))
+    tail = For(rt, _binop("add", loop.start, tail_start), _binop("sub", n, tail_start), ForKind.SERIAL,
+               subst_stmt(st, {name: rt}))
+    combine = For(lv, const(0), const(lanes), ForKind.UNROLLED, Store(acc, (), BinOp(op, Load(acc, ()), Load(part, at))))
+    if isinstance(n, C) and n.value % lanes == 0:
+        result = Allocate(part, seq(init, main, combine))
+    else:
+        result = Allocate(part, seq(init, main, tail, combine))
+    return _tidy(rewrite_loops(f, name, lambda _: result))

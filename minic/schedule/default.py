@@ -18,9 +18,11 @@ from minic.codegen.vector import stride
 from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, sub_stmts,
                             walk_stmts)
 from minic.schedule.nest import ScheduleError, the_loop, unique_loops
+from minic.schedule.caching import rfactor
 from minic.schedule.primitives import fuse, split, vectorize
 from minic.schedule.prepack import prepack
-from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction
+from minic.schedule import records
+from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction, signature
 
 MIN_WORK = 1 << 14             # below this, handing work to the pool costs more than it saves
 SYMBOL_GUESS = 16
@@ -66,9 +68,17 @@ def _parallelize(s: Stmt) -> Stmt:
 
 def _vectorize_leaves(k: Function) -> Function:
     """Vectorize (16 lanes) every innermost loop that stores contiguously along itself:
-    element-wise code, and the final normalising loop of softmax or layer_norm.  A
-    loop that reduces, or stores with a stride, stays for LLVM."""
+    element-wise code, and the final normalising loop of softmax or layer_norm; a
+    float reduction into a scalar gets 16 partial results (``rfactor``).  A loop that
+    stores with a stride stays for LLVM."""
     for loop in [t for t in walk_stmts(k.body) if isinstance(t, For) and t.kind == ForKind.SERIAL]:
+        if isinstance(loop.body, Store) and loop.body.index == () and loop.body.buffer.dtype.is_float \
+                and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
+            try:                           # a scalar reduction: partial results in vector lanes
+                k = rfactor(k, loop.var.name, LANES)
+            except ScheduleError:
+                pass
+            continue
         body = loop.body
         stmts = body.stmts if isinstance(body, Seq) else (body,)
         if not all(isinstance(t, Store) and t.index and stride(t.index[-1], loop.var.name) == 1
@@ -114,6 +124,15 @@ def schedule_kernel(k: Function, options: CompileOptions, knobs: Knobs | None = 
 
 
 def default_schedule(program: Program, options: CompileOptions | None = None) -> Program:
-    """``program`` with each kernel's outer output loop parallel where it pays."""
+    """``program`` scheduled kernel by kernel; a contraction with a tuning record for this
+    target (``options.records``, else the cache folder's) uses the recorded knobs."""
     options = options or CompileOptions()
-    return prepack(replace(program, kernels=[schedule_kernel(k, options) for k in program.kernels]))
+    tuned = records.best(records.read(records.records_path(options)))
+    target = records.target_of(options)
+
+    def knobs_for(k: Function) -> Knobs | None:
+        if not tuned or find_contraction(k) is None:
+            return None
+        record = tuned.get((signature(k), target))
+        return Knobs.from_json(record.knobs) if record is not None else None
+    return prepack(replace(program, kernels=[schedule_kernel(k, options, knobs_for(k)) for k in program.kernels]))

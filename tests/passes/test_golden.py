@@ -2,7 +2,8 @@
 (a ``// RUN: name, name`` line, or ``// RUN: -O2`` for a level) and, after a ``// EXPECT`` line, the graph they
 must print.  Both halves are parsed and printed, so spacing does not matter but
 names, order, attributes and constants do.  Every case is also interpreted before
-and after on random inputs: a golden output must compute what its input does."""
+and after on random inputs: a golden output must compute what its input does
+(to 1e-5, or to a ``// TOLERANCE: x`` line's x for a pass that rounds, like to-f16)."""
 from __future__ import annotations
 
 import re
@@ -56,7 +57,8 @@ def test_golden(case: Path):
         after = optimize(before, passes=passes, verify_each=True)
     assert print_graph(after) == print_graph(parse_graph(expected_text, case))
     rng = np.random.default_rng(0)
+    tol = float(next(iter(re.findall(r"^// TOLERANCE: (\S+)$", before_text, re.M)), 1e-5))
     for b, t in [(2, 3), (1, 5)]:                     # two bindings of the symbolic dims
         inputs = random_inputs(before, rng, {"B": b, "T": t})
         for x, y in zip(interpret(before, inputs), interpret(after, inputs)):
-            np.testing.assert_allclose(y, x, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(y, x, rtol=tol, atol=tol)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Any, Callable, Union
+
+import numpy as np
 
 from minic.errors import UserError
 from minic.ir.types import Dim, DType, TensorType
@@ -41,6 +43,7 @@ class OpDef:
     attrs: type = NoAttrs
     arity: tuple[int, int] = (1, 1)         # min and max number of inputs
     doc: str = ""
+    f16_via_f32: bool = True                # register() makes f16 mean storage only (see below)
 
     def check_attrs(self, attrs: Any) -> None:
         """Raise UserError unless ``attrs`` is this op's attribute dataclass with valid fields."""
@@ -114,9 +117,27 @@ def describe_type(hint: Any) -> str:
 REGISTRY: dict[str, OpDef] = {}
 
 
+def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
+    """The reference with f16 as a storage type: f16 inputs are read as f32, the op
+    computes in f32 and its float results are rounded to f16 once, at the end, as
+    PyTorch's CPU kernels do (their "opmath" type).  numpy's own f16 arithmetic would
+    round after every step instead: layer_norm's (x - mean)**2 overflows past 256,
+    and a sum over a non-last axis accumulates in f16."""
+    @functools.wraps(reference)
+    def run(attrs: Any, *arrays: Any) -> Any:
+        if not any(getattr(a, "dtype", None) == np.float16 for a in arrays):
+            return reference(attrs, *arrays)
+        out = reference(attrs, *(a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays))
+        narrow = lambda r: r.astype(np.float16) if np.asarray(r).dtype.kind == "f" else r
+        return tuple(narrow(r) for r in out) if isinstance(out, tuple) else narrow(out)
+    return run
+
+
 def register(op: OpDef) -> OpDef:
     if op.name in REGISTRY:
         raise ValueError(f"op {op.name} registered twice")
+    if op.f16_via_f32:
+        op = replace(op, reference=via_f32(op.reference))
     REGISTRY[op.name] = op
     return op
 

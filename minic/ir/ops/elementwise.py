@@ -148,7 +148,7 @@ class CastAttrs:
 register(OpDef("cast", OpKind.ELEMENTWISE,
                lambda attrs, ts: [TensorType(ts[0].shape, attrs.dtype)],
                lambda attrs, x: x.astype(attrs.dtype.numpy), CastAttrs,
-               doc="cast(x) to another dtype"))
+               doc="cast(x) to another dtype", f16_via_f32=False))   # its result dtype is the attribute
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,90 @@
+"""Mixed precision in Loop IR: f16 in memory, f32 in registers.
+
+After the ``to-f16`` pass, a Program's float buffers are f16.  Most CPUs have
+no f16 arithmetic (x86 before AVX512-FP16 has none), but they convert fast
+(F16C's vcvtph2ps / vcvtps2ph), and f32 arithmetic is what f16 means in the op
+registry (``minic.ir.ops.via_f32``).  So a kernel widens what it loads,
+computes in f32 and narrows only what it stores:
+
+    y[i] = x[i] * w[i] + b[i]                          (x, w, b, y: f16)
+ -> y[i] = (f16)((f32)x[i] * (f32)w[i] + (f32)b[i])
+
+Accumulators (the LOCAL buffers of reductions) are f32 as well, unless
+``accumulate`` is f16 ("f16-acc"): then an accumulator is f16 storage like any
+other buffer, and the running sum is rounded to f16 after every addition:
+
+    acc = acc + (f32)a[i, k] * (f32)b[k, j]            accumulate = f32
+    acc = (f16)((f32)acc + (f32)a[i, k] * (f32)b[k, j])   accumulate = f16
+
+A kernel without f16 comes back unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from minic.ir.loops import (Allocate, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role, Seq,
+                            Stmt, Store, map_expr, stmt_exprs, walk, walk_stmts)
+from minic.ir.types import DType
+
+
+class _Widen:
+    """The rewrite of one kernel; ``locals`` maps accumulator names to their new buffers."""
+
+    def __init__(self, accumulate: DType) -> None:
+        self.accumulate = accumulate
+        self.locals: dict[str, Buffer] = {}
+
+    def buffer(self, b: Buffer) -> Buffer:
+        return self.locals.get(b.name, b) if b.role == Role.LOCAL else b
+
+    def expr(self, e: Expr) -> Expr:
+        return map_expr(e, self._node)
+
+    def _node(self, e: Expr) -> Expr | None:
+        if isinstance(e, Load):
+            b = self.buffer(e.buffer)
+            load = Load(b, e.index) if b is not e.buffer else e
+            return Cast(DType.f32, load) if b.dtype == DType.f16 else load
+        if isinstance(e, Const) and e.dtype == DType.f16:
+            return Const(e.value, DType.f32)
+        if isinstance(e, Cast) and e.to == DType.f16:
+            # Rounding to f16 is what the graph's cast means; the result is used in f32.
+            return Cast(DType.f32, e)
+        if isinstance(e, Cast) and e.value.dtype == e.to:
+            return e.value                       # (f32) of what is f32 already
+        return None
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, Store):
+            b = self.buffer(s.buffer)
+            value = self.expr(s.value)
+            if b.dtype == DType.f16:
+                value = Cast(DType.f16, value)
+            return Store(b, tuple(self.expr(i) for i in s.index), value)
+        if isinstance(s, Allocate):
+            b = s.buffer
+            if b.dtype == DType.f16 and self.accumulate == DType.f32:
+                b = self.locals[b.name] = replace(b, dtype=DType.f32)
+            return Allocate(b, self.stmt(s.body))
+        if isinstance(s, For):
+            return replace(s, start=self.expr(s.start), extent=self.expr(s.extent), body=self.stmt(s.body))
+        if isinstance(s, If):
+            return If(self.expr(s.cond), self.stmt(s.then), None if s.otherwise is None else self.stmt(s.otherwise))
+        if isinstance(s, Seq):
+            return Seq(tuple(self.stmt(t) for t in s.stmts))
+        raise TypeError(f"not a Loop IR statement: {s!r}")
+
+
+def _has_f16(k: Function) -> bool:
+    if any(b.dtype == DType.f16 for b in k.params):
+        return True
+    return any(x.dtype == DType.f16 for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e))
+
+
+def widen(program: Program, accumulate: DType = DType.f32) -> Program:
+    """Each kernel with f16 loads widened, arithmetic in f32, stores narrowed;
+    accumulators in ``accumulate`` (f32, or f16 to round every partial sum)."""
+    if accumulate not in (DType.f32, DType.f16):
+        raise ValueError(f"accumulate must be f32 or f16, got {accumulate.value}")
+    kernels = [replace(k, body=_Widen(accumulate).stmt(k.body)) if _has_f16(k) else k for k in program.kernels]
+    return replace(program, kernels=kernels)

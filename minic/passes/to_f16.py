@@ -1,0 +1,63 @@
+"""to-f16: store a graph's floats in half precision, keeping its signature.
+
+    y = op(x, @w) : f32   ->   x' = cast(x) {dtype = f16}
+                               y' = op(x', @w') : f16          (@w' = @w rounded to f16)
+                               y  = cast(y') {dtype = f32}
+
+Every f32 constant becomes an f16 constant (rounded to the nearest f16: 11
+significant bits, and beyond ±65504 it becomes ±inf), every f32 value a node
+computes becomes f16, and a ``cast`` to f32 becomes a cast to f16.  The graph's
+f32 inputs are cast to f16 where they enter and its f32 results back to f32
+where they leave, so callers pass and receive the same arrays as before.
+
+What an op on f16 computes is the registry's definition (f16 is a storage
+type: each op works in f32 and rounds its result, see ``minic.ir.ops.via_f32``);
+how compiled code accumulates is ``CompileOptions.precision``.  This pass is in
+no ``-O`` level: it changes the numbers, so it runs only when asked for.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.ir.graph import Graph, Node, Value
+from minic.ir.ops.elementwise import CastAttrs
+from minic.ir.types import DType, TensorType
+from minic.passes.rewrite import clone, fresh_name
+
+
+def _half(t: TensorType) -> TensorType:
+    return TensorType(t.shape, DType.f16) if t.dtype == DType.f32 else t
+
+
+def to_f16(graph: Graph) -> Graph:
+    """op(x: f32, @w: f32) : f32 -> cast(op(cast(x, f16), @w: f16) : f16, f32): f16 inside, f32 at the edges."""
+    g = clone(graph)
+    entry: list[Node] = []
+    halves: dict[Value, Value] = {}                  # an f32 input -> the f16 value nodes read instead
+    for v in g.inputs:
+        if v.type.dtype == DType.f32:
+            halves[v] = Value(fresh_name(g, v.name + "_f16"), _half(v.type))
+            entry.append(Node("cast", [v], [halves[v]], CastAttrs(DType.f16)))
+    for c in g.constants:
+        if c.type.dtype == DType.f32:
+            with np.errstate(over="ignore"):         # past ±65504 is inf: that is what f16 stores
+                c.data = c.data.astype(np.float16)
+            c.type = _half(c.type)
+    for node in g.nodes:
+        node.inputs = [halves.get(v, v) for v in node.inputs]
+        for v in node.outputs:
+            v.type = _half(v.type)
+        if node.op == "cast" and node.attrs.dtype == DType.f32:
+            node.attrs = CastAttrs(DType.f16)
+    # Results: an f16 value that was f32 leaves through a cast back, under its own name.
+    exits: list[Node] = []
+    back: dict[Value, Value] = {}
+    for old, v in zip(graph.outputs, g.outputs):
+        if old.type.dtype == DType.f32 and v.type.dtype == DType.f16 and v not in back:
+            name = v.name
+            v.name = fresh_name(g, name + "_f16")
+            back[v] = Value(name, old.type)
+            exits.append(Node("cast", [v], [back[v]], CastAttrs(DType.f32)))
+    g.nodes = entry + g.nodes + exits
+    g.outputs = [back.get(v, v) for v in g.outputs]
+    return g

@@ -1,0 +1,91 @@
+"""Tuning records: one JSON object per line, keyed by kernel signature and target.
+
+    {"signature": "3f1c...", "target": "x86_64-unknown-linux-gnu/znver4", "knobs": {"rows": 4, ...},
+     "seconds": 0.00012, "default_seconds": 0.00018, "gflops": 71.2, "trials": 16, "kernel": "k5_matmul",
+     "date": "2026-11-30"}
+
+The file only grows by whole rewrites (``write_atomic``): readers never see half a
+line.  Several records may share a key (tuned twice); the fastest wins.
+``records_path`` is where ``minic tune`` writes and compilation reads
+when no other file is named, so a tuned model is fast the next time it compiles.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from minic.codegen.options import CompileOptions
+from minic.files import write_atomic
+
+FILE = "tuning.jsonl"
+
+
+@dataclass(frozen=True)
+class Record:
+    signature: str
+    target: str
+    knobs: dict
+    seconds: float
+    default_seconds: float
+    gflops: float
+    trials: int
+    kernel: str = ""
+    date: str = ""
+
+
+def records_path(options: CompileOptions) -> Path:
+    """The records file compilation reads: ``options.records``, else the one in the cache folder."""
+    return Path(options.records) if options.records is not None else options.cache_path / FILE
+
+
+def records_digest(options: CompileOptions) -> bytes:
+    """A digest of the records file's content (part of the compile cache key)."""
+    import hashlib
+    try:
+        return hashlib.sha256(records_path(options).read_bytes()).digest()
+    except OSError:
+        return b""
+
+
+def target_of(options: CompileOptions) -> str:
+    """What a record was measured on: the triple and the CPU."""
+    from minic.codegen.target import triple
+    import llvmlite.binding as llvm
+    cpu = options.cpu or (llvm.get_host_cpu_name() if not options.triple else "generic")
+    return f"{triple(options)}/{cpu}"
+
+
+def read(path: Path) -> list[Record]:
+    """Every record in ``path`` (none if it does not exist); bad lines are skipped with a warning."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Record(**json.loads(line)))
+        except (ValueError, TypeError) as e:
+            warnings.warn(f"{path}:{n}: ignoring a bad tuning record ({e})")
+    return out
+
+
+def append(path: Path, records: list[Record]) -> None:
+    """Add ``records`` to the file (rewritten atomically)."""
+    old = read(path)
+    text = "".join(json.dumps(asdict(r), sort_keys=True) + "\n" for r in old + records)
+    write_atomic(path, text.encode())
+
+
+def best(records: list[Record]) -> dict[tuple[str, str], Record]:
+    """The fastest record of each (signature, target)."""
+    table: dict[tuple[str, str], Record] = {}
+    for r in records:
+        key = (r.signature, r.target)
+        if key not in table or r.seconds < table[key].seconds:
+            table[key] = r
+    return table

@@ -1,0 +1,163 @@
+"""The tuner, AutoTVM-style: a template with knobs, a search, real measurements.
+
+For one contraction kernel the search space is every ``Knobs`` value (rows x
+lanes x pack x parallel: 96 points; lane counts are powers of two, as
+LLVM splits other vector widths badly).  Each trial schedules the kernel with one
+point, compiles it alone and times it (warm-up, median of repeats,
+``measure.py``).  Two strategies:
+
+* ``random``: points drawn without replacement;
+* ``anneal``: simulated annealing over neighbouring points (one knob changed),
+  where a *cost model* picks which neighbour to measure: a least-squares fit of
+  log(time) on a few features of the points measured so far (register tile
+  size, wasted rows and lanes, registers left over ...), as AutoTVM ranks
+  candidates with a learned model before spending measurements on them.
+
+The default knobs are always measured first, so a record is never slower than
+the untuned schedule it replaces.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Callable
+
+import numpy as np
+
+from minic.codegen.options import CompileOptions
+from minic.ir.loops import Const, Function
+from minic.schedule import records
+from minic.schedule.measure import flops, measure
+from minic.schedule.nest import ScheduleError, unique_loops
+from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction, signature
+
+SPACE = {"rows": (1, 2, 3, 4, 5, 6, 7, 8), "lanes": (16, 32, 64), "pack": (True, False),
+         "parallel": ("outer", "rows")}
+STRATEGIES = ("anneal", "random")
+REGISTERS = 32               # AVX-512 has 32 vector registers
+
+
+@dataclass
+class Trial:
+    knobs: Knobs
+    seconds: float           # inf when the point failed to schedule
+
+
+@dataclass
+class TuneResult:
+    kernel: str
+    signature: str
+    flops: float
+    default: Trial
+    best: Trial
+    trials: list[Trial] = field(default_factory=list)
+
+    def gflops(self, trial: Trial) -> float:
+        return self.flops / trial.seconds / 1e9 if trial.seconds and math.isfinite(trial.seconds) else 0.0
+
+
+def all_points() -> list[Knobs]:
+    return [Knobs(r, n, p, q) for r in SPACE["rows"] for n in SPACE["lanes"]
+            for p in SPACE["pack"] for q in SPACE["parallel"]]
+
+
+def neighbours(k: Knobs) -> list[Knobs]:
+    """Points that differ from ``k`` in one knob (rows and lanes by one step)."""
+    out = []
+    for name, values in SPACE.items():
+        i = values.index(getattr(k, name))
+        steps = (i - 1, i + 1) if name in ("rows", "lanes") else range(len(values))
+        for j in steps:
+            if 0 <= j < len(values) and j != i:
+                out.append(Knobs(**{**k.to_json(), name: values[j]}))
+    return out
+
+
+def features(k: Knobs, rows: int | None, lanes: int | None) -> list[float]:
+    """What the cost model sees of a point (``rows``/``lanes``: the kernel's extents when known)."""
+    vectors = k.lanes // 16
+    accumulators = k.rows * vectors
+    spare = REGISTERS - accumulators - vectors - 1
+    waste_r = (math.ceil(rows / k.rows) * k.rows / rows - 1) if rows else 0.0
+    waste_l = (math.ceil(lanes / k.lanes) * k.lanes / lanes - 1) if lanes else 0.0
+    return [1.0, math.log(accumulators), 1.0 / k.rows, 1.0 / vectors, min(spare, 0) / 8, waste_r, waste_l,
+            float(k.pack), float(k.parallel == "rows")]
+
+
+class CostModel:
+    """log(seconds) ~ features, by ridge-regularised least squares over the measured trials."""
+
+    def __init__(self, rows: int | None, lanes: int | None) -> None:
+        self.rows, self.lanes = rows, lanes
+        self.x: list[list[float]] = []
+        self.y: list[float] = []
+        self.w: np.ndarray | None = None
+
+    def add(self, k: Knobs, seconds: float) -> None:
+        if math.isfinite(seconds):
+            self.x.append(features(k, self.rows, self.lanes))
+            self.y.append(math.log(seconds))
+            x, y = np.array(self.x), np.array(self.y)
+            self.w = np.linalg.solve(x.T @ x + 0.1 * np.eye(x.shape[1]), x.T @ y)
+
+    def predict(self, k: Knobs) -> float:
+        return 0.0 if self.w is None else float(np.array(features(k, self.rows, self.lanes)) @ self.w)
+
+
+def _extents(f: Function) -> tuple[int | None, int | None]:
+    c = find_contraction(unique_loops(f))
+    loops = {t.var.name: t for t in c.spatial}
+    value = lambda t: t.extent.value if isinstance(t.extent, Const) else None  # noqa: E731
+    return value(loops[c.row]), value(loops[c.lane])
+
+
+def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, trials: int,
+                strategy: str = "anneal", seed: int = 0, repeat: int = 10,
+                on_trial: Callable[[Trial], None] | None = None) -> TuneResult:
+    """Search the knobs of contraction kernel ``f`` with ``trials`` measurements."""
+    if strategy not in STRATEGIES:
+        raise ScheduleError(f"unknown tuning strategy '{strategy}' (use {' or '.join(STRATEGIES)})")
+    if find_contraction(f) is None:
+        raise ScheduleError(f"kernel {f.name} has no contraction to tune")
+    rng = random.Random(seed)
+    seen: dict[Knobs, Trial] = {}
+
+    def run(k: Knobs) -> Trial:
+        if k not in seen:
+            try:
+                seconds = measure(schedule_contraction(f, k, options.threads), sizes, options, repeat).seconds
+            except ScheduleError:
+                seconds = math.inf
+            seen[k] = Trial(k, seconds)
+            model.add(k, seconds)
+            if on_trial:
+                on_trial(seen[k])
+        return seen[k]
+
+    model = CostModel(*_extents(f))
+    start = run(default_knobs(f))
+    pool = [k for k in all_points() if k != start.knobs]
+    rng.shuffle(pool)
+    current, temperature = start, 0.3
+    while len(seen) < min(trials, len(pool) + 1):
+        if strategy == "random":
+            run(next(k for k in pool if k not in seen))
+            continue
+        fresh = [k for k in neighbours(current.knobs) if k not in seen] or [k for k in pool if k not in seen]
+        candidates = rng.sample(fresh, min(8, len(fresh)))
+        pick = min(candidates, key=model.predict) if rng.random() > 0.2 else candidates[0]   # some exploration
+        trial = run(pick)
+        worse = trial.seconds / current.seconds - 1 if math.isfinite(trial.seconds) else math.inf
+        if worse <= 0 or rng.random() < math.exp(-worse / temperature):
+            current = trial
+        temperature *= 0.9
+    best = min(seen.values(), key=lambda t: t.seconds)
+    return TuneResult(f.name, signature(f), flops(f, sizes), start, best, list(seen.values()))
+
+
+def as_record(result: TuneResult, options: CompileOptions) -> records.Record:
+    return records.Record(result.signature, records.target_of(options), result.best.knobs.to_json(),
+                          result.best.seconds, result.default.seconds, result.gflops(result.best),
+                          len(result.trials), result.kernel, date.today().isoformat())
