@@ -141,11 +141,17 @@ def _torch_backend(source: ModelSource, **options: Any) -> Runner:
 
 
 @backends.register("interp")
-def _interp_backend(source: ModelSource, **options: Any) -> Runner:
-    """minic's reference interpreter: each op's numpy implementation, node by node."""
+def _interp_backend(source: ModelSource, precision: str = "f32", **options: Any) -> Runner:
+    """minic's reference interpreter: each op's numpy implementation, node by node.
+    ``precision="f16"`` runs the graph after the to-f16 pass (f16 storage, see docs/f16.md)."""
     from minic.ir.interpret import interpret
     from minic.ir.verify import verify
     graph = verify(graph_of(source))
+    if precision not in ("f32", "f16"):
+        raise UserError(f"interp: precision must be f32 or f16 (how it accumulates is not its choice), got '{precision}'")
+    if precision == "f16":
+        from minic.passes.to_f16 import to_f16
+        graph = verify(to_f16(graph))
 
     def run(*arrays: np.ndarray):
         outs = interpret(graph, arrays)

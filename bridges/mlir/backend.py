@@ -1,4 +1,4 @@
-"""Backend ``mlir`` of ``minic.compile``: Graph -> linalg -> affine -> LLVM -> JIT.
+"""Backend ``mlir`` of ``minic.compile``: Graph -> linalg (or TOSA -> linalg) -> affine -> LLVM -> JIT.
 
 The Graph may have symbolic dims (``B``, ``T``); MLIR kernels here are static,
 so each call binds the symbols from the actual input shapes and compiles (once
@@ -28,20 +28,38 @@ def graph_of(source: ModelSource):
     return source.graph
 
 
+VIAS = ("linalg", "tosa")
+
+
+def emit_linalg(graph, env: dict[str, int], via: str = "linalg"):
+    """``graph`` as linalg on tensors: emitted directly, or as TOSA then lowered
+    by ``tosa-to-linalg-pipeline``."""
+    if via == "tosa":
+        from bridges.mlir.tosa import tosa_to_linalg
+        from bridges.mlir.tosa_emit import emit_tosa
+        module = emit_tosa(graph, env)
+        tosa_to_linalg(module)
+        return module
+    from bridges.mlir.emit import emit
+    return emit(graph, env)
+
+
 class MlirModel:
     """The callable ``compile`` returns: numpy arrays in, numpy array(s) out."""
 
-    def __init__(self, graph, unroll: int | None = None, opt_level: int = 2):
-        self.graph, self.unroll, self.opt_level = graph, unroll, opt_level
+    def __init__(self, graph, unroll: int | None = None, opt_level: int = 2, via: str = "linalg"):
+        if via not in VIAS:
+            raise UserError(f"mlir backend: via={via!r}; choose from {', '.join(VIAS)}")
+        self.graph, self.unroll, self.opt_level, self.via = graph, unroll, opt_level, via
         self.kernels: dict[tuple, object] = {}
 
     def kernel_for(self, env: dict[str, int]):
-        from bridges.mlir.emit import FUNC_NAME, emit
+        from bridges.mlir.emit import FUNC_NAME
         from bridges.mlir.jit import compile_module
 
         key = tuple(sorted(env.items()))
         if key not in self.kernels:
-            module = emit(self.graph, env)
+            module = emit_linalg(self.graph, env, self.via)
             self.kernels[key] = compile_module(module, FUNC_NAME, unroll=self.unroll,
                                                opt_level=self.opt_level)
         return self.kernels[key]
@@ -59,37 +77,49 @@ class MlirModel:
 
 
 def compile(source: ModelSource, **options) -> Callable:
-    """``minic.compile(model, backend="mlir")``; options: ``unroll`` (factor), ``opt_level``."""
-    unknown = set(options) - {"unroll", "opt_level"}
+    """``minic.compile(model, backend="mlir")``; options: ``unroll`` (factor), ``opt_level``,
+    ``via`` ("linalg": emit linalg directly, the default; "tosa": emit TOSA, lower with
+    tosa-to-linalg-pipeline)."""
+    unknown = set(options) - {"unroll", "opt_level", "via"}
     if unknown:
-        raise UserError(f"mlir backend: unknown option(s) {sorted(unknown)}; it takes unroll, opt_level")
+        raise UserError(f"mlir backend: unknown option(s) {sorted(unknown)}; "
+                        "it takes unroll, opt_level, via")
     return MlirModel(graph_of(source), **options)
 
 
 def handle_model(args, emits: list[str], show) -> int:
-    """``python -m minic mlir MODEL --emit STAGE``: a zoo model's MLIR at any stage."""
+    """``python -m minic mlir MODEL --emit STAGE``: a zoo model's MLIR at any stage
+    (``--emit tosa`` or ``--tosa``: starting from the TOSA form)."""
     from bridges.mlir import pipeline
     from bridges.mlir.emit import emit
     from minic.api import load
     from minic.ir.interpret import bind_symbols, interpret
 
-    if "tosa" in emits:
-        raise UnsupportedError("--emit tosa is only available for the lab program (mlir lab --emit tosa)")
-    if args.vectorize or args.tosa or args.bench:
-        raise UserError("--vectorize, --tosa and --bench apply to the lab program only")
+    if args.vectorize or args.bench:
+        raise UserError("--vectorize and --bench apply to the lab program only")
+    via = "tosa" if args.tosa or "tosa" in emits else "linalg"
     source = load(args.target, size=args.size)
     graph = graph_of(source)
     env = bind_symbols(graph.inputs, list(source.example_inputs))
-    module = emit(graph, env)
     names = pipeline.stage_names(args.unroll)
     dump = [e for e in emits if e in names]
+    if via == "tosa":
+        from bridges.mlir.tosa import tosa_to_linalg
+        from bridges.mlir.tosa_emit import emit_tosa
+        module = emit_tosa(graph, env)
+        if "tosa" in emits:
+            show("tosa", str(module))
+        if dump or args.run:
+            tosa_to_linalg(module)
+    else:
+        module = emit(graph, env)
     if dump or args.run:
         pipeline.lower(pipeline.clone(module), "llvm" if args.run else
                        max(dump, key=names.index), unroll=args.unroll, dump=dump, show=show)
     if args.run:
-        got = MlirModel(graph, unroll=args.unroll)(*source.example_inputs)
+        got = MlirModel(graph, unroll=args.unroll, via=via)(*source.example_inputs)
         want = interpret(graph, list(source.example_inputs))[0]
         got = got[0] if isinstance(got, tuple) else got
         err = float(np.abs(np.asarray(got, np.float64) - want).max())
-        print(f"JIT run: max |mlir - minic interpreter| = {err:.3e}")
+        print(f"JIT run ({via}): max |mlir - minic interpreter| = {err:.3e}")
     return 0

@@ -8,6 +8,7 @@ TARGET is ``lab`` (the seed lab's matmul + bias + relu) or a zoo model name::
     python -m minic mlir lab --emit tosa                  # the TOSA version of the program
     python -m minic mlir lab --bench --shape 256 256 256  # scalar vs vectorized kernel
     python -m minic mlir mlp --emit linalg --size small   # a whole model through MLIR
+    python -m minic mlir cnn --emit tosa --run            # ... written in TOSA, lowered, run
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--unroll", type=int, default=None, metavar="F",
                    help="add the Python AffineLoopUnroll pass with factor F")
     p.add_argument("--vectorize", action="store_true", help="lab: tile + vectorize with a transform script")
-    p.add_argument("--tosa", action="store_true", help="lab: start from the TOSA program")
+    p.add_argument("--tosa", action="store_true", help="start from the TOSA form (lab or model; implied by --emit tosa)")
     p.add_argument("--shape", type=int, nargs=3, default=(64, 64, 64), metavar=("M", "K", "N"),
                    help="lab: x[M,K] @ w[K,N] + b[N] (default 64 64 64)")
     p.add_argument("--run", action="store_true", help="JIT-compile, run and compare with the reference")

@@ -326,6 +326,53 @@ def gather(em, node, attrs):
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
 
 
+def pad(em, node, attrs):
+    """constant: ``x`` inserted at the low pads into a filled tensor.  reflect/edge: one
+    generic reading ``x`` at a source index per axis, looked up in a constant table made
+    by ``np.pad(np.arange(n), (lo, hi), mode)``, so it is numpy's rule by construction
+    (reflect pads wider than the axis included)."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg, tensor
+    x = node.inputs[0]
+    shape, out_shape, dt = em.shape(x), em.shape(node.outputs[0]), x.type.dtype
+    rank, xv = len(shape), em.values[x]
+    lo, hi = list(attrs.pads[:rank]), list(attrs.pads[rank:])
+    if shape == out_shape:
+        return xv
+    if attrs.mode == "constant":
+        return tensor.insert_slice(xv, em.filled(out_shape, dt, attrs.value), [], [], [],
+                                   lo, shape, [1] * rank)
+    axes = [a for a in range(rank) if lo[a] or hi[a]]
+    tables = []
+    for a in axes:
+        table = np.pad(np.arange(shape[a], dtype=np.int64), (lo[a], hi[a]), mode=attrs.mode)
+        attr = ir.DenseElementsAttr.get(table)
+        tables.append(arith.ConstantOp(attr.type, attr).result)
+    maps = [ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(a)]) for a in axes]
+
+    def body(*args):
+        source = dict(zip(axes, args[:-1]))
+        index = [arith.index_cast(ir.IndexType.get(), source[a]) if a in source
+                 else linalg.IndexOp(a).result for a in range(rank)]
+        return tensor.extract(xv, index)
+    return em.generic(tables, maps, out_shape, dt, body)
+
+
+def shape_rule(em, node, attrs):
+    """Shapes are static once the symbols are bound, so ``shape(x)`` is a constant."""
+    from mlir import ir
+    from mlir.dialects import arith
+    attr = ir.DenseElementsAttr.get(np.array(em.shape(node.inputs[0]), dtype=np.int64))
+    return arith.ConstantOp(attr.type, attr).result
+
+
+def reshape_dynamic(em, node, attrs):
+    """The node declares its result shape (the interpreter checks the shape tensor
+    against it); with the symbols bound that is a static reshape."""
+    x = node.inputs[0]
+    return em.reshape(em.values[x], em.shape(x), em.shape(node.outputs[0]), x.type.dtype)
+
+
 def global_avg_pool(em, node, attrs):
     x = node.inputs[0]
     return reduce_value(em, em.values[x], em.shape(x), (2, 3), "mean", x.type.dtype, keepdims=True)[0]
@@ -345,6 +392,6 @@ RULES = {
     "global_avg_pool": global_avg_pool,
     **{n: reshape_rule for n in ("reshape", "flatten", "squeeze", "unsqueeze")},
     "transpose": transpose, "expand": expand, "slice": slice_rule, "concat": concat,
-    "split": split, "gather": gather,
+    "split": split, "gather": gather, "pad": pad, "shape": shape_rule, "reshape_dynamic": reshape_dynamic,
     "conv2d": window.conv2d, "max_pool2d": window.max_pool2d, "avg_pool2d": window.avg_pool2d,
 }

@@ -148,6 +148,8 @@ def lower(module, upto: str = "llvm", *, unroll: int | None = None, vectorize=No
         raise UserError(f"unknown MLIR stage(s) {sorted(unknown)}; stages: {', '.join(names)}")
     texts: dict[str, str] = {}
     for stage in plan:
+        if stage.name == "llvm":
+            check_no_i1_stores(module)
         try:
             run_stage(module, stage)
         except MLIRError as err:
@@ -159,6 +161,26 @@ def lower(module, upto: str = "llvm", *, unroll: int | None = None, vectorize=No
         if stage.name == upto:
             break
     return texts
+
+
+def check_no_i1_stores(module) -> None:
+    """Refuse a store of an ``i1``: LLVM 22's ``finalize-memref-to-llvm`` asserts on one
+    and *aborts the process* (see README).  The emitters keep bools as i8 in memory; this
+    guard catches any i1 tensor that bufferization still put in memory."""
+    from mlir import ir
+
+    found: list[str] = []
+
+    def visit(op):
+        if op.name in ("memref.store", "affine.store") and str(op.operands[0].type) == "i1":
+            found.append(str(op.operands[1].type))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if found:
+        from minic.errors import UnsupportedError
+        raise UnsupportedError(f"MLIR bridge: an i1 tensor was bufferized ({found[0]}); "
+                               "lowering it would abort in finalize-memref-to-llvm")
 
 
 def first_line(err: Exception) -> str:

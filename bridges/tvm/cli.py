@@ -87,6 +87,9 @@ def _build(args) -> int:
     imported, mod = _optimized(args, source, dump_dir=args.dump_dir, print_after=tuple(args.print_after),
                                out=sys.stdout)
     work_dir = _work_dir(args) if args.tuned else None
+    if work_dir is not None and not (work_dir / "database_tuning_record.json").is_file():
+        from minic.errors import UserError
+        raise UserError(f"no tuning database in {work_dir}; run `python -m minic tvm tune {args.model}` first")
     runner = VMRunner(build(mod, as_target(None), work_dir), imported.input_shapes, imported.input_dtypes)
     output = runner(*source.example_inputs)
     reference = _reference(source)

@@ -15,6 +15,7 @@ from minic import backends
 from minic.api import load
 from minic.compare import as_tuple
 from minic.crosscheck.matrix import Cell, check
+from minic.crosscheck.precision import STRESS
 from minic.crosscheck.tolerance import tolerance
 from minic.errors import UserError
 
@@ -31,6 +32,10 @@ def register(sub) -> None:
                    help="where --random saves minimized failing graphs as .mc (default: %(default)s)")
     p.add_argument("--json", type=Path, help="write the cells as JSON to this file")
     p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
+    p.add_argument("--precision", metavar="P,P",
+                   help="instead of the matrix: each precision's error against the f32 reference "
+                        "(f32, f16, f16-acc; backends minic and interp; models may also be the stress "
+                        "graphs " + ", ".join(STRESS) + "; see docs/f16.md)")
     p.set_defaults(handler=handle)
 
 
@@ -95,6 +100,30 @@ def handle_random(args: argparse.Namespace, chosen: list[str] | None) -> int:
     return 1 if report.failures else 0
 
 
+def handle_precision(args: argparse.Namespace, chosen: list[str] | None) -> int:
+    """``verify --precision f32,f16,f16-acc``: the error of each precision, per model."""
+    from minic import models
+    from minic.crosscheck.precision import markdown as precision_markdown, precision_table
+    from minic.progress import progress_bar
+    names = args.models or models.names() + list(STRESS)
+    precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
+    chosen = chosen or ["minic"]
+    for b in chosen:
+        if b not in ("minic", "interp"):
+            raise UserError(f"verify --precision: backend '{b}' has no precision option (use minic or interp)")
+    with progress_bar("precision", len(names) * len(precisions) * len(chosen)) as advance:
+        cells = precision_table(names, precisions, chosen, args.size, args.seed,
+                                progress=lambda c: advance(f"{c.model}/{c.backend}/{c.precision}"))
+    print(precision_markdown(cells))
+    for c in cells:
+        if c.detail:
+            print(f"{c.model} / {c.backend} / {c.precision}: {c.status}: {c.detail}")
+    if args.json:
+        args.json.write_text(json.dumps([c.as_dict() for c in cells], indent=1))
+    # f16 is expected to drift where docs/f16.md says; only a path that fails to run is an error.
+    return 1 if any(c.status in ("unsupported", "crash") for c in cells) else 0
+
+
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -108,6 +137,8 @@ def handle(args: argparse.Namespace) -> int:
         backends.get(b)                              # unknown names fail before any work
     if args.random is not None:
         return handle_random(args, chosen)
+    if args.precision:
+        return handle_precision(args, chosen)
     total = len(names) * (len(chosen) if chosen else len(backends.names()) - 1)
     with progress_bar("verify", total) as advance:
         cells = verify_models(names, chosen, args.size, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"))

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from minic.codegen.jit import Loaded
 from minic.codegen.module import object_code
-from minic.codegen.options import CompileOptions
+from minic.codegen.options import PRECISIONS, CompileOptions
+from minic.errors import UserError
 from minic.ir.graph import Graph
 from minic.ir.loops import Program, Role
+from minic.ir.types import DType
 from minic.runtime import cache
 from minic.runtime.compiled import CompiledModel
 from minic.runtime.layout import EntryLayout
@@ -27,10 +29,18 @@ def prepare(graph: Graph, options: CompileOptions | None = None) -> Program:
     from minic.lowering import lower_graph
     from minic.passes.fuse_groups import fuse_groups
     from minic.schedule import default_schedule
+    from minic.lowering.precision import widen
+    from minic.passes.to_f16 import to_f16
     options = options or CompileOptions()
+    if options.precision not in PRECISIONS:
+        raise UserError(f"unknown precision '{options.precision}'; available: {', '.join(PRECISIONS)}")
     if hasattr(passes, "optimize") and options.graph_opt_level > 0:
         graph = passes.optimize(graph, options.graph_opt_level)
-    return default_schedule(lower_graph(fuse_groups(graph)), options)
+    if options.precision != "f32":               # f16 storage, see docs/f16.md
+        graph = to_f16(graph)
+    # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.
+    accumulate = DType.f16 if options.precision == "f16-acc" else DType.f32
+    return default_schedule(widen(lower_graph(fuse_groups(graph)), accumulate), options)
 
 
 def compile_graph(graph: Graph, options: CompileOptions | None = None) -> CompiledModel:

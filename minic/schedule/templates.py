@@ -189,4 +189,12 @@ def _fill_where_used(loop: For) -> For:
 
 
 def default_knobs(f: Function) -> Knobs:
-    return Knobs()
+    """The untuned knobs: 32 lanes, and the register-row count (4..8) that wastes the
+    fewest rows on the last tile (a conv2d's 56/28/14/7 columns get 7; 64 rows get 8)."""
+    c = find_contraction(unique_loops(f))
+    row = next((t for t in c.spatial if t.var.name == c.row), None) if c else None
+    if row is None or not isinstance(row.extent, Const):
+        return Knobs()
+    n = row.extent.value
+    rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
+    return Knobs(rows=min(rows, n))

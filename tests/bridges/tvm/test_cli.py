@@ -56,3 +56,8 @@ def test_unreadable_onnx_file_is_exit_1(capsys, tmp_path):
     (tmp_path / "x.onnx").write_bytes(b"not protobuf")
     assert main(["tvm", "bench", str(tmp_path / "x.onnx")]) == 1
     assert "cannot read ONNX file" in capsys.readouterr().err
+
+
+def test_build_tuned_without_a_database_is_exit_1(capsys, tmp_path):
+    assert main(["tvm", "build", "mlp", "--size", "small", "--tuned", "--work-dir", str(tmp_path)]) == 1
+    assert "no tuning database" in capsys.readouterr().err
