@@ -3,9 +3,9 @@ minic tuner against TVM MetaSchedule with the same trial budget.
 
     python benchmarks/matmul.py [--n 512] [--rounds 5] [--tune-trials 0]
 
-Calls are interleaved (minic, numpy with its default threads, numpy on one
-thread) and each figure is the median over rounds of medians; the machine is
-shared, so run it several times.  ``--tune-trials N`` also tunes the kernel with
+Rounds alternate minic and numpy (OpenBLAS, its default threads), each a median
+of 20 calls after a pause that lets the other's threads go idle; the figure is
+the median over rounds.  The machine is shared, so run it several times.  ``--tune-trials N`` also tunes the kernel with
 minic's tuner and with MetaSchedule (if the TVM bridge is installed).
 """
 from __future__ import annotations
@@ -23,17 +23,14 @@ from minic.runtime import CompileOptions, compile_graph
 from minic.timing import median_latency
 
 
+# OpenBLAS's threads keep spinning for a while after a call (its THREAD_TIMEOUT, ~0.1 s),
+# taking the cores from whatever runs next; each path starts after they have gone idle.
+SETTLE_S = 0.5
+
+
 def matmul_graph(n: int) -> Graph:
     x, y, z = (Value(name, TensorType((n, n), DType.f32)) for name in ("x", "y", "z"))
     return Graph("matmul", [x, y], [z], [Node("matmul", [x, y], [z], ops.get("matmul").make_attrs())], [])
-
-
-def numpy_one_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-        return threadpool_limits(1)
-    except ImportError:
-        return None
 
 
 def main() -> None:
@@ -51,9 +48,11 @@ def main() -> None:
     print(f"minic compile: {time.perf_counter() - t0:.2f} s; max error vs numpy "
           f"{np.abs(model(a, b) - a @ b).max():.2e}")
     figures = {"minic": [], "numpy": []}
+    paths = {"minic": model, "numpy": np.matmul}
     for _ in range(args.rounds):
-        figures["minic"].append(flop / median_latency(model, (a, b), repeat=20, warmup=2) / 1e9)
-        figures["numpy"].append(flop / median_latency(np.matmul, (a, b), repeat=20, warmup=2) / 1e9)
+        for name, fn in paths.items():
+            time.sleep(SETTLE_S)
+            figures[name].append(flop / median_latency(fn, (a, b), repeat=20, warmup=2) / 1e9)
     for name, values in figures.items():
         print(f"{name:6} GFLOPS: median {statistics.median(values):6.1f}  (rounds: "
               f"{', '.join(f'{v:.1f}' for v in values)})")

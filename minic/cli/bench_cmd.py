@@ -3,7 +3,8 @@ against the production paths, in one process.
 
 Every path is compiled and checked against PyTorch eager first; then the timed
 calls are *interleaved*: rounds in which every path runs a short block of calls
-(the first untimed), warm-up calls first, so that a change in the machine's
+(the first untimed, after a short pause that lets the previous path's spinning
+threads go idle), warm-up calls first, so that a change in the machine's
 load hits every path alike; each path's median over all timed calls is reported.  This is a benchmark, not a test: numbers
 move with the machine.  ``--json`` keeps the figures, ``--plot`` draws them
 (with Graphviz, which minic's pictures use already: .png, .svg or .pdf).
@@ -31,6 +32,7 @@ from minic.timing import fmt_ms
 
 DEFAULT_VS = "torch,torch-compile,onnxruntime,tvm"
 BLOCK = 5                   # timed calls of one path in a row, within a round
+SETTLE_S = 0.2              # pause before a block: the last path's pool threads stop spinning
 
 
 def register(sub) -> None:
@@ -104,6 +106,7 @@ def run_bench(source: ModelSource, paths: list[str], repeat: int, warmup: int, r
     while done < repeat:
         n = min(BLOCK, repeat - done)
         for r in live:
+            time.sleep(SETTLE_S)
             r.cell.runner(*inputs)
             for _ in range(n):
                 t0 = time.perf_counter()
