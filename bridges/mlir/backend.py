@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from minic.backends import ModelSource
-from minic.errors import UnsupportedError, UserError
+from minic.errors import UserError
 
 
 def graph_of(source: ModelSource):
@@ -107,8 +107,8 @@ def handle_model(args, emits: list[str], show) -> int:
         from bridges.mlir.tosa import tosa_to_linalg
         from bridges.mlir.tosa_emit import emit_tosa
         module = emit_tosa(graph, env)
-        if "tosa" in emits:
-            show("tosa", str(module))
+        if "tosa" in emits:         # weights elided: the ops are the point here
+            show("tosa", module.operation.get_asm(large_elements_limit=16))
         if dump or args.run:
             tosa_to_linalg(module)
     else:

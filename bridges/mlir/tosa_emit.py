@@ -14,9 +14,10 @@ most of their lines bridging the gap:
   ``reciprocal(rsqrt(x))``, and round is refused;
 * softmax, layer_norm, gelu, batch_norm are compositions of TOSA ops;
 * bools: TOSA's are ``i1``, but MLIR 22 aborts on *storing* an ``i1`` (see
-  README), so bool tensors live as ``i8`` and are cast to ``i1`` right where
-  an op needs one (select, logical ops) and back right after compares.  Each
-  ``i1`` tensor then has one use and is fused away after lowering.
+  README), so bool tensors live as ``i8`` (0/1; and/or/xor/not are bitwise
+  ops on them), cast to ``i1`` right before a select and back right after a
+  compare.  Each ``i1`` tensor then has one use and is fused away after
+  lowering; ``pipeline.check_no_i1_stores`` refuses any that is not.
 
 The emitter reuses ``Emitter`` (types, the node loop); only the op rules and
 constants differ.  Anything TOSA cannot express raises ``UnsupportedError``
@@ -33,6 +34,7 @@ from minic.ir.types import DType
 
 NUMPY = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "i8": np.int8, "i1": np.bool_}
 SUPPORTED = (DType.f32, DType.i32, DType.i64, DType.bool)
+MAX_RANK = 6                 # the TOSA 1.0 level 8K limit tosa-validate enforces
 
 
 def dims(v) -> list[int]:
@@ -74,6 +76,9 @@ class TosaEmitter(Emitter):
         for v in values:
             if v.type.dtype not in SUPPORTED:
                 raise UnsupportedError(f"MLIR bridge (tosa): dtype {v.type.dtype.value} ({v.name})")
+            if len(self.shape(v)) > MAX_RANK:
+                raise UnsupportedError(f"MLIR bridge (tosa): {v.name} has rank {len(self.shape(v))}; "
+                                       f"TOSA's MAX_RANK is {MAX_RANK}")
             if 0 in self.shape(v):
                 raise UnsupportedError(f"MLIR bridge (tosa): zero-size tensor {v.name} "
                                        f"{self.shape(v)}: TOSA shapes are positive")
@@ -93,7 +98,7 @@ class TosaEmitter(Emitter):
         """A ``tosa.const`` holding ``data`` (bools as i8, like every bool tensor here)."""
         from mlir import ir
         from mlir.dialects import tosa
-        data = np.ascontiguousarray(data.astype(np.int8) if data.dtype == np.bool_ else data)
+        data = np.array(data.astype(np.int8) if data.dtype == np.bool_ else data, order="C")  # keeps rank 0
         attr = ir.DenseElementsAttr.get(data)
         return tosa.const(attr, results=[attr.type])
 

@@ -111,11 +111,30 @@ def gather(em, node, attrs):
     return gather_values(em, data, axis, i)
 
 
+MAX_PAD_RANK = 3
+
+
 def pad_constant(em, x, pads, value):
-    """``tosa.pad`` with ``pads`` in minic's order (all begins, then all ends)."""
+    """``tosa.pad`` with ``pads`` in minic's order (all begins, then all ends).
+
+    LLVM 22's tosa-validate refuses ``tosa.pad`` on any tensor of rank >= 4: its
+    padding operand is a ``!tosa.shape<2*rank>`` and the level check compares that
+    length with MAX_RANK (6) as if it were a rank (docs/production-bugs.md,
+    tosa-validate-pad-shape-rank).  Above rank 3 the pad is therefore built as a
+    concat of tiled pad-value blocks around ``x``, one axis at a time."""
     from mlir.dialects import tosa
     rank = len(dims(x))
     if not any(pads):
+        return x
+    if rank > MAX_PAD_RANK:
+        for axis in range(rank):
+            shape = dims(x)
+            block = lambda width: em.tile(em.scalar(value, x), shape[:axis] + [width] + shape[axis + 1:])  # noqa: E731
+            lo, hi = pads[axis], pads[rank + axis]
+            parts = ([block(lo)] if lo else []) + [x] + ([block(hi)] if hi else [])
+            if len(parts) > 1:
+                shape[axis] += lo + hi
+                x = tosa.concat(parts, axis, results=[em.like(x, shape)])
         return x
     pairs = [p for axis in range(rank) for p in (pads[axis], pads[rank + axis])]   # TOSA: [lo0, hi0, lo1, ...]
     shape = [n + pads[a] + pads[rank + a] for a, n in enumerate(dims(x))]

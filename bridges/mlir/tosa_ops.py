@@ -90,13 +90,13 @@ def compare(em, node, attrs):
 
 
 def logical(em, node, attrs):
+    """On the stored 0/1 bytes, bitwise ops *are* the logical ones (not x = x xor 1);
+    staying in i8 keeps i1 tensors out of reshapes and tiles, where they could not be
+    fused away and would reach memory (see the module docstring)."""
     ins = _ins(em, node)
-    rank = max(len(dims(v)) for v in ins)
-    # Reshape the i8 bytes, then cast: each i1 then feeds its one op directly (fusable).
-    flags = [em.flag(em.ranked(v, rank)) for v in ins]
     if node.op == "not":
-        return em.byte(em.unary("logical_not", flags[0]))
-    return em.byte(em.binary(f"logical_{node.op}", *flags))
+        return em.binary("bitwise_xor", ins[0], em.scalar(1, ins[0]))
+    return em.binary(f"bitwise_{node.op}", *ins)
 
 
 def where(em, node, attrs):

@@ -31,10 +31,13 @@ class Loaded:
     def __del__(self) -> None:
         # Worker threads of the module's pool (parallel.py) run in this code: stop and join
         # them before the engine frees it.
-        engine = getattr(self, "engine", None)
-        stop = engine.get_function_address(STOP_FN) if engine is not None else 0
-        if stop:
-            ctypes.CFUNCTYPE(None)(stop)()
+        try:
+            engine = getattr(self, "engine", None)
+            stop = engine.get_function_address(STOP_FN) if engine is not None else 0
+            if stop:
+                ctypes.CFUNCTYPE(None)(stop)()
+        except Exception:  # noqa: BLE001 - at interpreter exit ctypes may be gone; the threads end with it
+            pass
 
     def address(self, name: str) -> int:
         address = self.engine.get_function_address(name)

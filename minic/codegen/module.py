@@ -8,6 +8,8 @@ Python runs the whole model.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import llvmlite.binding as llvm
 from llvmlite import ir
 
@@ -43,11 +45,29 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     return fn
 
 
+def _structure(k: Function) -> str:
+    """``k``'s code with the kernel and its parameters named by position: equal strings,
+    equal machine code."""
+    import re
+    from minic.ir.loops import print_function
+    text = print_function(replace(k, name="kernel", origin=""))
+    for i, b in sorted(enumerate(k.params), key=lambda p: -len(p[1].name)):
+        text = re.sub(rf"\b{re.escape(b.name)}\b", f"%p{i}", text)
+    return text
+
+
 def build_module(program: Program, options: CompileOptions) -> ir.Module:
     """The LLVM IR module (unoptimised) of ``program``."""
     module = ir.Module(name=program.name)
     module.triple = triple(options)
-    kernels = {k.name: _kernel(module, k, options.threads) for k in program.kernels}
+    # Kernels equal up to their buffers' names (a model's repeated layers) share one function.
+    shared: dict[str, ir.Function] = {}
+    kernels = {}
+    for k in program.kernels:
+        key = _structure(k)
+        if key not in shared:
+            shared[key] = _kernel(module, k, options.threads)
+        kernels[k.name] = shared[key]
     entry = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR]), ENTRY)
     buffers_arg, sizes_arg = entry.args
     b = ir.IRBuilder(entry.append_basic_block("entry"))
@@ -65,7 +85,7 @@ def build_module(program: Program, options: CompileOptions) -> ir.Module:
 
 
 def llvm_ir(program: Program, options: CompileOptions | None = None, optimized: bool = False) -> str:
-    """The textual LLVM IR of ``program`` (optionally after the O3 pipeline)."""
+    """The textual LLVM IR of ``program`` (optionally after the ``opt_level`` pipeline)."""
     options = options or CompileOptions()
     if not optimized:
         return str(build_module(program, options))

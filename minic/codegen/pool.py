@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I1, I8, I32, I64, PTR, VOID
+from minic.codegen.emit import I8, I32, I64, PTR, VOID
 
 FIELDS = ("gen", "next", "done", "sleepers", "stop", "busy", "started",
           "fn", "ctx", "start", "end", "chunk", "nchunks")

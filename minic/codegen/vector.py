@@ -135,6 +135,10 @@ class VectorLoop:
                                  reg_type(x.dtype))
         if isinstance(x, Cast):
             v = self.expr(x.value)
+            if x.value.dtype.is_float and x.to.is_float and x.value.dtype != x.to:
+                # f16 <-> f32 on the whole vector: one vcvtph2ps / vcvtps2ph with F16C
+                widen = x.to == DType.f32
+                return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(reg_type(x.to)))
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), reg_type(x.to))
         raise TypeError(f"not a Loop IR expression: {x!r}")
 

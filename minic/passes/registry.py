@@ -32,6 +32,9 @@ PASSES: dict[str, Pass] = {
     "to-f16": to_f16,
 }
 
+# Passes that change the numbers on purpose; every other pass computes exactly what it was given.
+ROUNDING = {"to-f16"}
+
 # The fusion grouping belongs to lowering (it decides which ops become one
 # kernel); it is a pass so that --print-after shows the groups.
 if importlib.util.find_spec("minic.passes.fuse_groups") is not None:

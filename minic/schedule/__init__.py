@@ -1,8 +1,11 @@
 """Schedules: how the loops of a kernel run (not what they compute).
 
-For now there is one default schedule; the primitives (split, reorder, tile,
-unroll, vectorize, pack) and the tuner come with the Performance issue and
-rewrite the same For trees.
+Read in this order: ``nest.py`` (naming and finding loops, the independence
+check), ``primitives.py`` (split, reorder, tile, fuse, unroll, vectorize,
+parallel), ``caching.py`` (cache_accumulator, pack, rfactor: the ones with a
+local buffer), ``templates.py`` (the contraction micro-kernel and its knobs),
+``default.py`` (what every kernel gets untuned), ``prepack.py`` (weights packed
+at compile time), then the tuner: ``measure.py``, ``tuner.py``, ``records.py``.
 """
 from minic.schedule.default import default_schedule
 

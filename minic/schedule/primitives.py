@@ -63,6 +63,7 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
             if known is not None and known < factor:
                 raise fail(f, f"split of '{name}' with tail='overlap' needs extent >= {factor}, got {known}")
             check_independent(f, loop, "overlap-split", distinct_writes=True)
+            _check_overwrites_only(f, loop)
             mode, count = "overlap", _binop("div", BinOp("add", n, const(factor - 1)), const(factor))
         vo, vi = Var(outer), Var(inner)
         base = _binop("mul", vo, const(factor))
@@ -77,6 +78,17 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
             return If(BinOp("ge", n, const(factor)), nest, rename_loops(loop, "_s"))
         return nest
     return _tidy(rewrite_loops(f, name, rewrite))
+
+
+def _check_overwrites_only(f: Function, loop: For) -> None:
+    """Overlapping tiles run some iterations twice: legal only if no iteration reads what
+    the body writes (``x[i] = x[i] + 1`` twice is wrong), private buffers aside."""
+    from minic.schedule.nest import loads, private_buffers, stores
+    written = {st.buffer.name for st in stores(loop.body)} - private_buffers(loop.body)
+    read = sorted(written & {ld.buffer.name for ld in loads(loop.body)})
+    if read:
+        raise fail(f, f"split of '{loop.var.name}' with tail='overlap' would run some iterations twice, "
+                      f"and they read {read[0]}, which they write")
 
 
 def _sink_guard(cond: Expr, body: Stmt) -> Stmt:

@@ -16,6 +16,7 @@ from minic.ir.interpret import interpret
 from minic.ir.types import DType, TensorType
 from minic.ir.verify import verify
 from minic.passes import PASSES, optimize
+from minic.passes.registry import ROUNDING
 
 SHAPE = ("B", 2, 3, 4)                          # every pool value has this type: NCHW with a symbolic batch
 
@@ -168,7 +169,8 @@ def test_every_pass_preserves_random_graphs(seed: int, steps: int):
     graph = RandomGraph(seed).build(steps)
     for name, run in PASSES.items():
         out = verify(run(graph))
-        assert_same_outputs(graph, out, seed)
+        if name not in ROUNDING:                   # to-f16 rounds on purpose: tests/f16 checks it
+            assert_same_outputs(graph, out, seed)
     optimized = optimize(graph, level=2, verify_each=True)
     assert len(optimized.nodes) <= len(graph.nodes)
     assert_same_outputs(graph, optimized, seed)

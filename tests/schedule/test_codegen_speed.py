@@ -89,4 +89,3 @@ def test_thread_pool_survives_many_calls_and_concurrent_callers():
     for t in threads:
         t.join()
     assert not errors
-    del model                                  # stops and joins the pool's workers

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from minic.ir.loops import ForKind, print_function
 from minic.schedule.caching import cache_accumulator, pack
-from minic.schedule.nest import ScheduleError, loops_named, unique_loops
+from minic.schedule.nest import ScheduleError, loops_named
 from minic.schedule.primitives import fuse, parallel, reorder, split, tile, unroll, vectorize
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -45,8 +45,6 @@ def test_split_that_does_not_cover_the_extent_is_an_error():
 
 
 def test_symbolic_overlap_split_keeps_a_fallback_for_small_extents():
-    from minic.ir.types import DType
-    from minic.ir.graph import Graph
     g = graph_of("relu", [("T", 9)])
     f = kernel_of(g)
     s = split(f, "i0", 4, tail="overlap")
@@ -157,3 +155,17 @@ def test_split_then_vectorize_on_drawn_sizes(m, n, factor, tail):
     if tail == "overlap":
         g = vectorize(g, "i1i")
     assert_same_meaning(f, g, interpret=False)
+
+
+def test_overlap_split_refuses_in_place_updates():
+    from minic.ir.loops import BinOp, For, ForKind, Function, Load, Store, Var, const
+    from minic.ir.loops import Buffer, Role
+    from minic.ir.types import DType
+    x = Buffer("x", (10,), DType.f32, Role.OUTPUT)
+    i = Var("i")
+    body = For(i, const(0), const(10), ForKind.SERIAL,
+               Store(x, (i,), BinOp("add", Load(x, (i,)), const(1.0, DType.f32))))
+    f = Function("inc", (x,), (), body)
+    with pytest.raises(ScheduleError, match="run some iterations twice"):
+        split(f, "i", 4, tail="overlap")
+    assert_same_meaning(f, split(f, "i", 4, tail="guard"))

@@ -46,12 +46,15 @@ class Convs(torch.nn.Module):
         return torch.flatten(h, 1)
 
 
-def check(module, inputs, dynamic_axes=()):
+VIAS = ["linalg", "tosa"]     # emit linalg directly, or TOSA lowered by tosa-to-linalg-pipeline
+
+
+def check(module, inputs, dynamic_axes=(), via="linalg"):
     torch.manual_seed(0)
     module.eval()
     arrays = tuple(np.ascontiguousarray(t.numpy()) for t in inputs)
     source = ModelSource(type(module).__name__, arrays, module=module, dynamic_axes=dynamic_axes)
-    run = mlir_compile(source)
+    run = mlir_compile(source, via=via)
     got = run(*arrays)
     want = module(*inputs).detach().numpy()
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
@@ -59,18 +62,20 @@ def check(module, inputs, dynamic_axes=()):
     return run, source
 
 
-def test_mixed_ops_match_torch_and_the_interpreter():
+@pytest.mark.parametrize("via", VIAS)
+def test_mixed_ops_match_torch_and_the_interpreter(via):
     torch.manual_seed(1)
-    check(Mixer(), (torch.randint(0, 11, (2, 5)), torch.randn(2, 5, 8)))
+    check(Mixer(), (torch.randint(0, 11, (2, 5)), torch.randn(2, 5, 8)), via=via)
 
 
-def test_convs_and_pools_match_torch():
+@pytest.mark.parametrize("via", VIAS)
+def test_convs_and_pools_match_torch(via):
     torch.manual_seed(2)
     m = Convs()
     with torch.no_grad():                       # non-trivial running statistics
         m.bn.running_mean.uniform_(-0.5, 0.5)
         m.bn.running_var.uniform_(0.5, 2.0)
-    check(m, (torch.randn(2, 3, 15, 13),))
+    check(m, (torch.randn(2, 3, 15, 13),), via=via)
 
 
 def test_dynamic_batch_compiles_one_kernel_per_binding():
@@ -88,19 +93,22 @@ def test_unknown_option_is_a_user_error():
     src = ModelSource("m", (np.zeros((1, 2), np.float32),), module=torch.nn.Linear(2, 2))
     with pytest.raises(UserError, match="unknown option"):
         mlir_compile(src, tile=4)
+    with pytest.raises(UserError, match="via='onnx'; choose from linalg, tosa"):
+        mlir_compile(src, via="onnx")
 
 
 ZOO_SLOW = {"resnet50", "bert-base", "llama-tiny"}      # each op of theirs is covered above
 
 
+@pytest.mark.parametrize("via", VIAS)
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ZOO_SLOW else n
                                   for n in ["mlp", "cnn", "resnet50", "bert-base", "llama-tiny"]])
-def test_zoo_model_matches_torch(name):
+def test_zoo_model_matches_torch(name, via):
     import minic
 
     from minic.api import load
     source = load(name, size="small")
-    got = minic.backends.get("mlir")(source)(*source.example_inputs)
+    got = minic.backends.get("mlir")(source, via=via)(*source.example_inputs)
     want = source.module(*[torch.from_numpy(a) for a in source.example_inputs]).detach().numpy()
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
 
@@ -111,12 +119,30 @@ def test_cli_model_emit(capsys):
     out = capsys.readouterr().out
     assert "IR after stage 'linalg'" in out and "linalg.generic" in out and "affine.for" in out
     assert "max |mlir - minic interpreter|" in out
-    assert main(["mlir", "mlp", "--emit", "tosa"]) == 1
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "resnet50", "bert-base", "llama-tiny"])
+def test_cli_emits_tosa_for_every_zoo_model(capsys, name):
+    from minic.cli import main
+    assert main(["mlir", name, "--emit", "tosa"]) == 0
+    out = capsys.readouterr().out
+    assert "IR after stage 'tosa'" in out and "tosa.matmul" in out and "linalg." not in out
+
+
+def test_cli_model_from_tosa_down_to_linalg_and_run(capsys):
+    from minic.cli import main
+    assert main(["mlir", "cnn", "--emit", "tosa", "--emit", "linalg", "--run"]) == 0
+    out = capsys.readouterr().out
+    tosa_text, linalg_text = out.split("IR after stage 'linalg'")
+    assert "tosa.conv2d" in tosa_text and "tosa.max_pool2d" in tosa_text
+    assert "linalg.conv_2d_nhwc_fhwc" in linalg_text and "tosa." not in linalg_text
+    assert "JIT run (tosa): max |mlir - minic interpreter|" in out
 
 
 @pytest.mark.parametrize("kwargs", [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
                                     dict(kernel_size=2, stride=1, padding=1, count_include_pad=False),
                                     dict(kernel_size=3, stride=2, ceil_mode=True, count_include_pad=True)])
-def test_avg_pool_divisors(kwargs):
+@pytest.mark.parametrize("via", VIAS)
+def test_avg_pool_divisors(kwargs, via):
     torch.manual_seed(4)
-    check(torch.nn.AvgPool2d(**kwargs), (torch.randn(1, 2, 7, 8),))
+    check(torch.nn.AvgPool2d(**kwargs), (torch.randn(1, 2, 7, 8),), via=via)
