@@ -109,7 +109,7 @@ def inputs_for(layout: EntryLayout, arrays: Sequence[np.ndarray]) -> TensorFile:
     user sees the same one-line error; the harness checks again (it may be
     given a file written by anything)."""
     slots = layout.role(Role.INPUT)
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [np.asarray(a, order="C") for a in arrays]
     try:
         env = bind_symbols([Value(s.name, TensorType(s.shape, s.dtype)) for s in slots], arrays)
     except UserError as e:                   # name the inputs as the user knows them

@@ -25,6 +25,7 @@ from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
 from minic.ir.loops import Program, Role
 from minic.ir.types import TensorType, dim_eval
+from minic.memory import contiguous
 from minic.timing import median_latency
 
 
@@ -58,10 +59,10 @@ def _buffers(program: Program, inputs: Sequence[np.ndarray]) -> tuple[dict[str, 
     if len(inputs) != len(program.inputs):
         raise UserError(f"profile {program.name}: {len(program.inputs)} inputs expected, got {len(inputs)}")
     slots = [Value(b.name, TensorType(b.shape, b.dtype)) for b in program.inputs]
-    arrays = [np.ascontiguousarray(a) for a in inputs]
+    arrays = contiguous(inputs)
     env = bind_symbols(slots, arrays)
     data = {b.name: a for b, a in zip(program.inputs, arrays)}
-    data.update((name, np.ascontiguousarray(c)) for name, c in program.constants.items())
+    data.update((name, np.asarray(c, order="C")) for name, c in program.constants.items())
     for b in entry_buffers(program):
         if b.role in (Role.OUTPUT, Role.TEMP):
             data[b.name] = np.empty(tuple(dim_eval(d, env) for d in b.shape), b.dtype.numpy)
