@@ -45,7 +45,7 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     return fn
 
 
-def _structure(k: Function) -> str:
+def structure(k: Function) -> str:
     """``k``'s code with the kernel and its parameters named by position: equal strings,
     equal machine code."""
     import re
@@ -64,7 +64,7 @@ def build_module(program: Program, options: CompileOptions) -> ir.Module:
     shared: dict[str, ir.Function] = {}
     kernels = {}
     for k in program.kernels:
-        key = _structure(k)
+        key = structure(k)
         if key not in shared:
             shared[key] = _kernel(module, k, options.threads)
         kernels[k.name] = shared[key]

@@ -42,7 +42,10 @@ FIELDS = ("gen", "next", "done", "sleepers", "stop", "busy", "started",
           "fn", "ctx", "start", "end", "chunk", "nchunks")
 F = {name: k * 8 for k, name in enumerate(FIELDS)}        # one field per cache line: no false sharing
 MAX_THREADS = 64
-SPINS = 20000                 # polls of ``gen`` before a worker starts yielding the CPU
+# A worker that sleeps costs a wake-up (tens to hundreds of microseconds in a VM) at the next
+# parallel loop; kernels of a model follow each other faster than that, so it first polls for
+# about a millisecond (as ONNX Runtime's and OpenMP's pools spin), then yields, then sleeps.
+SPINS = 400000                # polls of ``gen`` before a worker starts yielding the CPU
 YIELDS = 200                  # sched_yield rounds before it sleeps on the condition variable
 MASK = (1 << 32) - 1
 STOP_FN = "minic_pool_stop"

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from minic.codegen.jit import Loaded
-from minic.codegen.module import build_module, entry_buffers, optimize_module
+from minic.codegen.module import build_module, entry_buffers, optimize_module, structure
 from minic.codegen.options import CompileOptions
 from minic.codegen.target import target_machine
 from minic.errors import UserError
@@ -46,10 +46,17 @@ class Profile:
         return sum(k.seconds for k in self.kernels)
 
 
+def function_names(program: Program) -> dict[str, str]:
+    """Kernel name -> the LLVM function that runs it: codegen emits kernels equal up
+    to their buffers' names (a model's repeated layers) once, under the first one's name."""
+    first: dict[str, str] = {}
+    return {k.name: first.setdefault(structure(k), k.name) for k in program.kernels}
+
+
 def _kernel_object(program: Program, options: CompileOptions) -> Loaded:
     module = build_module(program, options)
-    for k in program.kernels:
-        module.get_global(k.name).linkage = ""          # external: O3 keeps a callable copy
+    for name in set(function_names(program).values()):
+        module.get_global(name).linkage = ""            # external: the optimizer keeps a callable copy
     obj = target_machine(options).emit_object(optimize_module(module, options))
     return Loaded(obj, options)
 
@@ -77,9 +84,10 @@ def profile_program(program: Program, inputs: Sequence[np.ndarray], options: Com
     code = _kernel_object(program, options)
     data, env = _buffers(program, inputs)
     calls = []
+    functions = function_names(program)
     for k in program.kernels:
         signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(k.params), *[ctypes.c_int64] * len(k.sizes))
-        fn = signature(code.address(k.name))
+        fn = signature(code.address(functions[k.name]))
         args = [data[p.name].ctypes.data for p in k.params] + [env[s] for s in k.sizes]
         fn(*args)                                      # in order: every buffer gets its value
         calls.append((k, fn, args))

@@ -2,8 +2,9 @@
 
 The kernel becomes a one-kernel Program whose buffers are random arrays of the
 kernel's parameter shapes (sizes such as ``T`` bound to the values given);
-it is compiled to native code like a whole model and run through the same
-entry point, warm-up first, then the median of repeats.
+weight panels are pre-packed as a model's are (``prepack.py``), then it is
+compiled to native code like a whole model and run through the same entry
+point, warm-up first, then the median of repeats.
 """
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ class Timed:
     compile_seconds: float          # LLVM time for this kernel
 
 
-def kernel_program(f: Function) -> Program:
-    """``f`` alone as a Program over its own parameters."""
+def kernel_program(f: Function, arrays: dict[str, np.ndarray] | None = None) -> Program:
+    """``f`` alone as a Program over its own parameters (constants from ``arrays``)."""
     buffers = {b.name: b for b in f.params}
+    arrays = arrays or {}
     return Program(f.name, [b for b in f.params if b.role == Role.INPUT],
                    [b for b in f.params if b.role == Role.OUTPUT],
-                   {b.name: np.zeros(0) for b in f.params if b.role == Role.CONST},
+                   {b.name: arrays.get(b.name, np.zeros(0)) for b in f.params if b.role == Role.CONST},
                    buffers, [f], tuple(f.sizes), {b.name: (0, 0) for b in f.params if b.role == Role.TEMP})
 
 
@@ -70,9 +72,13 @@ def compile_kernel(f: Function, options: CompileOptions):
 
 def measure(f: Function, sizes: dict[str, int], options: CompileOptions, repeat: int = 10,
             budget_s: float = 2.0) -> Timed:
-    """Compile ``f`` and time it on random data."""
-    run, compile_s = compile_kernel(f, options)
+    """Compile ``f`` and time it on random data, its weight panels pre-packed as in a model."""
+    from minic.schedule.prepack import prepack
     arrays = arrays_for(f, sizes)
+    program = prepack(kernel_program(f, arrays))
+    f = program.kernels[0]
+    arrays.update(program.constants)
+    run, compile_s = compile_kernel(f, options)
     return Timed(median_latency(run, (arrays, sizes), repeat=repeat, warmup=1, budget_s=budget_s), compile_s)
 
 

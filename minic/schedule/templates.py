@@ -95,17 +95,11 @@ def _is_product_sum(update: Store, acc: str) -> bool:
 
 
 def signature(f: Function) -> str:
-    """What a tuning record is keyed by: the loop nest's structure and extents
-    (kernel and buffer names left out, so equal shapes share records)."""
-    from minic.ir.loops import print_function
+    """What a tuning record is keyed by: the kernel's code with the kernel and its
+    buffers named by position, hashed (a model's repeated layers share records)."""
+    from minic.codegen.module import structure
     import hashlib
-    import re
-    text = print_function(f).split("\n", 1)[1] if f.origin else print_function(f)
-    text = re.sub(r"kernel \w+\(", "kernel(", text)
-    names = sorted({b.name for b in f.params}, key=len, reverse=True)
-    for k, n in enumerate(names):
-        text = re.sub(rf"\b{re.escape(n)}\b", f"b{k}", text)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(structure(f).encode()).hexdigest()[:16]
 
 
 def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:

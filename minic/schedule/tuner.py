@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from minic.codegen.options import CompileOptions
-from minic.ir.loops import Const, Function
+from minic.ir.loops import Const, Function, Role
 from minic.schedule import records
 from minic.schedule.measure import flops, measure
 from minic.schedule.nest import ScheduleError, unique_loops
@@ -138,14 +138,18 @@ def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, tri
 
     model = CostModel(*_extents(f))
     start = run(default_knobs(f))
-    pool = [k for k in all_points() if k != start.knobs]
+    # Weights are packed at compile time in a model (prepack.py), so unpacked points only
+    # look good here, where a small weight stays in cache between timed runs: leave them out.
+    weights = any(b.role == Role.CONST for b in f.params)
+    pool = [k for k in all_points() if k != start.knobs and (k.pack or not weights)]
     rng.shuffle(pool)
     current, temperature = start, 0.3
     while len(seen) < min(trials, len(pool) + 1):
         if strategy == "random":
             run(next(k for k in pool if k not in seen))
             continue
-        fresh = [k for k in neighbours(current.knobs) if k not in seen] or [k for k in pool if k not in seen]
+        fresh = [k for k in neighbours(current.knobs) if k not in seen and k in pool] or \
+            [k for k in pool if k not in seen]
         candidates = rng.sample(fresh, min(8, len(fresh)))
         pick = min(candidates, key=model.predict) if rng.random() > 0.2 else candidates[0]   # some exploration
         trial = run(pick)

@@ -18,7 +18,7 @@ from minic.schedule.nest import ScheduleError
 from minic.schedule.primitives import split, vectorize
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import assert_same_meaning, compiled, graph_of, kernel_of  # noqa: E402
+from schedule_helpers import assert_same_meaning, compiled, graph_of, kernel_of  # noqa: E402
 
 OPTIONS = CompileOptions(use_cache=False, num_threads=2)
 

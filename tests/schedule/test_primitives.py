@@ -13,7 +13,7 @@ from minic.schedule.nest import ScheduleError, loops_named
 from minic.schedule.primitives import fuse, parallel, reorder, split, tile, unroll, vectorize
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import assert_same_meaning, graph_of, kernel_of, matmul_kernel  # noqa: E402
+from schedule_helpers import assert_same_meaning, graph_of, kernel_of, matmul_kernel  # noqa: E402
 
 
 def add_kernel(m=5, n=13):

@@ -15,7 +15,7 @@ from minic.schedule.nest import ScheduleError
 from minic.schedule.templates import Knobs, find_contraction, schedule_contraction, signature
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import assert_same_meaning, graph_of, kernel_of, matmul_kernel  # noqa: E402
+from schedule_helpers import assert_same_meaning, graph_of, kernel_of, matmul_kernel  # noqa: E402
 
 OPTIONS = CompileOptions(use_cache=False, num_threads=2)
 

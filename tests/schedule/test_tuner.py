@@ -14,7 +14,7 @@ from minic.schedule.templates import Knobs, signature
 from minic.schedule.tuner import CostModel, all_points, as_record, neighbours, tune_kernel
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import graph_of, kernel_of, matmul_kernel  # noqa: E402
+from schedule_helpers import graph_of, kernel_of, matmul_kernel  # noqa: E402
 
 
 @pytest.mark.parametrize("strategy", ["anneal", "random"])
