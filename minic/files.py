@@ -4,9 +4,12 @@ temporary file in the same folder first and is renamed over the target, which
 POSIX makes atomic — a reader sees the old file or the new one, never a mix."""
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
@@ -31,3 +34,17 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``'s sibling ``.lock`` file: for read-modify-write
+    of a shared file (tuning records) by several processes at once."""
+    lock = Path(path).with_name(Path(path).name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

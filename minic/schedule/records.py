@@ -4,8 +4,8 @@
      "seconds": 0.00012, "default_seconds": 0.00018, "gflops": 71.2, "trials": 16, "kernel": "k5_matmul",
      "date": "2026-11-30"}
 
-The file only grows by whole rewrites (``write_atomic``): readers never see half a
-line.  Several records may share a key (tuned twice); the fastest wins.
+The file only grows by whole rewrites (``write_atomic``, under a lock): readers
+never see half a line, and concurrent tuners lose nothing.  Several records may share a key (tuned twice); the fastest wins.
 ``records_path`` is where ``minic tune`` writes and compilation reads
 when no other file is named, so a tuned model is fast the next time it compiles.
 """
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from minic.codegen.options import CompileOptions
-from minic.files import write_atomic
+from minic.files import locked, write_atomic
 
 FILE = "tuning.jsonl"
 
@@ -75,10 +75,12 @@ def read(path: Path) -> list[Record]:
 
 
 def append(path: Path, records: list[Record]) -> None:
-    """Add ``records`` to the file (rewritten atomically)."""
-    old = read(path)
-    text = "".join(json.dumps(asdict(r), sort_keys=True) + "\n" for r in old + records)
-    write_atomic(path, text.encode())
+    """Add ``records`` to the file (rewritten atomically, under a lock so that two
+    tuners appending at once keep each other's records)."""
+    with locked(path):
+        old = read(path)
+        text = "".join(json.dumps(asdict(r), sort_keys=True) + "\n" for r in old + records)
+        write_atomic(path, text.encode())
 
 
 def best(records: list[Record]) -> dict[tuple[str, str], Record]:
