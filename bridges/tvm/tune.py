@@ -24,8 +24,12 @@ task's budget, and the search starts from the best of them.
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
+import os
 import sys
+import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -51,11 +55,43 @@ def cpu_intrinsics_only() -> None:
     import tvm.s_tir.tensor_intrin.x86  # noqa: F401
 
 
+DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+
+
 def open_database(work_dir: str | Path) -> Any:
-    """The JSON tuning database in ``work_dir`` (created empty if absent)."""
+    """The JSON tuning database in ``work_dir`` (created empty if absent).  A corrupt
+    or truncated database is moved aside with a warning and tuning starts afresh:
+    TVM would otherwise stop with an error from deep inside its JSON reader."""
     from tvm.s_tir import meta_schedule as ms
-    Path(work_dir).mkdir(parents=True, exist_ok=True)
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    problem = _corrupt_line(work_dir)
+    if problem is None:
+        try:
+            return ms.database.JSONDatabase(work_dir=str(work_dir))
+        except Exception as e:  # noqa: BLE001 - TVM raises RuntimeError/TVMError for bad records
+            problem = f"TVM cannot read it ({str(e).splitlines()[0][:120]})"
+    aside = Path(tempfile.mkdtemp(prefix="corrupt-", dir=work_dir))
+    for name in DATABASE_FILES:
+        if (work_dir / name).exists():
+            os.replace(work_dir / name, aside / name)
+    warnings.warn(f"tuning database in {work_dir} is corrupt ({problem}); moved it to {aside} and starting afresh")
     return ms.database.JSONDatabase(work_dir=str(work_dir))
+
+
+def _corrupt_line(work_dir: Path) -> str | None:
+    """Where the database's JSON-lines files stop parsing, or None when they all parse."""
+    for name in DATABASE_FILES:
+        path = work_dir / name
+        if not path.exists():
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if line.strip():
+                try:
+                    json.loads(line)
+                except ValueError:
+                    return f"{name} line {n} is not JSON"
+    return None
 
 
 def extract_tasks(mod: Any, target: Any) -> list[Any]:

@@ -80,3 +80,18 @@ def test_bad_options_and_inputs_are_user_errors(mlp, tmp_path):
         as_target({"kind": "no-such-target"})
     with pytest.raises(UserError, match=r"input 0: expected float32\[8, 784\]"):
         _runner(mlp)(np.ones((8, 783), np.float32))
+
+
+def test_a_corrupt_database_is_moved_aside_and_rebuilt(tmp_path):
+    import warnings
+
+    from bridges.tvm.tune import DATABASE_FILES, open_database
+    (tmp_path / DATABASE_FILES[0]).write_text('["truncated\n')
+    (tmp_path / DATABASE_FILES[1]).write_text("[1, 2\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        database = open_database(tmp_path)
+    assert any("corrupt" in str(w.message) for w in caught)
+    assert len(database) == 0
+    aside = list(tmp_path.glob("corrupt-*"))
+    assert len(aside) == 1 and (aside[0] / DATABASE_FILES[0]).read_text() == '["truncated\n'
