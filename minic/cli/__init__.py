@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+import warnings
 from importlib.metadata import entry_points
 
 from minic.errors import MinicError
@@ -35,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # torch 2.13 warns about its own pytree internals whenever a bridge exports a model.
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
