@@ -1,27 +1,50 @@
-"""Reproduces the README's table: node counts of every zoo model before and after -O2.
+"""Reproduces the README's tables: node counts of every zoo model before and after -O2.
 
-    python benchmarks/node_counts.py [--size small|full]
+    python benchmarks/node_counts.py [--size small|full]          # imported with torch.export
+    python benchmarks/node_counts.py --size small --onnx          # exported by torch.onnx.export, then imported
 """
 from __future__ import annotations
 
 import argparse
+import tempfile
+import warnings
+from pathlib import Path
 
 import minic
 from minic import models
 from minic.passes import optimize
 
 
+def onnx_graph(name: str, size: str, folder: Path):
+    """The zoo model exported to ONNX (opset 17, dynamic axes) and read back by minic's importer."""
+    import torch
+
+    from minic.frontend.onnx import from_onnx_file
+    module, inputs = models.get(name, size=size)
+    info = models.info(name)
+    path = folder / f"{name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, inputs, str(path), input_names=list(info.input_names), opset_version=17,
+                          dynamic_axes={n: dict(a) for n, a in zip(info.input_names, info.dynamic_axes)},
+                          dynamo=False)
+    return from_onnx_file(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", choices=("small", "full"), default="full")
+    parser.add_argument("--onnx", action="store_true", help="start from torch.onnx.export files")
     args = parser.parse_args()
-    print(f"| model ({args.size}) | nodes before | after -O2 | change |")
+    print(f"| model ({args.size}{', from ONNX' if args.onnx else ''}) | nodes before | after -O2 | change |")
     print("| --- | ---: | ---: | ---: |")
-    for name in models.names():
-        graph = minic.api.graph_of(minic.load(name, size=args.size))
-        after = optimize(graph, level=2)
-        n0, n1 = len(graph.nodes), len(after.nodes)
-        print(f"| {name} | {n0} | {n1} | {100 * (n1 - n0) / n0:+.0f}% |")
+    with tempfile.TemporaryDirectory() as folder:
+        for name in models.names():
+            graph = (onnx_graph(name, args.size, Path(folder)) if args.onnx
+                     else minic.api.graph_of(minic.load(name, size=args.size)))
+            after = optimize(graph, level=2)
+            n0, n1 = len(graph.nodes), len(after.nodes)
+            print(f"| {name} | {n0} | {n1} | {100 * (n1 - n0) / n0:+.0f}% |")
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ def model_input_names(source: ModelSource, model) -> tuple[str, ...]:
     """The names of the inputs the caller passes, in order."""
     if source.module is not None:
         return source.input_names or tuple(f"input{i}" for i in range(len(source.example_inputs)))
-    initializers = {t.name for t in model.graph.initializer}
-    return tuple(i.name for i in model.graph.input if i.name not in initializers)
+    from minic.frontend.onnx import graph_input_names
+    return tuple(graph_input_names(model))
 
 
 def compile(source: ModelSource, **options: Any) -> Runner:

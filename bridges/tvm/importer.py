@@ -64,14 +64,15 @@ def from_onnx(path: str | Path, example_inputs: tuple[np.ndarray, ...], name: st
     import onnx
     from tvm.relax.frontend.onnx import from_onnx as relax_from_onnx
 
+    from minic.frontend.onnx import graph_input_names
+
     path = Path(path)
     name = name or path.stem
     try:
         model = onnx.load(str(path))
-    except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, Exception) as e:
+    except Exception as e:  # noqa: BLE001 - protobuf and onnx raise several kinds on bad files
         raise UserError(f"{path}: cannot read ONNX file: {_first_line(e)}") from e
-    initializers = {t.name for t in model.graph.initializer}
-    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    graph_inputs = graph_input_names(model)
     if len(graph_inputs) != len(example_inputs):
         raise UserError(f"{path}: the model has {len(graph_inputs)} inputs "
                         f"({', '.join(graph_inputs)}) but {len(example_inputs)} arrays were given")

@@ -129,6 +129,13 @@ class Builder:
         return data
 
 
+def graph_input_names(model) -> list[str]:
+    """The inputs a caller feeds: graph inputs that are not initializers (old
+    exporters list every weight as an input too)."""
+    initializers = {t.name for t in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in initializers]
+
+
 def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     if not type_proto.tensor_type.HasField("shape"):
         raise OnnxImportError(f"graph input '{name}' has no shape")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
-from minic.frontend.onnx import NeedsConstantError, from_onnx
+from minic.frontend.onnx import NeedsConstantError, from_onnx, graph_input_names
 
 
 class MinicRep(BackendRep):
@@ -31,7 +31,7 @@ class MinicRep(BackendRep):
         arrays = [np.asarray(x) for x in inputs]
         run = self.general
         if run is None:
-            names = [i.name for i in self.model.graph.input if i.name not in {t.name for t in self.model.graph.initializer}]
+            names = graph_input_names(self.model)
             bind = {n: a for n, a in zip(names, arrays) if a.dtype.kind in "iub"}
             key = b"".join(n.encode() + a.tobytes() for n, a in bind.items())
             if key not in self.specialised:
