@@ -12,12 +12,14 @@ tested against a looser bound.
 """
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import onnx
 
+from minic.errors import UserError
 from bridges.onnx.inputs import byte_tokens, load_text
 
 
@@ -52,7 +54,14 @@ def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
         fp32, prepared, int8 = (Path(tmp) / n for n in ("fp32.onnx", "pre.onnx", "int8.onnx"))
         onnx.save(model, str(fp32))
         # ORT's recommended pre-processing: symbolic shape inference + its own cleanup.
-        quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=False, auto_merge=True)
+        # Run from the temporary folder: when symbolic inference is incomplete, ORT
+        # saves a debugging copy of the model into the *current* directory
+        # (docs/production-bugs.md#ort-shape-inference-writes-into-cwd).
+        with contextlib.chdir(tmp):
+            try:
+                quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=False, auto_merge=True)
+            except Exception as e:  # ORT raises a bare Exception here
+                raise UserError(f"INT8 quantization: ONNX Runtime's pre-processing failed: {e}") from None
         quantize_static(str(prepared), str(int8), Reader(), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                         op_types_to_quantize=["MatMul"], per_channel=per_channel,
