@@ -1,8 +1,11 @@
-"""Latency measurement: warm up, then the median of repeated calls."""
+"""Latency measurement: warm up, then the median of repeated calls; several
+paths compared under the same conditions by interleaving them."""
 from __future__ import annotations
 
+import math
 import statistics
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 
@@ -21,5 +24,60 @@ def median_latency(fn: Callable[..., Any], args: Sequence[Any], repeat: int = 10
     return statistics.median(times)
 
 
+@dataclass
+class Blocks:
+    """The timed calls of one path, block by block (one block per round)."""
+    blocks: list[list[float]] = field(default_factory=list)
+
+    @property
+    def times(self) -> list[float]:
+        return [t for b in self.blocks for t in b]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times) if self.blocks else 0.0
+
+    def block_medians(self) -> list[float]:
+        return [statistics.median(b) for b in self.blocks]
+
+
+def interleaved(calls: Sequence[Callable[[], Any]], repeat: int, block: int = 5, settle_s: float = 0.0) -> list[Blocks]:
+    """Time several calls alike: ``repeat`` timed calls of each, in rounds where every
+    call runs one block of up to ``block`` timed calls.
+
+        for round:  for call (A B C, then C B A, ...):  sleep(settle_s); call();  block x (t0; call(); t1)
+
+    A change in the machine's load hits every call in the same round alike, so
+    block i of one call is paired with block i of another; the order turns round
+    every round, so no call always goes first.  The untimed call that opens each
+    block absorbs what the previous call left behind (its thread pool still
+    spinning, caches full of its data); ``settle_s`` lets those threads go idle."""
+    out = [Blocks() for _ in calls]
+    done = 0
+    while done < repeat:
+        n = min(block, repeat - done)
+        pairs = list(zip(calls, out))
+        for call, blocks in (pairs if len(out[0].blocks) % 2 == 0 else reversed(pairs)):
+            if settle_s:
+                time.sleep(settle_s)
+            call()
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - t0)
+            blocks.blocks.append(times)
+        done += n
+    return out
+
+
 def fmt_ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def fmt_ratio(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, never as an exponent: 0.00312, 0.312, 3.12, 31.2, 312."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"

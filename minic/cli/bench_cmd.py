@@ -16,7 +16,6 @@ import json
 import platform
 import statistics
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -28,7 +27,7 @@ from minic.crosscheck.matrix import Cell, check
 from minic.crosscheck.tolerance import F32
 from minic.errors import UserError
 from minic.files import write_atomic
-from minic.timing import fmt_ms
+from minic.timing import fmt_ms, fmt_ratio, interleaved
 
 DEFAULT_VS = "torch,torch-compile,onnxruntime,tvm"
 BLOCK = 5                   # timed calls of one path in a row, within a round
@@ -100,19 +99,11 @@ def run_bench(source: ModelSource, paths: list[str], repeat: int, warmup: int, r
     for r in live:                           # warm-up: first-call costs, caches, lazy thread pools
         for _ in range(warmup):
             r.cell.runner(*inputs)
-    # Rounds of short blocks: each block starts with one untimed call, which absorbs what
-    # the previous path leaves behind (its thread pool still spinning, caches full of its data).
-    done = 0
-    while done < repeat:
-        n = min(BLOCK, repeat - done)
-        for r in live:
-            time.sleep(SETTLE_S)
-            r.cell.runner(*inputs)
-            for _ in range(n):
-                t0 = time.perf_counter()
-                r.cell.runner(*inputs)
-                r.times.append(time.perf_counter() - t0)
-        done += n
+    # Rounds of short blocks (timing.interleaved): each block starts with one untimed call, which
+    # absorbs what the previous path leaves behind (its thread pool, caches full of its data).
+    timed = interleaved([lambda r=r: r.cell.runner(*inputs) for r in live], repeat, BLOCK, SETTLE_S)
+    for r, blocks in zip(live, timed):
+        r.times = blocks.times
     return rows
 
 
@@ -137,7 +128,7 @@ def print_table(console, model: str, rows: list[Row]) -> None:
     for r in rows:
         ok = bool(r.times)
         table.add_row(r.path, r.cell.status, fmt_ms(r.cell.compile_s) if ok else "", fmt_ms(r.median) if ok else "",
-                      f"{r.median / eager:.2f}" if ok and eager else "",
+                      fmt_ratio(r.median / eager) if ok and eager else "",
                       f"{r.cell.errors.abs:.2e}" if r.cell.errors else "", r.cell.detail[:80])
     console.print(table)
 

@@ -1,16 +1,26 @@
 """Timing one kernel on its own: what the tuner measures and the profiler reports.
 
 The kernel becomes a one-kernel Program whose buffers are random arrays of the
-kernel's parameter shapes (sizes such as ``T`` bound to the values given);
-weight panels are pre-packed as a model's are (``prepack.py``), then it is
-compiled to native code like a whole model and run through the same entry
-point, warm-up first, then the median of repeats.
+kernel's parameter shapes (sizes such as ``T`` bound to the values the model
+runs with); weight panels are pre-packed as a model's are (``prepack.py``),
+then it is compiled to native code like a whole model (same thread count, its
+own copy of the same thread pool) and run through the same entry point,
+warm-up first, then the median of repeats.
+
+Caches as in the model: a model reads each weight once per call and reads all
+its other weights before it comes back to it, so a weight arrives from a far
+cache level (or memory); a kernel timed alone in a loop would find it in L1/L2
+every time.  ``cold_bytes`` (the model's other weights) rebuilds that distance:
+calls rotate over copies of the kernel's constants.  Inputs and outputs stay
+one set of arrays, warm, as the kernel before left them in the model.
 """
 from __future__ import annotations
 
 import ctypes
+import itertools
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -22,6 +32,7 @@ from minic.ir.types import dim_eval
 from minic.timing import median_latency
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+COLD_LIMIT = 64 << 20               # bytes of weight copies: past the last-level caches of today's CPUs
 
 
 @dataclass
@@ -70,16 +81,39 @@ def compile_kernel(f: Function, options: CompileOptions):
     return run, seconds
 
 
-def measure(f: Function, sizes: dict[str, int], options: CompileOptions, repeat: int = 10,
-            budget_s: float = 2.0) -> Timed:
-    """Compile ``f`` and time it on random data, its weight panels pre-packed as in a model."""
+def weight_copies(arrays: dict[str, np.ndarray], weights: list[str], cold_bytes: int) -> list[dict[str, np.ndarray]]:
+    """Sets of arguments that share every array but the ``weights``, enough sets that their
+    weights cover ``cold_bytes`` (at most ``COLD_LIMIT``): a call on each in turn finds its
+    weights as far away as a model's call does."""
+    size = sum(arrays[w].nbytes for w in weights)
+    copies = max(1, min(cold_bytes, COLD_LIMIT) // size) if size else 1
+    return [arrays] + [{**arrays, **{w: arrays[w].copy() for w in weights}} for _ in range(copies - 1)]
+
+
+def ready(f: Function, sizes: dict[str, int], options: CompileOptions,
+          cold_bytes: int = 0) -> tuple[Callable[[], None], float]:
+    """``f`` compiled on random data, its weight panels pre-packed as in a model, as a
+    call without arguments (each call on the next copy of the constants, enough copies
+    to cover ``cold_bytes``), and its compile seconds."""
     from minic.schedule.prepack import prepack
     arrays = arrays_for(f, sizes)
     program = prepack(kernel_program(f, arrays))
     f = program.kernels[0]
     arrays.update(program.constants)
     run, compile_s = compile_kernel(f, options)
-    return Timed(median_latency(run, (arrays, sizes), repeat=repeat, warmup=1, budget_s=budget_s), compile_s)
+    turns = itertools.cycle(weight_copies(arrays, [b.name for b in f.params if b.role == Role.CONST], cold_bytes))
+
+    def call() -> None:
+        run(next(turns), sizes)
+    call.code = run                 # keep the machine code alive with the call
+    return call, compile_s
+
+
+def measure(f: Function, sizes: dict[str, int], options: CompileOptions, repeat: int = 10,
+            budget_s: float = 2.0, cold_bytes: int = 0) -> Timed:
+    """Compile ``f`` and time it (median of ``repeat`` calls after a warm-up), see ``ready``."""
+    call, compile_s = ready(f, sizes, options, cold_bytes)
+    return Timed(median_latency(call, (), repeat=repeat, warmup=1, budget_s=budget_s), compile_s)
 
 
 def flops(f: Function, sizes: dict[str, int]) -> float:

@@ -2,10 +2,19 @@
 
     {"signature": "3f1c...", "target": "x86_64-unknown-linux-gnu/znver4", "knobs": {"rows": 4, ...},
      "seconds": 0.00012, "default_seconds": 0.00018, "gflops": 71.2, "trials": 16, "kernel": "k5_matmul",
-     "date": "2026-11-30"}
+     "date": "2026-11-30", "kept_default": false, "gain": 0.5, "margin": 0.03}
+
+``seconds`` and ``default_seconds`` were timed in the same interleaved rounds;
+``gain`` is the paired speed-up minus 1 and ``margin`` the gain it had to beat
+(``confirm.py``).  A kernel whose default won gets a record too, with the
+default knobs and ``kept_default``, so that tuning again skips it.
 
 The file only grows by whole rewrites (``write_atomic``, under a lock): readers
-never see half a line, and concurrent tuners lose nothing.  Several records may share a key (tuned twice); the fastest wins.
+never see half a line, and concurrent tuners lose nothing.  Several records may
+share a key (tuned twice): confirmed records beat older unconfirmed ones, then
+the larger speed-up over the default wins.  Seconds of two runs are not
+compared: the load they ran under differs; each run's ratio to its own default
+does not depend on it.
 ``records_path`` is where ``minic tune`` writes and compilation reads
 when no other file is named, so a tuned model is fast the next time it compiles.
 """
@@ -33,6 +42,18 @@ class Record:
     trials: int
     kernel: str = ""
     date: str = ""
+    kept_default: bool = False      # no point beat the default beyond the margin: knobs are the default's
+    gain: float = 0.0               # the strongest point's paired speed-up over the default, minus 1
+    margin: float = 0.0             # the gain a point had to beat (0: not confirmed, an older tuner's record)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.margin > 0
+
+    @property
+    def speedup(self) -> float:
+        """The record's knobs against the default, timed in the same run."""
+        return self.default_seconds / self.seconds if self.seconds > 0 else 0.0
 
 
 def records_path(options: CompileOptions) -> Path:
@@ -84,10 +105,11 @@ def append(path: Path, records: list[Record]) -> None:
 
 
 def best(records: list[Record]) -> dict[tuple[str, str], Record]:
-    """The fastest record of each (signature, target)."""
+    """The record each (signature, target) compiles with: confirmed first, then the
+    largest speed-up over the default; on a tie the later one."""
     table: dict[tuple[str, str], Record] = {}
     for r in records:
         key = (r.signature, r.target)
-        if key not in table or r.seconds < table[key].seconds:
+        if key not in table or (r.confirmed, r.speedup) >= (table[key].confirmed, table[key].speedup):
             table[key] = r
     return table

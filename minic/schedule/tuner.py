@@ -13,13 +13,22 @@ point, compiles it alone and times it (warm-up, median of repeats,
   size, wasted rows and lanes, registers left over ...), as AutoTVM ranks
   candidates with a learned model before spending measurements on them.
 
-The default knobs are always measured first, so a record is never slower than
-the untuned schedule it replaces.
+Trials are timed as the kernel runs in its model (``measure.py``): the model's
+sizes, thread count and thread pool, and weights rotated over copies so that
+they arrive from as far as the model's other weights push them.
+
+The default knobs are trial 0.  After the search, the default and the search's
+fastest points are timed again, interleaved, and a point replaces the default
+only if it beats it by more than the noise of those paired rounds
+(``confirm.py``); otherwise the result, and its record, keep the default.  So a
+tuned model runs each kernel with the default or with knobs that were
+measurably faster next to it.
 """
 from __future__ import annotations
 
 import math
 import random
+import statistics
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Callable
@@ -29,7 +38,8 @@ import numpy as np
 from minic.codegen.options import CompileOptions
 from minic.ir.loops import Const, Function, Role
 from minic.schedule import records
-from minic.schedule.measure import flops, measure
+from minic.schedule.confirm import CANDIDATES, PASSES, ROUNDS, Comparison, block_size, pick, time_together
+from minic.schedule.measure import flops, measure, ready
 from minic.schedule.nest import ScheduleError, unique_loops
 from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction, signature
 
@@ -50,9 +60,14 @@ class TuneResult:
     kernel: str
     signature: str
     flops: float
-    default: Trial
-    best: Trial
-    trials: list[Trial] = field(default_factory=list)
+    default: Trial                  # the default knobs, timed in the confirmation rounds
+    best: Trial                     # a point that beat the default beyond the margin, else the default
+    comparison: Comparison | None   # the strongest point against the default (None: none to confirm)
+    trials: list[Trial] = field(default_factory=list)   # the search; trial 0 is the default
+
+    @property
+    def kept_default(self) -> bool:
+        return self.best.knobs == self.default.knobs
 
     def gflops(self, trial: Trial) -> float:
         return self.flops / trial.seconds / 1e9 if trial.seconds and math.isfinite(trial.seconds) else 0.0
@@ -114,9 +129,11 @@ def _extents(f: Function) -> tuple[int | None, int | None]:
 
 
 def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, trials: int,
-                strategy: str = "anneal", seed: int = 0, repeat: int = 10,
-                on_trial: Callable[[Trial], None] | None = None) -> TuneResult:
-    """Search the knobs of contraction kernel ``f`` with ``trials`` measurements."""
+                strategy: str = "anneal", seed: int = 0, repeat: int = 10, rounds: int = ROUNDS,
+                cold_bytes: int = 0, on_trial: Callable[[Trial], None] | None = None) -> TuneResult:
+    """Search the knobs of contraction kernel ``f`` with ``trials`` measurements (median of
+    ``repeat`` calls each), then confirm the best against the default in ``rounds`` rounds.
+    ``cold_bytes``: the model's other weights (see ``measure.py``)."""
     if strategy not in STRATEGIES:
         raise ScheduleError(f"unknown tuning strategy '{strategy}' (use {' or '.join(STRATEGIES)})")
     if find_contraction(f) is None:
@@ -127,7 +144,8 @@ def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, tri
     def run(k: Knobs) -> Trial:
         if k not in seen:
             try:
-                seconds = measure(schedule_contraction(f, k, options.threads), sizes, options, repeat).seconds
+                seconds = measure(schedule_contraction(f, k, options.threads), sizes, options, repeat,
+                                  cold_bytes=cold_bytes).seconds
             except ScheduleError:
                 seconds = math.inf
             seen[k] = Trial(k, seconds)
@@ -151,17 +169,43 @@ def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, tri
         fresh = [k for k in neighbours(current.knobs) if k not in seen and k in pool] or \
             [k for k in pool if k not in seen]
         candidates = rng.sample(fresh, min(8, len(fresh)))
-        pick = min(candidates, key=model.predict) if rng.random() > 0.2 else candidates[0]   # some exploration
-        trial = run(pick)
+        point = min(candidates, key=model.predict) if rng.random() > 0.2 else candidates[0]   # some exploration
+        trial = run(point)
         worse = trial.seconds / current.seconds - 1 if math.isfinite(trial.seconds) else math.inf
         if worse <= 0 or rng.random() < math.exp(-worse / temperature):
             current = trial
         temperature *= 0.9
-    best = min(seen.values(), key=lambda t: t.seconds)
-    return TuneResult(f.name, signature(f), flops(f, sizes), start, best, list(seen.values()))
+    search = list(seen.values())
+    default, best, comparison = _confirm(f, sizes, options, search, rounds, cold_bytes)
+    return TuneResult(f.name, signature(f), flops(f, sizes), default, best, comparison, search)
+
+
+def _confirm(f: Function, sizes: dict[str, int], options: CompileOptions, search: list[Trial], rounds: int,
+             cold_bytes: int) -> tuple[Trial, Trial, Comparison | None]:
+    """(default, best, comparison): the default (``search[0]``) and the search's fastest
+    ``CANDIDATES`` points timed again, interleaved; the best is the default unless a
+    point beats it beyond the margin twice, the second time freshly compiled, alone
+    against the default (``confirm.py``)."""
+    default = search[0]
+    contenders = sorted((t for t in search[1:] if math.isfinite(t.seconds)), key=lambda t: t.seconds)[:CANDIDATES]
+    if not contenders or rounds < 1 or not math.isfinite(default.seconds):
+        return default, default, None
+    for _ in range(PASSES):
+        calls = [ready(schedule_contraction(f, t.knobs, options.threads), sizes, options, cold_bytes)[0]
+                 for t in [default] + contenders]
+        medians = time_together(calls, rounds, block_size(search[0].seconds))
+        winner, comparison = pick(medians[0], medians[1:])
+        default = Trial(default.knobs, statistics.median(medians[0]))
+        if winner is None:
+            return default, default, comparison
+        contenders = [Trial(contenders[winner].knobs, statistics.median(medians[1 + winner]))]
+    return default, contenders[0], comparison
 
 
 def as_record(result: TuneResult, options: CompileOptions) -> records.Record:
+    c = result.comparison
     return records.Record(result.signature, records.target_of(options), result.best.knobs.to_json(),
                           result.best.seconds, result.default.seconds, result.gflops(result.best),
-                          len(result.trials), result.kernel, date.today().isoformat())
+                          len(result.trials), result.kernel, date.today().isoformat(),
+                          kept_default=result.kept_default, gain=c.gain if c else 0.0,
+                          margin=c.margin if c else 0.0)

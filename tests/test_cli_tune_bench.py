@@ -1,0 +1,89 @@
+"""`minic tune` (records with a verdict, re-runs skip recorded kernels, the model-level
+check) and `minic bench`'s number formats.  Timings are never asserted."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.console import Console
+
+from minic.cli import main
+from minic.cli.bench_cmd import Row, print_table
+from minic.crosscheck.matrix import Cell
+from minic.timing import fmt_ratio, interleaved
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as e:            # argparse's usage errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tune_records_a_verdict_per_kernel_and_checks_the_model(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    code, out, err = cli(capsys, "tune", "mlp", "--size", "small", "--trials", "2", "--records", str(path),
+                         "--model-repeat", "4")
+    assert code == 0, err
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) == 2 and all(r["trials"] == 2 and r["margin"] >= 0.03 for r in lines)
+    for r in lines:                    # a kept default records the default's knobs and a speed-up of 1
+        assert r["kept_default"] == (r["seconds"] == r["default_seconds"])
+    assert "default GFLOPS" in out and "tuned GFLOPS" in out
+    assert "whole model" in out and "max |tuned - untuned|" in out
+    assert any(v in out for v in ("same within the noise", "tuned is faster", "SLOWER"))
+
+    # Tuned already with as many trials: nothing is tuned again, the table shows the records.
+    code, out, err = cli(capsys, "tune", "mlp", "--size", "small", "--trials", "2", "--records", str(path),
+                         "--model-repeat", "0")
+    assert code == 0, err
+    assert "0 kernels tuned" in out and out.count("2 (record)") == 2 and "whole model" not in out
+    assert len(path.read_text().splitlines()) == 2
+    # More trials than recorded, or --retune: tuned again.
+    code, out, err = cli(capsys, "tune", "mlp", "--size", "small", "--trials", "2", "--records", str(path),
+                         "--model-repeat", "0", "--retune")
+    assert code == 0, err
+    assert "2 kernels tuned" in out and len(path.read_text().splitlines()) == 4
+
+
+def test_a_slower_tuned_model_is_reported(tmp_path, capsys, monkeypatch):
+    import minic.schedule.confirm as confirm
+    slower = confirm.Comparison(gain=1 / 1.25 - 1, noise=0.01, margin=0.03, base_seconds=1e-3, other_seconds=1.25e-3)
+    monkeypatch.setattr(confirm, "compare", lambda base, other: slower)
+    code, out, err = cli(capsys, "tune", "mlp", "--size", "small", "--trials", "1", "--records",
+                         str(tmp_path / "r.jsonl"), "--model-repeat", "2")
+    assert code == 0, err
+    assert "SLOWER" in out and "25.0% slower than untuned" in out
+
+
+def test_tune_rejects_bad_arguments(capsys):
+    code, _, err = cli(capsys, "tune", "mlp", "--size", "small", "--model-repeat", "-1")
+    assert code == 1 and "--model-repeat" in err
+
+
+@pytest.mark.parametrize("x, text", [(0.003123, "0.00312"), (0.03123, "0.0312"), (0.3123, "0.312"),
+                                     (1.0, "1.00"), (31.24, "31.2"), (312.4, "312"), (3124.0, "3124"),
+                                     (0.0, "0"), (float("inf"), "inf")])
+def test_fmt_ratio_keeps_three_significant_digits(x, text):
+    assert fmt_ratio(x) == text
+
+
+def test_bench_x_eager_column_shows_small_ratios():
+    rows = [Row("torch", Cell("tiny", "torch", "ok"), [2e-3, 2e-3]),
+            Row("minic", Cell("tiny", "minic", "ok", compile_s=0.5), [5e-6, 5e-6])]
+    console = Console(record=True, width=200)
+    print_table(console, "tiny", rows)
+    text = console.export_text()
+    assert "0.00250" in text and "0.00 " not in text
+
+
+def test_interleaved_runs_blocks_in_rounds():
+    order = []
+    blocks = interleaved([lambda: order.append("a"), lambda: order.append("b")], repeat=5, block=2)
+    assert [len(b) for b in blocks[0].blocks] == [2, 2, 1] and len(blocks[1].times) == 5
+    # Each block is one untimed call, then its timed calls; the paths take turns, in an
+    # order that turns round every round.
+    assert "".join(order) == "aaabbb" + "bbbaaa" + "aabb"
+    assert len(blocks[0].block_medians()) == 3 and blocks[0].median >= 0
