@@ -9,9 +9,16 @@ microseconds) once the workers exist, instead of a thread creation each.
     parallel for (i = s; i < s + n; i++) body
 becomes
     ctx = {every size, loop variable and buffer pointer the parent has}
-    pool_run(body_fn, ctx, s, s + n, chunks = min(n, 4 * T))
+    chunks = n * work(body) >= PARALLEL_WORK ? min(n, 4 * T) : 1      // at run time
+    pool_run(body_fn, ctx, s, s + n, chunks)
 where ``body_fn(ctx, lo, hi)`` runs iterations [lo, hi) and the pool's threads
-(the caller among them) claim chunks until none is left.
+(the caller among them) claim chunks until none is left; one chunk runs inline
+on the caller, no other thread involved.
+
+Whether a loop is worth the threads is decided at run time because the sizes
+are known only then: a kernel over [B, 8, T, 16] has 8192 elements for B=1,
+T=64 and a thousand times more for B=8, T=1024.  ``work`` counts the body's
+innermost iterations (vector lanes included) as an expression of the sizes.
 """
 from __future__ import annotations
 
@@ -19,13 +26,36 @@ from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter
 from minic.codegen.pool import pool_run
-from minic.ir.loops import For
+from minic.ir.loops import Allocate, BinOp, Expr, For, If, Load, Seq, Stmt, const, free_vars, substitute, walk
+from minic.ir.loops_simplify import simplify
+
+CHUNKS_PER_THREAD = 4
+# Innermost iterations below which a loop runs on the caller alone: handing out chunks and
+# joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
+# another process holds the core a worker is on; a loop this small runs in ~5-20 us.
+PARALLEL_WORK = 1 << 16
+
+
+def work(s: Stmt) -> Expr:
+    """The innermost iterations of ``s``, as an i64 expression of sizes and outer loop
+    variables: loops multiply, sequences add, an ``if`` counts its larger branch, a
+    loop whose body's extents depend on its own variable counts its first iteration's."""
+    if isinstance(s, For):
+        return simplify(BinOp("mul", s.extent, substitute(work(s.body), {s.var.name: s.start})))
+    if isinstance(s, Seq):
+        total = const(0)
+        for t in s.stmts:
+            total = simplify(BinOp("add", total, work(t)))
+        return total
+    if isinstance(s, Allocate):
+        return work(s.body)
+    if isinstance(s, If):
+        return simplify(BinOp("max", work(s.then), work(s.otherwise) if s.otherwise is not None else const(0)))
+    return const(1)
+
 
 # The context is an array of i64 (pointers stored as integers): a flat layout
 # both sides index the same way.
-CHUNKS_PER_THREAD = 4
-
-
 def _at(b: ir.IRBuilder, array: ir.Value, k) -> ir.Value:
     k = ir.Constant(I64, k) if isinstance(k, int) else k
     return b.gep(array, [k], inbounds=True, source_etype=I64)
@@ -65,4 +95,9 @@ def emit_parallel(e: Emitter, s: For) -> None:
     # A few chunks per thread: a thread the OS runs late leaves its share to the others.
     most = ir.Constant(I64, CHUNKS_PER_THREAD * threads)
     chunks = b.select(b.icmp_signed("<", extent, most), extent, most)
+    per_iteration = substitute(work(s.body), {s.var.name: s.start})
+    if free_vars(per_iteration) <= set(e.vars) and not any(isinstance(x, Load) for x in walk(per_iteration)):
+        total = b.mul(extent, e.expr(per_iteration))
+        small = b.icmp_signed("<", total, ir.Constant(I64, PARALLEL_WORK))
+        chunks = b.select(small, ir.Constant(I64, 1), chunks)
     b.call(pool_run(module, threads), [body, b.bitcast(ctx, PTR), start, b.add(start, extent), chunks])

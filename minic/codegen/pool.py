@@ -4,25 +4,32 @@ Creating a thread per parallel loop costs tens of microseconds; a model with
 80 small kernels paid that 80 times per call.  Instead the first parallel loop
 starts ``threads - 1`` workers that stay.  The pool in C terms:
 
-    static i64 pool[FIELDS];              // gen, next, done, sleepers, stop, busy, started, task...
-    static pthread_mutex_t mu; static pthread_cond_t cv;
+    static i64 pool[FIELDS];      // gen, next, done, sleepers, joiner, stop, busy, started, cpu, task...
+    static sem_t wake, joined;    // counted wake-ups: the workers', the caller's
 
     void pool_run(fn, ctx, start, end, n):         // one parallel loop, split into n chunks
         if (n <= 1 || !cas(&busy, 0, 1)) { fn(ctx, start, end); return; }   // nested or re-entered: inline
         start workers once
         task = {fn, ctx, start, end, chunk = ceil((end - start) / n), n};  done = 0
+        cpu = sched_getcpu()                  // the caller's core, which workers keep off
         g = ++gen;  next = g << 32            // chunk counter tagged with the generation
-        if (sleepers) wake them (mutex + broadcast)
-        claim(g); while (done < n) yield;  busy = 0
+        for (k = xchg(&sleepers, 0); k > 0; k--) sem_post(&wake)
+        claim(g)
+        poll done < n JOIN_SPINS times, then { joiner = 1; while (done < n) sem_wait(&joined); joiner = 0; }
+        busy = 0
 
     void claim(g):                         // run chunks until none is left
         while ((v = next) >> 32 == g && (v & MASK) < n)
-            if (cas(&next, v, v + 1)) { run chunk v & MASK; atomic_add(&done, 1); }
+            if (cas(&next, v, v + 1)) { run chunk v & MASK;
+                                        if (atomic_add(&done, 1) == n - 1 && joiner) sem_post(&joined); }
 
     void *worker(_):
-        seen = 0
-        for (;;) { spin, then yield, then sleep on cv, until gen != seen or stop;
-                   if (stop) return; seen = gen; claim(seen); }
+        seen = 0;  allowed = sched_getaffinity()
+        for (;;) { poll gen != seen || stop, SPINS times, then YIELDS times after a sched_yield;
+                   if neither: { sleepers += 1; if (gen == seen && !stop) sem_wait(&wake); continue; }
+                   if (stop) return;  seen = gen;
+                   if (sched_getcpu() == cpu) sched_setaffinity(allowed - {cpu});
+                   claim(seen); }
 
 Why the generation tag: a worker that wakes late may read the task of a newer
 loop; its compare-and-swap on ``next`` succeeds only while the generation it
@@ -31,6 +38,32 @@ unclaimed, so the task fields it read were that loop's.  Chunks are claimed
 dynamically (several per thread), so a worker the OS does not schedule in time
 only means the others take its share.  ``minic_pool_stop`` joins the workers;
 the JIT calls it before it frees the code.
+
+Waiting, for a machine shared with other processes:
+* Kernels follow each other within microseconds, so an idle worker polls
+  ``gen`` a while (a wake-up costs the caller a system call and the worker tens
+  of microseconds), then yields its core a while, then sleeps.  The yields
+  matter when another process wants the worker's core: it gets it now, while
+  the worker has nothing to do, rather than by preempting the worker later in
+  the middle of a chunk that the caller then waits for.
+* The caller, its own chunks done, polls ``done`` a while, then sleeps until
+  the last chunk's thread posts ``joined``.  It does not ``sched_yield``: that
+  would hand its core to any other runnable process for a whole time slice,
+  while a sleeper is woken the moment the loop is done.
+Semaphores count the wake-ups, so the protocol needs no mutex: one posted
+before its waiter sleeps is not lost, and a post that finds its waiter already
+awake only makes that waiter's next sleep return at once (it re-checks and
+sleeps again).
+
+Why workers keep off the caller's core: with another process busy on one core of
+two, three threads want two cores, and the OS is content with any placement, such
+as the worker time-sharing the caller's core while the busy process has the other.
+A worker there only ever runs while the caller waits, and its spinning takes the
+caller's time.  So a worker that finds itself running on the core the caller
+posted the loop from takes that core out of its affinity mask; the OS moves it at
+once, and it stays off that core until the caller moves (a later check puts the
+core back).  On an idle machine the OS places the threads apart anyway and the
+check costs one ``sched_getcpu`` per loop.
 """
 from __future__ import annotations
 
@@ -38,16 +71,16 @@ from llvmlite import ir
 
 from minic.codegen.emit import I8, I32, I64, PTR, VOID
 
-FIELDS = ("gen", "next", "done", "sleepers", "stop", "busy", "started",
+FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu",
           "fn", "ctx", "start", "end", "chunk", "nchunks")
 F = {name: k * 8 for k, name in enumerate(FIELDS)}        # one field per cache line: no false sharing
 MAX_THREADS = 64
-# A worker that sleeps costs a wake-up (tens to hundreds of microseconds in a VM) at the next
-# parallel loop; kernels of a model follow each other faster than that, so it first polls for
-# about a millisecond (as ONNX Runtime's and OpenMP's pools spin), then yields, then sleeps.
-SPINS = 400000                # polls of ``gen`` before a worker starts yielding the CPU
-YIELDS = 200                  # sched_yield rounds before it sleeps on the condition variable
+SPINS = 400000                # polls of ``gen`` before a worker starts yielding (~0.3 ms here)
+YIELDS = 200                  # sched_yield rounds before it sleeps
+JOIN_SPINS = 200000           # polls of ``done`` before the caller sleeps in the join (~0.2 ms)
 MASK = (1 << 32) - 1
+CPU_WORDS = 16                # a cpu_set_t: 1024 bits as i64 words
+SEM_BYTES = 64                # a sem_t (32 bytes in glibc), padded to a cache line
 STOP_FN = "minic_pool_stop"
 SEQ = "seq_cst"
 
@@ -59,13 +92,13 @@ class _Pool:
         self.module = module
         self.threads = min(threads, MAX_THREADS)
         self.state = self._global("minic.pool", ir.ArrayType(I64, 8 * len(FIELDS)))
-        self.mutex = self._global("minic.pool.mutex", ir.ArrayType(I8, 128))   # zeros = PTHREAD_MUTEX_INITIALIZER
-        self.cond = self._global("minic.pool.cond", ir.ArrayType(I8, 128))     # zeros = PTHREAD_COND_INITIALIZER
+        self.wake = self._global("minic.pool.wake", ir.ArrayType(I8, SEM_BYTES))      # sem_init'ed at start
+        self.joined = self._global("minic.pool.joined", ir.ArrayType(I8, SEM_BYTES))
         self.tids = self._global("minic.pool.tids", ir.ArrayType(I64, MAX_THREADS))
         libc = {"pthread_create": (I32, [PTR, PTR, PTR, PTR]), "pthread_join": (I32, [I64, PTR]),
-                "pthread_mutex_lock": (I32, [PTR]), "pthread_mutex_unlock": (I32, [PTR]),
-                "pthread_cond_wait": (I32, [PTR, PTR]), "pthread_cond_broadcast": (I32, [PTR]),
-                "sched_yield": (I32, [])}
+                "sem_init": (I32, [PTR, I32, I32]), "sem_wait": (I32, [PTR]), "sem_post": (I32, [PTR]),
+                "sched_yield": (I32, []), "sched_getcpu": (I32, []),
+                "sched_getaffinity": (I32, [I32, I64, PTR]), "sched_setaffinity": (I32, [I32, I64, PTR])}
         self.libc = {name: module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
                      for name, (ret, args) in libc.items()}
         self.body_type = ir.FunctionType(VOID, [PTR, I64, I64])
@@ -115,10 +148,30 @@ class _Pool:
         b.position_at_end(head)
         return head
 
+    def poll(self, b: ir.IRBuilder, fn: ir.Function, name: str, ready, spins: int,
+             before=None) -> tuple[ir.Block, ir.Block]:
+        """Evaluate ``ready()`` up to ``spins`` times (after ``before()`` each time, if given);
+        returns (block reached when it was true, block reached when it stayed false), the
+        builder in neither."""
+        with b.goto_entry_block():
+            count = b.alloca(I64)
+        b.store(ir.Constant(I64, 0), count)
+        head = self.loop(b, fn, name)
+        yes, again, no = (fn.append_basic_block(f"{name}.{s}") for s in ("ready", "again", "timeout"))
+        if before is not None:
+            before()
+        b.cbranch(ready(), yes, again)
+        b.position_at_end(again)
+        n = b.add(b.load(count), ir.Constant(I64, 1))
+        b.store(n, count)
+        b.cbranch(b.icmp_signed("<", n, ir.Constant(I64, spins)), head, no)
+        return yes, no
+
     # --- the functions -----------------------------------------------------------------
 
     def _claim(self) -> ir.Function:
-        """void claim(i64 g): run chunks of generation g until none is left."""
+        """void claim(i64 g): run chunks of generation g until none is left; whoever ends
+        the last chunk wakes a caller that sleeps in the join."""
         fn, b = self.function("minic.pool.claim", VOID, [I64])
         (g,) = fn.args
         body = b.load(self.field(b, "fn"), typ=I64)
@@ -139,7 +192,10 @@ class _Pool:
         hi = b.add(lo, chunk)
         hi = b.select(b.icmp_signed("<", hi, end), hi, end)
         b.call(self.callable(b, body), [b.inttoptr(ctx, PTR), lo, hi])
-        b.atomic_rmw("add", self.field(b, "done"), ir.Constant(I64, 1), SEQ)
+        before = b.atomic_rmw("add", self.field(b, "done"), ir.Constant(I64, 1), SEQ)
+        last = b.icmp_signed("==", before, b.sub(n, ir.Constant(I64, 1)))
+        with b.if_then(b.and_(last, b.icmp_signed("!=", self.get(b, "joiner"), ir.Constant(I64, 0)))):
+            self.call(b, "sem_post", self.joined)
         b.branch(head)
         b.position_at_end(done)
         b.ret_void()
@@ -149,62 +205,65 @@ class _Pool:
         """ptr worker(ptr): wait for a new generation (spin, yield, sleep), claim its chunks, repeat."""
         fn, b = self.function("minic.pool.worker", PTR, [PTR])
         seen = b.alloca(I64)
-        polls = b.alloca(I64)
+        allowed = b.alloca(ir.ArrayType(I64, CPU_WORDS))        # the cores the process may use
+        mask = b.alloca(ir.ArrayType(I64, CPU_WORDS))
         b.store(ir.Constant(I64, 0), seen)
+        self.call(b, "sched_getaffinity", ir.Constant(I32, 0), ir.Constant(I64, 8 * CPU_WORDS), allowed)
         wait = self.loop(b, fn, "wait")
-        b.store(ir.Constant(I64, 0), polls)
-        poll = self.loop(b, fn, "poll")
-        stop, work, idle = (fn.append_basic_block(n) for n in ("stop", "work", "idle"))
-        stopping = b.icmp_signed("!=", self.get(b, "stop"), ir.Constant(I64, 0))
-        fresh = fn.append_basic_block("fresh")
-        b.cbranch(stopping, stop, fresh)
-        b.position_at_end(fresh)
-        b.cbranch(b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)), work, idle)
-        # idle: count the poll; past SPINS yield the CPU, past SPINS + YIELDS sleep.
+
+        def news() -> ir.Value:
+            return b.or_(b.icmp_signed("!=", self.get(b, "stop"), ir.Constant(I64, 0)),
+                         b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)))
+        ready, idle = self.poll(b, fn, "spin", news, SPINS)
         b.position_at_end(idle)
-        count = b.add(b.load(polls), ir.Constant(I64, 1))
-        b.store(count, polls)
-        spin_more, relax = fn.append_basic_block("spin"), fn.append_basic_block("relax")
-        b.cbranch(b.icmp_signed("<", count, ir.Constant(I64, SPINS)), spin_more, relax)
-        b.position_at_end(spin_more)
-        b.branch(poll)
-        b.position_at_end(relax)
-        yield_, sleep = fn.append_basic_block("yield"), fn.append_basic_block("sleep")
-        b.cbranch(b.icmp_signed("<", count, ir.Constant(I64, SPINS + YIELDS)), yield_, sleep)
-        b.position_at_end(yield_)
-        self.call(b, "sched_yield")
-        b.branch(poll)
-        # sleep: under the mutex, re-check, then wait (the runner broadcasts when sleepers > 0).
+        yielded, sleep = self.poll(b, fn, "yield", news, YIELDS, before=lambda: self.call(b, "sched_yield"))
+        b.position_at_end(yielded)
+        b.branch(ready)
+        # sleep: count ourselves a sleeper, re-check (the caller may have posted in between), wait.
         b.position_at_end(sleep)
-        self.call(b, "pthread_mutex_lock", self.mutex)
         b.atomic_rmw("add", self.field(b, "sleepers"), ir.Constant(I64, 1), SEQ)
-        check = self.loop(b, fn, "recheck")
-        quiet = b.and_(b.icmp_signed("==", self.get(b, "gen"), b.load(seen)),
-                       b.icmp_signed("==", self.get(b, "stop"), ir.Constant(I64, 0)))
-        block, woke = fn.append_basic_block("block"), fn.append_basic_block("woke")
-        b.cbranch(quiet, block, woke)
-        b.position_at_end(block)
-        self.call(b, "pthread_cond_wait", self.cond, self.mutex)
-        b.branch(check)
-        b.position_at_end(woke)
-        b.atomic_rmw("sub", self.field(b, "sleepers"), ir.Constant(I64, 1), SEQ)
-        self.call(b, "pthread_mutex_unlock", self.mutex)
+        with b.if_then(b.not_(news())):
+            self.call(b, "sem_wait", self.wake)
         b.branch(wait)
+        b.position_at_end(ready)
+        work, stop = fn.append_basic_block("work"), fn.append_basic_block("stop")
+        b.cbranch(b.icmp_signed("!=", self.get(b, "stop"), ir.Constant(I64, 0)), stop, work)
         b.position_at_end(work)
         g = self.get(b, "gen")
         b.store(g, seen)
+        self._keep_off_caller(b, allowed, mask)
         b.call(self.claim, [g])
         b.branch(wait)
         b.position_at_end(stop)
         b.ret(ir.Constant(PTR, None))
         return fn
 
+    def _keep_off_caller(self, b: ir.IRBuilder, allowed: ir.Value, mask: ir.Value) -> None:
+        """if (sched_getcpu() == cpu) sched_setaffinity(0, allowed - {cpu}): a worker on the
+        caller's core moves to another.  With no other core allowed the call fails and
+        nothing changes."""
+        cpu = self.get(b, "cpu")
+        here = b.sext(self.call(b, "sched_getcpu"), I64)
+        valid = b.and_(b.icmp_signed(">=", cpu, ir.Constant(I64, 0)),
+                       b.icmp_signed("<", cpu, ir.Constant(I64, 64 * CPU_WORDS)))
+        with b.if_then(b.and_(b.icmp_signed("==", here, cpu), valid)):
+            for w in range(CPU_WORDS):
+                at = [ir.Constant(I64, 0), ir.Constant(I64, w)]
+                b.store(b.load(b.gep(allowed, at, inbounds=True), typ=I64), b.gep(mask, at, inbounds=True))
+            word = b.gep(mask, [ir.Constant(I64, 0), b.lshr(cpu, ir.Constant(I64, 6))], inbounds=True)
+            bit = b.shl(ir.Constant(I64, 1), b.and_(cpu, ir.Constant(I64, 63)))
+            b.store(b.and_(b.load(word, typ=I64), b.not_(bit)), word)
+            self.call(b, "sched_setaffinity", ir.Constant(I32, 0), ir.Constant(I64, 8 * CPU_WORDS), mask)
+
     def _start_workers(self, b: ir.IRBuilder, fn: ir.Function) -> None:
-        """Once per module: start threads - 1 workers (a failed create just means fewer)."""
+        """Once per module: the semaphores, then threads - 1 workers (a failed create just
+        means fewer)."""
         old = b.cmpxchg(self.field(b, "started"), ir.Constant(I64, 0), ir.Constant(I64, 1), SEQ, SEQ)
         start, go = fn.append_basic_block("start_workers"), fn.append_basic_block("go")
         b.cbranch(b.extract_value(old, 1), start, go)
         b.position_at_end(start)
+        for sem in (self.wake, self.joined):
+            self.call(b, "sem_init", sem, ir.Constant(I32, 0), ir.Constant(I32, 0))
         for t in range(1, self.threads):
             tid = b.gep(self.tids, [ir.Constant(I64, 0), ir.Constant(I64, t)], inbounds=True)
             self.call(b, "pthread_create", tid, ir.Constant(PTR, None), self.worker, ir.Constant(PTR, None))
@@ -233,40 +292,62 @@ class _Pool:
                             ("end", end), ("chunk", chunk), ("nchunks", n)):
             self.put(b, name, value)
         self.put(b, "done", 0)
+        self.put(b, "cpu", b.sext(self.call(b, "sched_getcpu"), I64))
         g = b.add(self.get(b, "gen"), ir.Constant(I64, 1))
         self.put(b, "next", b.shl(g, ir.Constant(I64, 32)))
         self.put(b, "gen", g)
-        with b.if_then(b.icmp_signed(">", self.get(b, "sleepers"), ir.Constant(I64, 0))):
-            self.call(b, "pthread_mutex_lock", self.mutex)
-            self.call(b, "pthread_cond_broadcast", self.cond)
-            self.call(b, "pthread_mutex_unlock", self.mutex)
+        self._post(b, fn, self.wake, b.atomic_rmw("xchg", self.field(b, "sleepers"), ir.Constant(I64, 0), SEQ))
         b.call(self.claim, [g])
-        head, done = self.loop(b, fn, "join"), fn.append_basic_block("joined")
-        pending = b.icmp_signed("<", self.get(b, "done"), n)
-        wait = fn.append_basic_block("wait")
-        b.cbranch(pending, wait, done)
-        b.position_at_end(wait)
-        self.call(b, "sched_yield")           # a chunk still runs elsewhere: let that thread have the core
-        b.branch(head)
-        b.position_at_end(done)
+        self._join(b, fn, n)
         self.put(b, "busy", 0)
         b.ret_void()
         return fn
+
+    def _post(self, b: ir.IRBuilder, fn: ir.Function, sem: ir.Value, count: ir.Value) -> None:
+        """for (k = count; k > 0; k--) sem_post(sem)"""
+        with b.goto_entry_block():
+            k = b.alloca(I64)
+        b.store(count, k)
+        head = self.loop(b, fn, "post")
+        more, done = fn.append_basic_block("post.more"), fn.append_basic_block("post.done")
+        b.cbranch(b.icmp_signed(">", b.load(k), ir.Constant(I64, 0)), more, done)
+        b.position_at_end(more)
+        self.call(b, "sem_post", sem)
+        b.store(b.sub(b.load(k), ir.Constant(I64, 1)), k)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _join(self, b: ir.IRBuilder, fn: ir.Function, n: ir.Value) -> None:
+        """Wait until all n chunks are done: poll JOIN_SPINS times, then sleep on ``joined``
+        (the thread that ends the last chunk posts it)."""
+        def finished() -> ir.Value:
+            return b.icmp_signed(">=", self.get(b, "done"), n)
+        joined, sleep = self.poll(b, fn, "join", finished, JOIN_SPINS)
+        b.position_at_end(sleep)
+        self.put(b, "joiner", 1)
+        head = self.loop(b, fn, "join.sleep")
+        block = fn.append_basic_block("join.block")
+        b.cbranch(finished(), joined, block)
+        b.position_at_end(block)
+        self.call(b, "sem_wait", self.joined)
+        b.branch(head)
+        b.position_at_end(joined)
+        self.put(b, "joiner", 0)
 
     def _stop(self) -> None:
         """void minic_pool_stop(void): stop and join the workers (before the code is freed)."""
         fn, b = self.function(STOP_FN, VOID, [], internal=False)
         with b.if_then(b.icmp_signed("!=", self.get(b, "started"), ir.Constant(I64, 0))):
             self.put(b, "stop", 1)
-            self.call(b, "pthread_mutex_lock", self.mutex)
-            self.call(b, "pthread_cond_broadcast", self.cond)
-            self.call(b, "pthread_mutex_unlock", self.mutex)
+            for _ in range(1, self.threads):              # one wake-up per worker, asleep or not
+                self.call(b, "sem_post", self.wake)
             for t in range(1, self.threads):
                 tid = b.gep(self.tids, [ir.Constant(I64, 0), ir.Constant(I64, t)], inbounds=True)
                 with b.if_then(b.icmp_signed("!=", b.load(tid, typ=I64), ir.Constant(I64, 0))):
                     self.call(b, "pthread_join", b.load(tid, typ=I64), ir.Constant(PTR, None))
             self.put(b, "started", 0)
             self.put(b, "stop", 0)
+            self.put(b, "sleepers", 0)
         b.ret_void()
 
 

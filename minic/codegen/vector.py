@@ -8,18 +8,22 @@ scalar) or a vector of L lanes.
     %b = load float at &b[i]                  uniform: one scalar load, then splat
     store <16 x float> (%x * %w + splat(%b)) at &y[i, s]
 
-An access is contiguous when only its last index uses ``j``, as ``j + c``;
-any other access that uses ``j`` is gathered (scattered) lane by lane.  Math
-calls without a vector instruction (exp, erf ...) and casts also run lane by
-lane, except exp (a polynomial, in ``VectorLoop.exp``).  Multiplies and adds may contract into fused multiply-adds (``contract``),
-as BLAS and ONNX Runtime do: the last bit may differ from the interpreter.
+An access is contiguous when only its last index uses ``j``, as ``j + c``.  A load
+whose last index steps by a small constant s (``2 * j + c``: a stride-2 pooling
+window) reads the (L - 1) * s + 1 elements from its first lane's to its last
+lane's, with a masked vector load (nothing past the last lane is touched), and
+a shuffle keeps every s-th.  Any other access that uses ``j`` is gathered
+(scattered) lane by lane.  Math calls without a vector instruction (exp, erf ...)
+and casts also run lane by lane, except exp (a polynomial, in ``VectorLoop.exp``).
+Multiplies and adds may contract into fused multiply-adds (``contract``), as BLAS
+and ONNX Runtime do: the last bit may differ from the interpreter.
 The schedule primitive ``vectorize`` has checked that lanes are independent.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I1, I8, I32, I64, Emitter, mem_type, reg_type
+from minic.codegen.emit import F16, F32, I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.types import DType
 
@@ -27,6 +31,7 @@ from minic.ir.types import DType
 VECTOR_CALLS = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
                 "round": "llvm.roundeven"}
 FAST = ("contract",)
+MAX_STRIDE = 4               # a strided load reads (lanes - 1) * stride + 1 elements
 
 
 def _uses(e: Expr, var: str) -> bool:
@@ -175,13 +180,38 @@ class VectorLoop:
         fn = self.e.module.globals.get(full)
         return fn if fn is not None else ir.Function(self.e.module, ir.FunctionType(vty, [vty] * arity), full)
 
+    def strided(self, index: tuple[Expr, ...]) -> int | None:
+        """s when only the last index uses the loop variable, as ``s * j + c`` with 1 < s <= MAX_STRIDE."""
+        if not index or any(_uses(i, self.var) for i in index[:-1]):
+            return None
+        s = stride(index[-1], self.var)
+        return s if s is not None and 1 < s <= MAX_STRIDE else None
+
     def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
-        if self.contiguous(buffer, index):
-            ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
+        step = 1 if self.contiguous(buffer, index) else self.strided(index)
+        if step is None:
+            return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
+                                 reg_type(buffer.dtype))
+        ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
+        if step == 1:
             v = self.b.load(ptr, typ=self.vec(mem_type(buffer.dtype)), align=buffer.dtype.numpy.itemsize)
-            return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
-        return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
-                             reg_type(buffer.dtype))
+        else:
+            v = self.load_every(ptr, buffer.dtype, step)
+        return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
+
+    def load_every(self, ptr: ir.Value, dtype: DType, step: int) -> ir.Value:
+        """Lane l = ptr[l * step]: one masked load of lanes * step elements whose tail past
+        the last lane is masked off (it may lie past the buffer), then a shuffle."""
+        n = self.lanes * step
+        ty = mem_type(dtype)
+        wide = ir.VectorType(ty, n)
+        name = f"llvm.masked.load.v{n}{'f16' if ty == F16 else 'f32' if ty == F32 else f'i{ty.width}'}.p0"
+        fn = self.e.module.globals.get(name) or ir.Function(
+            self.e.module, ir.FunctionType(wide, [PTR, I32, ir.VectorType(I1, n), wide]), name)
+        mask = ir.Constant(ir.VectorType(I1, n), [i <= (self.lanes - 1) * step for i in range(n)])
+        v = self.b.call(fn, [ptr, ir.Constant(I32, dtype.numpy.itemsize), mask, ir.Constant(wide, ir.Undefined)])
+        every = ir.Constant(ir.VectorType(I32, self.lanes), [lane * step for lane in range(self.lanes)])
+        return self.b.shuffle_vector(v, ir.Constant(wide, ir.Undefined), every)
 
     # --- statements -----------------------------------------------------------------
 

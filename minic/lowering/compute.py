@@ -176,3 +176,42 @@ def emit(loops: Sequence[tuple[Var, Expr]], leaf: Callable[[Expr], Stmt], expr: 
             var, extent = loops[depth - 1]
             stmt = For(var, const(0), extent, ForKind.SERIAL, stmt)
     return stmt
+
+
+def fill_border(buffer: Buffer, lo: Sequence[int], hi: Sequence[int], value: Expr) -> Stmt:
+    """Stores of ``value`` to the elements of ``buffer`` outside its interior, the box
+    that leaves ``lo[a]`` elements at the start of axis ``a`` and ``hi[a]`` at its end
+    (the border of a padded tensor); one nest, no test per element:
+
+        for i0: for i1:                               axes without padding: whole
+          for (i2 = 0; i2 < lo2; i2++) for i3: b[..] = v            the rows above
+          for (i2 = lo2; i2 < n2 - hi2; i2++) {
+            for (i3 = 0; i3 < lo3; i3++) b[..] = v                  the columns left
+            for (i3 = n3 - hi3; i3 < n3; i3++) b[..] = v }          and right
+          for (i2 = n2 - hi2; i2 < n2; i2++) for i3: b[..] = v      the rows below
+    """
+    index = tuple(Var(f"i{a}") for a in range(len(buffer.shape)))
+
+    def loop(a: int, start: int, extent: Expr, body: Stmt) -> For:
+        return For(index[a], const(start), extent, ForKind.SERIAL, body)
+
+    def whole(a: int) -> Stmt:                # every element of axes a, a+1, ...
+        body: Stmt = Store(buffer, index, value)
+        for b in range(len(index) - 1, a - 1, -1):
+            body = loop(b, 0, dim_expr(buffer.shape[b]), body)
+        return body
+
+    def border(a: int) -> Stmt | None:        # the border within axes a, a+1, ...
+        if a == len(index):
+            return None
+        inner = border(a + 1)
+        if not (lo[a] or hi[a]):
+            return loop(a, 0, dim_expr(buffer.shape[a]), inner) if inner else None
+        n = buffer.shape[a]                   # a padded axis has a static size
+        parts = [loop(a, 0, const(lo[a]), whole(a + 1))] if lo[a] else []
+        if inner is not None:
+            parts.append(loop(a, lo[a], const(n - lo[a] - hi[a]), inner))
+        if hi[a]:
+            parts.append(loop(a, n - hi[a], const(hi[a]), whole(a + 1)))
+        return seq(*parts)
+    return border(0) or seq()

@@ -3,16 +3,18 @@
 Inside a group, a value that no other kernel needs is never stored: its
 consumers inline its compute rule.  Each value the group hands on (a graph
 output, or an input of another kernel) gets one loop nest that stores it; a
-later nest of the same kernel that needs it loads it back.
+later nest of the same kernel that needs it loads it back.  A stored constant
+``pad(x)`` gets two: ``x`` into the interior (``x``'s loops, the store index
+shifted), the constant into the border, so no element tests whether it is inside.
 """
 from __future__ import annotations
 
 from minic.ir.graph import Node, Value
-from minic.ir.loops import (Buffer, Expr, Function, Load, Role, Stmt, Store, Var, const, dim_expr, seq,
+from minic.ir.loops import (BinOp, Buffer, Expr, Function, Load, Role, Stmt, Store, Var, const, dim_expr, seq,
                             stmt_exprs, walk, walk_stmts)
 from minic.ir.loops_simplify import simplify_stmt
 from minic.lowering import rules
-from minic.lowering.compute import Fresh, Operand, emit
+from minic.lowering.compute import Fresh, Operand, emit, fill_border
 
 BIG = 2**62                      # an upper bound for symbolic sizes in range analysis
 
@@ -52,14 +54,28 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
     nests = []
     for v in stores:
         out = buffers[v]
+        node, k = produced[v]
+        if node.op == "pad" and node.attrs.mode == "constant":
+            nests += padded_nests(out, node, operand(node.inputs[0]), fresh)
+            continue
         loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(out.shape)]
         index = tuple(var for var, _ in loops)
-        node, k = produced[v]
         nests.append(emit(loops, lambda e, out=out, index=index: Store(out, index, e), compute(node, k, index), fresh))
     body = simplify_stmt(seq(*nests), {s: (0, BIG) for s in sizes})
     origin = "; ".join(f"{', '.join('%' + o.name for o in n.outputs)} = {n.op}({', '.join('%' + i.name for i in n.inputs)})"
                        for n in nodes)
     return Function(name, _params(body, [buffers[v] for v in stores]), sizes, body, origin)
+
+
+def padded_nests(out: Buffer, node: Node, x: Operand, fresh: Fresh) -> list[Stmt]:
+    """``out = pad(x)``: x[i] stored at out[i + lo], then the pad value into the border."""
+    rank = x.type.rank
+    lo, hi = node.attrs.pads[:rank], node.attrs.pads[rank:]
+    loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(x.type.shape)]
+    index = tuple(var for var, _ in loops)
+    shifted = tuple(BinOp("add", i, const(p)) if p else i for i, p in zip(index, lo))
+    interior = emit(loops, lambda e: Store(out, shifted, e), x.at(index), fresh)
+    return [interior, fill_border(out, lo, hi, const(node.attrs.value, out.dtype))]
 
 
 def copy_kernel(name: str, source: Buffer, target: Buffer, sizes: tuple[str, ...]) -> Function:

@@ -11,6 +11,7 @@ Read them in pipeline order (the order of ``LEVELS[2]``):
   matmul_bias.py     fuse-matmul-bias          add(matmul(x, w), b) -> gemm(x, w, b)
   cse.py             eliminate-common-subexpr  op(x) twice -> once
   dead_code.py       eliminate-dead-code       unused y = op(x) -> nothing
+  padding.py         explicit-padding          conv2d(x){padding=p} -> conv2d(pad(x, p)){padding=0}
   fuse_groups.py     fuse-groups               marks which nodes lowering makes into one kernel
 
 and one pass in no level, run when asked for (CompileOptions.precision):

@@ -18,6 +18,9 @@ producers (so a chain grows backwards from its last op):
 * Into a contraction or pooling window, which reads each input element many
   times, only data movement fuses (a transpose or reshape feeding a matmul);
   arithmetic would be recomputed once per read.
+* A constant ``pad`` (see ``explicit-padding``) never fuses into a window: there it
+  would test bounds once per tap.  It ends its producer's kernel instead, which
+  then stores into the interior of the padded buffer (``lowering/kernel.py``).
 """
 from __future__ import annotations
 
@@ -33,6 +36,10 @@ REINDEX = ("reshape", "flatten", "squeeze", "unsqueeze", "transpose", "identity"
 
 def _kind(node: Node) -> OpKind:
     return ops.get(node.op).kind
+
+
+def _stores_padded(node: Node) -> bool:
+    return node.op == "pad" and node.attrs.mode == "constant"
 
 
 def _moves_data(node: Node) -> bool:
@@ -66,16 +73,17 @@ def fuse_groups(graph: Graph) -> Graph:
         consumer = next(iter(consumers.values()))
         target = group[id(consumer)]
         if _kind(node) in ANCHORS:
-            if has_anchor[target] or not (_kind(consumer) == OpKind.ELEMENTWISE or consumer.op in REINDEX):
+            reindex = consumer.op in REINDEX or _stores_padded(consumer)
+            if has_anchor[target] or not (_kind(consumer) == OpKind.ELEMENTWISE or reindex):
                 continue
             if not all(_broadcasts_trailing_only(v.type.shape, consumer.outputs[0].type.shape)
-                       or consumer.op in REINDEX for v in node.outputs):
+                       or reindex for v in node.outputs):
                 continue
             has_anchor[target] = True
         else:
             reread = _kind(consumer) in MANY_READS or id(consumer) in many_reads
             if reread:
-                if not _moves_data(node):
+                if not _moves_data(node) or _stores_padded(node):
                     continue
                 many_reads.add(id(node))
         group[id(node)] = target

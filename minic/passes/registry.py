@@ -12,6 +12,7 @@ from minic.passes.dead_code import eliminate_dead_code
 from minic.passes.fold_constants import fold_constants
 from minic.passes.identity import eliminate_identity
 from minic.passes.matmul_bias import fuse_matmul_bias
+from minic.passes.padding import explicit_padding
 from minic.passes.reshapes import fuse_reshapes
 from minic.passes.shape_chains import fold_constant_gather
 from minic.passes.to_f16 import to_f16
@@ -28,6 +29,7 @@ PASSES: dict[str, Pass] = {
     "fuse-matmul-bias": fuse_matmul_bias,
     "eliminate-common-subexpr": eliminate_common_subexpr,
     "eliminate-dead-code": eliminate_dead_code,
+    "explicit-padding": explicit_padding,
     # Changes the numbers (f16 storage), so it is in no level: CompileOptions.precision asks for it.
     "to-f16": to_f16,
 }
@@ -47,8 +49,9 @@ LEVELS: dict[int, list[str]] = {
     0: [],
     1: CLEANUP,
     # Shape programs first (they hide static reshapes), then constants, so that
-    # folding batch norms and biases sees constant weights; cleanup last.
+    # folding batch norms and biases sees constant weights; cleanup; then the
+    # rewrites for lowering: padding as nodes of its own, the fusion groups.
     2: ["fold-constant-gather", "fold-constants", "eliminate-identity", "simplify-algebra",
-        "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP
+        "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP + ["explicit-padding"]
        + (["fuse-groups"] if "fuse-groups" in PASSES else []),
 }

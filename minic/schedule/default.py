@@ -5,46 +5,38 @@ are computed at compile time (``prepack.py``).
 
 Lowering gives each stored value one nest whose outer loops run over the
 output's axes; iterations of such a loop write disjoint elements, so they may
-run on different threads.  A nest is worth threads when it does enough work:
-its estimated element count (constant extents multiplied; a symbolic extent
-counts as ``SYMBOL_GUESS``) must reach ``MIN_WORK``.
+run on different threads.  Whether they do is decided by the work of the nest
+(``codegen/parallel.py``: its innermost iterations, an expression of the sizes):
+a nest whose work is a constant below ``PARALLEL_WORK`` stays serial here; any
+other is marked parallel, and the generated code compares its work with
+``PARALLEL_WORK`` again at run time, when B and T are known, before it hands
+chunks to other threads.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from minic.codegen.options import CompileOptions
+from minic.codegen.parallel import PARALLEL_WORK, work
 from minic.codegen.vector import stride
-from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, sub_stmts,
-                            walk_stmts)
+from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, walk_stmts
 from minic.schedule.nest import ScheduleError, the_loop, unique_loops
 from minic.schedule.caching import rfactor
 from minic.schedule.primitives import fuse, split, vectorize
 from minic.schedule.prepack import prepack
 from minic.schedule import records
-from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction, signature
+from minic.schedule.templates import (Knobs, default_knobs, find_contraction, schedule_contraction, signature,
+                                     vectorize_reductions)
 
-MIN_WORK = 1 << 14             # below this, handing work to the pool costs more than it saves
-SYMBOL_GUESS = 16
 LANES = 16                     # f32 lanes of one AVX-512 register
 CHUNKS = 4                     # a parallel loop wants this many iterations per thread
 
 
-def _guess(e: Expr) -> int:
-    """An extent's value with every size symbol taken as ``SYMBOL_GUESS``."""
-    if isinstance(e, Const):
-        return int(e.value)
-    if isinstance(e, BinOp) and e.op in ("add", "mul", "div", "min", "max"):
-        a, b = _guess(e.a), _guess(e.b)
-        return {"add": a + b, "mul": a * b, "div": a // max(b, 1), "min": min(a, b), "max": max(a, b)}[e.op]
-    return SYMBOL_GUESS
-
-
-def _work(s: Stmt) -> int:
-    """A rough count of innermost iterations (the body work) of a statement."""
-    if isinstance(s, For):
-        return max(1, _guess(s.extent)) * max(1, _work(s.body))
-    return sum(_work(t) for t in sub_stmts(s)) or 1
+def _may_pay(s: For) -> bool:
+    """Whether threads may pay for nest ``s``: not when its work is a constant below
+    ``PARALLEL_WORK``; with sizes in it, the generated code decides at run time."""
+    w = work(s)
+    return not isinstance(w, Const) or w.value >= PARALLEL_WORK
 
 
 def _has_parallel(s: Stmt) -> bool:
@@ -61,7 +53,7 @@ def _parallelize(s: Stmt) -> Stmt:
     if isinstance(s, For):
         if isinstance(s.extent, Const) and s.extent.value == 1:    # an axis of size 1: look inside
             return replace(s, body=_parallelize(s.body))
-        if s.kind == ForKind.SERIAL and _work(s) >= MIN_WORK:
+        if s.kind == ForKind.SERIAL and _may_pay(s):
             return replace(s, kind=ForKind.PARALLEL)
     return s
 
@@ -95,10 +87,13 @@ def _vectorize_leaves(k: Function) -> Function:
 
 def _fuse_outer(k: Function, threads: int) -> Function:
     """Fuse a nest's outer loops while the outermost may have too few iterations to share
-    out (a symbolic batch B may be 1): softmax over [B, 8, T, T] runs B*8*T rows in parallel."""
+    out (a symbolic batch B may be 1): softmax over [B, 8, T, T] runs B*8*T rows in parallel.
+    Only serial loops fuse: a vector loop fused into its parent would become scalar code
+    that divides by the extent at every element."""
     for nest in (k.body.stmts if isinstance(k.body, Seq) else (k.body,)):
         top = nest
         while (isinstance(top, For) and isinstance(top.body, For) and not _has_parallel(top)
+               and top.kind == top.body.kind == ForKind.SERIAL
                and not (isinstance(top.extent, Const) and top.extent.value >= CHUNKS * threads)):
             try:
                 k = fuse(k, top.var.name, top.body.var.name, top.var.name + top.body.var.name)
@@ -117,6 +112,7 @@ def schedule_kernel(k: Function, options: CompileOptions, knobs: Knobs | None = 
             k = schedule_contraction(k, knobs or default_knobs(k), options.threads)
         except ScheduleError:
             pass                           # a nest the template cannot take runs as lowered
+    k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
     k = _vectorize_leaves(k)
     if options.threads <= 1:
         return k
@@ -134,5 +130,7 @@ def default_schedule(program: Program, options: CompileOptions | None = None) ->
         if not tuned or find_contraction(k) is None:
             return None
         record = tuned.get((signature(k), target))
-        return Knobs.from_json(record.knobs) if record is not None else None
+        if record is None or record.kept_default:      # the default won: follow today's default
+            return None
+        return Knobs.from_json(record.knobs)
     return prepack(replace(program, kernels=[schedule_kernel(k, options, knobs_for(k)) for k in program.kernels]))

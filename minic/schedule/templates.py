@@ -19,16 +19,20 @@ Its template builds the register-tiled micro-kernel:
 
 The *lane* axis is the output's last axis for a matmul, its output channels for
 a conv2d (NCHW), whose weights are then the packed operand; the *row* axis is
-the one before it (a conv2d's output columns).  Tails use overlapping tiles.
+the one before it (a conv2d's output columns), and a conv2d's epilogue stores
+along it, where its output is contiguous.  Tails use overlapping tiles.
+
+Any other nest that reduces into a scalar per output element (a pooling window)
+gets its output's last axis as vector lanes (``vectorize_reductions``).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from minic.ir.loops import Allocate, BinOp, Const, For, Function, If, Load, Seq, Stmt, Store, free_vars, seq
+from minic.ir.loops import Allocate, BinOp, Const, For, Function, If, Load, Role, Seq, Stmt, Store, free_vars, seq
 from minic.schedule.caching import cache_accumulator, pack_operand
-from minic.schedule.nest import ScheduleError, loads, rewrite_loops, stores, unique_loops
-from minic.schedule.primitives import parallel, reorder, split, unroll, vectorize
+from minic.schedule.nest import ScheduleError, loads, loops_named, rewrite_loops, stores, unique_loops
+from minic.schedule.primitives import MAX_UNROLL, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
 
@@ -62,23 +66,38 @@ def _nests(s: Stmt) -> list[Stmt]:
     return list(s.stmts) if isinstance(s, Seq) else [s]
 
 
+def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
+    """(spatial loops, reduction loops, final store) of a nest of the form
+
+        for s0: ... for sn: { acc = init; for r0: ... acc = acc op e; out[...] = f(acc) }
+    """
+    spatial, t = [], nest
+    while isinstance(t, For):
+        spatial.append(t)
+        t = t.body
+    if not (isinstance(t, Allocate) and t.buffer.shape == () and isinstance(t.body, Seq) and spatial):
+        return None
+    parts = t.body.stmts
+    if len(parts) != 3 or not isinstance(parts[1], For) or not isinstance(parts[2], Store):
+        return None
+    reduction, r = [], parts[1]
+    while isinstance(r, For):
+        reduction.append(r)
+        r = r.body
+    if not (isinstance(r, Store) and r.buffer == t.buffer):
+        return None
+    return spatial, reduction, parts[2]
+
+
 def find_contraction(f: Function) -> Contraction | None:
     """The first contraction nest of ``f`` (see the module docstring), or None."""
     for nest in _nests(f.body):
-        spatial, t = [], nest
-        while isinstance(t, For):
-            spatial.append(t)
-            t = t.body
-        if not (isinstance(t, Allocate) and t.buffer.shape == () and isinstance(t.body, Seq) and spatial):
+        found = _scalar_reduction(nest)
+        if found is None:
             continue
-        parts = t.body.stmts
-        if len(parts) != 3 or not isinstance(parts[1], For) or not isinstance(parts[2], Store):
-            continue
-        reduction, r = [], parts[1]
-        while isinstance(r, For):
-            reduction.append(r)
-            r = r.body
-        if not (isinstance(r, Store) and r.buffer == t.buffer and _is_product_sum(r, t.buffer.name)):
+        spatial, reduction, _ = found
+        update = reduction[-1].body
+        if not _is_product_sum(update, update.buffer.name):
             continue
         conv = "conv2d" in f.origin and len(spatial) == 4
         lane, row = (spatial[1], spatial[3]) if conv else (spatial[-1], spatial[-2] if len(spatial) > 1 else None)
@@ -126,6 +145,7 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
     f = cache_accumulator(f, ri, li)
     f = unroll(f, ri)
     f = vectorize(f, li)
+    f = rewrite_loops(f, ri, lambda t: _store_along_rows(t, li))
     if not isinstance(row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
         try:
             f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
@@ -141,6 +161,28 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
     if threads > 1:
         f = parallel(f, choice)
     return f
+
+
+def _store_along_rows(rows: For, lanes: str) -> For:
+    """The epilogue stored in vectors along the rows when that is where the output is
+    contiguous (a conv2d's columns; its lanes, the channels, are H * W apart):
+
+        unrolled for ri < MR:                      unrolled for li < NR:
+          vectorized for li < NR:            ->      vectorized for ri < MR:
+            y[.., lo * NR + li, .., ro * MR + ri]        y[.., lo * NR + li, .., ro * MR + ri]
+              = f(acc[ri, li])                             = f(acc[ri, li])
+
+    NR scattered stores of MR lanes each become NR vector stores (a residual input
+    read there becomes vector loads too); the tile is read across, in registers."""
+    from minic.codegen.vector import stride
+    inner = rows.body
+    if not (isinstance(inner, For) and inner.var.name == lanes and isinstance(inner.body, Store)):
+        return rows
+    st, r = inner.body, rows.var.name
+    if st.buffer.role == Role.LOCAL or stride(st.index[-1], r) != 1 or any(r in free_vars(i) for i in st.index[:-1]) \
+            or not (isinstance(inner.extent, Const) and inner.extent.value <= MAX_UNROLL):
+        return rows
+    return replace(inner, kind=rows.kind, body=replace(rows, kind=inner.kind, body=st))
 
 
 def walk_loops(f: Function) -> list[For]:
@@ -192,3 +234,49 @@ def default_knobs(f: Function) -> Knobs:
     n = row.extent.value
     rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
     return Knobs(rows=min(rows, n))
+
+
+REDUCTION_LANES = 16           # f32 lanes of one AVX-512 register
+
+
+def _vector_access(index: tuple, var: str) -> bool:
+    """Whether the lanes of loop ``var`` reach ``index`` with one vector load: only the
+    last index may use ``var``, with a stride from 0 (the same element) to MAX_STRIDE."""
+    from minic.codegen.vector import MAX_STRIDE, stride
+    if not any(var in free_vars(i) for i in index):
+        return True
+    return (not any(var in free_vars(i) for i in index[:-1])
+            and stride(index[-1], var) in range(1, MAX_STRIDE + 1))
+
+
+def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
+    """Every nest that reduces into one scalar per output element (a pooling window,
+    a sum over a middle axis) computes ``lanes`` neighbours along the output's last
+    axis at once, when its store there is contiguous and its loads are vector loads
+    (a gather per lane would cost more than the vector saves).  Loop names must be
+    unique (``unique_loops``):
+
+        for ..: for j < 56:                        for ..: for jo < 4:       j = min(jo * 16, 40) + ji
+          acc = -inf                                 vectorized for ji < 16: acc[ji] = -inf
+          for p: for q:                              for p: for q: vectorized for ji < 16:
+            acc = max(acc, x[.., 2 * j + q])             acc[ji] = max(acc[ji], x[.., 2 * j + q])
+          y[.., j] = acc                             vectorized for ji < 16: y[.., j] = acc[ji]
+    """
+    from minic.codegen.vector import stride
+    for nest in _nests(f.body):
+        found = _scalar_reduction(nest)
+        if found is None:
+            continue
+        spatial, _, store = found
+        j = spatial[-1]
+        if not (isinstance(j.extent, Const) and j.extent.value >= lanes and j.start == Const(0)):
+            continue
+        name = j.var.name
+        if len(loops_named(f.body, name)) > 1 or stride(store.index[-1], name) != 1 or not all(
+                _vector_access(a.index, name) for a in [store] + loads(nest) if a.buffer.role != Role.LOCAL):
+            continue
+        try:
+            f = vectorize(cache_accumulator(split(f, name, lanes, tail="overlap"), name + "i"), name + "i")
+        except ScheduleError:
+            continue
+    return f

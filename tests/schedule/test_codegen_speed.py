@@ -71,10 +71,10 @@ def test_weights_are_packed_at_compile_time():
 
 
 def test_thread_pool_survives_many_calls_and_concurrent_callers():
-    g = graph_of("matmul", [(33, 17), (17, 70)])
+    g = graph_of("matmul", [(33, 64), (64, 70)])        # enough work for the pool (parallel.PARALLEL_WORK)
     model = compile_graph(g, CompileOptions(use_cache=False, num_threads=4))
     rng = np.random.default_rng(1)
-    a, b = rng.standard_normal((33, 17)).astype(np.float32), rng.standard_normal((17, 70)).astype(np.float32)
+    a, b = rng.standard_normal((33, 64)).astype(np.float32), rng.standard_normal((64, 70)).astype(np.float32)
     for _ in range(50):
         np.testing.assert_allclose(model(a, b), a @ b, rtol=1e-4, atol=1e-4)
     errors = []

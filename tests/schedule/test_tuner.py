@@ -133,6 +133,20 @@ def test_records_round_trip_and_compilation_uses_them(tmp_path):
     np.testing.assert_allclose(compile_graph(graph, options)(x, w), x @ w, rtol=1e-5)
 
 
+def test_a_kept_default_record_follows_todays_default(tmp_path):
+    """A record saying "the default won" must not pin the knobs the default had then."""
+    graph = graph_of("matmul", [(13, 7), (7, 50)])
+    options = CompileOptions(use_cache=False, records=tmp_path / "tuning.jsonl")
+    f = kernel_of(graph)
+    then = Knobs(rows=3, lanes=16, pack=False, parallel="rows")      # not today's default
+    assert then != default_knobs(f)
+    records.append(options.records, [records.Record(signature(f), records.target_of(options), then.to_json(),
+                                                    1e-6, 1e-6, 1.0, 4, "k0", kept_default=True)])
+    assert "acc0[3, 16]" not in print_function(prepare(graph, options).kernels[0])
+    assert print_function(prepare(graph, options).kernels[0]) == \
+        print_function(prepare(graph, CompileOptions(use_cache=False, records=tmp_path / "none.jsonl")).kernels[0])
+
+
 def test_bad_record_lines_are_skipped(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text('{"not": "a record"}\nnot json\n')

@@ -1,0 +1,49 @@
+"""explicit-padding: ``conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0}``, and
+``max_pool2d(x){padding=p} -> max_pool2d(pad(x, p, -inf)){padding=0}``.
+
+A padded window reads some taps outside its input; lowered as it is, every tap
+tests its row and column against the input's bounds, inside the innermost loop
+of the convolution.  With the padding made a node of its own, the window's taps
+are all in bounds and its loops run unguarded.  The ``pad`` itself costs nothing
+extra after fusion: ``fuse-groups`` gives it to its producer's kernel, which then
+stores straight into the interior of the padded buffer and fills the border.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value
+from minic.passes.rewrite import clone, fresh_name
+
+# The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max.
+PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
+
+
+def _can_pad(node: Node) -> bool:
+    if node.op not in PAD_VALUE or not any(node.attrs.padding):
+        return False
+    if node.op == "max_pool2d" and node.attrs.ceil_mode:     # its last window may overhang the padding too
+        return False
+    return all(isinstance(d, int) for d in node.inputs[0].type.shape[2:])
+
+
+def explicit_padding(graph: Graph) -> Graph:
+    """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0}; max_pool2d alike with -inf."""
+    g = clone(graph)
+    made: dict[tuple, Value] = {}       # one pad per (input, widths, value): two windows may share it
+    for node in list(g.nodes):
+        if not _can_pad(node):
+            continue
+        x = node.inputs[0]
+        top, left, bottom, right = node.attrs.padding
+        key = (id(x), node.attrs.padding, PAD_VALUE[node.op])
+        if key not in made:
+            attrs = ops.get("pad").make_attrs(pads=(0, 0, top, left, 0, 0, bottom, right), value=PAD_VALUE[node.op])
+            made[key] = Value(fresh_name(g, f"{x.name}_padded"), ops.get("pad").infer(attrs, [x.type])[0])
+            g.nodes.insert(g.nodes.index(node), Node("pad", [x], [made[key]], attrs, node.group))
+        at = g.nodes.index(node)
+        g.nodes[at] = Node(node.op, [made[key]] + node.inputs[1:], node.outputs,
+                           replace(node.attrs, padding=(0, 0, 0, 0)), node.group)
+    return g

@@ -1,0 +1,82 @@
+"""Vector loads with a constant stride (``x[s * j + c]`` in a vectorized loop over
+``j``, as a stride-2 pooling window reads): a masked load of the span, then a
+shuffle.  The values must be the strided elements, and nothing past the last
+lane may be read: the last test puts the buffer's end against an unmapped page."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from minic.codegen.options import CompileOptions
+from minic.codegen.vector import MAX_STRIDE
+from minic.ir.loops import BinOp, Buffer, For, ForKind, Function, Load, Role, Store, Var, const, print_function
+from minic.ir.types import DType
+from minic.schedule.measure import compile_kernel
+
+LANES = 16
+
+
+def strided_copy(n: int, step: int, offset: int, dtype: DType) -> Function:
+    """y[j] = x[step * j + offset] for j < 16, one vectorized loop."""
+    x, y = Buffer("x", (n,), dtype, Role.INPUT), Buffer("y", (LANES,), dtype, Role.OUTPUT)
+    j = Var("j")
+    index = BinOp("add", BinOp("mul", j, const(step)), const(offset))
+    body = For(j, const(0), const(LANES), ForKind.VECTORIZED, Store(y, (j,), Load(x, (index,))))
+    return Function("strided", (x, y), (), body)
+
+
+@pytest.mark.parametrize("dtype", [DType.f32, DType.i64, DType.i32])
+@pytest.mark.parametrize("step", range(1, MAX_STRIDE + 2))
+@pytest.mark.parametrize("offset", [0, 3])
+def test_strided_vector_loads_read_every_step_th_element(dtype, step, offset):
+    n = (LANES - 1) * step + offset + 1                  # the last lane reads the last element
+    f = strided_copy(n, step, offset, dtype)
+    run, _ = compile_kernel(f, CompileOptions(use_cache=False, num_threads=1))
+    x = (np.arange(n) * 3 - 7).astype(dtype.numpy)
+    arrays = {"x": x, "y": np.zeros(LANES, dtype.numpy)}
+    run(arrays, {})
+    np.testing.assert_array_equal(arrays["y"], x[offset::step][:LANES])
+
+
+def test_a_strided_load_reads_nothing_past_its_last_lane():
+    """Run in a child process: a read past the buffer's end is a segmentation fault there."""
+    code = textwrap.dedent("""
+        import ctypes, mmap, sys
+        import numpy as np
+        from minic.codegen.options import CompileOptions
+        from minic.ir.types import DType
+        from minic.schedule.measure import compile_kernel
+        sys.path.insert(0, sys.argv[1])
+        from test_strided_loads import strided_copy
+        page = mmap.PAGESIZE
+        memory = mmap.mmap(-1, 2 * page)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        libc = ctypes.CDLL(None)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        assert libc.mprotect(base + page, page, 0) == 0      # the page after the buffer: no access
+        n = 2 * 15 + 1
+        x = np.frombuffer(memory, dtype=np.float32, count=n, offset=page - 4 * n)
+        x[:] = np.arange(n)
+        run, _ = compile_kernel(strided_copy(n, 2, 0, DType.f32), CompileOptions(use_cache=False, num_threads=1))
+        y = np.zeros(16, np.float32)
+        run({"x": x, "y": y}, {})
+        print(y.astype(int).tolist())
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    here = os.path.dirname(__file__)
+    out = subprocess.run([sys.executable, "-c", code, here], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
+    assert out.stdout.split("\n")[-2] == str(list(range(0, 31, 2)))
+
+
+def test_a_gather_beyond_the_stride_limit_runs_lane_by_lane():
+    f = strided_copy((LANES - 1) * (MAX_STRIDE + 3) + 1, MAX_STRIDE + 3, 0, DType.f32)
+    assert "vectorized" in print_function(f)
+    run, _ = compile_kernel(f, CompileOptions(use_cache=False, num_threads=1))
+    x = np.arange(f.params[0].shape[0], dtype=np.float32)
+    arrays = {"x": x, "y": np.zeros(LANES, np.float32)}
+    run(arrays, {})
+    np.testing.assert_array_equal(arrays["y"], x[::MAX_STRIDE + 3])
