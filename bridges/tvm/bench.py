@@ -11,7 +11,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 
@@ -23,26 +23,29 @@ class Row:
     path: str
     median_s: float
     max_abs_err: float | None        # None for the reference itself
+    eager: bool = False              # a PyTorch row (the speedups are relative to the fastest)
 
 
 @dataclass
 class BenchResult:
     model: str
     shapes: str
-    trials_per_task: int
+    budget: str                      # "8 trials/kernel" or "400 trials in total"
     kernels: int
     tune_s: float                    # wall time spent tuning in this run (0 if all resumed)
+    model_flops: float = 0.0         # sum over kernels of calls x FLOPs (TVM's estimate)
     rows: list[Row] = field(default_factory=list)
     reports: list = field(default_factory=list)   # tune.TaskReport per kernel: where the time goes
 
     def table(self) -> str:
-        """A Markdown table, speedups relative to PyTorch eager."""
-        eager = self.rows[0].median_s
-        lines = ["| path | median latency | speedup vs eager | max abs error vs PyTorch |",
-                 "| --- | ---: | ---: | ---: |"]
+        """A Markdown table, speedups relative to the fastest PyTorch eager row."""
+        eager = min(r.median_s for r in self.rows if r.eager)
+        lines = ["| path | median latency | GFLOPS | speedup vs fastest eager | max abs error vs PyTorch |",
+                 "| --- | ---: | ---: | ---: | ---: |"]
         for r in self.rows:
             err = "(reference)" if r.max_abs_err is None else f"{r.max_abs_err:.2e}"
-            lines.append(f"| {r.path} | {_ms(r.median_s)} | {eager / r.median_s:.2f}x | {err} |")
+            lines.append(f"| {r.path} | {_ms(r.median_s)} | {self.model_flops / r.median_s / 1e9:.1f} "
+                         f"| {eager / r.median_s:.2f}x | {err} |")
         return "\n".join(lines)
 
 
@@ -61,12 +64,17 @@ def samples(fn: Callable[..., Any], args: tuple, repeat: int, budget_s: float = 
     return times
 
 
-def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials: int, work_dir: str | Path,
-              repeat: int = 20, budget_s: float = 120.0, population: int = 512, target: dict | None = None,
-              out: TextIO | None = None) -> BenchResult:
+def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials: int | None = 8,
+              total_trials: int | None = None, work_dir: str | Path, repeat: int = 20,
+              budget_s: float = 120.0, population: int = 512, target: dict | None = None,
+              threads: Sequence[int] | None = None, untuned: bool = True,
+              tune_threads: int | None = None, out: TextIO | None = None) -> BenchResult:
     """Import ``module`` once, tune, then time eager, the untuned and the tuned build.
 
-    The three paths are timed in interleaved rounds (see ``interleaved``), so that
+    Tuning spends ``trials`` per kernel, or ``total_trials`` over all kernels
+    (``tune.tune_global``).  With ``threads`` (e.g. ``(1, 2)``) eager and tuned
+    TVM are timed once per thread count (the untuned build with the largest).
+    All paths are timed in interleaved rounds (see ``interleaved``), so that
     load from other processes on a shared machine hits them alike; a path stops
     after ``repeat`` timed calls or once it has used ``budget_s`` seconds (but
     not before two timed calls).
@@ -76,17 +84,21 @@ def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials:
     from bridges.tvm.build import VMRunner, as_target, build
     from bridges.tvm.importer import from_torch
     from bridges.tvm.passes import optimize
-    from bridges.tvm.tune import tune
+    from bridges.tvm.tune import tune, tune_global
 
     imported = from_torch(module, inputs, name)
     mod, steps = optimize(imported.mod)
     tvm_target = as_target(target)
     shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in inputs)
-    result = BenchResult(name, shapes, trials, steps[-1].counts.prim_funcs, 0.0)
+    budget = f"{trials} trials/kernel" if total_trials is None else f"{total_trials} trials in total"
+    result = BenchResult(name, shapes, budget, steps[-1].counts.prim_funcs, 0.0)
 
     start = time.perf_counter()
-    result.reports = tune(mod, tvm_target, work_dir, trials, population=population, out=out)
+    options = dict(population=population, threads=tune_threads, out=out)
+    result.reports = (tune(mod, tvm_target, work_dir, trials, **options) if total_trials is None
+                      else tune_global(mod, tvm_target, work_dir, total_trials, **options))
     result.tune_s = time.perf_counter() - start
+    result.model_flops = sum(r.weight * r.flops for r in result.reports)
 
     def eager(*arrays):
         with torch.no_grad():
@@ -95,16 +107,46 @@ def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials:
     def runner(work: str | Path | None) -> VMRunner:
         return VMRunner(build(mod, tvm_target, work), imported.input_shapes, imported.input_dtypes)
 
-    paths = {"PyTorch eager": eager, "TVM untuned": runner(None),
-             f"TVM tuned ({trials} trials/kernel)": runner(work_dir)}
+    counts = list(threads) if threads else [None]
+    tuned_run = runner(work_dir)
+    paths = {f"PyTorch eager{_threads(n)}": with_threads(eager, n, "torch") for n in counts}
+    if untuned:
+        largest = None if None in counts else max(counts)
+        paths[f"TVM untuned{_threads(largest)}"] = with_threads(runner(None), largest, "tvm")
+    for n in counts:
+        paths[f"TVM tuned ({budget}){_threads(n)}"] = with_threads(tuned_run, n, "tvm")
     reference = eager(*inputs)
-    errs = {path: (None if fn is eager else errors(fn(*inputs), reference).abs)  # also the warm-up
-            for path, fn in paths.items()}
+    errs = {path: (None if path.startswith("PyTorch") else errors(fn(*inputs), reference).abs)
+            for path, fn in paths.items()}                                 # also the warm-up
     times = interleaved(paths, inputs, repeat, budget_s)
     for path in paths:
-        result.rows.append(Row(path, statistics.median(times[path]), errs[path]))
+        result.rows.append(Row(path, statistics.median(times[path]), errs[path], path.startswith("PyTorch")))
         _say(out, f"{path}: median {_ms(result.rows[-1].median_s)} of {len(times[path])} runs")
     return result
+
+
+def with_threads(fn: Callable[..., Any], n: int | None, runtime: str) -> Callable[..., Any]:
+    """``fn`` that first sets ``runtime`` ("torch" or "tvm") to ``n`` threads (None: leave it)."""
+    if n is None:
+        return fn
+
+    def call(*args):
+        if runtime == "torch":
+            import torch
+            if torch.get_num_threads() != n:
+                torch.set_num_threads(n)
+        else:
+            import tvm
+            if tvm.runtime.num_threads() != n:
+                from bridges.tvm.build import set_threads
+                set_threads(n)
+        return fn(*args)
+
+    return call
+
+
+def _threads(n: int | None) -> str:
+    return "" if n is None else f", {n} thread{'s' if n > 1 else ''}"
 
 
 def interleaved(paths: dict[str, Callable[..., Any]], args: tuple, repeat: int,

@@ -12,6 +12,7 @@ graph executor.  Today it is ``tvm.compile(mod, target)`` → an Executable, run
 
 Targets are dicts (``{"kind": "llvm", "num-cores": 2}``); MetaSchedule needs
 ``num-cores`` on CPU targets to decide how many threads a schedule may use.
+How many threads actually run is the runtime's business: see ``set_threads``.
 """
 from __future__ import annotations
 
@@ -43,6 +44,34 @@ def as_target(target: dict[str, Any] | str | None) -> Any:
         return tvm.target.Target(host_target() if target is None else target)
     except Exception as e:  # TVM raises its own error type for a bad target
         raise UserError(f"invalid TVM target {target!r}: {str(e).splitlines()[0]}") from e
+
+
+def size_thread_pool() -> None:
+    """Let TVM's runtime thread pool have one thread per core (call before its first use).
+
+    TVM sizes its pool once, when a parallel kernel first runs, from
+    ``TVM_NUM_THREADS``, else from half the hardware threads on x86 (it assumes
+    two hyper-threads per core): 1 thread on a 2-vCPU machine, whatever the
+    target's ``num-cores`` says.  An explicit ``TVM_NUM_THREADS`` is kept.
+    """
+    os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
+
+
+def set_threads(n: int | None) -> None:
+    """Run TVM kernels in this process with ``n`` threads (None: the whole pool).
+
+    ``runtime.config_threadpool(1, n)`` narrows the pool sized by
+    ``size_thread_pool``; it cannot grow it past that size.
+    """
+    import tvm
+    size_thread_pool()
+    if n is not None and n < 1:
+        raise UserError(f"--threads must be >= 1, got {n}")
+    pool = int(os.environ["TVM_NUM_THREADS"])
+    tvm.get_global_func("runtime.config_threadpool")(1, n or pool)   # 1: "big" cores = all cores here
+    if n is not None and tvm.runtime.num_threads() != n:
+        raise UserError(f"TVM's thread pool has {tvm.runtime.num_threads()} threads, cannot use {n} "
+                        f"(TVM_NUM_THREADS={pool}, or the pool started before it was set)")
 
 
 def apply_database(mod: Any, target: Any, work_dir: str | Path) -> Any:
@@ -80,6 +109,7 @@ class VMRunner:
     def __post_init__(self) -> None:
         import tvm
         from tvm import relax
+        size_thread_pool()
         self.device = tvm.cpu()
         self.vm = relax.VirtualMachine(self.executable, self.device)
         self._main = self.vm["main"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 DEFAULT_TRIALS = 8
@@ -35,10 +36,25 @@ def register(subparsers) -> None:
     for name, text, handler in (("tune", "MetaSchedule-tune every kernel into --work-dir", _tune),
                                 ("bench", "timing table: PyTorch eager vs TVM untuned vs tuned", _bench)):
         p = step(name, text, handler)
-        p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="measured trials per kernel")
+        budget = p.add_mutually_exclusive_group()
+        budget.add_argument("--trials", type=int, help=f"measured trials per kernel (default {DEFAULT_TRIALS})")
+        budget.add_argument("--total-trials", type=int, metavar="N",
+                            help="one budget for all kernels, spent where the time is (gradient scheduler)")
         p.add_argument("--population", type=int, default=512, help="evolutionary search population")
+        p.add_argument("--tune-threads", type=int, metavar="N",
+                       help="TVM threads of the kernels measured while tuning (default: every core)")
         if name == "bench":
             p.add_argument("--repeat", type=int, default=20, help="timed runs per path (median)")
+            p.add_argument("--threads", default=None, metavar="N[,N...]",
+                           help="time eager and tuned TVM with each thread count (default: every core)")
+            p.add_argument("--no-untuned", dest="untuned", action="store_false",
+                           help="skip the untuned build (seconds per call at full size)")
+    p = step("curve", "the tuning curve: latency after the first trials of --work-dir's database", _curve)
+    cut = p.add_mutually_exclusive_group(required=True)
+    cut.add_argument("--per-kernel", metavar="K[,K...]", help="keep the first K records of each kernel")
+    cut.add_argument("--first", metavar="N[,N...]", help="keep the first N records overall")
+    p.add_argument("--threads", type=int, help="PyTorch and TVM threads (default: theirs)")
+    p.add_argument("--repeat", type=int, default=10, help="timed runs per path (median)")
     p = step("cross", "cross-compile for aarch64 Cortex-A55 (+neon), check ELF and NEON", _cross)
     p.add_argument("--out", type=Path, default=Path("out/tvm"), help="output folder")
     p.add_argument("--archive", action="store_true", help="write object files (.tar) even if a "
@@ -104,16 +120,38 @@ def _build(args) -> int:
 
 def _tune(args) -> int:
     from bridges.tvm.build import as_target
-    from bridges.tvm.tune import format_reports, tune
+    from bridges.tvm.tune import format_reports
 
     source = _source(args)
     _, mod = _optimized(args, source)
     work_dir = _work_dir(args)
-    print(f"tuning into {work_dir} ({args.trials} trials per kernel)")
-    reports = tune(mod, as_target(None), work_dir, args.trials, population=args.population,
-                   out=sys.stdout)
+    print(f"tuning into {work_dir} ({_budget_text(args)})")
+    start = time.perf_counter()
+    reports = _run_tuning(args, mod, as_target(None), work_dir)
     print(format_reports(reports))
+    print(f"tuning this run: {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def _budget_text(args) -> str:
+    if args.total_trials is not None:
+        return f"{args.total_trials} trials in total, gradient scheduler"
+    return f"{_trials(args)} trials per kernel"
+
+
+def _trials(args) -> int:
+    """--trials, or the default when neither budget was given (0 is a valid --trials)."""
+    return DEFAULT_TRIALS if args.trials is None else args.trials
+
+
+def _run_tuning(args, mod, target, work_dir):
+    """``tune`` (per-kernel budget) or ``tune_global`` (--total-trials), as asked."""
+    from bridges.tvm.tune import tune, tune_global
+
+    options = dict(population=args.population, threads=args.tune_threads, out=sys.stdout)
+    if args.total_trials is not None:
+        return tune_global(mod, target, work_dir, args.total_trials, **options)
+    return tune(mod, target, work_dir, _trials(args), **options)
 
 
 def _bench(args) -> int:
@@ -123,15 +161,56 @@ def _bench(args) -> int:
     source = _source(args)
     if source.module is None:
         raise UnsupportedError("tvm bench compares with PyTorch eager: give a zoo model name")
-    result = benchmark(source.module, source.example_inputs, source.name, trials=args.trials,
+    result = benchmark(source.module, source.example_inputs, source.name,
+                       trials=_trials(args), total_trials=args.total_trials,
                        work_dir=_work_dir(args), repeat=args.repeat, population=args.population,
-                       out=sys.stdout)
-    print(f"\n{result.model} ({result.shapes}), {result.kernels} kernels, "
-          f"{result.trials_per_task} trials per kernel, tuning this run: {result.tune_s:.0f} s\n")
+                       threads=_thread_counts(args.threads), untuned=args.untuned,
+                       tune_threads=args.tune_threads, out=sys.stdout)
+    print(f"\n{result.model} ({result.shapes}), {result.kernels} kernels, {result.budget}, "
+          f"tuning this run: {result.tune_s:.0f} s, model: {result.model_flops / 1e9:.2f} GFLOP "
+          f"(TVM's count)\n")
     print(result.table())
     from bridges.tvm.tune import format_reports
     print("\nwhere the tuned time goes (best measured latency per kernel):\n" + format_reports(result.reports))
     return 0
+
+
+def _curve(args) -> int:
+    from bridges.tvm.curve import curve
+    from minic.errors import UnsupportedError
+
+    source = _source(args)
+    if source.module is None:
+        raise UnsupportedError("tvm curve compares with PyTorch eager: give a zoo model name")
+    work_dir = _work_dir(args)
+    result = curve(source.module, source.example_inputs, source.name, work_dir,
+                   per_kernel=tuple(_numbers(args.per_kernel, "--per-kernel") or ()),
+                   first=tuple(_numbers(args.first, "--first") or ()), threads=args.threads,
+                   repeat=args.repeat, out=sys.stdout)
+    threads = f", {args.threads} thread(s)" if args.threads else ""
+    print(f"\n{source.name}: prefixes of {work_dir}{threads}, "
+          f"model: {result.model_flops / 1e9:.2f} GFLOP (TVM's count)\n")
+    print(result.table())
+    return 0
+
+
+def _thread_counts(text: str | None) -> list[int] | None:
+    """``"1,2"`` → ``[1, 2]``."""
+    return _numbers(text, "--threads")
+
+
+def _numbers(text: str | None, option: str) -> list[int] | None:
+    """``"1,2"`` → ``[1, 2]`` (each >= 1); None stays None."""
+    if text is None:
+        return None
+    from minic.errors import UserError
+    try:
+        numbers = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise UserError(f"{option}: expected numbers like 1,2, got {text!r}") from None
+    if any(n < 1 for n in numbers):
+        raise UserError(f"{option}: numbers must be >= 1, got {text!r}")
+    return numbers
 
 
 def _cross(args) -> int:

@@ -16,43 +16,37 @@ or Ansor tasks; both were removed in TVM 0.20.  MetaSchedule needs no template:
    (``database_workload.json`` + ``database_tuning_record.json``: the
    "tuning logs"); ``build.apply_database`` picks the best record per kernel.
 
-Budgets are per task: ``trials_per_task`` measured candidates for every kernel.
-(With only a global budget the task scheduler may spend it all on the first
-task.)  Tuning resumes: records already in ``work_dir`` count against each
-task's budget, and the search starts from the best of them.
+Two ways to spend the trials (both resume: records already in ``work_dir``
+count against the budget, and the search starts from the best of them):
+
+* ``tune``: a budget **per kernel**, ``trials_per_task`` for every task, one
+  task after the other.  Predictable; a reshape gets as many trials as the
+  matmul that takes 90 % of the time (it stops early when its space runs out,
+  and later runs skip it: ``exhausted_kernels.json``).
+* ``tune_global``: **one budget for the model**, spent by MetaSchedule's
+  gradient task scheduler: one batch for every task first (kernels with no
+  record go first, so a small step still reaches every kernel), then each batch
+  goes to the task whose ``weight x best latency`` promises the largest gain
+  (mostly ``weight x best / batches so far``, plus the recent improvement).
+
+Candidates are built in this process and measured in one runner process, one
+batch at a time (``SynchronousRunner``), with ``threads`` TVM threads.
 """
 from __future__ import annotations
 
-import importlib.util
+import functools
 import json
 import logging
 import os
-import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from bridges.tvm.measure import (InProcessBuilder, Progress, SynchronousRunner, cpu_intrinsics_only,
+                                 runner_worker_setup)
 from minic.errors import UserError
-
-
-def cpu_intrinsics_only() -> None:
-    """Register only the CPU tensor intrinsics (x86, Arm) instead of all of them.
-
-    ``import tvm.s_tir.tensor_intrin`` (done by every TuneContext and every
-    build worker) parses the CUDA, ROCm and Hexagon intrinsics too: about 45 s
-    of CPU per process here, i.e. per build batch.  Making the package known
-    without running its ``__init__`` and importing the CPU parts takes ~2 s.
-    Used in this process and as the initializer of the builder/runner workers.
-    """
-    name = "tvm.s_tir.tensor_intrin"
-    if name in sys.modules:
-        return
-    package = importlib.util.module_from_spec(importlib.util.find_spec(name))
-    sys.modules[name] = package
-    import tvm.s_tir.tensor_intrin.arm_cpu  # noqa: F401  (registers the intrinsics)
-    import tvm.s_tir.tensor_intrin.x86  # noqa: F401
 
 
 DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
@@ -140,7 +134,7 @@ def best_latency_us(database: Any, task_mod: Any) -> float | None:
 
 
 def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
-         trials_per_batch: int = 8, population: int = 512, seed: int = 0,
+         trials_per_batch: int = 8, population: int = 512, seed: int = 0, threads: int | None = None,
          out: TextIO | None = None) -> list[TaskReport]:
     """Tune every kernel of ``mod`` (optimized by passes.optimize) into ``work_dir``.
 
@@ -148,108 +142,141 @@ def tune(mod: Any, target: Any, work_dir: str | Path, trials_per_task: int, *,
     those already in the database; one progress line per batch goes to ``out``.
     ``population``: candidates the evolutionary search keeps per generation
     (512 is MetaSchedule's default; tests use fewer to spend less time searching).
+    ``threads``: TVM threads of the measured kernels (None: every core).
     """
     if trials_per_task < 0:
         raise UserError(f"--trials must be >= 0, got {trials_per_task}")
-    cpu_intrinsics_only()
-    from tvm.s_tir import meta_schedule as ms
-
     tasks = extract_tasks(mod, target)
     database = open_database(work_dir)
-    runner = None                       # started only if some task needs trials
+    search = _Search(work_dir, database, trials_per_batch, population, seed, threads, out)
+    exhausted = exhausted_kernels(work_dir)
     reports = []
     for index, task in enumerate(tasks, start=1):
         task_mod = task.dispatched[0]
         before = trials_in_database(database, task_mod)
         todo = max(0, trials_per_task - before)
-        label = f"[{index}/{len(tasks)}] {task.task_name} (x{task.weight})"
-        if todo > 0:
+        label = _label(index, len(tasks), task)
+        if todo > 0 and _workload_key(task) in exhausted:
+            _print(out, f"{label}: search space exhausted at {before} trials, skipped")
+        elif todo > 0:
             _print(out, f"{label}: tuning {todo} trials ({before} already in the database)")
-            runner = runner or ms.runner.LocalRunner(
-                # 3 runs per measurement after a warm-up, without the default 100 ms
-                # minimum per measurement (it would dominate a small model's tuning)
-                evaluator_config=ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=0),
-                initializer=cpu_intrinsics_only)
-            _quiet_console()
-            contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                [task], str(work_dir), seed=seed,
-                strategy=ms.search_strategy.EvolutionarySearch(population_size=population))
-            ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(work_dir),
-                          max_trials_global=todo, max_trials_per_task=todo,
-                          num_trials_per_iter=min(trials_per_batch, todo),
-                          builder=InProcessBuilder.create(), runner=runner, database=database,
-                          measure_callbacks=[*ms.MeasureCallback.create("default"),
-                                             Progress.create(label, before, trials_per_task,
-                                                             best_latency_us(database, task_mod), out)])
-        best = best_latency_us(database, task_mod)
-        reports.append(TaskReport(task.task_name, int(task.weight), estimate_flops(task_mod), before,
-                                  trials_in_database(database, task_mod) - before, best))
-        if todo == 0:
+            search.run([task], [label], [before], todo, todo, f"/{trials_per_task}")
+        else:
+            best = best_latency_us(database, task_mod)
             _print(out, f"{label}: {before} trials in the database, nothing to do"
                         + (f" (best {best:.1f} us)" if best is not None else ""))
+        reports.append(_report(database, task, before))
     return reports
 
 
-class InProcessBuilder:
-    """A builder that compiles the candidates in this process, one after the other.
+def tune_global(mod: Any, target: Any, work_dir: str | Path, total_trials: int, *,
+                trials_per_batch: int = 8, population: int = 512, seed: int = 0,
+                threads: int | None = None, out: TextIO | None = None) -> list[TaskReport]:
+    """Tune ``mod`` with one budget: ``total_trials`` measured candidates over all
+    kernels (counting those already in the database), spent by the gradient scheduler.
 
-    MetaSchedule's LocalBuilder starts a fresh pool of worker processes for
-    every batch (each imports TVM again: 5-10 s on a busy 2-core machine) to
-    guard against leaks and hangs; compiling one candidate takes ~0.1 s.  The
-    runner still measures in a separate process, so a bad kernel cannot crash us.
+    The scheduler checks the budget before each batch, so it may overshoot by
+    less than one batch.  It collects the warm-up round's results only once every
+    kernel has had its batch: the first progress lines come all at once.
     """
+    if total_trials < 0:
+        raise UserError(f"--total-trials must be >= 0, got {total_trials}")
+    tasks = extract_tasks(mod, target)
+    database = open_database(work_dir)
+    before = [trials_in_database(database, t.dispatched[0]) for t in tasks]
+    todo = max(0, total_trials - sum(before))
+    exhausted = exhausted_kernels(work_dir)
+    live = [i for i in range(len(tasks)) if _workload_key(tasks[i]) not in exhausted]
+    _print(out, f"{len(tasks)} kernels ({len(tasks) - len(live)} with an exhausted search space), "
+                f"{sum(before)} trials in the database, " + (f"tuning {todo} more" if todo else "nothing to do"))
+    if todo > 0 and live:
+        # the warm-up round visits tasks in list order: kernels without records first
+        order = sorted(live, key=lambda i: before[i])
+        labels = [_label(i + 1, len(tasks), tasks[i]) for i in order]
+        _Search(work_dir, database, trials_per_batch, population, seed, threads, out).run(
+            [tasks[i] for i in order], labels, [before[i] for i in order], todo,
+            max_trials_per_task=todo, budget_text="")
+    return [_report(database, task, b) for task, b in zip(tasks, before)]
 
-    @staticmethod
-    def create() -> Any:
-        from tvm.ir.utils import derived_object
-        from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
-        from tvm.s_tir.meta_schedule.builder.local_builder import default_build, default_export
 
-        @derived_object
-        class _InProcessBuilder(PyBuilder):
-            def build(self, build_inputs):
-                results = []
-                for item in build_inputs:
-                    try:   # default_export writes a .tar of object files the runner loads
-                        results.append(BuilderResult(default_export(default_build(item.mod, item.target, None)), None))
-                    except Exception as e:  # a candidate that does not compile is a failed trial
-                        results.append(BuilderResult(None, f"build failed: {type(e).__name__}: {e}"))
-                return results
+@dataclass
+class _Search:
+    """What one ``ms.tune_tasks`` call needs besides the tasks and budgets."""
 
-        return _InProcessBuilder()
+    work_dir: str | Path
+    database: Any
+    trials_per_batch: int
+    population: int
+    seed: int
+    threads: int | None
+    out: TextIO | None
+    runner: Any = None
+
+    def run(self, tasks: list[Any], labels: list[str], before: list[int], max_trials_global: int,
+            max_trials_per_task: int, budget_text: str) -> None:
+        """Tune ``tasks`` with MetaSchedule's gradient scheduler (one task: just its batches)."""
+        cpu_intrinsics_only()
+        from tvm.s_tir import meta_schedule as ms
+
+        if self.runner is None:         # one measuring process for all the calls of this search
+            self.runner = SynchronousRunner.create(ms.runner.LocalRunner(
+                # 3 runs per measurement after a warm-up, without the default 100 ms
+                # minimum per measurement (it would dominate a small model's tuning)
+                evaluator_config=ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=0),
+                initializer=functools.partial(runner_worker_setup, self.threads)))
+        best = [best_latency_us(self.database, t.dispatched[0]) for t in tasks]
+        exhausted: set[int] = set()
+        batch = min(self.trials_per_batch, max_trials_per_task)
+        _quiet_console()
+        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            tasks, str(self.work_dir), seed=self.seed,
+            strategy=ms.search_strategy.EvolutionarySearch(population_size=self.population))
+        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(self.work_dir),
+                      max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
+                      num_trials_per_iter=batch,
+                      task_scheduler=ms.task_scheduler.GradientBased(seed=self.seed),
+                      builder=InProcessBuilder.create(), runner=self.runner,
+                      database=self.database,
+                      measure_callbacks=[*ms.MeasureCallback.create("default"),
+                                         Progress.create(labels, before, best, budget_text, batch,
+                                                         max_trials_per_task, exhausted, self.out)])
+        mark_exhausted(self.work_dir, [tasks[i] for i in sorted(exhausted)])
 
 
-class Progress:
-    """A measure callback: after each measured batch, print trials done and best latency."""
+def _label(index: int, count: int, task: Any) -> str:
+    return f"[{index}/{count}] {task.task_name} (x{int(task.weight)})"
 
-    @staticmethod
-    def create(label: str, before: int, budget: int, best_us: float | None, out: TextIO | None) -> Any:
-        from tvm.ir.utils import derived_object
-        from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
-        @derived_object
-        class _Progress(PyMeasureCallback):
-            def __init__(self) -> None:
-                super().__init__()
-                self.done = before
-                self.best = best_us / 1e6 if best_us is not None else float("inf")
+def _report(database: Any, task: Any, before: int) -> TaskReport:
+    task_mod = task.dispatched[0]
+    return TaskReport(task.task_name, int(task.weight), estimate_flops(task_mod), before,
+                      trials_in_database(database, task_mod) - before, best_latency_us(database, task_mod))
 
-            def apply(self, task_scheduler, task_id, candidates, builder_results, runner_results):
-                if not candidates:      # the search found nothing new (a small space, exhausted)
-                    return
-                errors = 0
-                for built, ran in zip(builder_results, runner_results):
-                    if built.error_msg is not None or ran.error_msg is not None:
-                        errors += 1
-                        continue
-                    secs = [float(s) for s in ran.run_secs]
-                    self.best = min(self.best, sum(secs) / len(secs))
-                self.done += len(candidates)
-                best = f"{self.best * 1e6:.1f} us" if self.best < float("inf") else "n/a"
-                _print(out, f"    {label}: {self.done}/{budget} trials, best {best}"
-                            + (f", {errors} failed" if errors else ""))
 
-        return _Progress()
+EXHAUSTED_FILE = "exhausted_kernels.json"   # ours, beside MetaSchedule's two database files
+
+
+def exhausted_kernels(work_dir: str | Path) -> dict[str, str]:
+    """Kernels whose search space ran out in an earlier run: {workload hash: kernel name}.
+
+    A reshape has a handful of schedules; without this list every resume would
+    search it again (10-60 s on a busy 2-core machine) only to find nothing new.
+    """
+    try:
+        return dict(json.loads((Path(work_dir) / EXHAUSTED_FILE).read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def mark_exhausted(work_dir: str | Path, tasks: list[Any]) -> None:
+    if tasks:
+        marks = exhausted_kernels(work_dir) | {_workload_key(t): t.task_name for t in tasks}
+        (Path(work_dir) / EXHAUSTED_FILE).write_text(json.dumps(marks, indent=1, sort_keys=True) + "\n")
+
+
+def _workload_key(task: Any) -> str:
+    import tvm_ffi
+    return f"{tvm_ffi.structural_hash(task.dispatched[0]) & (1 << 64) - 1:016x}"
 
 
 def estimate_flops(task_mod: Any) -> float:

@@ -23,7 +23,7 @@ class CompileOptions:
     triple: str = ""                     # "" = this machine (the JIT); e.g. "aarch64-linux-gnu"
     cpu: str = ""                        # "" = the host CPU (for the host triple)
     features: str = ""                   # "" = the host CPU's features (for the host triple)
-    num_threads: int = 0                 # threads of parallel loops; 0 = os.cpu_count()
+    num_threads: int = 0                 # threads of parallel loops; 0 = the CPUs this process may use
     graph_opt_level: int = 2             # level given to minic.passes.optimize, when present
     precision: str = "f32"               # PRECISIONS: "f16" stores floats as f16 and computes in f32,
                                          # "f16-acc" also rounds every accumulator to f16 (docs/f16.md)
@@ -33,7 +33,9 @@ class CompileOptions:
 
     @property
     def threads(self) -> int:
-        return self.num_threads or os.cpu_count() or 1
+        # the CPUs we may run on, not the machine's: under `taskset -c 0` a second
+        # thread would only take turns with the first
+        return self.num_threads or len(os.sched_getaffinity(0)) or 1
 
     @property
     def cache_path(self) -> Path:

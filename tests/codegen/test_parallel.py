@@ -1,6 +1,7 @@
 """Parallel loops and the thread pool: the run-time work threshold, chunking, and
 workers keeping off the caller's core.  Correctness and behaviour only, no timing."""
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -95,3 +96,11 @@ def test_a_worker_on_the_callers_core_moves_off_it(asleep):
         assert os.sched_getaffinity(worker) == mine - {core}
     finally:
         os.sched_setaffinity(0, mine)
+
+
+def test_the_default_thread_count_is_the_cpus_the_process_may_use():
+    """Pinned to one CPU (``taskset -c 0``), parallel loops get one thread, not os.cpu_count()."""
+    code = ("import os; from minic.codegen.options import CompileOptions as C; "
+            "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); print(C().threads)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "1"

@@ -1,4 +1,5 @@
 """``python -m minic tvm ...`` end to end on small models."""
+import pytest
 import torch
 
 from minic.cli import main
@@ -61,3 +62,21 @@ def test_unreadable_onnx_file_is_exit_1(capsys, tmp_path):
 def test_build_tuned_without_a_database_is_exit_1(capsys, tmp_path):
     assert main(["tvm", "build", "mlp", "--size", "small", "--tuned", "--work-dir", str(tmp_path)]) == 1
     assert "no tuning database" in capsys.readouterr().err
+
+
+def test_bench_times_each_thread_count(capsys, tmp_path):
+    assert main(["tvm", "bench", "mlp", "--size", "small", "--trials", "0", "--threads", "1,2",
+                 "--repeat", "2", "--work-dir", str(tmp_path / "db")]) == 0
+    out = capsys.readouterr().out
+    for row in ("| PyTorch eager, 1 thread |", "| PyTorch eager, 2 threads |", "| TVM untuned, 2 threads |",
+                "| TVM tuned (0 trials/kernel), 1 thread |", "| TVM tuned (0 trials/kernel), 2 threads |"):
+        assert row in out
+
+
+def test_bad_thread_list_and_both_budgets_are_rejected(capsys):
+    assert main(["tvm", "bench", "mlp", "--size", "small", "--threads", "1,x"]) == 1
+    assert "--threads: expected numbers like 1,2" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:    # argparse: the two budgets exclude each other
+        main(["tvm", "tune", "mlp", "--trials", "8", "--total-trials", "16"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

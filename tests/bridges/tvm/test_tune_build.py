@@ -6,7 +6,7 @@ import pytest
 
 from bridges.tvm.bench import interleaved
 from bridges.tvm.build import VMRunner, as_target, build
-from bridges.tvm.tune import extract_tasks, open_database, trials_in_database, tune
+from bridges.tvm.tune import extract_tasks, open_database, trials_in_database, tune, tune_global
 from minic.errors import UserError
 
 
@@ -50,6 +50,43 @@ def test_tuning_resumes_from_the_database(mlp, mlp_tuned):
         assert trials_in_database(database, task.dispatched[0]) == 8
 
 
+def test_a_global_budget_reaches_untouched_kernels_first_and_resumes(mlp, tmp_path):
+    """--total-trials: one batch (8) goes to the first kernel; the next step's batch goes to
+    the kernel that has no record yet; asking for the same total again measures nothing."""
+    target = as_target(None)
+    names = [t.task_name for t in extract_tasks(mlp["mod"], target)]
+
+    def trials(reports):
+        return {r.name: r.trials_before + r.trials_run for r in reports}
+
+    first = tune_global(mlp["mod"], target, tmp_path, total_trials=8, population=64, threads=1, out=None)
+    assert trials(first) == {names[0]: 8, names[1]: 0}
+    second = tune_global(mlp["mod"], target, tmp_path, total_trials=16, population=64, threads=1, out=None)
+    assert trials(second) == {names[0]: 8, names[1]: 8}
+    assert all(r.best_us is not None for r in second)
+    again = tune_global(mlp["mod"], target, tmp_path, total_trials=16, population=64, out=None)
+    assert [r.trials_run for r in again] == [0, 0]
+    output = _runner(mlp, tmp_path)(*mlp["inputs"])
+    np.testing.assert_allclose(output, mlp["reference"], atol=1e-4, rtol=1e-4)
+
+
+def test_the_runtime_thread_count_can_be_set(mlp):
+    import os
+
+    import tvm
+
+    from bridges.tvm.build import set_threads
+    _runner(mlp)(*mlp["inputs"])              # the pool exists now, sized for every core
+    set_threads(1)
+    assert tvm.runtime.num_threads() == 1
+    set_threads(None)
+    assert tvm.runtime.num_threads() == int(os.environ["TVM_NUM_THREADS"])
+    with pytest.raises(UserError, match="cannot use 64"):
+        set_threads(64)
+    with pytest.raises(UserError, match="--threads must be >= 1"):
+        set_threads(0)
+
+
 def test_backend_applies_a_records_directory(mlp, mlp_tuned):
     import minic
     run = minic.compile(mlp["module"], mlp["inputs"], backend="tvm", records=mlp_tuned[0])
@@ -76,6 +113,8 @@ def test_bad_options_and_inputs_are_user_errors(mlp, tmp_path):
         minic.compile(mlp["module"], mlp["inputs"], backend="tvm", records=tmp_path / "nope")
     with pytest.raises(UserError, match="--trials must be >= 0"):
         tune(mlp["mod"], as_target(None), tmp_path, trials_per_task=-1, out=None)
+    with pytest.raises(UserError, match="--total-trials must be >= 0"):
+        tune_global(mlp["mod"], as_target(None), tmp_path, total_trials=-1, out=None)
     with pytest.raises(UserError, match="invalid TVM target"):
         as_target({"kind": "no-such-target"})
     with pytest.raises(UserError, match=r"input 0: expected float32\[8, 784\]"):
@@ -95,3 +134,19 @@ def test_a_corrupt_database_is_moved_aside_and_rebuilt(tmp_path):
     assert len(database) == 0
     aside = list(tmp_path.glob("corrupt-*"))
     assert len(aside) == 1 and (aside[0] / DATABASE_FILES[0]).read_text() == '["truncated\n'
+
+
+def test_a_database_prefix_rebuilds_an_earlier_budget(mlp, mlp_tuned, tmp_path):
+    from bridges.tvm.curve import curve, truncate
+    work_dir, _ = mlp_tuned                  # 8 records per kernel
+    assert truncate(work_dir, tmp_path / "k3", first_per_kernel=3) == 6
+    assert truncate(work_dir, tmp_path / "n5", first_records=5) == 5
+    database = open_database(tmp_path / "k3")
+    for task in extract_tasks(mlp["mod"], as_target(None)):
+        assert trials_in_database(database, task.dispatched[0]) == 3
+    result = curve(mlp["module"], mlp["inputs"], "mlp", work_dir, per_kernel=(1, 8), repeat=3)
+    assert [(p.label, p.records) for p in result.points] == [("1 trials/kernel", 2), ("8 trials/kernel", 16)]
+    assert all(p.median_s > 0 and p.predicted_s > 0 for p in result.points)
+    assert result.points[1].predicted_s <= result.points[0].predicted_s     # more records, best can only fall
+    with pytest.raises(UserError, match="no tuning database"):
+        truncate(tmp_path / "nothing", tmp_path / "x", first_records=1)
