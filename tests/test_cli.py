@@ -1,20 +1,16 @@
 """The command line: what a user sees, and the exit codes of the Errors table."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from minic import backends
-from minic.cli import main
 
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:            # argparse's usage errors
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import cli  # noqa: E402
 
 
 def test_models_lists_the_zoo(capsys):

@@ -3,23 +3,18 @@ check) and `minic bench`'s number formats.  Timings are never asserted."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from minic.cli import main
 from minic.cli.bench_cmd import Row, print_table
 from minic.crosscheck.matrix import Cell
 from minic.timing import fmt_ratio, interleaved
 
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:            # argparse's usage errors
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import cli  # noqa: E402
 
 
 def test_tune_records_a_verdict_per_kernel_and_checks_the_model(tmp_path, capsys):
