@@ -41,7 +41,8 @@ class Blocks:
         return [statistics.median(b) for b in self.blocks]
 
 
-def interleaved(calls: Sequence[Callable[[], Any]], repeat: int, block: int = 5, settle_s: float = 0.0) -> list[Blocks]:
+def interleaved(calls: Sequence[Callable[[], Any]], repeat: int, block: int = 5, settle_s: float = 0.0,
+                budget_s: float = math.inf) -> list[Blocks]:
     """Time several calls alike: ``repeat`` timed calls of each, in rounds where every
     call runs one block of up to ``block`` timed calls.
 
@@ -51,23 +52,31 @@ def interleaved(calls: Sequence[Callable[[], Any]], repeat: int, block: int = 5,
     block i of one call is paired with block i of another; the order turns round
     every round, so no call always goes first.  The untimed call that opens each
     block absorbs what the previous call left behind (its thread pool still
-    spinning, caches full of its data); ``settle_s`` lets those threads go idle."""
+    spinning, caches full of its data); ``settle_s`` lets those threads go idle.  A call
+    that has spent ``budget_s`` (untimed calls included) and has two timed calls
+    sits out the remaining rounds: a seconds-long path does not hold up the others."""
     out = [Blocks() for _ in calls]
-    done = 0
+    spent = [0.0 for _ in calls]
+    done, rounds = 0, 0
     while done < repeat:
         n = min(block, repeat - done)
-        pairs = list(zip(calls, out))
-        for call, blocks in (pairs if len(out[0].blocks) % 2 == 0 else reversed(pairs)):
+        order = list(range(len(calls)))
+        for i in (order if rounds % 2 == 0 else reversed(order)):
+            if spent[i] >= budget_s and len(out[i].times) >= min(2, repeat):
+                continue
             if settle_s:
                 time.sleep(settle_s)
-            call()
+            t0 = time.perf_counter()
+            calls[i]()
+            spent[i] += time.perf_counter() - t0
             times = []
             for _ in range(n):
                 t0 = time.perf_counter()
-                call()
+                calls[i]()
                 times.append(time.perf_counter() - t0)
-            blocks.blocks.append(times)
-        done += n
+            spent[i] += sum(times)
+            out[i].blocks.append(times)
+        done, rounds = done + n, rounds + 1
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,13 @@ def test_interleaved_runs_blocks_in_rounds():
     # order that turns round every round.
     assert "".join(order) == "aaabbb" + "bbbaaa" + "aabb"
     assert len(blocks[0].block_medians()) == 3 and blocks[0].median >= 0
+
+
+def test_interleaved_lets_a_call_over_its_budget_sit_out():
+    """A seconds-long path (untuned TVM) stops after two timed calls once its budget
+    is spent; the others keep their rounds."""
+    order = []
+    blocks = interleaved([lambda: order.append("a"), lambda: (order.append("s"), time.sleep(0.01))],
+                         repeat=6, block=1, budget_s=0.015)
+    assert len(blocks[0].times) == 6 and len(blocks[1].times) == 2
+    assert "".join(order) == "aa" + "ssss" + "aa" * 5     # s in rounds 0 and 1 (reversed), then out

@@ -15,7 +15,9 @@ from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 
+from minic import timing
 from minic.compare import errors
+from minic.timing import fmt_ms
 
 
 @dataclass
@@ -44,7 +46,7 @@ class BenchResult:
                  "| --- | ---: | ---: | ---: | ---: |"]
         for r in self.rows:
             err = "(reference)" if r.max_abs_err is None else f"{r.max_abs_err:.2e}"
-            lines.append(f"| {r.path} | {_ms(r.median_s)} | {self.model_flops / r.median_s / 1e9:.1f} "
+            lines.append(f"| {r.path} | {fmt_ms(r.median_s)} | {self.model_flops / r.median_s / 1e9:.1f} "
                          f"| {eager / r.median_s:.2f}x | {err} |")
         return "\n".join(lines)
 
@@ -121,7 +123,7 @@ def benchmark(module: Any, inputs: tuple[np.ndarray, ...], name: str, *, trials:
     times = interleaved(paths, inputs, repeat, budget_s)
     for path in paths:
         result.rows.append(Row(path, statistics.median(times[path]), errs[path], path.startswith("PyTorch")))
-        _say(out, f"{path}: median {_ms(result.rows[-1].median_s)} of {len(times[path])} runs")
+        _say(out, f"{path}: median {fmt_ms(result.rows[-1].median_s)} of {len(times[path])} runs")
     return result
 
 
@@ -151,35 +153,14 @@ def _threads(n: int | None) -> str:
 
 def interleaved(paths: dict[str, Callable[..., Any]], args: tuple, repeat: int,
                 budget_s: float, rounds: int = 5) -> dict[str, list[float]]:
-    """Seconds per call for each path: ``rounds`` rounds, in each a block of calls per path.
-
-    A block starts with one untimed call, so the path's worker threads are
-    awake (after a pause, a 2-thread runtime on a busy 2-core machine waits a
-    scheduler time slice for its second thread, which would dwarf a 0.1 ms
-    call); the rounds spread bursts of outside load over all paths alike.  A
-    path stops once its calls (untimed ones included) used ``budget_s`` and it
-    has two timed calls.
-    """
-    per_block = max(1, -(-repeat // rounds))            # ceil(repeat / rounds)
-    times: dict[str, list[float]] = {path: [] for path in paths}
-    spent = dict.fromkeys(paths, 0.0)
-    for _ in range(rounds):
-        for path, fn in paths.items():
-            if len(times[path]) >= min(2, repeat) and spent[path] >= budget_s:
-                continue
-            t0 = time.perf_counter()
-            fn(*args)                                   # wake-up call, not timed
-            spent[path] += time.perf_counter() - t0
-            for _ in range(min(per_block, repeat - len(times[path]))):
-                t0 = time.perf_counter()
-                fn(*args)
-                times[path].append(time.perf_counter() - t0)
-                spent[path] += times[path][-1]
-    return times
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
+    """Seconds per call for each path, timed by ``minic.timing.interleaved`` in
+    ``rounds`` rounds (a block of calls per path, each block opened by an untimed
+    call so a 2-thread runtime's second thread is awake); a path stops once it has
+    used ``budget_s`` (untuned TVM takes seconds per call) and has two timed calls."""
+    names = list(paths)
+    blocks = timing.interleaved([lambda fn=paths[p]: fn(*args) for p in names], repeat,
+                                block=max(1, -(-repeat // rounds)), budget_s=budget_s)
+    return {name: b.times for name, b in zip(names, blocks)}
 
 
 def _say(out: TextIO | None, line: str) -> None:

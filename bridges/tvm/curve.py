@@ -26,8 +26,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from bridges.tvm.bench import _ms
 from minic.errors import UserError
+from minic.timing import fmt_ms
 
 
 @dataclass
@@ -75,9 +75,9 @@ class Curve:
         lines = ["| database | records | predicted (sum of x * best) | measured | GFLOPS | vs eager |",
                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for p in self.points:
-            lines.append(f"| {p.label} | {p.records} | {_ms(p.predicted_s)} | {_ms(p.median_s)} "
+            lines.append(f"| {p.label} | {p.records} | {fmt_ms(p.predicted_s)} | {fmt_ms(p.median_s)} "
                          f"| {self.model_flops / p.median_s / 1e9:.1f} | {self.eager_s / p.median_s:.2f}x |")
-        lines.append(f"| PyTorch eager | | | {_ms(self.eager_s)} "
+        lines.append(f"| PyTorch eager | | | {fmt_ms(self.eager_s)} "
                      f"| {self.model_flops / self.eager_s / 1e9:.1f} | 1.00x |")
         return "\n".join(lines)
 
