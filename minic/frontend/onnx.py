@@ -137,6 +137,10 @@ def graph_input_names(model) -> list[str]:
 
 
 def _dims(type_proto, name: str) -> tuple[Dim, ...]:
+    kind = type_proto.WhichOneof("value")
+    if kind != "tensor_type":
+        raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value "
+                               "(sequence/optional values are not supported)")
     if not type_proto.tensor_type.HasField("shape"):
         raise OnnxImportError(f"graph input '{name}' has no shape")
     dims: list[Dim] = []
