@@ -27,12 +27,22 @@ OPSETS = range(9, 29)                   # default-domain opsets the converters f
 ONNX_DTYPES = {1: DType.f32, 10: DType.f16, 7: DType.i64, 6: DType.i32, 9: DType.bool}
 
 
+def onnx_elem_type(dtype: DType) -> int:
+    """The ONNX TensorProto element type of a minic dtype."""
+    return next(k for k, d in ONNX_DTYPES.items() if d == dtype)
+
+
 class OnnxImportError(UserError):
     """The ONNX model cannot be imported (names the node, op and opset)."""
 
 
 class NeedsConstantError(UnsupportedError):
-    """An input that minic takes as an attribute (axes, pads, a shape) is computed at run time."""
+    """An input that minic takes as an attribute (axes, pads, a shape) is computed at run time;
+    ``inputs`` names the graph inputs it is computed from (a caller may specialise on them)."""
+
+    def __init__(self, message: str, inputs: frozenset[str] = frozenset()):
+        super().__init__(message)
+        self.inputs = inputs
 
 
 def from_onnx_file(path: str | Path) -> Graph:
@@ -78,6 +88,9 @@ class Builder:
     counter: int = 0
     where: str = ""                                         # the current node, for messages
     node: Any = None                                        # the ONNX NodeProto being converted
+    producer: dict[Value, Node] = field(default_factory=dict)
+    values: dict[Value, np.ndarray] = field(default_factory=dict)   # what known() has computed
+    input_names: dict[Value, str] = field(default_factory=dict)     # graph input -> its ONNX name
 
     def fresh(self, hint: str = "t") -> str:
         self.counter += 1
@@ -93,6 +106,7 @@ class Builder:
             raise OnnxImportError(f"{self.where}: {e}") from None
         node = Node(op, list(inputs), [Value(self.fresh(op), t) for t in types], attr_obj)
         self.graph.nodes.append(node)
+        self.producer.update((v, node) for v in node.outputs)
         return node.outputs
 
     def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
@@ -106,8 +120,48 @@ class Builder:
         return v
 
     def known(self, v: Value | None) -> np.ndarray | None:
-        """The data of a value known at import time (a constant), else None."""
-        return v.data if v is not None and v.is_constant else None
+        """The data of a value known at import time, else None: a constant, or a
+        value computed from constants and static shapes only (the shape programs
+        of exporters and of ONNX's function bodies), run by the ops' references."""
+        if v is None:
+            return None
+        if v.is_constant:
+            return v.data
+        if v not in self.values:
+            node = self.producer.get(v)
+            if node is None:
+                return None                               # a graph input
+            if node.op == "shape":
+                shape = node.inputs[0].type.shape
+                if not all(isinstance(d, int) for d in shape):
+                    return None
+                results: tuple = (np.asarray(shape, np.int64),)
+            else:
+                args = [self.known(x) for x in node.inputs]
+                if any(a is None for a in args):
+                    return None
+                try:
+                    out = ops.get(node.op).reference(node.attrs, *args)
+                except Exception:  # noqa: BLE001 - not computable now; run time will say why
+                    return None
+                results = out if isinstance(out, tuple) else (out,)
+            for value, r in zip(node.outputs, results):
+                self.values[value] = np.asarray(r, dtype=value.type.dtype.numpy)
+        return self.values.get(v)
+
+    def sources(self, v: Value | None) -> frozenset[str]:
+        """The ONNX names of the graph inputs that ``v`` is computed from."""
+        seen, todo, found = set(), [v], set()
+        while todo:
+            x = todo.pop()
+            if x is None or id(x) in seen:
+                continue
+            seen.add(id(x))
+            if x in self.input_names:
+                found.add(self.input_names[x])
+            elif x in self.producer:
+                todo.extend(self.producer[x].inputs)
+        return frozenset(found)
 
     def entries(self, v: Value | None, what: str) -> tuple:
         """The entries of a small i64 vector known at compile time: a constant's
@@ -119,13 +173,13 @@ class Builder:
         from minic.passes.shape_chains import ShapeValues
         found = ShapeValues(self.graph).of(v) if v is not None else None
         if found is None:
-            raise NeedsConstantError(f"{self.where}: {what} must be known at compile time for minic")
+            raise NeedsConstantError(f"{self.where}: {what} must be known at compile time for minic", self.sources(v))
         return tuple(found)
 
     def need_known(self, v: Value | None, what: str) -> np.ndarray:
         data = self.known(v)
         if data is None:
-            raise NeedsConstantError(f"{self.where}: {what} must be a constant for minic")
+            raise NeedsConstantError(f"{self.where}: {what} must be a constant for minic", self.sources(v))
         return data
 
 
@@ -166,7 +220,7 @@ def _default_opset(model) -> int:
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
             return o.version
-    return 1
+    return OPSETS.stop - 1              # no default-domain op in the model
 
 
 def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], Converter] | None = None,
@@ -178,6 +232,7 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     from onnx import numpy_helper
 
     from minic.frontend.onnx_ops import CONVERTERS
+    model = _upgraded(model)
     opset = _default_opset(model)
     if opset not in OPSETS:
         raise UnsupportedError(f"ONNX opset {opset} is not supported (minic reads opsets {OPSETS.start}-{OPSETS.stop - 1})")
@@ -206,17 +261,41 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
         v = Value(clean_name(inp.name), t)
         graph.inputs.append(v)
         b.env[inp.name] = v
-    custom_ops = custom_ops or {}
-    for i, node in enumerate(g.node):
+        b.input_names[v] = inp.name
+    _convert_nodes(b, list(g.node), opset, custom_ops or {})
+    for out in g.output:
+        if out.name not in b.env:
+            raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
+        graph.outputs.append(b.env[out.name])
+    return graph
+
+
+def _upgraded(model):
+    """A model below opset 9 brought up to opset 9 by ONNX's own version converter."""
+    opset = _default_opset(model)
+    if opset >= OPSETS.start:
+        return model
+    import onnx
+    try:
+        return onnx.version_converter.convert_version(model, OPSETS.start)
+    except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError/ValueError/its own
+        raise UnsupportedError(f"ONNX opset {opset} is not supported and ONNX's version converter cannot "
+                               f"bring the model to opset {OPSETS.start}: {str(e).splitlines()[0][:200]}") from None
+
+
+def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> None:
+    """Convert ONNX nodes in order; an op minic has no converter for (or whose converter
+    refuses this use of it) is replaced by the function body of its ONNX schema, when
+    it has one (see onnx_functions.py)."""
+    from minic.frontend.onnx_functions import expansion
+    from minic.frontend.onnx_ops import CONVERTERS
+    for i, node in enumerate(nodes):
         label = node.name or f"#{i}"
-        b.node = node
+        b.node, b.opset = node, opset
         b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
         convert = custom_ops.get((node.domain, node.op_type)) if domain else CONVERTERS.get(node.op_type)
-        if convert is None:
-            supported = ", ".join(sorted(CONVERTERS))
-            raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
-        if not domain:
+        if not domain and convert is not None:
             _check_schema(node, opset, b.where)
         inputs = []
         for name_ in node.input:
@@ -227,15 +306,33 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
                                       "(a dangling input, or the graph has a cycle / is not in topological order)")
             else:
                 inputs.append(b.env[name_])
-        outs = convert(b, inputs, _attributes(node))
+        refusal: UnsupportedError | None = None
+        if convert is not None:
+            try:
+                outs = convert(b, inputs, _attributes(node))
+            except UnsupportedError as e:
+                refusal = e
+        if convert is None or refusal is not None:
+            body = expansion(b, node, inputs, opset) if not custom_ops.get((node.domain, node.op_type)) else None
+            if body is None:
+                if refusal is not None:
+                    raise refusal
+                supported = ", ".join(sorted(CONVERTERS))
+                raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
+            nodes_, body_opset = body
+            where = b.where
+            if convert is None:
+                _check_schema(node, opset, where)
+            try:
+                _convert_nodes(b, nodes_, body_opset, custom_ops)
+            except NeedsConstantError as e:
+                raise NeedsConstantError(f"{where}: in its ONNX function body: {e}", e.inputs) from None
+            except UnsupportedError as e:
+                raise (refusal or type(e)(f"{where}: in its ONNX function body: {e}")) from None
+            outs = [b.env.get(name_) for name_ in node.output]
         for out_name, v in zip(node.output, outs):
-            if out_name:
+            if out_name and v is not None:
                 b.env[out_name] = _named(b, v, out_name)
-    for out in g.output:
-        if out.name not in b.env:
-            raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
-        graph.outputs.append(b.env[out.name])
-    return graph
 
 
 def _check_schema(node, opset: int, where: str) -> None:
@@ -245,7 +342,7 @@ def _check_schema(node, opset: int, where: str) -> None:
     import onnx
     try:
         schema = onnx.defs.get_schema(node.op_type, opset)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):
         raise OnnxImportError(f"{where}: ONNX has no {node.op_type} at opset {opset}") from None
     for what, names, lo, hi in (("inputs", node.input, schema.min_input, schema.max_input),
                                 ("outputs", node.output, schema.min_output, schema.max_output)):

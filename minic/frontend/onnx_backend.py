@@ -11,34 +11,49 @@ from minic.frontend.onnx import NeedsConstantError, from_onnx, graph_input_names
 
 
 class MinicRep(BackendRep):
-    """A prepared model.  minic needs some integer and bool tensors (axes, pads,
-    target shapes, flags) as compile-time attributes; when the model takes them
-    as graph inputs, ``run`` compiles a version specialised on their values."""
+    """A prepared model.  minic needs the values that decide shapes (a target
+    shape, pads, split sizes, range bounds, axes) at compile time; when the model
+    computes them from graph inputs, ``run`` compiles a version specialised on
+    those inputs' values at the first call with them, and caches it per value
+    (as the runtime keeps one arena per input shape)."""
 
     def __init__(self, model, backend: str):
         self.model, self.backend = model, backend
-        self.specialised: dict[bytes, Any] = {}
+        self.names = graph_input_names(model)
+        self.specialised: dict[tuple, Any] = {}
+        self.bound: frozenset[str] = frozenset()        # the inputs that decide shapes
         try:
             self.general = self._compile(from_onnx(model))
-        except NeedsConstantError:
-            self.general = None
+        except NeedsConstantError as e:
+            self.general, self.bound = None, e.inputs
+            if not e.inputs:
+                raise
 
     def _compile(self, graph):
         import minic
         return minic.compile(graph, backend=self.backend)
 
+    def _specialised(self, arrays: list[np.ndarray]):
+        bind = {n: a for n, a in zip(self.names, arrays) if n in self.bound}
+        key = tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in bind.items())
+        while key not in self.specialised:
+            try:
+                self.specialised[key] = self._compile(from_onnx(self.model, bind=bind))
+            except NeedsConstantError as e:
+                more = e.inputs - set(bind)
+                if not more:
+                    raise
+                self.bound |= more                      # a later value depends on more inputs
+                return self._specialised(arrays)
+        return self.specialised[key], [a for n, a in zip(self.names, arrays) if n not in bind]
+
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         arrays = [np.asarray(x) for x in inputs]
-        run = self.general
-        if run is None:
-            names = graph_input_names(self.model)
-            bind = {n: a for n, a in zip(names, arrays) if a.dtype.kind in "iub"}
-            key = b"".join(n.encode() + a.tobytes() for n, a in bind.items())
-            if key not in self.specialised:
-                self.specialised[key] = self._compile(from_onnx(self.model, bind=bind))
-            run = self.specialised[key]
-            arrays = [a for n, a in zip(names, arrays) if n not in bind]
-        out = run(*arrays)
+        if self.general is not None:
+            out = self.general(*arrays)
+        else:
+            run, rest = self._specialised(arrays)
+            out = run(*rest)
         return tuple(out) if isinstance(out, tuple) else (out,)
 
 

@@ -345,7 +345,8 @@ def _reshape(b: Builder, x: list[Value], a: dict) -> list[Value]:
         entries = ShapeValues(b.graph).of(x[1])
         declared = static_reshape(v, entries) if entries is not None else None
         if declared is None:
-            raise NeedsConstantError(f"{b.where}: the target shape is computed from values unknown at compile time")
+            raise NeedsConstantError(f"{b.where}: the target shape is computed from values unknown at compile time",
+                                     b.sources(x[1]))
         return [b.one("reshape_dynamic", v, x[1], shape=declared)]
     target = list(_ints(data))
     for i, d in enumerate(target):
@@ -460,7 +461,7 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
         pads, value = _ints(a["pads"]), a.get("value", 0.0)
     else:
         pads = _ints(b.need_known(x[1], "pads"))
-        value = float(b.need_known(x[2], "the pad value")) if len(x) > 2 and x[2] is not None else 0.0
+        value = float(b.need_known(x[2], "the pad value").reshape(-1)[0]) if len(x) > 2 and x[2] is not None else 0.0
         if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
             axes = [ax % v.type.rank for ax in _ints(b.need_known(x[3], "axes"))]
             full = [0] * (2 * v.type.rank)

@@ -72,10 +72,44 @@ def test_unsupported_op_names_node_op_and_opset():
         from_onnx(model)
 
 
+def test_old_opsets_come_up_through_the_version_converter():
+    # Reshape-1 took its shape as an attribute; ONNX's converter makes it an input (Reshape-5)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])
+    model = _model([helper.make_node("Reshape", ["x"], ["y"], shape=[6])], [X], [y], opset=4)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(interpret(verify(from_onnx(model)), [x])[0], x.reshape(6))
+
+
 def test_unsupported_opset():
-    model = _model([helper.make_node("Relu", ["x"], ["y"])], [X], [Y], opset=5)
-    with pytest.raises(UnsupportedError, match="opset 5 is not supported"):
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [X], [Y], opset=40)
+    with pytest.raises(UnsupportedError, match="opset 40 is not supported"):
         from_onnx(model)
+
+
+def test_an_op_without_a_converter_arrives_as_its_schema_function():
+    # Swish (opset 24) has no converter: its schema's body is x * Sigmoid(alpha * x)
+    model = _model([helper.make_node("Swish", ["x"], ["y"], alpha=0.5)], [X], [Y], opset=24)
+    graph = verify(from_onnx(model))
+    assert "sigmoid" in {n.op for n in graph.nodes}
+    x = np.linspace(-3, 3, 6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(interpret(graph, [x])[0], x / (1 + np.exp(-0.5 * x)), rtol=1e-6)
+
+
+def test_a_shape_given_as_an_input_is_specialised_per_value():
+    from minic.frontend.onnx import NeedsConstantError
+    from minic.frontend.onnx_backend import MinicBackend
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = _model([helper.make_node("Reshape", ["x", "s"], ["y"])], [X, s], [y])
+    with pytest.raises(NeedsConstantError) as e:
+        from_onnx(model)
+    assert e.value.inputs == {"s"}
+    rep = MinicBackend.prepare(model, backend="interp")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert rep.run([x, np.array([3, 2])])[0].shape == (3, 2)
+    assert rep.run([x, np.array([1, 6])])[0].shape == (1, 6)
+    assert rep.run([x + 1, np.array([3, 2])])[0][0, 0] == 1
+    assert len(rep.specialised) == 2                      # one compiled model per shape value
 
 
 def test_missing_external_data(tmp_path):
