@@ -3,9 +3,9 @@ and outputs, colours by op kind, and each fused group (``Node.group``) boxed as
 one kernel."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
+from minic import tools
 from minic.errors import UserError
 from minic.files import write_atomic
 from minic.ir import ops
@@ -66,6 +66,5 @@ def render(dot, out: str | Path) -> Path:
         return write_atomic(out, dot.source.encode())
     if fmt not in ("svg", "png", "pdf"):
         raise UserError(f"{out}: unknown picture format '.{fmt}' (use .svg, .png, .pdf or .dot)")
-    if shutil.which("dot") is None:
-        raise UserError("graphviz's 'dot' program is not installed (Debian: apt-get install graphviz)")
+    tools.dot(f"drawing {out}")
     return write_atomic(out, dot.pipe(format=fmt))

@@ -3,6 +3,7 @@ check) and `minic bench`'s number formats.  Timings are never asserted."""
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,7 @@ def test_tune_records_a_verdict_per_kernel_and_checks_the_model(tmp_path, capsys
         assert r["kept_default"] == (r["seconds"] == r["default_seconds"])
     assert "default GFLOPS" in out and "tuned GFLOPS" in out
     assert "whole model" in out and "max |tuned - untuned|" in out
-    assert any(v in out for v in ("same within the noise", "tuned is faster", "SLOWER"))
+    assert_verdict_follows_the_figures(out)
 
     # Tuned already with as many trials: nothing is tuned again, the table shows the records.
     code, out, err = cli(capsys, "tune", "mlp", "--size", "small", "--trials", "2", "--records", str(path),
@@ -42,6 +43,16 @@ def test_tune_records_a_verdict_per_kernel_and_checks_the_model(tmp_path, capsys
                          "--model-repeat", "0", "--retune")
     assert code == 0, err
     assert "2 kernels tuned" in out and len(path.read_text().splitlines()) == 4
+
+
+def assert_verdict_follows_the_figures(out: str) -> None:
+    """The whole-model row's verdict is the one its own speed-up and margin call for."""
+    import re
+    row = next(line for line in out.splitlines() if line.startswith("│ mlp"))
+    speedup, margin = re.search(r"([\d.]+)x\s*│\s*±([\d.]+)%", row).groups()
+    gain, margin = float(speedup) - 1, float(margin) / 100
+    expected = ("tuned is faster" if gain > margin else "SLOWER" if gain < -margin else "same within the noise")
+    assert expected in row, row
 
 
 def test_a_slower_tuned_model_is_reported(tmp_path, capsys, monkeypatch):
@@ -77,12 +88,16 @@ def test_bench_x_eager_column_shows_small_ratios():
 
 def test_interleaved_runs_blocks_in_rounds():
     order = []
-    blocks = interleaved([lambda: order.append("a"), lambda: order.append("b")], repeat=5, block=2)
+    blocks = interleaved([lambda: (order.append("a"), time.sleep(0.002)), lambda: order.append("b")],
+                         repeat=5, block=2)
     assert [len(b) for b in blocks[0].blocks] == [2, 2, 1] and len(blocks[1].times) == 5
     # Each block is one untimed call, then its timed calls; the paths take turns, in an
     # order that turns round every round.
     assert "".join(order) == "aaabbb" + "bbbaaa" + "aabb"
-    assert len(blocks[0].block_medians()) == 3 and blocks[0].median >= 0
+    medians = blocks[0].block_medians()
+    assert medians == [statistics.median(b) for b in blocks[0].blocks] and len(medians) == 3
+    assert blocks[0].median == statistics.median(blocks[0].times) >= 0.002    # the times are of the calls
+    assert blocks[1].median < 0.002
 
 
 def test_interleaved_lets_a_call_over_its_budget_sit_out():

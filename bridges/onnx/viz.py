@@ -8,12 +8,11 @@ homemade passes fold stand out in the "before" picture.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import onnx
 
-from minic.errors import UserError
+from minic import tools
 
 SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Slice",
              "ConstantOfShape", "Range", "Expand"}
@@ -58,8 +57,7 @@ def to_dot(model: onnx.ModelProto, title: str = ""):
 
 def render(model: onnx.ModelProto, stem: str | Path, title: str = "") -> list[Path]:
     """Write ``stem.svg`` and ``stem.png``; return their paths."""
-    if shutil.which("dot") is None:
-        raise UserError("graphviz's 'dot' is not installed (Debian: apt-get install -y graphviz)")
+    tools.dot(f"drawing {stem}.svg")
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     dot = to_dot(model, title)

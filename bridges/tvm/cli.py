@@ -215,12 +215,14 @@ def _numbers(text: str | None, option: str) -> list[int] | None:
 
 def _cross(args) -> int:
     from bridges.tvm.cross import AARCH64_TARGET, cross_compile, find_cross_compiler
+    from minic import tools
 
     source = _source(args)
     _, mod = _optimized(args, source)
     print(f"target: {AARCH64_TARGET}")
     if find_cross_compiler() is None and not args.archive:
-        print("aarch64-linux-gnu-gcc not found: writing object files instead of a shared library")
+        print(tools.missing("aarch64-linux-gnu-gcc", tools.CROSS_PACKAGES["aarch64"], "a shared library")
+              + ": writing object files instead")
     report = cross_compile(mod, args.out, Path(args.model).stem, archive_only=args.archive)
     print(report.summary())
     if not report.all_aarch64 or not report.neon:

@@ -16,7 +16,6 @@ instructions on vector registers such as ``fadd v0.4s, v1.4s, v2.4s``.
 from __future__ import annotations
 
 import re
-import shutil
 import struct
 import tarfile
 from collections import Counter
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from minic import tools
 from minic.errors import UserError
 
 AARCH64_TARGET: dict[str, Any] = {"kind": "llvm", "mtriple": "aarch64-linux-gnu",
@@ -62,7 +62,7 @@ class CrossReport:
 
 def find_cross_compiler() -> str | None:
     """The AArch64 C compiler on PATH, or None."""
-    return shutil.which(CROSS_CC)
+    return tools.find(CROSS_CC)
 
 
 def cross_compile(mod: Any, out_dir: str | Path, name: str = "model", *, target: dict[str, Any] | None = None,

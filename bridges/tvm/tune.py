@@ -34,6 +34,7 @@ batch at a time (``SynchronousRunner``), with ``threads`` TVM threads.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -42,7 +43,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Iterator, TextIO
 
 from bridges.tvm.measure import (InProcessBuilder, Progress, SynchronousRunner, cpu_intrinsics_only,
                                  runner_worker_setup)
@@ -227,10 +228,10 @@ class _Search:
         best = [best_latency_us(self.database, t.dispatched[0]) for t in tasks]
         exhausted: set[int] = set()
         batch = min(self.trials_per_batch, max_trials_per_task)
-        _quiet_console()
-        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-            tasks, str(self.work_dir), seed=self.seed,
-            strategy=ms.search_strategy.EvolutionarySearch(population_size=self.population))
+        with _metaschedule_logging():
+            contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+                tasks, str(self.work_dir), seed=self.seed,
+                strategy=ms.search_strategy.EvolutionarySearch(population_size=self.population))
         ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(self.work_dir),
                       max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
                       num_trials_per_iter=batch,
@@ -299,14 +300,34 @@ def format_reports(reports: list[TaskReport]) -> str:
     return "\n".join(lines)
 
 
-def _quiet_console() -> None:
-    """MetaSchedule logs every trial to the console by default; keep that in
-    ``work_dir/logs`` and print only warnings (our own progress lines say the rest).
+METASCHEDULE_LOGGER = "tvm.s_tir.meta_schedule"
 
-    Its console handler takes the logger's level when tuning starts, and tuning
-    sets the level back to DEBUG: so this runs before every ``tune_tasks``.
+
+@contextlib.contextmanager
+def _metaschedule_logging() -> Iterator[None]:
+    """Around MetaSchedule's logging set-up (``extracted_tasks_to_tune_contexts``).
+
+    * It logs every trial to the console by default; keep that in ``work_dir/logs``
+      and print only warnings (our own progress lines say the rest).  Its console
+      handler takes the logger's level when the set-up runs, and the set-up sets
+      the level back to DEBUG: so this wraps every set-up.
+    * The set-up rebuilds the logger with ``logging.config.dictConfig``, naming the
+      handlers it keeps by their names: a handler without a name (one a program
+      added with ``addHandler``; pytest >= 9.1 adds its capture handler to every
+      non-propagating logger, as this one is after the first set-up) makes it fail
+      with ``AttributeError: 'NoneType' object has no attribute 'format'``.  Such
+      handlers are taken off for the set-up and put back after it.
     """
-    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+    logger = logging.getLogger(METASCHEDULE_LOGGER)
+    logger.setLevel(logging.WARNING)
+    unnamed = [h for h in logger.handlers if h.get_name() is None]
+    for handler in unnamed:
+        logger.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in unnamed:
+            logger.addHandler(handler)
 
 
 def _print(out: TextIO | None, line: str) -> None:

@@ -133,12 +133,20 @@ def print_table(console, model: str, rows: list[Row]) -> None:
     console.print(table)
 
 
-def plot(out: Path, model: str, rows: list[Row]) -> None:
-    """Horizontal bars, one per path, drawn as a Graphviz HTML table."""
-    import graphviz
+def plot_format(out: Path) -> str:
+    """The picture format of ``out``, checked (and graphviz's dot found) before any timing."""
+    from minic import tools
     fmt = out.suffix.lstrip(".")
     if fmt not in ("png", "svg", "pdf"):
         raise UserError(f"{out}: unknown picture format '.{fmt}' (use .png, .svg or .pdf)")
+    tools.dot(f"--plot {out}")
+    return fmt
+
+
+def plot(out: Path, model: str, rows: list[Row]) -> None:
+    """Horizontal bars, one per path, drawn as a Graphviz HTML table."""
+    import graphviz
+    fmt = plot_format(out)
     timed = [r for r in rows if r.times]
     if not timed:
         raise UserError("nothing to plot: no path ran")
@@ -163,6 +171,8 @@ def handle(args: argparse.Namespace) -> int:
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     if args.repeat < 1 or args.warmup < 0:
         raise UserError("--repeat must be at least 1 and --warmup at least 0")
+    if args.plot:
+        plot_format(args.plot)
     source = load(args.model, size=args.size, seed=args.seed)
     vs = [p.strip() for p in args.vs.split(",") if p.strip()]
     paths = ["torch"] + [p for p in vs if p not in ("torch", "minic")] + ["minic"]

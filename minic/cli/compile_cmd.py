@@ -25,7 +25,7 @@ def register(sub) -> None:
 def handle(args: argparse.Namespace) -> int:
     from minic.codegen.cross import cross_options
     from minic.cross import build, tensor_file
-    from minic.cross.emulate import qemu_for
+    from minic import tools
     from minic.errors import UserError
     from minic.ir.loops import Role
     if args.threads < 1:
@@ -46,6 +46,7 @@ def handle(args: argparse.Namespace) -> int:
           f"{', '.join(f'{a.dtype}{list(a.shape)}' for a in source.example_inputs)}")
     build.link(result)                  # a missing cross gcc is a UserError naming the package
     print(f"  model               static executable, {result.executable.stat().st_size:,} bytes")
-    qemu = qemu_for(options.triple) or f"qemu-{options.triple.split('-')[0]}"
+    arch = options.triple.split('-')[0]
+    qemu = tools.find(f"qemu-{arch}", f"qemu-{arch}-static") or f"qemu-{arch}"
     print(f"run it: {Path(qemu).name} {out}/model {out}/example_inputs.bin {out}/outputs.bin [REPEAT]")
     return 0

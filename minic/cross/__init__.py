@@ -6,7 +6,7 @@ harness -> static executable), ``emulate.py`` (qemu-user), ``backend.py``
 (the ``minic-aarch64`` backend that ``run --target aarch64 --emulate`` uses).
 The object code itself comes from ``minic.codegen.cross``.
 """
-from minic.cross.build import CrossBuild, cross_compile, cross_gcc, link
-from minic.cross.emulate import EmulatedModel, qemu_for
+from minic.cross.build import CrossBuild, cross_compile, link
+from minic.cross.emulate import EmulatedModel
 
-__all__ = ["CrossBuild", "EmulatedModel", "cross_compile", "cross_gcc", "link", "qemu_for"]
+__all__ = ["CrossBuild", "EmulatedModel", "cross_compile", "link"]

@@ -10,22 +10,14 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from minic import backends
+from minic import backends, tools
 from minic.backends import ModelSource
 from minic.codegen.cross import cross_options, full_triple
-from minic.cross.build import cross_compile, cross_gcc
-from minic.cross.emulate import EmulatedModel, qemu_for
-from minic.errors import UnsupportedError
+from minic.cross.build import cross_compile
+from minic.cross.emulate import EmulatedModel
 
 NAME = "minic-aarch64"
 DEFAULT_CPU = "cortex-a55"
-
-
-def missing_tools(triple: str = "aarch64-linux-gnu") -> list[str]:
-    """The tools an emulated run of ``triple`` needs and this machine lacks."""
-    arch = triple.split("-")[0]
-    return ([f"{triple}-gcc"] if cross_gcc(triple) is None else []) + \
-        ([f"qemu-{arch}"] if qemu_for(triple) is None else [])
 
 
 def compile_emulated(source: ModelSource, target: str = "aarch64", cpu: str = DEFAULT_CPU, features: str = "",
@@ -33,10 +25,8 @@ def compile_emulated(source: ModelSource, target: str = "aarch64", cpu: str = DE
     """Build ``source`` for ``target`` in a temporary folder; the result runs it under qemu."""
     from minic.runtime.backend import source_graph
     triple = full_triple(target)
-    missing = missing_tools(triple)
-    if missing:
-        raise UnsupportedError(f"{NAME}: {' and '.join(missing)} not installed "
-                               "(Debian: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)")
+    tools.cross_gcc(triple, NAME)             # both before a minute of compiling: one line if either is missing
+    tools.qemu(triple, NAME)
     folder = tempfile.TemporaryDirectory(prefix="minic-cross-")
     build = cross_compile(source_graph(source), cross_options(triple, cpu, features, num_threads), Path(folder.name))
     model = EmulatedModel(build, repeat)
@@ -63,7 +53,7 @@ def emulation_summary(rows, host: str = "minic") -> list[str]:
     lines = []
     if host in cells and cells[host][0].runner is not None:
         e = errors(emulated.outputs, cells[host][0].outputs)
-        lines.append(f"{NAME} ({build.options.cpu}, under {qemu_for(build.options.triple)}) vs host build: "
+        lines.append(f"{NAME} ({build.options.cpu}, under {tools.qemu(build.options.triple)}) vs host build: "
                      f"max abs diff {e.abs:.2e}, max rel diff {e.rel:.2e}")
     times = emulated.runner.run_times_s
     if times and host in cells:

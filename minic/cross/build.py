@@ -13,13 +13,13 @@ and ``link`` raises a UserError saying what to install.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from minic import tools
 from minic.codegen.cross import cross_object
 from minic.codegen.options import CompileOptions
 from minic.cross.harness import ALIGN, harness_source
@@ -28,9 +28,6 @@ from minic.files import write_atomic
 from minic.ir.graph import Graph
 from minic.ir.loops import Program, Role
 from minic.runtime.layout import EntryLayout
-
-INSTALL_HINT = {"aarch64-linux-gnu": "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross"}
-
 
 @dataclass
 class CrossBuild:
@@ -43,11 +40,6 @@ class CrossBuild:
     @property
     def object_path(self) -> Path:
         return self.directory / "model.o"
-
-
-def cross_gcc(triple: str) -> str | None:
-    """The path of the cross compiler for ``triple``, or None when it is not installed."""
-    return shutil.which(f"{triple}-gcc")
 
 
 def weights_blob(program: Program, layout: EntryLayout) -> tuple[bytes, list[int]]:
@@ -86,11 +78,7 @@ def cross_compile(graph: Graph, options: CompileOptions, directory: Path, link_n
 def link(build: CrossBuild) -> CrossBuild:
     """``{triple}-gcc -static``: harness + object -> ``DIR/model``."""
     triple = build.options.triple
-    gcc = cross_gcc(triple)
-    if gcc is None:
-        hint = INSTALL_HINT.get(triple, f"install a cross gcc named {triple}-gcc")
-        raise UserError(f"cannot link for {triple}: {triple}-gcc not found ({hint}); "
-                        f"{build.directory} holds model.o and harness.c")
+    gcc = tools.cross_gcc(triple, f"linking for {triple} ({build.directory} holds model.o and harness.c)")
     # cwd = the folder: harness.c's .incbin finds weights.bin there.
     command = [gcc, "-O2", "-static", "-o", "model", "harness.c", "model.o", "-lm", "-lpthread"]
     done = subprocess.run(command, cwd=build.directory, capture_output=True, text=True)

@@ -10,13 +10,13 @@ Timings from an emulator measure the emulator: they are reported as
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from minic import tools
 from minic.cross import tensor_file
 from minic.cross.build import CrossBuild
 from minic.errors import UserError
@@ -24,21 +24,12 @@ from minic.errors import UserError
 TIMING = re.compile(r"minic-harness: (\d+) run\(s\), median ([\d.]+) ms, min ([\d.]+) ms")
 
 
-def qemu_for(triple: str) -> str | None:
-    """The qemu-user binary for ``triple`` (``qemu-aarch64``), or None when absent."""
-    arch = triple.split("-")[0]
-    return shutil.which(f"qemu-{arch}") or shutil.which(f"qemu-{arch}-static")
-
-
 def run_emulated(build: CrossBuild, input_path: Path, output_path: Path, repeat: int = 1,
                  timeout_s: float = 600) -> subprocess.CompletedProcess:
     """Run ``build``'s executable under qemu on a tensor file (the raw process result)."""
     if build.executable is None:
         raise UserError(f"{build.directory}: the model is not linked")
-    qemu = qemu_for(build.options.triple)
-    if qemu is None:
-        arch = build.options.triple.split("-")[0]
-        raise UserError(f"cannot emulate {arch}: qemu-{arch} not found (Debian: apt-get install qemu-user)")
+    qemu = tools.qemu(build.options.triple)
     command = [qemu, str(build.executable), str(input_path), str(output_path), str(repeat)]
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)

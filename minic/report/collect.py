@@ -70,11 +70,12 @@ def _stage(key: str, title: str, text: str) -> Stage:
 
 
 def _picture(graph, title: str) -> Picture:
-    import shutil
-
+    from minic import tools
     from minic.viz import to_dot
-    if shutil.which("dot") is None:
-        return Picture(title, "", "graphviz's 'dot' program is not installed (Debian: apt-get install graphviz)")
+    try:
+        tools.dot(f"the report's picture of {title}")
+    except tools.MissingToolError as e:          # the page is still worth having: say so in its place
+        return Picture(title, "", str(e))
     svg = to_dot(graph, title).pipe(format="svg").decode()
     return Picture(title, svg[svg.index("<svg"):])     # drop the XML prolog: the markup goes inline
 

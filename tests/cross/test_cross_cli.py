@@ -4,13 +4,9 @@ import pytest
 
 from minic import backends
 from minic.cli import main
-from minic.cross import build as cross_build, tensor_file
+from minic import tools
+from minic.cross import tensor_file
 from minic.cross import backend as cross_backend
-from minic.cross.backend import missing_tools
-
-MISSING = missing_tools("aarch64-linux-gnu")
-needs_tools = pytest.mark.skipif(bool(MISSING), reason=f"{' and '.join(MISSING)} not installed (Debian: "
-                                 "gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)")
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -22,6 +18,16 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def only_tools(tmp_path, *programs: str):
+    """A folder to use as PATH that holds links to ``programs`` and nothing else."""
+    import os
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for program in programs:
+        os.symlink(tools.find(program), folder / program)
+    return folder
+
+
 @pytest.fixture
 def own_registry():
     """minic-aarch64, registered by run --emulate, is gone after the test (so that
@@ -30,7 +36,6 @@ def own_registry():
     backends._BACKENDS.pop(cross_backend.NAME, None)
 
 
-@needs_tools
 def test_compile_writes_an_executable_that_runs_under_qemu(capsys, tmp_path):
     import subprocess
     from minic.api import load
@@ -39,7 +44,7 @@ def test_compile_writes_an_executable_that_runs_under_qemu(capsys, tmp_path):
                          "--mcpu", "cortex-a55", "-o", str(out_dir))
     assert code == 0, err
     assert "static executable" in out and "run it: qemu-aarch64" in out
-    done = subprocess.run([cross_backend.qemu_for("aarch64-linux-gnu"), str(out_dir / "model"),
+    done = subprocess.run([tools.qemu("aarch64-linux-gnu"), str(out_dir / "model"),
                            str(out_dir / "example_inputs.bin"), str(out_dir / "outputs.bin"), "3"],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "3 run(s), median" in done.stdout, done.stderr
@@ -49,14 +54,14 @@ def test_compile_writes_an_executable_that_runs_under_qemu(capsys, tmp_path):
 
 
 def test_compile_without_a_cross_gcc_says_what_to_install(capsys, tmp_path, monkeypatch, scale_shift_mc):
-    monkeypatch.setattr(cross_build, "cross_gcc", lambda triple: None)
+    monkeypatch.setenv("PATH", str(only_tools(tmp_path)))          # no programs at all
     code, out, err = cli(capsys, "compile", str(scale_shift_mc), "--target", "aarch64", "-o", str(tmp_path / "out"))
-    assert code == 1 and "aarch64-linux-gnu-gcc not found" in err and "gcc-aarch64-linux-gnu" in err
+    assert code == 1 and "'aarch64-linux-gnu-gcc', which is not installed" in err
+    assert "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross" in err
     assert len(err.strip().splitlines()) == 1
     assert (tmp_path / "out" / "model.o").is_file() and (tmp_path / "out" / "harness.c").is_file()
 
 
-@needs_tools
 def test_run_emulated_compares_with_torch_and_the_host_build(capsys, own_registry):
     code, out, err = cli(capsys, "run", "mlp", "--size", "small", "--target", "aarch64", "--emulate", "--repeat", "2")
     assert code == 0, err
@@ -66,10 +71,11 @@ def test_run_emulated_compares_with_torch_and_the_host_build(capsys, own_registr
     assert "EMULATED" in out
 
 
-def test_run_emulated_without_qemu_is_one_clear_line(capsys, own_registry, monkeypatch):
-    monkeypatch.setattr(cross_backend, "qemu_for", lambda triple: None)
+def test_run_emulated_without_qemu_is_one_clear_line(capsys, own_registry, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(only_tools(tmp_path, "aarch64-linux-gnu-gcc")))
     code, _, err = cli(capsys, "run", "mlp", "--size", "small", "--target", "aarch64", "--emulate", "--repeat", "1")
-    assert code == 1 and "qemu-aarch64" in err and "not installed" in err
+    assert code == 1 and "minic-aarch64 needs 'qemu-aarch64', which is not installed" in err
+    assert "apt-get install qemu-user" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 

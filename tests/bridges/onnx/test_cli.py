@@ -1,5 +1,4 @@
 """``python -m minic onnx export|optimize|compare|viz|custom-op`` (in-process)."""
-import shutil
 
 import pytest
 
@@ -33,7 +32,6 @@ def test_compare_prints_three_tables(tmp_path, capsys):
     assert (tmp_path / "llama_tiny_int8-qdq.onnx").is_file()
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed")
 def test_viz_writes_before_and_after_pictures(tmp_path):
     assert main(["onnx", "viz", "mlp", "--size", "small", "--out", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())

@@ -150,3 +150,21 @@ def test_a_database_prefix_rebuilds_an_earlier_budget(mlp, mlp_tuned, tmp_path):
     assert result.points[1].predicted_s <= result.points[0].predicted_s     # more records, best can only fall
     with pytest.raises(UserError, match="no tuning database"):
         truncate(tmp_path / "nothing", tmp_path / "x", first_records=1)
+
+
+def test_tuning_keeps_a_handler_without_a_name_on_metaschedules_logger(mlp, tmp_path):
+    """MetaSchedule's logging set-up names every handler of its logger; one without a name
+    (added by a program, or by pytest >= 9.1's log capture) must neither break it nor be lost."""
+    import logging
+
+    from bridges.tvm.tune import METASCHEDULE_LOGGER
+    logger = logging.getLogger(METASCHEDULE_LOGGER)
+    handler = logging.NullHandler()                        # no name
+    logger.addHandler(handler)
+    try:
+        for round_ in range(2):                            # the second set-up is the one that used to fail
+            tune_global(mlp["mod"], as_target(None), tmp_path, total_trials=8 * (round_ + 1), population=16,
+                        threads=1, out=None)
+            assert handler in logger.handlers and handler.get_name() is None
+    finally:
+        logger.removeHandler(handler)
