@@ -14,6 +14,7 @@ from bridges.mlir import window
 from bridges.mlir.scalar import binary_body, cast_body, compare_body, from_bool, unary_body
 from minic.errors import UnsupportedError
 from minic.ir.types import DType
+from minic.registry import Registry
 
 
 # ---- elementwise ---------------------------------------------------------------------
@@ -378,7 +379,7 @@ def global_avg_pool(em, node, attrs):
     return reduce_value(em, em.values[x], em.shape(x), (2, 3), "mean", x.type.dtype, keepdims=True)[0]
 
 
-RULES = {
+RULES = Registry.of("op of the MLIR bridge (linalg)", {
     **{n: _unary(n) for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                               "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
     **{n: _binary(n) for n in ("add", "sub", "mul", "div", "pow", "max", "min")},
@@ -394,4 +395,4 @@ RULES = {
     "transpose": transpose, "expand": expand, "slice": slice_rule, "concat": concat,
     "split": split, "gather": gather, "pad": pad, "shape": shape_rule, "reshape_dynamic": reshape_dynamic,
     "conv2d": window.conv2d, "max_pool2d": window.max_pool2d, "avg_pool2d": window.avg_pool2d,
-}
+}, UnsupportedError)

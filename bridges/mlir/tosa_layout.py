@@ -19,6 +19,7 @@ import numpy as np
 from bridges.mlir.tosa_emit import dims
 from minic.errors import UnsupportedError
 from minic.ir.types import DType
+from minic.registry import Registry
 
 NCHW_TO_NHWC, NHWC_TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
@@ -236,10 +237,10 @@ def _pool(kind: str):
     return rule
 
 
-RULES = {
+RULES = Registry.of("layout op of the MLIR bridge (TOSA)", {
     **{n: reshape for n in ("reshape", "flatten", "squeeze", "unsqueeze")},
     "transpose": transpose, "expand": expand, "slice": slice_rule, "concat": concat,
     "split": split, "gather": gather, "pad": pad, "shape": shape_rule,
     "reshape_dynamic": reshape_dynamic,
     "conv2d": conv2d, "max_pool2d": _pool("max"), "avg_pool2d": _pool("avg"),
-}
+}, UnsupportedError)

@@ -15,6 +15,7 @@ from bridges.mlir import tosa_layout as layout
 from bridges.mlir.tosa_emit import dims
 from minic.errors import UnsupportedError
 from minic.ir.types import DType
+from minic.registry import Registry
 
 
 def _ins(em, node):
@@ -257,7 +258,7 @@ def global_avg_pool(em, node, attrs):
     return mean_value(em, em.values[node.inputs[0]], (2, 3), True)
 
 
-RULES = {
+RULES = Registry.of("op of the MLIR bridge (TOSA)", {
     **{n: unary for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                           "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
     **{n: binary for n in ("add", "sub", "mul", "div", "pow", "max", "min")},
@@ -269,4 +270,4 @@ RULES = {
     "softmax": _softmax(False), "log_softmax": _softmax(True), "layer_norm": layer_norm,
     "global_avg_pool": global_avg_pool,
     **layout.RULES,
-}
+}, UnsupportedError)

@@ -1,4 +1,7 @@
-"""How the random-graph generator places each op: one *spec* per op name.
+"""How the random-graph generator places each op: one *spec* per kind of op.
+
+An op's definition names its spec (``OpDef.sample``, the op's own name when
+unset), so ``SPECS`` -- op name -> spec -- is derived from the op registry.
 
 A spec picks operands from the pool (or makes new inputs and constants of a
 shape that fits), picks attributes, and emits the node through
@@ -25,20 +28,15 @@ from typing import Callable
 import numpy as np
 
 from minic.crosscheck.builder import SYMBOL, Builder, Reject, Slot
+from minic.ir import ops
 from minic.ir.ops.layout import END
 from minic.ir.types import DType
+from minic.registry import Registry
 
 Spec = Callable[[Builder], None]
-SPECS: dict[str, Spec] = {}
+KINDS = Registry("random-graph spec")           # spec name -> fn(builder, op name)
 INTS = (DType.i64, DType.i32)
-
-
-def spec(*names: str):
-    def wrap(fn):
-        for name in names:
-            SPECS[name] = (lambda b, fn=fn, name=name: fn(b, name))
-        return fn
-    return wrap
+spec = KINDS.add
 
 
 # --- operand predicates and guards --------------------------------------------------
@@ -77,16 +75,14 @@ def numel(shape, symbolic: int = 4) -> int:
 
 # --- elementwise ----------------------------------------------------------------------
 
-SAME_BOUND = ("neg", "abs", "relu", "identity", "silu")
-UNIT_BOUND = ("tanh", "sigmoid", "erf", "sin", "cos")
-
-
-@spec(*SAME_BOUND, *UNIT_BOUND, "gelu", "dropout")
+@spec("unary", "float_unary", "bounded_unary", "gelu", "dropout")
 def unary(b: Builder, op: str) -> None:
-    x = b.pick(numbers if op in ("neg", "abs", "relu", "identity") else floats)
+    """unary: ints too; float_unary: floats, |f(x)| <= |x| + 0.2; bounded_unary: floats, |f(x)| <= 1."""
+    kind = ops.get(op).sample or op
+    x = b.pick(numbers if kind == "unary" else floats)
     attrs = {"gelu": {"approximate": b.choice(["none", "tanh"])},
              "dropout": {"p": b.choice([0.1, 0.5])}}.get(op, {})
-    b.emit1(op, [x], 1.0 if op in UNIT_BOUND else x.bound + 0.2, **attrs)
+    b.emit1(op, [x], 1.0 if kind == "bounded_unary" else x.bound + 0.2, **attrs)
 
 
 @spec("exp")
@@ -95,7 +91,7 @@ def exp(b: Builder, op: str) -> None:
     b.emit1("exp", [x], math.exp(x.bound))
 
 
-@spec("log", "sqrt", "rsqrt")
+@spec("domain")
 def domain(b: Builder, op: str) -> None:
     x = positive(b, b.pick())
     bound = {"log": max(0.7, math.log(x.bound)), "sqrt": math.sqrt(x.bound), "rsqrt": 1.5}[op]
@@ -107,13 +103,13 @@ def tan(b: Builder, op: str) -> None:
     b.emit1("tan", [b.emit1("tanh", [b.pick()], 1.0)], 1.6)     # |tanh| < 1 < pi/2
 
 
-@spec("floor", "ceil", "round")
+@spec("rounding")
 def rounding(b: Builder, op: str) -> None:
     x = b.pick(lambda s: s.is_float and s.exact)
     b.emit1(op, [x], x.bound + 1)
 
 
-@spec("add", "sub", "mul", "max", "min")
+@spec("arithmetic")
 def arithmetic(b: Builder, op: str) -> None:
     x = b.pick(numbers)
     y = b.operand(b.partner(x.shape), x.type.dtype)
@@ -143,7 +139,7 @@ def power(b: Builder, op: str) -> None:
     b.emit1("pow", [base, e], max(base.bound ** e.bound, 2.0 ** e.bound))
 
 
-@spec("eq", "lt", "gt")
+@spec("compare")
 def compare(b: Builder, op: str) -> None:
     x = b.pick(lambda s: numbers(s) and s.exact)
     y = b.operand(b.partner(x.shape), x.type.dtype)
@@ -156,7 +152,7 @@ def bools(s: Slot) -> bool:
     return s.type.dtype == DType.bool
 
 
-@spec("and", "or", "xor")
+@spec("logical")
 def logical(b: Builder, op: str) -> None:
     x = b.pick(bools, fresh=lambda: b.input(b.shape(), DType.bool))
     y = b.operand(b.partner(x.shape), DType.bool)
@@ -192,7 +188,7 @@ def cast(b: Builder, op: str) -> None:
 
 # --- reductions and normalisations ----------------------------------------------------
 
-@spec("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
+@spec("reduce")
 def reduce(b: Builder, op: str) -> None:
     x = b.pick(ranked(floats if op == "reduce_mean" else numbers))
     axes = [a for a in range(x.rank) if b.chance(0.5)] or [b.randint(0, x.rank - 1)]
@@ -216,7 +212,7 @@ def global_pool(b: Builder, op: str) -> None:
     b.emit1(op, [x], x.bound)
 
 
-@spec("softmax", "log_softmax")
+@spec("softmax")
 def softmax(b: Builder, op: str) -> None:
     x = b.pick(ranked(floats))
     axis = b.randint(0, x.rank - 1)
@@ -282,7 +278,7 @@ def conv2d(b: Builder, op: str) -> None:
             padding=(ph, pw, ph, pw), dilation=(b.randint(1, 2), 1), groups=g)
 
 
-@spec("max_pool2d", "avg_pool2d")
+@spec("pool")
 def pool(b: Builder, op: str) -> None:
     x = image(b)
     kh, kw = b.randint(1, 3), b.randint(1, 3)
@@ -430,3 +426,9 @@ def pad(b: Builder, op: str) -> None:
             pads[a], pads[a + x.rank] = b.randint(0, limit), b.randint(0, limit)
     value = round(float(b.rng.uniform(-1, 1)), 2) if x.is_float else 0.0
     b.emit1("pad", [x], max(x.bound, abs(value)), pads=tuple(pads), mode=mode, value=value)
+
+
+# op name -> spec, for every op whose definition names a spec (shape and
+# reshape_dynamic name none: see the docstring).
+SPECS: dict[str, Spec] = {name: (lambda b, fn=KINDS[op.sample or name], name=name: fn(b, name))
+                          for name, op in sorted(ops.REGISTRY.items()) if (op.sample or name) in KINDS}

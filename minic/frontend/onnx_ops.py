@@ -7,8 +7,6 @@ importer legalizes them (LeakyRelu = where(x > 0, x, alpha·x), ...).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from minic.errors import UnsupportedError
@@ -16,16 +14,10 @@ from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantEr
 from minic.ir import ops
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
+from minic.registry import Registry
 
-CONVERTERS: dict[str, Converter] = {}
-
-
-def converts(*names: str) -> Callable[[Converter], Converter]:
-    def wrap(fn: Converter) -> Converter:
-        for n in names:
-            CONVERTERS[n] = fn
-        return fn
-    return wrap
+CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter
+converts = CONVERTERS.add
 
 
 def _ints(a) -> tuple[int, ...]:

@@ -16,22 +16,16 @@ import numpy as np
 import torch
 from torch import fx
 
-from minic.errors import UserError
+from minic.errors import UnsupportedError, UserError
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.ir.types import DType
+from minic.registry import Registry
 
 aten = torch.ops.aten
 Handler = Callable[[Any, fx.Node, dict], Any]
-HANDLERS: dict[Any, Handler] = {}
-
-
-def handles(*targets: Any) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for t in targets:
-            HANDLERS[t] = fn
-        return fn
-    return register
+HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler
+handles = HANDLERS.add
 
 
 def _out_dtype(cx, node: fx.Node) -> DType:

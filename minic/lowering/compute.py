@@ -1,12 +1,5 @@
-"""The compute language of lowering, and how it becomes loops.
+"""Materialising compute expressions (``minic.ir.compute``) as loop nests.
 
-A compute rule says what ONE output element is, as a Loop IR expression of the
-element's index (TVM's ``te.compute``).  Inputs are reached through an
-``Operand``: ``x.at(index)`` is the input element at ``index`` — a ``Load`` from
-a buffer, or, when the producer is fused into the same kernel, the producer's
-own expression (inlining is how fusion happens).
-
-A reduction is an expression too: ``Reduce("sum", ((k, K),), a[i, k] * b[k, j])``.
 ``emit`` turns an output expression into a loop nest, computing each Reduce
 into a local accumulator placed just inside the deepest loop it depends on.
 So ``exp(x[i, j] - max_k x[i, k])`` computes the max once per row, before the
@@ -15,110 +8,11 @@ epilogue (bias, activation) runs on the accumulator before the store.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import numpy as np
-
-from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Load, Role, Stmt, Store, Var,
-                            children, const, dim_expr, rebuild, seq)
-from minic.ir.types import DType, Dim, TensorType
-
-
-@dataclass(frozen=True)
-class Reduce(Expr):
-    """``op`` (sum, max, min) of ``body`` over the variables of ``axes``."""
-    op: str
-    axes: tuple[tuple[Var, Expr], ...]     # (variable, extent)
-    body: Expr
-
-    @property
-    def dtype(self) -> DType:
-        return self.body.dtype
-
-
-@dataclass(frozen=True)
-class Operand:
-    """One input of a compute rule."""
-    type: TensorType
-    at: Callable[[tuple[Expr, ...]], Expr]
-    data: np.ndarray | None = None         # the value, when the input is a constant
-
-
-class Fresh:
-    """Unique variable and buffer names within one kernel."""
-
-    def __init__(self) -> None:
-        self.count: dict[str, int] = {}
-
-    def name(self, prefix: str) -> str:
-        n = self.count.get(prefix, 0)
-        self.count[prefix] = n + 1
-        return f"{prefix}{n}"
-
-    def var(self, prefix: str = "r") -> Var:
-        return Var(self.name(prefix))
-
-
-# --- small expression helpers used by the rules --------------------------------------
-
-def fconst(value: float, dtype: DType) -> Const:
-    return const(value, dtype)
-
-
-def lowest(dtype: DType) -> Const:
-    return const(-math.inf, dtype) if dtype.is_float else const(np.iinfo(dtype.numpy).min, dtype)
-
-
-def highest(dtype: DType) -> Const:
-    return const(math.inf, dtype) if dtype.is_float else const(np.iinfo(dtype.numpy).max, dtype)
-
-
-def clamp(i: Expr, size: Dim) -> Expr:
-    """``i`` forced into ``[0, size)``: loads of a branch a Select does not take stay in bounds."""
-    return BinOp("min", BinOp("max", i, const(0)), BinOp("sub", dim_expr(size), const(1)))
-
-
-def in_range(i: Expr, lo: Expr, hi: Expr) -> Expr:
-    return BinOp("and", BinOp("ge", i, lo), BinOp("lt", i, hi))
-
-
-def broadcast_index(index: Sequence[Expr], shape: tuple[Dim, ...]) -> tuple[Expr, ...]:
-    """The element of an input of ``shape`` that numpy broadcasting pairs with output ``index``."""
-    offset = len(index) - len(shape)
-    return tuple(const(0) if d == 1 else index[offset + k] for k, d in enumerate(shape))
-
-
-def count(dims: Sequence[Dim], dtype: DType) -> Expr:
-    """The number of elements of ``dims``, as a float of ``dtype``."""
-    from minic.ir.loops import Cast
-    from minic.ir.types import dim_prod
-    n = dim_prod(tuple(dims))
-    return fconst(n, dtype) if isinstance(n, int) else Cast(dtype, dim_expr(n))
-
-
-# --- traversal that knows Reduce ----------------------------------------------------------
-
-def r_children(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Reduce):
-        return (e.body,) + tuple(ext for _, ext in e.axes)
-    return children(e)
-
-
-def r_rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
-    if isinstance(e, Reduce):
-        return Reduce(e.op, tuple((v, ext) for (v, _), ext in zip(e.axes, kids[1:])), kids[0])
-    return rebuild(e, kids)
-
-
-def r_free_vars(e: Expr) -> set[str]:
-    if isinstance(e, Var):
-        return {e.name}
-    out = set().union(*(r_free_vars(k) for k in r_children(e))) if r_children(e) else set()
-    if isinstance(e, Reduce):
-        out -= {v.name for v, _ in e.axes}
-    return out
+from minic.ir.compute import Fresh, Reduce, highest, lowest, r_children, r_free_vars, r_rebuild
+from minic.ir.loops import Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Load, Role, Stmt, Store, Var, const, dim_expr, seq
+from minic.ir.types import DType
 
 
 def _replace(e: Expr, mapping: dict[Expr, Expr]) -> Expr:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from minic.ir.graph import Node, Value
 from minic.ir.loops import (BinOp, Buffer, Expr, Function, Load, Role, Stmt, Store, Var, const, dim_expr, seq,
                             stmt_exprs, walk, walk_stmts)
+from minic.errors import UnsupportedError
+from minic.ir import ops
+from minic.ir.compute import Fresh, Operand, Site
 from minic.ir.loops_simplify import simplify_stmt
-from minic.lowering import rules
-from minic.lowering.compute import Fresh, Operand, emit, fill_border
+from minic.lowering.compute import emit, fill_border
 
 BIG = 2**62                      # an upper bound for symbolic sizes in range analysis
 
@@ -47,9 +49,11 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         return Operand(v.type, lambda index: Load(buffers[v], tuple(index)), v.data)
 
     def compute(node: Node, k: int, index: tuple[Expr, ...]) -> Expr:
-        site = rules.Site(node.op, node.attrs, [operand(v) for v in node.inputs],
-                          [v.type for v in node.outputs], k, fresh)
-        return rules.get(node.op)(site, tuple(index))
+        rule = ops.get(node.op).compute
+        if rule is None:
+            raise UnsupportedError(f"lowering: op '{node.op}' has no compute rule")
+        site = Site(node.op, node.attrs, [operand(v) for v in node.inputs], [v.type for v in node.outputs], k, fresh)
+        return rule(site, tuple(index))
 
     nests = []
     for v in stores:

@@ -1,8 +1,16 @@
-"""The op registry: every op of the tensor IR, with its typed attributes, its
-shape/dtype inference and its numpy reference implementation.
+"""The op registry: every op of the tensor IR, declared once, in the file of its
+family (elementwise.py, reduce.py, normalize.py, window.py, contraction.py,
+layout.py, dynamic.py), with everything minic knows about it:
 
-The reference implementations are the semantics: the interpreter runs them,
-constant folding reuses them, and every compiled path is tested against them.
+* its typed attributes, its shape/dtype inference and its numpy reference --
+  the semantics: the interpreter runs them, constant folding reuses them, and
+  every compiled path is tested against them;
+* its kind (how it touches memory: fusion decides by it) and its compute rule,
+  what one output element is (``minic.ir.compute``), which lowering turns into loops;
+* its torch spelling (the cross-checks replay a graph in PyTorch with it) and the
+  random-graph generator's spec that fits it (``minic/crosscheck/op_specs.py``).
+
+docs/09-adding-an-op.md walks through adding one.
 """
 from __future__ import annotations
 
@@ -16,7 +24,9 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from minic.errors import UserError
+from minic.ir.compute import Rule
 from minic.ir.types import Dim, DType, TensorType
+from minic.registry import Registry
 
 
 class OpKind(Enum):
@@ -40,10 +50,15 @@ class OpDef:
     kind: OpKind
     infer: Callable[[Any, list[TensorType]], list[TensorType]]
     reference: Callable[..., Any]           # reference(attrs, *numpy arrays) -> array | tuple
+    compute: Rule | None = None             # compute(site, index) -> the output element at index
     attrs: type = NoAttrs
     arity: tuple[int, int] = (1, 1)         # min and max number of inputs
     doc: str = ""
     f16_via_f32: bool = True                # register() makes f16 mean storage only (see below)
+    # The torch spelling (minic/crosscheck/to_torch.py): a name under ``torch``
+    # ("nn.functional.gelu") called with the inputs, or fn(call, *inputs).
+    torch: str | Callable[..., Any] | None = None
+    sample: str | None = None               # the random graphs' spec, when not named after the op
 
     def check_attrs(self, attrs: Any) -> None:
         """Raise UserError unless ``attrs`` is this op's attribute dataclass with valid fields."""
@@ -114,7 +129,7 @@ def describe_type(hint: Any) -> str:
             DType: "a dtype (" + ", ".join(DType.__members__) + ")", type(None): "none"}.get(hint, str(hint))
 
 
-REGISTRY: dict[str, OpDef] = {}
+REGISTRY: Registry = Registry("op")
 
 
 def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
@@ -134,19 +149,19 @@ def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def register(op: OpDef) -> OpDef:
-    if op.name in REGISTRY:
-        raise ValueError(f"op {op.name} registered twice")
     if op.f16_via_f32:
         op = replace(op, reference=via_f32(op.reference))
-    REGISTRY[op.name] = op
-    return op
+    return REGISTRY.put(op.name, op)
+
+
+def define(name: str, kind: OpKind, infer: Callable, reference: Callable, compute: Rule | None,
+           attrs: type = NoAttrs, **more: Any) -> OpDef:
+    """Declare op ``name`` (the fields of OpDef, in its order) and register it."""
+    return register(OpDef(name, kind, infer, reference, compute, attrs, **more))
 
 
 def get(name: str) -> OpDef:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise UserError(f"unknown op '{name}'") from None
+    return REGISTRY[name]
 
 
 def names() -> list[str]:

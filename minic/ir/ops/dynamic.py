@@ -10,15 +10,24 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UserError
-from minic.ir.ops import NoAttrs, OpDef, OpKind, register
-from minic.ir.ops.layout import ShapeAttrs
+from minic.ir.compute import Site
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
+from minic.ir.ops import OpKind, define
+from minic.ir.ops.layout import ShapeAttrs, reshape_rule
 from minic.ir.ops.shapes import require
 from minic.ir.types import DType, TensorType, canon, dim_prod
 
-register(OpDef("shape", OpKind.LAYOUT,
-               lambda attrs, ts: [TensorType((ts[0].rank,), DType.i64)],
-               lambda attrs, x: np.array(x.shape, dtype=np.int64), NoAttrs,
-               doc="shape(x) = the sizes of x's axes, as an i64 vector"))
+def shape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    dims = site.inputs[0].type.shape
+    result: Expr = dim_expr(dims[-1]) if dims else const(0)
+    for k in range(len(dims) - 2, -1, -1):
+        result = Select(BinOp("eq", index[0], const(k)), dim_expr(dims[k]), result)
+    return result
+
+
+define("shape", OpKind.LAYOUT, lambda attrs, ts: [TensorType((ts[0].rank,), DType.i64)],
+       lambda attrs, x: np.array(x.shape, dtype=np.int64), shape_rule,
+       doc="shape(x) = the sizes of x's axes, as an i64 vector")
 
 
 def onnx_target(shape: np.ndarray, x_shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -54,7 +63,6 @@ def _reshape_dynamic(attrs: ShapeAttrs, x: np.ndarray, shape: np.ndarray) -> np.
 # The result type cannot come from the shape tensor (inference sees types, not
 # values), so the node declares it, in the graph's symbols, as a static reshape
 # does; the reference checks the declaration against the tensor at run time.
-register(OpDef("reshape_dynamic", OpKind.LAYOUT, _reshape_dynamic_infer, _reshape_dynamic, ShapeAttrs,
-               arity=(2, 2),
-               doc="reshape_dynamic(x, s) {shape} = reshape(x, s) read as ONNX does (0 copies, -1 infers); "
-                   "{shape} declares the result"))
+define("reshape_dynamic", OpKind.LAYOUT, _reshape_dynamic_infer, _reshape_dynamic, reshape_rule, ShapeAttrs,
+       arity=(2, 2), doc="reshape_dynamic(x, s) {shape} = reshape(x, s) read as ONNX does (0 copies, -1 infers); "
+                         "{shape} declares the result")

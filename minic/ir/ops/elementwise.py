@@ -1,4 +1,6 @@
-"""Elementwise ops: out[i] = f(a[i], b[i], ...), numpy-broadcasting their inputs."""
+"""Elementwise ops: out[i] = f(a[i'], b[i''], ...), where i', i'' are the numpy
+broadcast images of i.  Each op is one row: its numpy reference, its compute
+rule (a Loop IR expression of its inputs' elements) and its torch spelling."""
 from __future__ import annotations
 
 import math
@@ -7,7 +9,10 @@ from typing import Callable
 
 import numpy as np
 
-from minic.ir.ops import OpDef, OpKind, register
+from minic.errors import UnsupportedError
+from minic.ir.compute import Operand, Site, broadcast_index, fconst
+from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
+from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.types import DType, TensorType
 
@@ -24,55 +29,25 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
-UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "neg": np.negative,
-    "abs": np.abs,
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
-    "tanh": np.tanh,
-    "sigmoid": sigmoid,
-    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
-    "silu": lambda x: (x * sigmoid(x)).astype(x.dtype),
-    "erf": erf,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,                  # halves to even, as in ONNX and PyTorch
-}
-FLOAT_ONLY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "erf", "sin", "cos", "tan",
-              "floor", "ceil", "round"}
+def sigmoid_expr(x: Expr) -> Expr:
+    # 1 / (1 + exp(-x)): for very negative x, exp overflows to inf and the
+    # quotient is 0, the right limit; no NaN can appear.
+    one = fconst(1.0, x.dtype)
+    return BinOp("div", one, BinOp("add", one, Call("exp", (Call("neg", (x,)),))))
 
 
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.trunc(a / b).astype(a.dtype)       # C semantics: round toward zero
+def call(fn: str) -> Callable[[Expr], Expr]:
+    return lambda x: Call(fn, (x,))
 
 
-BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f" else _int_div(a, b),
-    "pow": lambda a, b: np.power(a, b).astype(a.dtype),
-    "max": np.maximum,
-    "min": np.minimum,
-}
-COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "eq": np.equal, "lt": np.less, "gt": np.greater,
-}
+def arg(x: Operand, index: tuple[Expr, ...]) -> Expr:
+    """Input ``x`` at output ``index``, broadcasting as numpy does."""
+    return x.at(broadcast_index(index, x.type.shape))
 
 
-LOGICAL: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
-}
-
-
-def _unary_infer(name: str):
+def _unary_infer(name: str, float_only: bool):
     def infer(attrs, ts: list[TensorType]) -> list[TensorType]:
-        require(not (name in FLOAT_ONLY and not ts[0].dtype.is_float), f"{name} needs a float input, got {ts[0].dtype.value}")
+        require(not (float_only and not ts[0].dtype.is_float), f"{name} needs a float input, got {ts[0].dtype.value}")
         require(ts[0].dtype != DType.bool, f"{name} does not take bool")
         return [ts[0]]
     return infer
@@ -90,23 +65,87 @@ def _logical_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(broadcast(*(t.shape for t in ts)), DType.bool)]
 
 
-for _name, _fn in UNARY.items():
-    register(OpDef(_name, OpKind.ELEMENTWISE, _unary_infer(_name),
-                   lambda attrs, x, _fn=_fn: _fn(x), doc=f"{_name}(x), elementwise"))
-for _name, _fn in BINARY.items():
-    register(OpDef(_name, OpKind.ELEMENTWISE, _binary_infer(None),
-                   lambda attrs, a, b, _fn=_fn: _fn(a, b).astype(a.dtype), arity=(2, 2),
-                   doc=f"{_name}(a, b), elementwise with broadcasting"))
-for _name, _fn in LOGICAL.items():
-    register(OpDef(_name, OpKind.ELEMENTWISE, _logical_infer,
-                   lambda attrs, a, b, _fn=_fn: _fn(a, b), arity=(2, 2),
-                   doc=f"{_name}(a, b) on bools, with broadcasting"))
-register(OpDef("not", OpKind.ELEMENTWISE, lambda attrs, ts: _logical_infer(attrs, ts * 2),
-               lambda attrs, x: np.logical_not(x), doc="not(x) on bools"))
-for _name, _fn in COMPARE.items():
-    register(OpDef(_name, OpKind.ELEMENTWISE, _binary_infer(DType.bool),
-                   lambda attrs, a, b, _fn=_fn: _fn(a, b), arity=(2, 2),
-                   doc=f"{_name}(a, b) -> bool, with broadcasting"))
+def unary(name: str, reference: Callable[[np.ndarray], np.ndarray], compute: Callable[[Expr], Expr],
+          torch: str, sample: str = "float_unary") -> None:
+    """out = f(x); ``sample`` "unary" for ops that also take ints, else float only."""
+    define(name, OpKind.ELEMENTWISE, _unary_infer(name, sample != "unary"), lambda attrs, x: reference(x),
+           lambda site, index: compute(arg(site.inputs[0], index)), doc=f"{name}(x), elementwise",
+           torch=torch, sample=sample)
+
+
+# name      numpy reference                                   compute rule                                         torch
+unary("neg", np.negative, call("neg"), "neg", "unary")
+unary("abs", np.abs, call("abs"), "abs", "unary")
+unary("relu", lambda x: np.maximum(x, x.dtype.type(0)), lambda x: BinOp("max", x, const(0, x.dtype)), "relu", "unary")
+unary("exp", np.exp, call("exp"), "exp", "exp")
+unary("log", np.log, call("log"), "log", "domain")
+unary("sqrt", np.sqrt, call("sqrt"), "sqrt", "domain")
+unary("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype), lambda x: BinOp("div", fconst(1.0, x.dtype), Call("sqrt", (x,))),
+      "rsqrt", "domain")
+unary("tanh", np.tanh, call("tanh"), "tanh", "bounded_unary")
+unary("sigmoid", sigmoid, sigmoid_expr, "sigmoid", "bounded_unary")
+unary("silu", lambda x: (x * sigmoid(x)).astype(x.dtype), lambda x: BinOp("mul", x, sigmoid_expr(x)), "nn.functional.silu")
+unary("erf", erf, call("erf"), "erf", "bounded_unary")
+unary("sin", np.sin, call("sin"), "sin", "bounded_unary")
+unary("cos", np.cos, call("cos"), "cos", "bounded_unary")
+unary("tan", np.tan, call("tan"), "tan", "tan")
+unary("floor", np.floor, call("floor"), "floor", "rounding")
+unary("ceil", np.ceil, call("ceil"), "ceil", "rounding")
+unary("round", np.round, call("round"), "round", "rounding")          # halves to even, as in ONNX and PyTorch
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.trunc(a / b).astype(a.dtype)       # C semantics: round toward zero
+
+
+def binary(name: str, reference: Callable, loop_op: str, torch: str, result: DType | None = None,
+           sample: str = "arithmetic", infer=None) -> None:
+    """out = a ∘ b with broadcasting; the rule is the Loop IR operator ``loop_op``."""
+    cast = result is None and infer is None                 # arithmetic keeps a's dtype
+    define(name, OpKind.ELEMENTWISE, infer or _binary_infer(result),
+           (lambda attrs, a, b: reference(a, b).astype(a.dtype)) if cast else (lambda attrs, a, b: reference(a, b)),
+           lambda site, index: BinOp(loop_op, *(arg(x, index) for x in site.inputs)), arity=(2, 2),
+           doc=f"{name}(a, b), elementwise with broadcasting", torch=torch, sample=sample)
+
+
+binary("add", np.add, "add", "add")
+binary("sub", np.subtract, "sub", "sub")
+binary("mul", np.multiply, "mul", "mul")
+binary("max", np.maximum, "max", "maximum")
+binary("min", np.minimum, "min", "minimum")
+binary("div", lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f" else _int_div(a, b), "div", "div",
+       sample="div")
+binary("eq", np.equal, "eq", "eq", DType.bool, "compare")
+binary("lt", np.less, "lt", "lt", DType.bool, "compare")
+binary("gt", np.greater, "gt", "gt", DType.bool, "compare")
+binary("and", np.logical_and, "and", "logical_and", sample="logical", infer=_logical_infer)
+binary("or", np.logical_or, "or", "logical_or", sample="logical", infer=_logical_infer)
+binary("xor", np.logical_xor, "ne", "logical_xor", sample="logical", infer=_logical_infer)   # xor of bools is !=
+
+define("not", OpKind.ELEMENTWISE, lambda attrs, ts: _logical_infer(attrs, ts * 2), lambda attrs, x: np.logical_not(x),
+       lambda site, index: BinOp("eq", arg(site.inputs[0], index), const(False, DType.bool)),
+       doc="not(x) on bools", torch="logical_not")
+
+
+def power(site: Site, index: tuple[Expr, ...]) -> Expr:
+    base, exponent = site.inputs
+    x = arg(base, index)
+    if not x.dtype.is_float:
+        raise UnsupportedError(f"pow of {x.dtype.value} is not supported by the minic backend")
+    # x ** 2 (RMSNorm's x.pow(2)) is a multiply; a libm pow would be slow and less exact.
+    if exponent.data is not None and exponent.data.size == 1:
+        e = float(exponent.data.reshape(()))
+        if e == 2.0:
+            return BinOp("mul", x, x)
+        if e == 1.0:
+            return x
+        if e == 0.5:
+            return Call("sqrt", (x,))
+    return Call("pow", (x, arg(exponent, index)))
+
+
+define("pow", OpKind.ELEMENTWISE, _binary_infer(None), lambda attrs, a, b: np.power(a, b).astype(a.dtype), power,
+       arity=(2, 2), doc="pow(a, b), elementwise with broadcasting", torch="pow")
 
 
 @dataclass(frozen=True)
@@ -124,8 +163,20 @@ def gelu(attrs: GeluAttrs, x: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1 + erf(x / np.sqrt(2).astype(x.dtype)))).astype(x.dtype)
 
 
-register(OpDef("gelu", OpKind.ELEMENTWISE, _unary_infer("sigmoid"), gelu, GeluAttrs,
-               doc="gelu(x) = x·Φ(x) (erf form) or its tanh approximation"))
+def gelu_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = arg(site.inputs[0], index)
+    f = lambda v: fconst(v, x.dtype)
+    half_x = BinOp("mul", f(0.5), x)
+    if site.attrs.approximate == "tanh":
+        cube = BinOp("mul", BinOp("mul", x, x), x)
+        inner = BinOp("mul", f(0.7978845608028654), BinOp("add", x, BinOp("mul", f(0.044715), cube)))
+        return BinOp("mul", half_x, BinOp("add", f(1.0), Call("tanh", (inner,))))
+    return BinOp("mul", half_x, BinOp("add", f(1.0), Call("erf", (BinOp("mul", x, f(0.7071067811865476)),))))
+
+
+define("gelu", OpKind.ELEMENTWISE, _unary_infer("gelu", True), gelu, gelu_rule, GeluAttrs,
+       doc="gelu(x) = x·Φ(x) (erf form) or its tanh approximation",
+       torch=lambda t, x: t.F.gelu(x, approximate=t.attrs.approximate))
 
 
 def _where_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
@@ -135,9 +186,9 @@ def _where_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(broadcast(cond.shape, a.shape, b.shape), a.dtype)]
 
 
-register(OpDef("where", OpKind.ELEMENTWISE, _where_infer,
-               lambda attrs, c, a, b: np.where(c, a, b), arity=(3, 3),
-               doc="where(cond, a, b): a where cond else b"))
+define("where", OpKind.ELEMENTWISE, _where_infer, lambda attrs, c, a, b: np.where(c, a, b),
+       lambda site, index: Select(*(arg(x, index) for x in site.inputs)), arity=(3, 3),
+       doc="where(cond, a, b): a where cond else b", torch="where")
 
 
 @dataclass(frozen=True)
@@ -145,10 +196,11 @@ class CastAttrs:
     dtype: DType
 
 
-register(OpDef("cast", OpKind.ELEMENTWISE,
-               lambda attrs, ts: [TensorType(ts[0].shape, attrs.dtype)],
-               lambda attrs, x: x.astype(attrs.dtype.numpy), CastAttrs,
-               doc="cast(x) to another dtype", f16_via_f32=False))   # its result dtype is the attribute
+define("cast", OpKind.ELEMENTWISE, lambda attrs, ts: [TensorType(ts[0].shape, attrs.dtype)],
+       lambda attrs, x: x.astype(attrs.dtype.numpy),
+       lambda site, index: Cast(site.attrs.dtype, arg(site.inputs[0], index)), CastAttrs,
+       doc="cast(x) to another dtype", f16_via_f32=False,         # its result dtype is the attribute
+       torch=lambda t, x: x.to(t.dtype(t.attrs.dtype)))
 
 
 @dataclass(frozen=True)
@@ -159,7 +211,11 @@ class DropoutAttrs:
         require(0.0 <= self.p < 1.0, f"dropout: p must be in [0, 1), got {self.p}")
 
 
-register(OpDef("identity", OpKind.ELEMENTWISE, lambda attrs, ts: [ts[0]], lambda attrs, x: x.copy(),
-               doc="identity(x) = x"))
-register(OpDef("dropout", OpKind.ELEMENTWISE, lambda attrs, ts: [ts[0]], lambda attrs, x: x.copy(),
-               DropoutAttrs, doc="dropout(x) at inference = x"))
+def identity(site: Site, index: tuple[Expr, ...]) -> Expr:
+    return arg(site.inputs[0], index)
+
+
+define("identity", OpKind.ELEMENTWISE, lambda attrs, ts: [ts[0]], lambda attrs, x: x.copy(), identity,
+       doc="identity(x) = x", torch=lambda t, x: x.clone(), sample="unary")
+define("dropout", OpKind.ELEMENTWISE, lambda attrs, ts: [ts[0]], lambda attrs, x: x.copy(), identity, DropoutAttrs,
+       doc="dropout(x) at inference = x", torch=lambda t, x: t.F.dropout(x, t.attrs.p, training=False))

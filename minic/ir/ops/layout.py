@@ -1,5 +1,6 @@
 """Ops that move data without arithmetic: reshape, flatten, squeeze, unsqueeze,
-transpose, expand, concat, split, slice, gather, pad."""
+transpose, expand, concat, split, slice, gather, pad.  Each compute rule is one
+input element at a remapped index (or, for concat and pad, a choice between inputs)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,15 +8,85 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.ir.ops import OpDef, OpKind, register
+from minic.ir.compute import Site, broadcast_index, clamp, in_range
+from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
+from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
-from minic.ir.types import DType, Dim, TensorType, canon, dim_prod
+from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_prod
 
 END = 2**63 - 1                          # a slice end meaning "to the end of the axis"
 
 
-def _layout(name: str, infer, reference, attrs: type, doc: str, arity=(1, 1)) -> None:
-    register(OpDef(name, OpKind.LAYOUT, infer, reference, attrs, arity=arity, doc=doc))
+def _layout(name: str, infer, reference, compute, attrs: type, doc: str, torch, arity=(1, 1), sample=None) -> None:
+    define(name, OpKind.LAYOUT, infer, reference, compute, attrs, arity=arity, doc=doc, torch=torch, sample=sample)
+
+
+def _groups(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> list[tuple[list[int], list[int]]] | None:
+    """Split two shapes of equal size into runs of axes with equal products, e.g.
+    [B*T, 64] vs [B, T, 4, 16] -> ([0], [0, 1]), ([1], [2, 3]).  None if there is no such split."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        gi, gj, pi, pj = [i], [j], src[i], dst[j]
+        i, j = i + 1, j + 1
+        while canon(pi) != canon(pj):
+            if dim_div(pj, pi) is not None and i < len(src):      # pi divides pj: take one more src axis
+                pi = dim_mul(pi, src[i]); gi.append(i); i += 1
+            elif dim_div(pi, pj) is not None and j < len(dst):
+                pj = dim_mul(pj, dst[j]); gj.append(j); j += 1
+            else:
+                return None
+        groups.append((gi, gj))
+    rest_i, rest_j = list(range(i, len(src))), list(range(j, len(dst)))
+    if any(src[k] != 1 for k in rest_i) or any(dst[k] != 1 for k in rest_j):
+        return None
+    if groups:                               # trailing size-1 axes join the last group
+        groups[-1][0].extend(rest_i); groups[-1][1].extend(rest_j)
+    elif rest_i or rest_j:
+        groups.append((rest_i, rest_j))
+    return groups
+
+
+def linearize(index: list[Expr], shape: list[Dim]) -> Expr:
+    flat: Expr = const(0)
+    for i, d in zip(index, shape):
+        flat = BinOp("add", BinOp("mul", flat, dim_expr(d)), i)
+    return flat
+
+
+def delinearize(flat: Expr, shape: list[Dim]) -> list[Expr]:
+    out: list[Expr] = []
+    for k in range(len(shape) - 1, -1, -1):
+        if k == 0:
+            out.append(flat)
+        else:
+            out.append(BinOp("mod", flat, dim_expr(shape[k])))
+            flat = BinOp("div", flat, dim_expr(shape[k]))
+    return out[::-1]
+
+
+def reshape_index(index: tuple[Expr, ...], out_shape: tuple[Dim, ...], in_shape: tuple[Dim, ...]) -> tuple[Expr, ...]:
+    """The input index of a row-major reshape from ``in_shape`` to ``out_shape``."""
+    groups = _groups(out_shape, in_shape)
+    if groups is None:
+        groups = [(list(range(len(out_shape))), list(range(len(in_shape))))]
+    result: list[Expr] = []
+    for go, gi in groups:
+        if [out_shape[k] for k in go] == [in_shape[k] for k in gi]:
+            result += [index[k] for k in go]       # the same axes: no arithmetic
+        else:
+            flat = linearize([index[k] for k in go], [out_shape[k] for k in go])
+            result += delinearize(flat, [in_shape[k] for k in gi])
+    return tuple(result)
+
+
+def reshape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]          # reshape_dynamic's shape tensor agrees with its declared type
+    return x.at(reshape_index(index, site.out.shape, x.type.shape))
+
+
+def to_out_shape(t, x):
+    return x.reshape(t.out)
 
 
 @dataclass(frozen=True)
@@ -31,8 +102,8 @@ def _reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(shape, x.dtype)]
 
 
-_layout("reshape", _reshape_infer, lambda attrs, x: x.reshape(attrs.shape), ShapeAttrs,
-        "reshape(x, shape): same elements in row-major order, another shape")
+_layout("reshape", _reshape_infer, lambda attrs, x: x.reshape(attrs.shape), reshape_rule, ShapeAttrs,
+        "reshape(x, shape): same elements in row-major order, another shape", to_out_shape)
 
 
 def _expand_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -40,8 +111,9 @@ def _expand_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
 
 
 _layout("expand", _expand_infer,
-        lambda attrs, x: np.broadcast_to(x, np.broadcast_shapes(x.shape, attrs.shape)).copy(), ShapeAttrs,
-        "expand(x, shape): broadcast x to shape (numpy rules, both ways)")
+        lambda attrs, x: np.broadcast_to(x, np.broadcast_shapes(x.shape, attrs.shape)).copy(),
+        lambda site, index: site.inputs[0].at(broadcast_index(index, site.inputs[0].type.shape)), ShapeAttrs,
+        "expand(x, shape): broadcast x to shape (numpy rules, both ways)", lambda t, x: x.expand(t.out))
 
 
 @dataclass(frozen=True)
@@ -66,8 +138,8 @@ def _flatten(attrs: AxisAttrs, x: np.ndarray) -> np.ndarray:
     return x.reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))
 
 
-_layout("flatten", _flatten_infer, _flatten, AxisAttrs,
-        "flatten(x, axis) = reshape(x, [prod(shape[:axis]), prod(shape[axis:])])")
+_layout("flatten", _flatten_infer, _flatten, reshape_rule, AxisAttrs,
+        "flatten(x, axis) = reshape(x, [prod(shape[:axis]), prod(shape[axis:])])", to_out_shape)
 
 
 @dataclass(frozen=True)
@@ -89,11 +161,25 @@ def _unsqueeze_infer(attrs: AxesAttrs, ts: list[TensorType]) -> list[TensorType]
     return [TensorType(tuple(1 if i in axes else next(dims) for i in range(x.rank + len(axes))), x.dtype)]
 
 
-_layout("squeeze", _squeeze_infer, lambda attrs, x: np.squeeze(x, axis=tuple(attrs.axes)), AxesAttrs,
-        "squeeze(x, axes): drop the size-1 axes")
+def _torch_squeeze(t, x):
+    # One axis at a time, from the back: torch.onnx.export (TorchScript) fails on
+    # torch.squeeze(x, dim=(0, 1)) -- docs/production-bugs.md#torch-onnx-squeeze-tuple.
+    for axis in sorted((ax % x.dim() for ax in t.attrs.axes), reverse=True):
+        x = t.torch.squeeze(x, axis)
+    return x
+
+
+def _torch_unsqueeze(t, x):
+    for axis in sorted(ax % len(t.out) for ax in t.attrs.axes):
+        x = x.unsqueeze(axis)
+    return x
+
+
+_layout("squeeze", _squeeze_infer, lambda attrs, x: np.squeeze(x, axis=tuple(attrs.axes)), reshape_rule, AxesAttrs,
+        "squeeze(x, axes): drop the size-1 axes", _torch_squeeze)
 _layout("unsqueeze", _unsqueeze_infer,
-        lambda attrs, x: np.expand_dims(x, tuple(a % (x.ndim + len(attrs.axes)) for a in attrs.axes)), AxesAttrs,
-        "unsqueeze(x, axes): insert size-1 axes at the given output positions")
+        lambda attrs, x: np.expand_dims(x, tuple(a % (x.ndim + len(attrs.axes)) for a in attrs.axes)), reshape_rule,
+        AxesAttrs, "unsqueeze(x, axes): insert size-1 axes at the given output positions", _torch_unsqueeze)
 
 
 @dataclass(frozen=True)
@@ -107,8 +193,16 @@ def _transpose_infer(attrs: PermAttrs, ts: list[TensorType]) -> list[TensorType]
     return [TensorType(tuple(x.shape[p] for p in attrs.perm), x.dtype)]
 
 
-_layout("transpose", _transpose_infer, lambda attrs, x: np.transpose(x, attrs.perm).copy(), PermAttrs,
-        "transpose(x, perm)[i...] = x[i permuted]")
+def transpose_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    perm = site.attrs.perm
+    inverse = [0] * len(perm)
+    for k, p in enumerate(perm):
+        inverse[p] = k
+    return site.inputs[0].at(tuple(index[inverse[a]] for a in range(len(perm))))
+
+
+_layout("transpose", _transpose_infer, lambda attrs, x: np.transpose(x, attrs.perm).copy(), transpose_rule, PermAttrs,
+        "transpose(x, perm)[i...] = x[i permuted]", lambda t, x: x.permute(t.attrs.perm))
 
 
 def _concat_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -129,8 +223,33 @@ def _concat_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(first.shape[:axis] + (size,) + first.shape[axis + 1:], first.dtype)]
 
 
-_layout("concat", _concat_infer, lambda attrs, *xs: np.concatenate(xs, axis=attrs.axis), AxisAttrs,
-        "concat(x0, x1, ..., axis): join along axis", arity=(1, 1 << 16))
+def _offset(sizes: list[Dim]) -> Expr:
+    total: Expr = const(0)
+    for d in sizes:
+        total = BinOp("add", total, dim_expr(d))
+    return total
+
+
+def concat_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    axis = norm_axis(site.attrs.axis, site.out.rank)
+    pieces = [x for x in site.inputs if x.type.shape[axis] != 0]
+    # Build select(i < end0, x0, select(i < end1, x1, ... x_last)) from the back.
+    sizes = [x.type.shape[axis] for x in pieces]
+    result: Expr | None = None
+    for k in range(len(pieces) - 1, -1, -1):
+        start = _offset(sizes[:k])
+        local = BinOp("sub", index[axis], start)
+        element = pieces[k].at(index[:axis] + (clamp(local, sizes[k]),) + index[axis + 1:])
+        if result is None:
+            result = element
+        else:
+            result = Select(BinOp("lt", index[axis], _offset(sizes[:k + 1])), element, result)
+    return result
+
+
+_layout("concat", _concat_infer, lambda attrs, *xs: np.concatenate(xs, axis=attrs.axis), concat_rule, AxisAttrs,
+        "concat(x0, x1, ..., axis): join along axis", lambda t, *xs: t.torch.cat(xs, dim=t.attrs.axis),
+        arity=(1, 1 << 16))
 
 
 @dataclass(frozen=True)
@@ -149,9 +268,17 @@ def _split_infer(attrs: SplitAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype) for s in attrs.sizes]
 
 
+def split_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    axis = norm_axis(site.attrs.axis, x.type.rank)
+    start = sum(site.attrs.sizes[:site.output])
+    return x.at(index[:axis] + (BinOp("add", index[axis], const(start)),) + index[axis + 1:])
+
+
 _layout("split", _split_infer,
-        lambda attrs, x: tuple(np.split(x, np.cumsum(attrs.sizes)[:-1], axis=attrs.axis)), SplitAttrs,
-        "split(x, axis, sizes) -> pieces of the given sizes along axis")
+        lambda attrs, x: tuple(np.split(x, np.cumsum(attrs.sizes)[:-1], axis=attrs.axis)), split_rule, SplitAttrs,
+        "split(x, axis, sizes) -> pieces of the given sizes along axis",
+        lambda t, x: t.torch.split(x, list(t.attrs.sizes), dim=t.attrs.axis))
 
 
 @dataclass(frozen=True)
@@ -198,8 +325,33 @@ def _slice(attrs: SliceAttrs, x: np.ndarray) -> np.ndarray:
     return x[tuple(index)].copy()
 
 
-_layout("slice", _slice_infer, _slice, SliceAttrs,
-        "slice(x)[...] = x[start:end:step] on the given axes (Python's clamping rules)")
+def slice_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    result = list(index)
+    for axis, start, end, step in zip(site.attrs.axes, site.attrs.starts, site.attrs.ends, site.attrs.steps):
+        a = norm_axis(axis, x.type.rank)
+        d = x.type.shape[a]
+        if isinstance(d, int) and isinstance(start, int) and isinstance(end, int):
+            first = range(*slice(start, end, step).indices(d)).start
+        elif isinstance(start, int) and start >= 0 and step > 0:
+            first = start           # x[s:] or x[:T] on a symbolic axis (what shape inference accepts)
+        else:
+            raise UnsupportedError(f"slice [{start}:{end}:{step}] of axis {a} ({d}) is not supported by the minic backend")
+        result[a] = BinOp("add", const(first), BinOp("mul", index[a], const(step)))
+    return x.at(tuple(result))
+
+
+def _torch_slice(t, x):
+    index = [slice(None)] * x.dim()
+    for axis, start, end, step in zip(t.attrs.axes, t.attrs.starts, t.attrs.ends, t.attrs.steps):
+        if step < 0:
+            raise UnsupportedError("slice: torch has no negative steps")
+        index[axis] = slice(t.size(start), None if end == END else t.size(end), step)
+    return x[tuple(index)]
+
+
+_layout("slice", _slice_infer, _slice, slice_rule, SliceAttrs,
+        "slice(x)[...] = x[start:end:step] on the given axes (Python's clamping rules)", _torch_slice)
 
 
 def _gather_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -216,8 +368,29 @@ def _gather(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.take(data, idx, axis=attrs.axis)
 
 
-_layout("gather", _gather_infer, _gather, AxisAttrs,
-        "gather(data, idx, axis)[..., i..., ...] = data[..., idx[i...], ...] (embedding is axis 0)", arity=(2, 2))
+def gather_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    data, idx = site.inputs
+    axis = norm_axis(site.attrs.axis, data.type.rank)
+    k = idx.type.rank
+    i = idx.at(index[axis:axis + k])
+    if i.dtype != DType.i64:
+        i = Cast(DType.i64, i)
+    n = data.type.shape[axis]
+    # Negative indices count from the end; anything still outside is clamped so
+    # that a bad token id can never read outside the table.
+    i = Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i)
+    return data.at(index[:axis] + (clamp(i, n),) + index[axis + k:])
+
+
+def _torch_gather(t, x, idx):
+    if idx.dim() == 1:
+        return t.torch.index_select(x, t.attrs.axis, idx)
+    return t.torch.index_select(x, t.attrs.axis, idx.reshape(-1)).reshape(t.out)
+
+
+_layout("gather", _gather_infer, _gather, gather_rule, AxisAttrs,
+        "gather(data, idx, axis)[..., i..., ...] = data[..., idx[i...], ...] (embedding is axis 0)", _torch_gather,
+        arity=(2, 2))
 
 
 @dataclass(frozen=True)
@@ -249,4 +422,40 @@ def _pad(attrs: PadAttrs, x: np.ndarray) -> np.ndarray:
     return np.pad(x, widths, mode=attrs.mode)
 
 
-_layout("pad", _pad_infer, _pad, PadAttrs, "pad(x, pads): widen each axis by pads (constant, reflect or edge)")
+def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    rank = x.type.rank
+    before = site.attrs.pads[:rank]
+    mode = site.attrs.mode
+    inside: Expr | None = None
+    source: list[Expr] = []
+    for a in range(rank):
+        n = x.type.shape[a]
+        i = BinOp("sub", index[a], const(before[a])) if before[a] else index[a]
+        if mode == "reflect":       # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+            i = BinOp("max", i, BinOp("sub", const(0), i))
+            last = BinOp("sub", dim_expr(n), const(1))
+            i = BinOp("min", i, BinOp("sub", BinOp("mul", const(2), last), i))
+        if mode == "constant" and (before[a] or site.attrs.pads[a + rank]):
+            ok = in_range(i, const(0), dim_expr(n))
+            inside = ok if inside is None else BinOp("and", inside, ok)
+        source.append(clamp(i, n))
+    element = x.at(tuple(source))
+    if inside is None:
+        return element
+    return Select(inside, element, const(site.attrs.value, x.type.dtype))
+
+
+def _torch_pad(t, x):
+    widths = []
+    rank = x.dim()
+    for axis in reversed(range(rank)):               # torch lists the last axis first
+        widths += [t.attrs.pads[axis], t.attrs.pads[axis + rank]]
+    mode = {"edge": "replicate"}.get(t.attrs.mode, t.attrs.mode)
+    if mode != "constant":                            # torch pads all but N, C in these modes
+        widths = widths[:2 * (rank - 2)]
+    return t.F.pad(x, widths, mode=mode, value=t.attrs.value if mode == "constant" else None)
+
+
+_layout("pad", _pad_infer, _pad, pad_rule, PadAttrs, "pad(x, pads): widen each axis by pads (constant, reflect or edge)",
+        _torch_pad)

@@ -1,12 +1,15 @@
 """Ops that reduce and then map over the same rows: softmax, log_softmax,
-layer_norm and batch_norm (inference form)."""
+layer_norm and batch_norm (inference form).  Their compute rules nest Reduce
+expressions in an elementwise map, so each becomes one kernel."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.ops import OpDef, OpKind, register
+from minic.ir.compute import Operand, Reduce, Site, count, fconst, reduce_axes
+from minic.ir.loops import BinOp, Call, Expr, dim_expr
+from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axis, require
 from minic.ir.types import TensorType
 
@@ -36,10 +39,39 @@ def log_softmax(attrs: AxisAttrs, x: np.ndarray) -> np.ndarray:
     return (s - np.log(np.exp(s).sum(axis=attrs.axis, keepdims=True))).astype(x.dtype)
 
 
-register(OpDef("softmax", OpKind.NORMALIZE, _float_same, softmax, AxisAttrs,
-               doc="softmax(x)[i] = exp(x[i] - max x) / sum exp(x - max x), along axis"))
-register(OpDef("log_softmax", OpKind.NORMALIZE, _float_same, log_softmax, AxisAttrs,
-               doc="log_softmax(x) = x - max x - log sum exp(x - max x), along axis"))
+def _row(site: Site, x: Operand, axis: int, index: tuple[Expr, ...]):
+    """A fresh variable running along ``axis`` and the input index it gives."""
+    v = site.fresh.var("r")
+    return ((v, dim_expr(x.type.shape[axis])),), index[:axis] + (v,) + index[axis + 1:]
+
+
+def _softmax_parts(site: Site, index: tuple[Expr, ...]) -> tuple[Expr, Expr]:
+    """x[index] - max x and sum exp(x - max x), along the row through ``index``."""
+    x = site.inputs[0]
+    axis = norm_axis(site.attrs.axis, x.type.rank)
+    loops, row = _row(site, x, axis, index)
+    peak = Reduce("max", loops, x.at(row))           # subtracting the max keeps exp finite
+    loops, row = _row(site, x, axis, index)
+    total = Reduce("sum", loops, Call("exp", (BinOp("sub", x.at(row), peak),)))
+    return BinOp("sub", x.at(index), peak), total
+
+
+def softmax_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    shifted, total = _softmax_parts(site, index)
+    return BinOp("div", Call("exp", (shifted,)), total)
+
+
+def log_softmax_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    shifted, total = _softmax_parts(site, index)
+    return BinOp("sub", shifted, Call("log", (total,)))
+
+
+define("softmax", OpKind.NORMALIZE, _float_same, softmax, softmax_rule, AxisAttrs,
+       doc="softmax(x)[i] = exp(x[i] - max x) / sum exp(x - max x), along axis",
+       torch=lambda t, x: t.torch.softmax(x, t.attrs.axis))
+define("log_softmax", OpKind.NORMALIZE, _float_same, log_softmax, log_softmax_rule, AxisAttrs,
+       doc="log_softmax(x) = x - max x - log sum exp(x - max x), along axis",
+       torch=lambda t, x: t.torch.log_softmax(x, t.attrs.axis), sample="softmax")
 
 
 @dataclass(frozen=True)
@@ -72,8 +104,34 @@ def layer_norm(attrs: LayerNormAttrs, x: np.ndarray, scale=None, bias=None) -> n
     return y.astype(x.dtype)
 
 
-register(OpDef("layer_norm", OpKind.NORMALIZE, _layer_norm_infer, layer_norm, LayerNormAttrs, arity=(1, 3),
-               doc="layer_norm(x, scale?, bias?) = (x - mean) / sqrt(var + eps) * scale + bias"))
+def layer_norm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    dt = x.type.dtype
+    first = norm_axis(site.attrs.axis, x.type.rank)
+    axes = tuple(range(first, x.type.rank))
+    n = count(x.type.shape[first:], dt)
+    loops, source = reduce_axes(site, x, axes, True, index)
+    mean = BinOp("div", Reduce("sum", loops, x.at(source)), n)
+    loops, source = reduce_axes(site, x, axes, True, index)
+    centred = BinOp("sub", x.at(source), mean)
+    var = BinOp("div", Reduce("sum", loops, BinOp("mul", centred, centred)), n)
+    y = BinOp("div", BinOp("sub", x.at(index), mean),
+              Call("sqrt", (BinOp("add", var, fconst(site.attrs.eps, dt)),)))
+    if len(site.inputs) > 1:
+        y = BinOp("mul", y, site.inputs[1].at(index[first:]))
+    if len(site.inputs) > 2:
+        y = BinOp("add", y, site.inputs[2].at(index[first:]))
+    return y
+
+
+def _torch_layer_norm(t, x, *params):
+    shape = t.node.inputs[0].type.shape[t.attrs.axis % x.dim():]    # static: spelled as ints
+    return t.F.layer_norm(x, shape, *params, eps=t.attrs.eps)
+
+
+define("layer_norm", OpKind.NORMALIZE, _layer_norm_infer, layer_norm, layer_norm_rule, LayerNormAttrs,
+       arity=(1, 3), doc="layer_norm(x, scale?, bias?) = (x - mean) / sqrt(var + eps) * scale + bias",
+       torch=_torch_layer_norm)
 
 
 @dataclass(frozen=True)
@@ -95,5 +153,15 @@ def batch_norm(attrs: BatchNormAttrs, x, scale, bias, mean, var) -> np.ndarray:
     return ((x - mean.reshape(shape)) * inv + bias.reshape(shape)).astype(x.dtype)
 
 
-register(OpDef("batch_norm", OpKind.ELEMENTWISE, _batch_norm_infer, batch_norm, BatchNormAttrs, arity=(5, 5),
-               doc="batch_norm(x, scale, bias, mean, var) = (x - mean) / sqrt(var + eps) * scale + bias, per channel"))
+def batch_norm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x, scale, bias, mean, var = site.inputs
+    channel = (index[1],)
+    dt = x.type.dtype
+    inv = BinOp("div", scale.at(channel), Call("sqrt", (BinOp("add", var.at(channel), fconst(site.attrs.eps, dt)),)))
+    return BinOp("add", BinOp("mul", BinOp("sub", x.at(index), mean.at(channel)), inv), bias.at(channel))
+
+
+define("batch_norm", OpKind.ELEMENTWISE, _batch_norm_infer, batch_norm, batch_norm_rule, BatchNormAttrs, arity=(5, 5),
+       doc="batch_norm(x, scale, bias, mean, var) = (x - mean) / sqrt(var + eps) * scale + bias, per channel",
+       torch=lambda t, x, scale, bias, mean, var: t.F.batch_norm(x, mean, var, scale, bias, training=False,
+                                                                 eps=t.attrs.eps))

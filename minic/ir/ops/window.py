@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.ops import OpDef, OpKind, register
+from minic.errors import UnsupportedError
+from minic.ir.compute import Reduce, Site, clamp, count, fconst, in_range, lowest, reduce_axes
+from minic.ir.loops import BinOp, Expr, Select, const, substitute
+from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
 from minic.ir.types import TensorType
 
@@ -89,10 +92,72 @@ def avg_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
     return (sums / count).astype(x.dtype)
 
 
-register(OpDef("max_pool2d", OpKind.WINDOW, _pool_infer, max_pool2d, PoolAttrs,
-               doc="max_pool2d(x)[n,c,i,j] = max over the window at (i·stride, j·stride)"))
-register(OpDef("avg_pool2d", OpKind.WINDOW, _pool_infer, avg_pool2d, PoolAttrs,
-               doc="avg_pool2d(x)[n,c,i,j] = mean over the window at (i·stride, j·stride)"))
+def _window(site: Site, index: tuple[Expr, ...]):
+    """The reduction variables of a pooling window, the input rows/columns they
+    reach, and whether each lies inside the input."""
+    x = site.inputs[0]
+    a = site.attrs
+    p, q = site.fresh.var("p"), site.fresh.var("q")
+    loops = ((p, const(a.kernel[0])), (q, const(a.kernel[1])))
+    h = BinOp("sub", BinOp("add", BinOp("mul", index[2], const(a.stride[0])), BinOp("mul", p, const(a.dilation[0]))), const(a.padding[0]))
+    w = BinOp("sub", BinOp("add", BinOp("mul", index[3], const(a.stride[1])), BinOp("mul", q, const(a.dilation[1]))), const(a.padding[1]))
+    H, W = x.type.shape[2], x.type.shape[3]
+    inside = BinOp("and", in_range(h, const(0), const(H)), in_range(w, const(0), const(W)))
+    element = x.at((index[0], index[1], clamp(h, H), clamp(w, W)))
+    return loops, h, w, inside, element
+
+
+def max_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    loops, _, _, inside, element = _window(site, index)
+    return Reduce("max", loops, Select(inside, element, lowest(element.dtype)))
+
+
+def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    loops, h, w, inside, element = _window(site, index)
+    dt = element.dtype
+    total = Reduce("sum", loops, Select(inside, element, fconst(0.0, dt)))
+    # The divisor counts the window's cells in the input, plus those in the
+    # explicit padding when count_include_pad (never ceil_mode's overhang).
+    a, x = site.attrs, site.inputs[0]
+    if a.count_include_pad:
+        H, W = x.type.shape[2] + a.padding[2], x.type.shape[3] + a.padding[3]
+        counted = BinOp("and", in_range(h, const(-a.padding[0]), const(H)),
+                        in_range(w, const(-a.padding[1]), const(W)))
+    else:
+        counted = inside
+    loops2, _, _, _, _ = _window(site, index)
+    rename = {v.name: v2 for (v, _), (v2, _) in zip(loops, loops2)}
+    cells = Reduce("sum", loops2, Select(substitute(counted, rename), fconst(1.0, dt), fconst(0.0, dt)))
+    return BinOp("div", total, cells)
+
+
+def symmetric(padding: tuple[int, int, int, int], op: str) -> tuple[int, int]:
+    """(top, left) of a padding torch can spell (it has no asymmetric padding)."""
+    top, left, bottom, right = padding
+    if (top, left) != (bottom, right):
+        raise UnsupportedError(f"{op}: torch has no asymmetric padding {list(padding)}")
+    return top, left
+
+
+def _torch_max_pool(t, x):
+    a = t.attrs
+    return t.F.max_pool2d(x, a.kernel, a.stride, symmetric(a.padding, "max_pool2d"), a.dilation, ceil_mode=a.ceil_mode)
+
+
+def _torch_avg_pool(t, x):
+    a = t.attrs
+    pad = symmetric(a.padding, "avg_pool2d")
+    if a.dilation != (1, 1):
+        raise UnsupportedError("avg_pool2d: torch has no dilated average pooling")
+    return t.F.avg_pool2d(x, a.kernel, a.stride, pad, ceil_mode=a.ceil_mode, count_include_pad=a.count_include_pad)
+
+
+define("max_pool2d", OpKind.WINDOW, _pool_infer, max_pool2d, max_pool2d_rule, PoolAttrs,
+       doc="max_pool2d(x)[n,c,i,j] = max over the window at (i·stride, j·stride)", torch=_torch_max_pool,
+       sample="pool")
+define("avg_pool2d", OpKind.WINDOW, _pool_infer, avg_pool2d, avg_pool2d_rule, PoolAttrs,
+       doc="avg_pool2d(x)[n,c,i,j] = mean over the window at (i·stride, j·stride)", torch=_torch_avg_pool,
+       sample="pool")
 
 
 def _global_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
@@ -101,6 +166,13 @@ def _global_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(x.shape[:2] + (1,) * (x.rank - 2), x.dtype)]
 
 
-register(OpDef("global_avg_pool", OpKind.REDUCTION, _global_infer,
-               lambda attrs, x: x.mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(x.dtype),
-               doc="global_avg_pool(x)[n,c,1,1] = mean over all spatial positions"))
+def global_avg_pool_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    loops, source = reduce_axes(site, x, tuple(range(2, x.type.rank)), True, index)
+    return BinOp("div", Reduce("sum", loops, x.at(source)), count(x.type.shape[2:], x.type.dtype))
+
+
+define("global_avg_pool", OpKind.REDUCTION, _global_infer,
+       lambda attrs, x: x.mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(x.dtype), global_avg_pool_rule,
+       doc="global_avg_pool(x)[n,c,1,1] = mean over all spatial positions",
+       torch=lambda t, x: t.F.adaptive_avg_pool2d(x, 1) if x.dim() == 4 else x.mean(dim=tuple(range(2, x.dim())), keepdim=True))
