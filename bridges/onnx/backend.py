@@ -75,4 +75,34 @@ def compile(source: ModelSource, **options: Any) -> Runner:
         feed = {n: np.asarray(a, order="C") for n, a in zip(names, arrays) if n in used}
         outs = session.run(None, feed)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def op_times(*arrays: np.ndarray, repeat: int = 10) -> list[tuple[str, str, float]]:
+        """(node, op type, seconds per run) from ORT's own profiler, on a profiling session."""
+        feed = {n: np.asarray(a, order="C") for n, a in zip(names, arrays) if n in used}
+        return profile_nodes(model, provider, level, feed, repeat)
+
+    run.op_times = op_times
     return run
+
+
+def profile_nodes(model, provider: str, level: str, feed: dict, repeat: int) -> list[tuple[str, str, float]]:
+    """Run ``model`` ``repeat`` times after a warm-up with ORT's profiler on; each node's
+    mean kernel time per run (nodes as ORT ran them: after its fusions)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from bridges.onnx.compare import ort_session
+    with tempfile.TemporaryDirectory() as tmp:
+        session = ort_session(model, provider, level, profile_prefix=str(Path(tmp) / "ort"))
+        for _ in range(repeat + 1):
+            session.run(None, feed)
+        events = json.loads(Path(session.end_profiling()).read_text())
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")
+    warm_end = runs[0][1] if runs else 0
+    total: dict[tuple[str, str], float] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= warm_end:
+            key = (e["name"][: -len("_kernel_time")], e["args"].get("op_name", ""))
+            total[key] = total.get(key, 0.0) + e["dur"] * 1e-6
+    return [(name, op, t / repeat) for (name, op), t in total.items()]

@@ -36,9 +36,10 @@ class AccuracyRow:
 
 
 def ort_session(model: onnx.ModelProto, provider: str = "CPUExecutionProvider",
-                level: str = "all", threads: int | None = None):
+                level: str = "all", threads: int | None = None, profile_prefix: str | None = None):
     """An ONNX Runtime session on ``model`` (``level``: "disabled", "basic", "all";
-    ``threads``: intra-op threads, default one per core)."""
+    ``threads``: intra-op threads, default one per core; ``profile_prefix``: turn on
+    ORT's profiler, which writes ``<prefix>_<date>.json`` when the session ends profiling)."""
     import onnxruntime as ort
 
     levels = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -51,6 +52,9 @@ def ort_session(model: onnx.ModelProto, provider: str = "CPUExecutionProvider",
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads is not None:
         options.intra_op_num_threads = threads
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     return ort.InferenceSession(model.SerializeToString(), options, providers=[provider])
 
 

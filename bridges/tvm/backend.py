@@ -39,12 +39,22 @@ def compile(source: ModelSource, **options: Any):
         raise UserError(f"backend 'tvm': unknown option '{unknown[0]}' (options: {', '.join(OPTIONS)})")
     compiled: dict[tuple, Any] = {}
 
-    def run(*arrays: np.ndarray):
-        arrays = tuple(np.asarray(a) for a in arrays)
+    def runner(arrays: tuple[np.ndarray, ...]):
         key = tuple((a.shape, a.dtype.str) for a in arrays)
         if key not in compiled:
             compiled[key] = compile_for_shapes(source, arrays, **options)
-        return compiled[key](*arrays)
+        return compiled[key]
+
+    def run(*arrays: np.ndarray):
+        arrays = tuple(np.asarray(a) for a in arrays)
+        return runner(arrays)(*arrays)
+
+    def op_times(*arrays: np.ndarray, repeat: int = 10):
+        """Each VM call's time (``VMRunner.op_times``) at these inputs' shapes."""
+        arrays = tuple(np.asarray(a) for a in arrays)
+        return runner(arrays).op_times(*arrays, repeat=repeat)
+
+    run.op_times = op_times
 
     compiled[tuple((a.shape, a.dtype.str) for a in source.example_inputs)] = \
         compile_for_shapes(source, source.example_inputs, **options)

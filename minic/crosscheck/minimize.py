@@ -2,7 +2,7 @@
 
 Greedy delta debugging over nodes.  Removing a node rewires its users (and the
 graph outputs) to a same-typed input of that node, or else to a fresh graph
-input of the result's type; whatever becomes unused (nodes, constants, inputs)
+input of the result's type (named as the result, so its value can be fed); whatever becomes unused (nodes, constants, inputs)
 goes too.  Each candidate is verified and kept only if ``still_fails`` says so,
 and the sweep repeats until no node can go.  Then outputs are dropped one by
 one the same way.  With graphs of <= ~10 nodes that is at most a few dozen
@@ -29,8 +29,10 @@ def prune(graph: Graph) -> Graph:
                  nodes[::-1], [c for c in graph.constants if c in live])
 
 
-def _fresh(graph: Graph, like: Value) -> Value:
-    taken = {v.name for v in graph.values()}
+def _fresh(taken: set[str], like: Value) -> Value:
+    """A new input standing for ``like``: named as it, so a caller can feed it ``like``'s value."""
+    if like.name not in taken:
+        return Value(like.name, like.type)
     i = 0
     while f"r{i}" in taken:
         i += 1
@@ -41,12 +43,14 @@ def without(graph: Graph, node: Node) -> Graph | None:
     """``graph`` with ``node`` removed and its results replaced (None if that is impossible)."""
     replace: dict[Value, Value] = {}
     new_inputs = list(graph.inputs)
+    taken = {v.name for v in graph.values()} - {v.name for v in node.outputs}
     for out in node.outputs:
         same = [v for v in node.inputs if v.type == out.type]
         if same:
             replace[out] = same[0]
         else:
-            replace[out] = _fresh(Graph(graph.name, new_inputs, [], graph.nodes, graph.constants), out)
+            replace[out] = _fresh(taken, out)
+            taken.add(replace[out].name)
             new_inputs.append(replace[out])
     outputs = [replace.get(v, v) for v in graph.outputs]
     # An output must be computed by a node; one that became an input or constant is dropped.

@@ -306,6 +306,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                                       "(a dangling input, or the graph has a cycle / is not in topological order)")
             else:
                 inputs.append(b.env[name_])
+        first = len(b.graph.nodes)
         refusal: UnsupportedError | None = None
         if convert is not None:
             try:
@@ -330,6 +331,8 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             except UnsupportedError as e:
                 raise (refusal or type(e)(f"{where}: in its ONNX function body: {e}")) from None
             outs = [b.env.get(name_) for name_ in node.output]
+        for made in b.graph.nodes[first:]:           # where each minic node came from
+            made.source, made.scope = label, onnx_scope(node.name)
         for out_name, v in zip(node.output, outs):
             if out_name and v is not None:
                 b.env[out_name] = _named(b, v, out_name)
@@ -361,6 +364,21 @@ def _check_schema(node, opset: int, where: str) -> None:
             raise OnnxImportError(f"{where}: unknown attribute '{name}'")
         if a.type != schema.attributes[name].type:
             raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
+
+
+def onnx_scope(node_name: str) -> str:
+    """The module path in a node name torch.onnx.export wrote: ``/layers.0/attention/wq/MatMul``
+    -> ``layers.0.attention.wq``.  The path's parts are module attributes, up to the first part
+    that is an op (CamelCase); ONNX Runtime's fused names (``fused /fc1/Gemm``,
+    ``/norm/Mul_1/SimplifiedLayerNormFusion/``) keep the first node's path."""
+    if "/" not in node_name:
+        return ""
+    parts = []
+    for part in node_name[node_name.index("/"):].split("/")[1:]:
+        if not part or part[0].isupper():
+            break
+        parts.append(part)
+    return ".".join(parts)
 
 
 def clean_name(name: str) -> str:

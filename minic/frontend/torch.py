@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -99,14 +100,25 @@ def _at_least_two(x: Any, axes: dict[int, str]) -> Any:
     return x
 
 
+_TORCH_DIR = str(Path(torch.__file__).parent)
+
+
 def source_of(node: fx.Node) -> str:
-    """``file:line (code)`` of the user's line that produced ``node``."""
+    """``file:line (code)`` of the user's line that produced ``node``: the innermost
+    frame outside torch itself (``F.linear`` inside ``nn.Linear`` is not the user's)."""
     trace = node.meta.get("stack_trace") or ""
     frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
     if not frames:
         return "<unknown source>"
-    path, line, code = frames[-1]
+    user = [f for f in frames if not f[0].startswith(_TORCH_DIR)]
+    path, line, code = (user or frames)[-1]
     return f"{path}:{line} ({code.strip()})"
+
+
+def scope_of(node: fx.Node) -> str:
+    """The dotted path of the innermost module ``node`` runs in ("layers.0.attention.wq"; "" for the top)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return list(stack.values())[-1][0] if stack else ""
 
 
 def op_name(node: fx.Node) -> str:
@@ -280,7 +292,7 @@ class Converter:
         the output Value, or the tuple of outputs when ``many``."""
         opdef = ops.get(op)
         attrs = opdef.attrs() if attrs is None else attrs
-        node = Node(op, list(inputs), [], attrs)
+        node = Node(op, list(inputs), [], attrs, source=source_of(self.current), scope=scope_of(self.current))
         types = infer_node(node)
         base = name or self.current.name
         node.outputs = [Value(self.fresh(base if not many else f"{base}_{i}"), t)

@@ -37,6 +37,8 @@ class Node:
     outputs: list[Value]
     attrs: Any                          # the op's attribute dataclass instance
     group: int | None = None            # fusion group, set by the fuse pass
+    source: str = ""                    # where the user wrote it: "model.py:12 (x = self.fc(x))", an ONNX node name
+    scope: str = ""                     # the module it belongs to: "layers.0.attention.wq" (torch or ONNX names)
 
     def __repr__(self) -> str:
         return f"Node({self.op}, {[v.name for v in self.inputs]} -> {[v.name for v in self.outputs]})"
