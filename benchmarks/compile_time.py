@@ -1,6 +1,8 @@
 """Compile time of a zoo model from a Graph, with a cold cache: where the seconds go.
 
-    python benchmarks/compile_time.py llama-tiny [--opt-level 3] [--repeat 3]
+    python benchmarks/compile_time.py llama-tiny [--opt-level N] [--repeat 3]
+
+The default LLVM level is the product's (``CompileOptions().opt_level``, O2).
 
 torch.export (the frontend) is timed apart: the target is minic's own compile
 from a Graph.  Stages: graph passes + fusion + lowering + scheduling
@@ -24,7 +26,8 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
-    parser.add_argument("--opt-level", type=int, default=3)
+    parser.add_argument("--opt-level", type=int, default=CompileOptions().opt_level,
+                        help="LLVM level (default: the product's, %(default)s)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     source = load(args.model)

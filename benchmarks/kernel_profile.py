@@ -3,7 +3,8 @@
     python benchmarks/kernel_profile.py llama-tiny [--top 15]
 
 Prints each kernel's median time, its share of the sum, and GFLOPS for
-contractions (multiply-adds x 2 / time).  Kernels run alone, so caches are
+contractions (multiply-adds x 2 / time); and how many kernels hand work to the
+thread pool at these sizes (the run-time decision of ``codegen/parallel.py``).  Kernels run alone, so caches are
 warmer than inside the model: the sum is a lower bound of the model's latency.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from minic.api import load
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
 from minic.ir.types import TensorType
+from minic.codegen.parallel import uses_pool
 from minic.runtime import CompileOptions, prepare
 from minic.runtime.backend import source_graph
 from minic.schedule.measure import flops, measure
@@ -51,6 +53,10 @@ def main() -> None:
         rows.append((t.seconds, k.name, fl / t.seconds / 1e9 if fl else 0.0))
     total = sum(r[0] for r in rows)
     print(f"{args.model}: {len(rows)} kernels, sum of kernel medians {total * 1e3:.3f} ms")
+    pooled = sum(uses_pool(k, sizes, options.threads) for k in program.kernels)
+    shape = ", ".join(f"{name}={value}" for name, value in sorted(sizes.items()))
+    print(f"{pooled} of {len(program.kernels)} kernels use the thread pool at {shape or 'these sizes'} "
+          f"({options.threads} threads)")
     print(f"{'kernel':48} {'ms':>8} {'share':>6} {'GFLOPS':>7}")
     for seconds, name, gf in sorted(rows, reverse=True)[:args.top]:
         print(f"{name[:48]:48} {seconds * 1e3:8.3f} {seconds / total:6.1%} {gf:7.1f}" if gf else

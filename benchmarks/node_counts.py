@@ -2,6 +2,7 @@
 
     python benchmarks/node_counts.py [--size small|full]          # imported with torch.export
     python benchmarks/node_counts.py --size small --onnx          # exported by torch.onnx.export, then imported
+    python benchmarks/node_counts.py --no-explicit-padding        # -O2 without the pads explicit-padding adds
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import minic
 from minic import models
-from minic.passes import optimize
+from minic.passes import optimize, pipeline
 
 
 def onnx_graph(name: str, size: str, folder: Path):
@@ -35,14 +36,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", choices=("small", "full"), default="full")
     parser.add_argument("--onnx", action="store_true", help="start from torch.onnx.export files")
+    parser.add_argument("--no-explicit-padding", action="store_true",
+                        help="run -O2 without explicit-padding (no pad nodes of its own)")
     args = parser.parse_args()
-    print(f"| model ({args.size}{', from ONNX' if args.onnx else ''}) | nodes before | after -O2 | change |")
+    passes = [p for p in pipeline(2) if p != "explicit-padding"] if args.no_explicit_padding else None
+    level = "-O2" + (" without explicit-padding" if args.no_explicit_padding else "")
+    print(f"| model ({args.size}{', from ONNX' if args.onnx else ''}) | nodes before | after {level} | change |")
     print("| --- | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as folder:
         for name in models.names():
             graph = (onnx_graph(name, args.size, Path(folder)) if args.onnx
                      else minic.api.graph_of(minic.load(name, size=args.size)))
-            after = optimize(graph, level=2)
+            after = optimize(graph, level=2, passes=passes)
             n0, n1 = len(graph.nodes), len(after.nodes)
             print(f"| {name} | {n0} | {n1} | {100 * (n1 - n0) / n0:+.0f}% |")
 

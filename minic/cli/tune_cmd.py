@@ -85,7 +85,9 @@ def handle(args: argparse.Namespace) -> int:
         records.append(path, [as_record(r, options) for r in results])
     console.print(kernel_table(source.name, results, [(k, recorded(k)) for k in kernels if recorded(k)], sizes,
                                time.perf_counter() - t0))
-    console.print(f"records: {path}")
+    kept = [r.kept_default for r in results] + [rec.kept_default for _, rec in
+                                                 ((k, recorded(k)) for k in kernels) if rec is not None]
+    console.print(f"{sum(kept)} of {len(kept)} kernels kept the default schedule; records: {path}")
     if args.model_repeat:
         return model_check(console, source, graph, path, args.model_repeat)
     return 0

@@ -26,7 +26,8 @@ from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter
 from minic.codegen.pool import pool_run
-from minic.ir.loops import Allocate, BinOp, Expr, For, If, Load, Seq, Stmt, const, free_vars, substitute, walk
+from minic.ir.loops import (Allocate, BinOp, Expr, For, ForKind, Function, If, Load, Seq, Stmt, const, free_vars,
+                            sub_stmts, substitute, walk)
 from minic.ir.loops_simplify import simplify
 
 CHUNKS_PER_THREAD = 4
@@ -52,6 +53,38 @@ def work(s: Stmt) -> Expr:
     if isinstance(s, If):
         return simplify(BinOp("max", work(s.then), work(s.otherwise) if s.otherwise is not None else const(0)))
     return const(1)
+
+
+def pool_work(s: For) -> Expr | None:
+    """The innermost iterations of the whole parallel loop ``s``, the figure the run-time
+    test compares with PARALLEL_WORK; None where no test is made (the body's work reads
+    memory): then the loop always goes to the pool."""
+    per_iteration = substitute(work(s.body), {s.var.name: s.start})
+    if any(isinstance(x, Load) for x in walk(per_iteration)):
+        return None
+    return simplify(BinOp("mul", s.extent, per_iteration))
+
+
+def uses_pool(f: Function, sizes: dict[str, int], threads: int) -> bool:
+    """Whether a run of kernel ``f`` at ``sizes`` hands chunks to the pool's threads:
+    the decision ``emit_parallel``'s code makes at run time, taken here in Python
+    (an enclosing loop's variable taken at its first iteration)."""
+    from minic.ir.loops_interp import Interpreter
+    if threads < 2:
+        return False
+    run = Interpreter(sizes, {})
+    todo = [f.body]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, For) and s.kind == ForKind.PARALLEL:      # nested ones run inside it, serially
+            total = pool_work(s)
+            if total is None or run.eval(total) >= PARALLEL_WORK:
+                return True
+            continue
+        if isinstance(s, For):
+            run.env[s.var.name] = run.eval(s.start)
+        todo.extend(sub_stmts(s))
+    return False
 
 
 # The context is an array of i64 (pointers stored as integers): a flat layout
@@ -95,9 +128,8 @@ def emit_parallel(e: Emitter, s: For) -> None:
     # A few chunks per thread: a thread the OS runs late leaves its share to the others.
     most = ir.Constant(I64, CHUNKS_PER_THREAD * threads)
     chunks = b.select(b.icmp_signed("<", extent, most), extent, most)
-    per_iteration = substitute(work(s.body), {s.var.name: s.start})
-    if free_vars(per_iteration) <= set(e.vars) and not any(isinstance(x, Load) for x in walk(per_iteration)):
-        total = b.mul(extent, e.expr(per_iteration))
-        small = b.icmp_signed("<", total, ir.Constant(I64, PARALLEL_WORK))
+    total = pool_work(s)
+    if total is not None and free_vars(total) <= set(e.vars):
+        small = b.icmp_signed("<", e.expr(total), ir.Constant(I64, PARALLEL_WORK))
         chunks = b.select(small, ir.Constant(I64, 1), chunks)
     b.call(pool_run(module, threads), [body, b.bitcast(ctx, PTR), start, b.add(start, extent), chunks])

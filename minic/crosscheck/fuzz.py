@@ -9,10 +9,12 @@ f32 and in f64 differ by more than a tenth of the tolerance, so a correct
 compiler could legitimately differ by more than the tolerance), is thrown away
 and the next attempt drawn.  The reference is PyTorch eager on ``to_torch(graph)``;
 each path is one cell of the verify matrix (``check``), judged by the
-tolerance policy.
+tolerance policy.  A graph whose reference cannot be computed at all (``to_torch``
+or PyTorch raises on a graph minic's verifier accepted) is not redrawn: that is a
+bug in minic's translation, reported as a failure of the ``torch`` path.
 
-A failing cell that trips a documented production-tool bug (``known_bugs``)
-counts as ``known``.  Any other failing cell (mismatch or crash) is shrunk by ``minimize`` — rerunning the
+A failing cell that shows the symptom of a documented production-tool bug on a
+graph that holds its trigger (``known_bugs``) counts as ``known``.  Any other failing cell (mismatch or crash) is shrunk by ``minimize`` — rerunning the
 same path and asking for the same kind of failure — and, given a folder, saved
 there as a ``.mc`` regression with a header saying where it came from.
 """
@@ -66,16 +68,28 @@ def _eager(module: torch.nn.Module, arrays, dtype=None) -> tuple[np.ndarray, ...
         return tuple(t.numpy() for t in as_tuple(module(*tensors)))
 
 
+REFERENCE = "torch"                         # the path a failing reference is reported on
+
+
+class ReferenceFailure(Exception):
+    """``to_torch`` or PyTorch eager raised on a valid graph: a bug in minic's translation."""
+
+    def __init__(self, graph: Graph, seed: int, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {str(error)[:300]}")
+        self.graph, self.seed, self.error = graph, seed, error
+
+
 def prepare(graph: Graph, seed: int) -> Case | None:
     """The case for ``graph`` and input seed ``seed``; None if its numbers are unfit
-    to judge a compiler by (not finite, or ill-conditioned)."""
-    module = to_torch(graph)
+    to judge a compiler by (not finite, or ill-conditioned).  ReferenceFailure when
+    the reference cannot be computed."""
     inputs = make_inputs(graph, seed, RUN_DIMS)
     try:
+        module = to_torch(graph)
         reference = _eager(module, inputs)
         precise = _eager(to_torch(graph, torch.float64), inputs, np.float64)
-    except Exception:                       # noqa: BLE001 - torch rejects this graph: draw another
-        return None
+    except Exception as e:                  # noqa: BLE001 - any error here is minic's translation failing
+        raise ReferenceFailure(graph, seed, e) from e
     if not all(np.isfinite(r.astype(np.float64)).all() for r in reference):
         return None
     if not errors(reference, precise).within(tolerance(np.float32) / 10):
@@ -172,7 +186,12 @@ def fuzz(n: int, seed: int, backends: list[str], save_dir: Path | None = None, s
     """Run ``n`` random graphs through every path in ``backends``."""
     report = Report(seed, stats={b: Stats() for b in backends})
     for index in range(n):
-        case, thrown = draw(seed, index, config)
+        try:
+            case, thrown = draw(seed, index, config)
+        except ReferenceFailure as e:
+            report.graphs += 1
+            report.failures.append(_reference_failure(e, index, save_dir, shrink))
+            continue
         report.graphs += 1
         report.thrown_away += thrown
         report.ops.update(node.op for node in case.graph.nodes)
@@ -181,7 +200,7 @@ def fuzz(n: int, seed: int, backends: list[str], save_dir: Path | None = None, s
             cell = run(case, backend)
             stats = report.stats[backend]
             stats.seconds += time.perf_counter() - t0
-            known = known_bug(case.graph, backend) if cell.status in FAILING else None
+            known = known_bug(case.graph, cell) if cell.status in FAILING else None
             stats.statuses["known" if known else cell.status] += 1
             if known:
                 stats.reasons[f"known: {known.ref}"] += 1
@@ -194,16 +213,39 @@ def fuzz(n: int, seed: int, backends: list[str], save_dir: Path | None = None, s
     return report
 
 
+def _reference_failure(e: ReferenceFailure, index: int, save_dir: Path | None, shrink: bool) -> Failure:
+    """The reference failed on graph ``index``: shrink it while the same exception comes back."""
+    def still_fails(graph: Graph) -> bool:
+        try:
+            prepare(graph, e.seed)
+        except ReferenceFailure as again:
+            return type(again.error) is type(e.error)
+        return False
+
+    graph = minimize(e.graph, still_fails) if shrink else e.graph
+    cell = Cell(e.graph.name, REFERENCE, "crash", detail=str(e))
+    failure = Failure(REFERENCE, index, e.seed, cell, graph, len(e.graph.nodes))
+    if save_dir is not None:
+        failure.path = save_regression(failure, Path(save_dir))
+    return failure
+
+
 def _failure(case: Case, index: int, backend: str, cell: Cell, save_dir: Path | None,
              shrink: bool) -> Failure:
     def still_fails(graph: Graph) -> bool:
-        smaller = prepare(graph, case.seed)
+        try:
+            smaller = prepare(graph, case.seed)
+        except ReferenceFailure:            # a different failure (the reference's): not this one
+            return False
         return smaller is not None and same_failure(run(smaller, backend), cell)
 
     graph = minimize(case.graph, still_fails) if shrink else case.graph
     failure = Failure(backend, index, case.seed, cell, graph, len(case.graph.nodes))
     if save_dir is not None:
-        final = prepare(graph, case.seed)
+        try:
+            final = prepare(graph, case.seed)
+        except ReferenceFailure:
+            final = None
         failure.cell = run(final, backend) if final is not None else cell
         failure.path = save_regression(failure, Path(save_dir))
     return failure

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minic.codegen.parallel import PARALLEL_WORK, work
+from minic.codegen.parallel import PARALLEL_WORK, uses_pool, work
 from minic.ir.loops import Buffer, For, ForKind, If, Role, Seq, Store, Var, const, print_function
 from minic.ir.loops_interp import Interpreter
 from minic.ir.types import DType
@@ -42,6 +42,14 @@ def test_a_loop_whose_inner_extent_depends_on_its_variable_counts_its_first_iter
     triangle = For(i, const(2), const(6), ForKind.SERIAL,
                    For(j, const(0), i, ForKind.SERIAL, Store(y, (i, j), const(0.0, DType.f32))))
     assert Interpreter({}, {}).eval(work(triangle)) == 6 * 2
+
+
+def test_uses_pool_takes_the_run_time_decision_at_given_sizes():
+    kernel = prepare(graph_of("relu", [("T", 256)]), CompileOptions(use_cache=False, num_threads=2)).kernels[0]
+    rows = PARALLEL_WORK // 256                  # this many rows are just enough work for the pool
+    assert not uses_pool(kernel, {"T": rows - 1}, threads=2)
+    assert uses_pool(kernel, {"T": rows}, threads=2)
+    assert not uses_pool(kernel, {"T": rows}, threads=1)
 
 
 @pytest.mark.skipif(not LINUX, reason="counts threads in /proc")

@@ -7,14 +7,13 @@ import io
 import warnings
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
-onnx = pytest.importorskip("onnx")
-from_onnx = pytest.importorskip("minic.frontend.onnx", reason="the ONNX importer is not importable").from_onnx
-
-from minic.ir.interpret import interpret  # noqa: E402
-from minic.passes import optimize  # noqa: E402
+from minic.frontend.onnx import from_onnx
+from minic.ir.interpret import interpret
+from minic.passes import optimize
 
 SHAPE_OPS = {"shape", "reshape_dynamic", "gather", "concat", "unsqueeze", "div", "cast"}
 

@@ -47,7 +47,6 @@ def test_onnx_runtime_runs_it_given_a_function_definition(custom):
 
 
 def test_minic_importer_takes_it_with_the_converter_registered():
-    pytest.importorskip("minic.frontend.onnx")
     from minic.errors import UnsupportedError
     from minic.frontend.onnx import from_onnx
     from minic.ir.interpret import interpret
