@@ -1,33 +1,47 @@
 """eliminate-identity: ``identity(x) -> x`` and every op that, with its attributes, is one."""
 from __future__ import annotations
 
-from minic.ir.graph import Graph, Node
-from minic.passes.rewrite import clone, forward
+from minic.ir.graph import Graph, Value
+from minic.passes.rewrite import Match, rewrite, rule
 
 # Ops that cannot reorder elements: when the result has x's type, it *is* x.
 # (Not transpose: transpose(x: f32[4, 4], perm=[1, 0]) keeps the type.)
-SAME_TYPE_IS_IDENTITY = {"reshape", "flatten", "squeeze", "unsqueeze", "expand", "cast", "concat", "split", "pad"}
+SAME_TYPE_IS_IDENTITY = ("reshape", "flatten", "squeeze", "unsqueeze", "expand", "cast", "concat", "split", "pad")
 
 
-def is_identity(node: Node) -> bool:
-    """Whether ``node`` returns its first input unchanged (eval-mode dropout included)."""
-    if node.op in ("identity", "dropout"):
-        return True
-    if len(node.inputs) != 1 or len(node.outputs) != 1 or node.outputs[0].type != node.inputs[0].type:
-        return False
-    if node.op in SAME_TYPE_IS_IDENTITY:
-        return True
-    if node.op == "transpose":
-        return list(node.attrs.perm) == list(range(len(node.attrs.perm)))
-    if node.op == "slice":                         # x[0:n:1] over an axis of size n
-        return all(step == 1 for step in node.attrs.steps)
-    return False
+def _same_type(m: Match) -> bool:
+    node = m.node
+    return len(node.inputs) == 1 and len(node.outputs) == 1 and node.outputs[0].type == node.inputs[0].type
+
+
+@rule("identity", "dropout")
+def identity(m: Match) -> Value:
+    """identity(x) -> x, dropout(x) -> x (inference)"""
+    return m.node.inputs[0]
+
+
+@rule(*SAME_TYPE_IS_IDENTITY)
+def same_type(m: Match) -> Value | None:
+    """reshape/flatten/squeeze/unsqueeze/expand/cast/concat/split/pad(x) -> x when the result has x's type"""
+    return m.node.inputs[0] if _same_type(m) else None
+
+
+@rule("transpose")
+def identity_permutation(m: Match) -> Value | None:
+    """transpose(x, [0, 1, ..., n-1]) -> x"""
+    perm = list(m.node.attrs.perm)
+    return m.node.inputs[0] if _same_type(m) and perm == list(range(len(perm))) else None
+
+
+@rule("slice")
+def whole_slice(m: Match) -> Value | None:
+    """slice(x)[0:n:1] over axes of size n -> x  (a slice with steps 1 that keeps x's type)"""
+    return m.node.inputs[0] if _same_type(m) and all(s == 1 for s in m.node.attrs.steps) else None
+
+
+RULES = [identity, same_type, identity_permutation, whole_slice]
 
 
 def eliminate_identity(graph: Graph) -> Graph:
     """identity(x) -> x, dropout(x) -> x, and reshape/transpose/cast/expand/slice/... (x) -> x when a no-op."""
-    g = clone(graph)
-    for node in list(g.nodes):
-        if is_identity(node):
-            forward(g, node, node.inputs[0])
-    return g
+    return rewrite(graph, RULES)

@@ -1,5 +1,15 @@
 """The small toolkit every pass uses: copy a graph, redirect uses of a value,
-pick fresh names, add constants, drop what nothing uses.
+pick fresh names, add constants, drop what nothing uses -- and the rewrite
+engine most passes are written in: a table of rules, each matching a node
+shape and stating its identity, applied by ``rewrite`` to a fixpoint.
+
+    @rule("neg")
+    def double_negation(m: Match) -> Value | None:
+        "neg(neg(x)) -> x"
+        inner = m.producer(m.node.inputs[0], "neg")
+        return inner.inputs[0] if inner else None
+
+    def simplify(graph): return rewrite(graph, [double_negation, ...])
 
 A pass never changes its caller's graph: it starts with ``g = clone(graph)`` and
 then edits ``g`` in place, keeping ``g.nodes`` in topological order.
@@ -7,7 +17,8 @@ then edits ``g`` in place, keeping ``g.nodes`` in topological order.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -103,3 +114,92 @@ def drop_dead(graph: Graph) -> Graph:
     graph.nodes = kept[::-1]
     graph.constants = [c for c in graph.constants if c in live]
     return graph
+
+
+# --- the rewrite engine: rules matched at a node, applied greedily to a fixpoint ----------
+
+@dataclass
+class Match:
+    """What a rule sees: the node it is tried at, and the graph around it."""
+    graph: Graph
+    node: Node
+    producers: dict[Value, Node]
+    retired: list[Value] = field(default_factory=list)
+
+    def producer(self, v: Value, *ops: str) -> Node | None:
+        """The node computing ``v``, when it is one of ``ops`` (any op if none named)."""
+        node = self.producers.get(v)
+        return node if node is not None and (not ops or node.op in ops) else None
+
+    def users(self, v: Value) -> int:
+        return users(self.graph, v)
+
+    def constant(self, base: str, data: np.ndarray) -> Value:
+        return add_constant(self.graph, base, data)
+
+    def retire(self, *values: Value) -> None:
+        """Constants the replacement no longer reads: dropped at the end unless shared."""
+        self.retired.extend(values)
+
+
+# A rule returns what the node's output becomes -- an existing Value, or a new Node
+# (computing the node's outputs, or new Values of the same types that take over
+# their uses) -- or None where the identity does not apply.
+RuleFn = Callable[[Match], "Value | Node | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``fn`` tried at every node whose op is one of ``ops``; ``fn.__doc__`` states the identity."""
+    ops: tuple[str, ...]
+    fn: RuleFn
+
+    @property
+    def identity(self) -> str:
+        return (self.fn.__doc__ or "").strip().splitlines()[0]
+
+
+def rule(*ops: str) -> Callable[[RuleFn], Rule]:
+    """Decorator: the function is a rewrite rule rooted at nodes of ``ops``."""
+    return lambda fn: Rule(tuple(ops), fn)
+
+
+def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph:
+    """A copy of ``graph`` with ``rules`` applied until none applies (MLIR's greedy
+    pattern driver, tinygrad's graph_rewrite): sweeps in node order, the first rule
+    that applies at a node wins.  Nodes a rewrite leaves unread (the inner node of a
+    fused pair) and constants a rule retires are removed at the end."""
+    g = clone(graph)
+    by_op: dict[str, list[Rule]] = {}
+    for r in rules:
+        for op in r.ops:
+            by_op.setdefault(op, []).append(r)
+    inners: list[Node] = []
+    retired: list[Value] = []
+    for _ in range(max_sweeps):
+        changed = False
+        producers = g.producers()
+        for node in list(g.nodes):
+            if node not in g.nodes:
+                continue
+            for r in by_op.get(node.op, ()):
+                m = Match(g, node, producers)
+                result = r.fn(m)
+                if result is None:
+                    continue
+                inners += [p for v in node.inputs if (p := producers.get(v)) is not None]
+                retired += m.retired
+                if isinstance(result, Node):         # in the node's place; new outputs take over its uses
+                    g.nodes[g.nodes.index(node)] = result
+                    producers.update((v, result) for v in result.outputs)
+                    for old, new in zip(node.outputs, result.outputs):
+                        if old is not new:
+                            replace_uses(g, old, new)
+                else:
+                    forward(g, node, result)
+                changed = True
+                break
+        if not changed:
+            drop_unused(g, inners, retired)
+            return g
+    raise RuntimeError(f"rewrite of @{graph.name} did not reach a fixpoint in {max_sweeps} sweeps")
