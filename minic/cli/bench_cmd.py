@@ -29,16 +29,17 @@ from minic.errors import UserError
 from minic.files import write_atomic
 from minic.timing import fmt_ms, fmt_ratio, interleaved
 
-DEFAULT_VS = "torch,torch-compile,onnxruntime,tvm"
+DEFAULT_VS = "torch,torch-compile,onnxruntime,tvm,iree"
 BLOCK = 5                   # timed calls of one path in a row, within a round
 SETTLE_S = 0.2              # pause before a block: the last path's pool threads stop spinning
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="time minic against PyTorch, torch.compile, ONNX Runtime and TVM")
+    p = sub.add_parser("bench", help="time minic against PyTorch, torch.compile, ONNX Runtime, TVM and IREE")
     p.add_argument("model", help="zoo name, .onnx or .mc file")
     p.add_argument("--vs", default=DEFAULT_VS, help="paths to compare with minic, comma-separated "
-                   "(torch, torch-compile, or any backend name; default: %(default)s)")
+                   "(torch, torch-compile, or any backend name, BACKEND:VIA for a backend's via "
+                   "option, e.g. iree:linalg; default: %(default)s)")
     p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
     p.add_argument("--repeat", type=int, default=20, help="timed rounds (median reported)")
     p.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
@@ -76,12 +77,18 @@ def torch_compile(source: ModelSource):
     return run
 
 
-def _compile(source: ModelSource, path: str, reference, records: Path | None) -> Cell:
+def check_path(source: ModelSource, path: str, reference, records: Path | None = None) -> Cell:
+    """Compile and check one bench path: torch-compile, a backend, or BACKEND:VIA."""
     if path == "torch-compile":
         from minic import backends
         backends.register("torch-compile")(lambda s, **_: torch_compile(s))
+    backend, _, via = path.partition(":")            # iree:turbine -> backend iree, via="turbine"
     options = {"records": records} if path == "minic" and records else {}
-    return check(source, path, source.example_inputs, reference, F32, **options)
+    if via:
+        options["via"] = via
+    cell = check(source, backend, source.example_inputs, reference, F32, **options)
+    cell.backend = path
+    return cell
 
 
 def run_bench(source: ModelSource, paths: list[str], repeat: int, warmup: int, records: Path | None = None,
@@ -91,7 +98,7 @@ def run_bench(source: ModelSource, paths: list[str], repeat: int, warmup: int, r
     reference = as_tuple(backends.get("torch" if source.module is not None else "interp")(source)(*source.example_inputs))
     rows = []
     for path in paths:
-        rows.append(Row(path, _compile(source, path, reference, records)))
+        rows.append(Row(path, check_path(source, path, reference, records)))
         if progress:
             progress(path)
     live = [r for r in rows if r.cell.runner is not None]
