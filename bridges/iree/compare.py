@@ -9,7 +9,7 @@ affine -> LLVM -> ExecutionEngine):
 then whole compilers, each with its own lowering and kernels:
 
     minic              minic: passes -> loops -> schedules -> llvmlite
-    iree:VIA           torch-mlir / iree-turbine -> iree-compile (llvm-cpu, host) -> IREE runtime
+    iree-VIA           torch-mlir / iree-turbine -> iree-compile (llvm-cpu, host) -> IREE runtime
 
 Each row: ops per dialect (front ends), compile time (import + lowering + codegen;
 IREE: its import and the iree-compile process), median latency of interleaved
@@ -30,7 +30,7 @@ from minic.errors import MinicError
 from minic.timing import fmt_ms, fmt_ratio, interleaved
 
 FRONT_ENDS = ("mlir<-minic", "mlir<-torch-mlir")
-COMPILERS = ("minic", "iree:stablehlo", "iree:linalg", "iree:turbine")
+COMPILERS = ("minic", "iree-stablehlo", "iree-linalg", "iree-turbine")
 BLOCK, SETTLE_S = 5, 0.2
 
 

@@ -38,8 +38,8 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="time minic against PyTorch, torch.compile, ONNX Runtime, TVM and IREE")
     p.add_argument("model", help="zoo name, .onnx or .mc file")
     p.add_argument("--vs", default=DEFAULT_VS, help="paths to compare with minic, comma-separated "
-                   "(torch, torch-compile, or any backend name, BACKEND:VIA for a backend's via "
-                   "option, e.g. iree:linalg; default: %(default)s)")
+                   "(torch, torch-compile, any backend name, or a path of `minic debug` such as "
+                   "iree-linalg or mlir-tosa; default: %(default)s)")
     p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
     p.add_argument("--repeat", type=int, default=20, help="timed rounds (median reported)")
     p.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
@@ -78,14 +78,17 @@ def torch_compile(source: ModelSource):
 
 
 def check_path(source: ModelSource, path: str, reference, records: Path | None = None) -> Cell:
-    """Compile and check one bench path: torch-compile, a backend, or BACKEND:VIA."""
+    """Compile and check one bench path: torch-compile, a backend name, or a named
+    variant of one from ``minic.debug.paths`` (``iree-linalg``, ``mlir-tosa``)."""
+    from minic import backends
+    from minic.debug.paths import PATHS
     if path == "torch-compile":
-        from minic import backends
         backends.register("torch-compile")(lambda s, **_: torch_compile(s))
-    backend, _, via = path.partition(":")            # iree:turbine -> backend iree, via="turbine"
-    options = {"records": records} if path == "minic" and records else {}
-    if via:
-        options["via"] = via
+    backend, options = path, {}
+    if path not in backends.names() and path in PATHS:
+        backend, options = PATHS[path].backend, dict(PATHS[path].options)
+    if path == "minic" and records:
+        options["records"] = records
     cell = check(source, backend, source.example_inputs, reference, F32, **options)
     cell.backend = path
     return cell

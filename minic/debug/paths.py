@@ -80,7 +80,10 @@ register(DebugPath("onnxruntime", "onnxruntime", runs_onnx=True))
 register(DebugPath("tvm", "tvm"))
 register(DebugPath("mlir-linalg", "mlir", {"via": "linalg"}))
 register(DebugPath("mlir-tosa", "mlir", {"via": "tosa"}))
-ALIASES = {"mlir": "mlir-linalg", "ort": "onnxruntime"}
+register(DebugPath("iree-stablehlo", "iree", {"via": "stablehlo"}))
+register(DebugPath("iree-linalg", "iree", {"via": "linalg"}))
+register(DebugPath("iree-turbine", "iree", {"via": "turbine"}))
+ALIASES = {"mlir": "mlir-linalg", "ort": "onnxruntime", "iree": "iree-stablehlo"}
 
 
 def available() -> list[str]:

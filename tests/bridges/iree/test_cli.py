@@ -56,7 +56,7 @@ def test_compare_prints_the_table(capsys, tmp_path):
     assert "load average" in out and "| model | path | ops per dialect |" in out
     rows = {r["path"]: r for r in json.loads(path.read_text())}
     assert set(rows) == {"torch", "mlir<-minic", "mlir<-torch-mlir", "minic",
-                         "iree:stablehlo", "iree:linalg", "iree:turbine"}
+                         "iree-stablehlo", "iree-linalg", "iree-turbine"}
     for path_name, row in rows.items():
         assert row["status"] == "ok" and row["median_s"] > 0, row
         if path_name != "torch":
@@ -72,10 +72,10 @@ def test_verify_has_an_iree_column(capsys):
 
 def test_bench_times_iree_paths(capsys, tmp_path):
     path = tmp_path / "bench.json"
-    code, out, _ = cli(capsys, "bench", "mlp", "--size", "small", "--vs", "torch,iree,iree:linalg",
+    code, out, _ = cli(capsys, "bench", "mlp", "--size", "small", "--vs", "torch,iree,iree-linalg",
                        "--repeat", "2", "--warmup", "0", "--json", str(path))
     assert code == 0, out
     rows = {r["path"]: r for r in json.loads(path.read_text())["rows"]}
-    assert set(rows) == {"torch", "iree", "iree:linalg", "minic"}
-    assert rows["iree"]["status"] == rows["iree:linalg"]["status"] == "ok"
-    assert len(rows["iree:linalg"]["times_s"]) == 2
+    assert set(rows) == {"torch", "iree", "iree-linalg", "minic"}
+    assert rows["iree"]["status"] == rows["iree-linalg"]["status"] == "ok"
+    assert len(rows["iree-linalg"]["times_s"]) == 2
