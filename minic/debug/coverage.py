@@ -35,7 +35,8 @@ from minic.debug.paths import Chosen
 from minic.debug.stats import diff
 from minic.errors import UnsupportedError
 from minic.ir.graph import Graph, Node, Value
-from minic.ir.interpret import interpret
+from minic.ir.interpret import bind_symbols, interpret, resolve
+from minic.ir.types import TensorType
 from minic.ir.verify import verify
 
 REASON_CHARS = 240
@@ -105,10 +106,11 @@ def _first_line(e: Exception) -> str:
     return (label + msg)[:REASON_CHARS]
 
 
-def cut(graph: Graph, nodes: list[Node]) -> tuple[Graph, dict[Value, Value]]:
+def cut(graph: Graph, nodes: list[Node], env: dict[str, int]) -> tuple[Graph, dict[Value, Value]]:
     """``nodes`` as a graph of their own, each node apart: every non-constant input a graph
-    input of its own (even when another of the nodes computes it).  Returns the graph and,
-    for each of its inputs and outputs, the value of ``graph`` it stands for."""
+    input of its own (even when another of the nodes computes it), every symbolic dim bound
+    as in the model (``env``: a slice to ``T`` may have no input that says what T is).
+    Returns the graph and, for each of its inputs and outputs, the value of ``graph`` it stands for."""
     inputs: dict[Value, Value] = {}
     made, outs, origin = [], [], {}
     taken: set[str] = set()
@@ -116,12 +118,12 @@ def cut(graph: Graph, nodes: list[Node]) -> tuple[Graph, dict[Value, Value]]:
     def fresh(v: Value, suffix: str) -> Value:
         name = v.name if v.name not in taken else f"{v.name}_{suffix}"
         taken.add(name)
-        origin[copy := Value(name, v.type)] = v
+        origin[copy := Value(name, TensorType(v.type.concrete(env), v.type.dtype))] = v
         return copy
     for n in nodes:
         args = [v if v.is_constant else inputs.setdefault(v, fresh(v, "in")) for v in n.inputs]
         results = [fresh(v, "out") for v in n.outputs]
-        made.append(Node(n.op, args, results, n.attrs, source=n.source, scope=n.scope))
+        made.append(Node(n.op, args, results, resolve(n.attrs, env), source=n.source, scope=n.scope))
         outs += results
     consts = list(dict.fromkeys(v for n in nodes for v in n.inputs if v.is_constant))
     return verify(Graph(f"{graph.name}_{nodes[0].op}", list(inputs.values()), outs, made, consts)), origin
@@ -170,17 +172,18 @@ def _torch_error(sub: Graph, inputs) -> str:
     return ""
 
 
-def op_verdict(chosen: Chosen, graph: Graph, nodes: list[Node], values: dict, torch_error: str) -> Verdict:
+def op_verdict(chosen: Chosen, graph: Graph, nodes: list[Node], values: dict, env: dict[str, int],
+               torch_error: str) -> Verdict:
     """The verdict for one op type: its distinct nodes together, then alone if that fails."""
     groups = Counter(_signature(n) for n in nodes)
     distinct = list({_signature(n): n for n in nodes}.values())
-    together = probe(chosen, cut(graph, distinct), values, chosen.tolerance, torch_error)
+    together = probe(chosen, cut(graph, distinct, env), values, chosen.tolerance, torch_error)
     if together.status in ("supported", "n/a") or len(distinct) == 1:
         failing = len(nodes) if together.status != "supported" else 0
         return Verdict(together.status, failing if together.status != "n/a" else 0, together.reason)
     failing, first = 0, None
     for n in distinct:
-        alone = probe(chosen, cut(graph, [n]), values, chosen.tolerance, torch_error)
+        alone = probe(chosen, cut(graph, [n], env), values, chosen.tolerance, torch_error)
         if alone.status != "supported":
             failing += groups[_signature(n)]
             first = first or alone
@@ -214,6 +217,7 @@ def coverage(source: ModelSource, paths: list[Chosen], whole: bool = True, progr
     with np.errstate(all="ignore"):
         outs = interpret(exposed, list(source.example_inputs))
     values = dict(zip(graph.inputs, source.example_inputs)) | dict(zip(exposed.outputs, outs))
+    env = bind_symbols(graph.inputs, list(source.example_inputs))
     by_op: dict[str, list[Node]] = {}
     for n in graph.nodes:
         by_op.setdefault(n.op, []).append(n)
@@ -221,10 +225,10 @@ def coverage(source: ModelSource, paths: list[Chosen], whole: bool = True, progr
     for op, nodes in sorted(by_op.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         row = Row(op, len(nodes))
         distinct = list({_signature(n): n for n in nodes}.values())
-        sub, origin = cut(graph, distinct)
+        sub, origin = cut(graph, distinct, env)
         torch_error = _torch_error(sub, [values[origin[v]] for v in sub.inputs])
         for chosen in paths:
-            row.cells[chosen.label] = op_verdict(chosen, graph, nodes, values, torch_error)
+            row.cells[chosen.label] = op_verdict(chosen, graph, nodes, values, env, torch_error)
             if progress:
                 progress(f"{op} on {chosen.label}")
         rows.append(row)

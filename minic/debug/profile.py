@@ -57,7 +57,8 @@ class KernelWork:
     name: str
     origin: str                      # the graph nodes it computes
     seconds: float
-    flops: float
+    flops: float                     # what the kernel computes, counted before the schedule
+    executed: float                  # what the scheduled code runs: more where tiles overlap or pad
     nbytes: float
     attainable: float                # the roofline's bound at this kernel's FLOP/byte (FLOP/s)
     peak: float                      # the roofline's compute peak (FLOP/s)
@@ -124,6 +125,15 @@ def _scope_of(origin: str, scopes: dict[str, str]) -> str:
     return ""
 
 
+def unscheduled(graph, options) -> Program:
+    """The program before the schedule (what each kernel computes, not how): ``prepare``
+    without its last step, so that FLOPs count the computation once."""
+    from minic.lowering import lower_graph
+    from minic.passes import optimize
+    from minic.passes.fuse_groups import fuse_groups
+    return lower_graph(fuse_groups(optimize(graph, options.graph_opt_level)))
+
+
 def profile_minic(source: ModelSource, chosen: Chosen, roofline: Roofline | None, repeat: int):
     """minic's kernels, timed alone, with their work and roofline share."""
     from minic.report.profile import profile_program
@@ -133,14 +143,16 @@ def profile_minic(source: ModelSource, chosen: Chosen, roofline: Roofline | None
     prof = profile_program(program, source.example_inputs, options, repeat=repeat)
     env = program_env(program, source.example_inputs)
     scopes = _scopes(source)
-    functions = {k.name: k for k in program.kernels}
+    scheduled = {k.name: k for k in program.kernels}
+    useful = {k.name: k for k in unscheduled(graph_of(source), options).kernels}
     pieces, kernels = [], []
     for k in prof.kernels:
         pieces.append(Piece(chosen.label, k.name, k.name.split("_", 1)[-1], k.seconds, _scope_of(k.origin, scopes)))
-        f = functions[k.name]
-        flops, nbytes = kernel_flops(f, env), kernel_bytes(f, env)
+        f = scheduled[k.name]
+        flops = kernel_flops(useful[k.name], env) if k.name in useful else kernel_flops(f, env)
+        nbytes = kernel_bytes(f, env)
         attainable = roofline.attainable(flops, nbytes) if roofline else 0.0
-        kernels.append(KernelWork(k.name, k.origin, k.seconds, flops, nbytes, attainable,
+        kernels.append(KernelWork(k.name, k.origin, k.seconds, flops, kernel_flops(f, env), nbytes, attainable,
                                   roofline.peak if roofline else 0.0))
     return pieces, kernels
 
@@ -191,12 +203,13 @@ class Profiled:
         return "\n".join(lines)
 
     def kernel_table(self, top: int = 12) -> str:
-        lines = ["| kernel | time | GFLOP/s | MFLOP | KiB | FLOP/byte | bound | of roofline |",
-                 "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+        lines = ["| kernel | time | GFLOP/s | MFLOP | executed | KiB | FLOP/byte | bound | of roofline |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
         for k in sorted(self.kernels, key=lambda k: -k.seconds)[:top]:
+            redo = f"{k.executed / k.flops:.2f}x" if k.flops else "-"
             lines.append(f"| {k.name} | {fmt_ms(k.seconds)} | {k.achieved / 1e9:.2f} | {k.flops / 1e6:.3g} | "
-                         f"{k.nbytes / 1024:.0f} | {k.flops / k.nbytes if k.nbytes else 0:.2f} | {k.bound} | "
-                         f"{100 * k.share:.1f}% |")
+                         f"{redo} | {k.nbytes / 1024:.0f} | {k.flops / k.nbytes if k.nbytes else 0:.2f} | "
+                         f"{k.bound} | {100 * k.share:.1f}% |")
         return "\n".join(lines)
 
     def slowest(self, path: str, top: int = 8) -> str:
