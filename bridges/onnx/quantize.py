@@ -32,16 +32,9 @@ def text_calibration(input_name: str, batches: int = 16, seq: int = 32,
     return [{input_name: tokens[s:s + seq][None, :]} for s in starts]
 
 
-def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
-                  per_channel: bool = False) -> onnx.ModelProto:
-    """INT8 QDQ copy of ``model``, calibrated (min-max) on ``feeds``.
-
-    Only MatMul, the ops that dominate the time, are quantized; quantizing the
-    norms and softmax too loses accuracy for little speed.
-    """
-    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
-                                          QuantType, quantize_static)
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+def feed_reader(feeds: list[dict[str, np.ndarray]]):
+    """ONNX Runtime's calibration reader over ``feeds`` (each read once, in order)."""
+    from onnxruntime.quantization import CalibrationDataReader
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
@@ -49,6 +42,19 @@ def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
 
         def get_next(self):
             return next(self.feeds, None)
+
+    return Reader()
+
+
+def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
+                  per_channel: bool = False) -> onnx.ModelProto:
+    """INT8 QDQ copy of ``model``, calibrated (min-max) on ``feeds``.
+
+    Only MatMul, the ops that dominate the time, are quantized; quantizing the
+    norms and softmax too loses accuracy for little speed.
+    """
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     with tempfile.TemporaryDirectory() as tmp:
         fp32, prepared, int8 = (Path(tmp) / n for n in ("fp32.onnx", "pre.onnx", "int8.onnx"))
@@ -62,7 +68,7 @@ def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
                 quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=False, auto_merge=True)
             except Exception as e:  # ORT raises a bare Exception here
                 raise UserError(f"INT8 quantization: ONNX Runtime's pre-processing failed: {e}") from None
-        quantize_static(str(prepared), str(int8), Reader(), quant_format=QuantFormat.QDQ,
+        quantize_static(str(prepared), str(int8), feed_reader(feeds), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                         op_types_to_quantize=["MatMul"], per_channel=per_channel,
                         calibrate_method=CalibrationMethod.MinMax,

@@ -1,0 +1,38 @@
+"""The zoo on the HTP against PyTorch and ORT CPU, and the ``qnn`` column of ``minic verify``."""
+import pytest
+
+from minic import models
+from minic.cli.verify_cmd import verify_models
+from bridges.qnn.accuracy import markdown, measure
+from bridges.qnn.prepare import QnnConfig
+from tests.cli_helpers import cli
+
+
+@pytest.mark.parametrize("mode", ["fp16", "int8"])
+def test_measure_is_within_policy_and_labels_emulation(mode):
+    row = measure("cnn", "small", QnnConfig(mode=mode, calibration=2), count=2, repeats=1)
+    assert row.ok, row
+    assert row.cpu_nodes == 0 and row.htp_nodes > 0
+    assert row.vs_torch.abs > 0 and row.emulated_ms > 0
+    assert "emulated ms" in markdown([row])
+
+
+def test_verify_has_a_qnn_column_for_the_whole_zoo():
+    cells = verify_models(models.names(), ["qnn"], "small", seed=0)
+    assert [c.model for c in cells] == models.names()
+    bad = [f"{c.model}: {c.status} {c.detail}" for c in cells if c.status != "ok"]
+    assert not bad, bad
+
+
+def test_cli_verify_with_the_qnn_backend(capsys):
+    code, out, err = cli(capsys, "verify", "mlp", "--backends", "qnn", "--markdown")
+    assert code == 0, err
+    assert "| mlp | ok " in out
+
+
+def test_cli_accuracy_table(capsys):
+    code, out, err = cli(capsys, "qnn", "accuracy", "mlp", "--modes", "fp16,int8", "--count", "2",
+                         "--repeats", "1")
+    assert code == 0, err
+    assert "HTP emulated on x86-64" in out and "not a device's" in out
+    assert out.count("| mlp | small |") == 2
