@@ -58,8 +58,10 @@ def _read_text_ir(path: Path) -> Graph:
 
 
 def _arrays(inputs: Sequence[Any]) -> tuple[np.ndarray, ...]:
-    return tuple(np.asarray(x.detach().numpy() if hasattr(x, "detach") else np.asarray(x), order="C")
-                 for x in inputs)
+    if any(hasattr(x, "detach") for x in inputs):
+        from minic.frontend.torch import numpy_of
+        inputs = [numpy_of(x) if hasattr(x, "detach") else x for x in inputs]
+    return tuple(np.asarray(x, order="C") for x in inputs)
 
 
 def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
@@ -100,9 +102,8 @@ def graph_of(source: ModelSource) -> Graph:
     if source.graph is None:
         if source.module is None:
             raise UserError(f"model '{source.name}' has neither a graph nor a torch module")
-        import torch
-        from minic.frontend.torch import from_torch
-        source.graph = from_torch(source.module, tuple(torch.from_numpy(a) for a in source.example_inputs),
+        from minic.frontend.torch import from_torch, tensor_of
+        source.graph = from_torch(source.module, tuple(tensor_of(a) for a in source.example_inputs),
                                   source.dynamic_axes or None, name=source.name.replace("-", "_"))
     return source.graph
 
@@ -127,16 +128,17 @@ def compile(model: Any, example_inputs: Sequence[Any] | None = None, backend: st
 def _torch_backend(source: ModelSource, **options: Any) -> Runner:
     """PyTorch eager: the reference every other path is checked against."""
     import torch
+    from minic.frontend.torch import numpy_of, tensor_of
     if source.module is None:
         raise UserError(f"backend 'torch' needs a torch model; '{source.name}' is not one")
     module = source.module.eval()
 
     def run(*arrays: np.ndarray):
         with torch.no_grad():
-            out = module(*(torch.from_numpy(np.asarray(a, order="C")) for a in arrays))
+            out = module(*(tensor_of(a) for a in arrays))
         if isinstance(out, (tuple, list)):
-            return tuple(o.numpy() for o in out)
-        return out.numpy()
+            return tuple(numpy_of(o) for o in out)
+        return numpy_of(out)
     return run
 
 

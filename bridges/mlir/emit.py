@@ -39,9 +39,15 @@ class Emitter:
     # ---- types -------------------------------------------------------------
     def elem(self, dtype: DType):
         from mlir import ir
-        return {DType.f32: ir.F32Type.get, DType.f16: ir.F16Type.get,
+        if dtype in (DType.bf16, DType.u8):
+            # bf16 has no numpy dtype to pass through the ExecutionEngine's memrefs, and u8
+            # would need unsigned variants of every arith op this bridge emits.
+            raise UnsupportedError(f"mlir path: element type {dtype.value} is not bridged")
+        return {DType.f64: ir.F64Type.get, DType.f32: ir.F32Type.get, DType.f16: ir.F16Type.get,
                 DType.i64: lambda: ir.IntegerType.get_signless(64),
                 DType.i32: lambda: ir.IntegerType.get_signless(32),
+                DType.i16: lambda: ir.IntegerType.get_signless(16),
+                DType.i8: lambda: ir.IntegerType.get_signless(8),
                 # Bools live in memory as i8 (0/1): MLIR 22's memref-to-LLVM asserts
                 # (aborts) on stores of i1.  Bodies compute in i1 and widen with BOOL_OUT.
                 DType.bool: lambda: ir.IntegerType.get_signless(8)}[dtype]()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from llvmlite import ir
 
 from minic.errors import UnsupportedError
@@ -22,14 +23,24 @@ from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, Fo
                             Seq, Stmt, Store, Var, dim_expr)
 from minic.ir.types import DType
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-F16, F32 = ir.HalfType(), ir.FloatType()
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
+# bf16 is carried as its 16 bits (llvmlite has no bfloat type); after ``widen`` the
+# only things done to one are loads, stores and casts to and from f32.
+_REG = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16, DType.i64: I64, DType.i32: I32,
+        DType.i16: I16, DType.i8: I8, DType.u8: I8, DType.bool: I1}
+
+
+def type_suffix(ty: ir.Type) -> str:
+    """The type's part of an overloaded intrinsic's name: f32, f16, f64, i8 ..."""
+    return {F16: "f16", F32: "f32", F64: "f64"}.get(ty) or f"i{ty.width}"
+
 
 def reg_type(dtype: DType) -> ir.Type:
-    return {DType.f32: F32, DType.f16: F16, DType.i64: I64, DType.i32: I32, DType.bool: I1}[dtype]
+    return _REG[dtype]
 
 
 def mem_type(dtype: DType) -> ir.Type:
@@ -40,7 +51,7 @@ def mem_type(dtype: DType) -> ir.Type:
 INTRINSICS = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
               "tan": "llvm.tan", "tanh": "llvm.tanh", "abs": "llvm.fabs", "floor": "llvm.floor",
               "ceil": "llvm.ceil", "round": "llvm.roundeven", "pow": "llvm.pow"}
-LIBM = {"erf": "erff"}
+LIBM = {"erf": {F32: "erff", F64: "erf"}}
 FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
@@ -103,6 +114,8 @@ class Emitter:
         if isinstance(e, Var):
             return self.vars[e.name]
         if isinstance(e, Const):
+            if e.dtype == DType.bf16:
+                return ir.Constant(I16, int(np.array(e.value, DType.bf16.numpy).view(np.uint16)))
             return ir.Constant(reg_type(e.dtype), e.value)
         if isinstance(e, Load):
             return self.load(e.buffer, e.index)
@@ -125,33 +138,43 @@ class Emitter:
             if op in FCMP:
                 return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(FCMP[op], a, c)
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op](a, c)
+        unsigned = dtype.is_unsigned
         if op in FCMP:
-            return b.icmp_signed(FCMP[op], a, c)
+            return (b.icmp_unsigned if unsigned else b.icmp_signed)(FCMP[op], a, c)
         if op in ("max", "min"):
-            return b.select(b.icmp_signed(">" if op == "max" else "<", a, c), a, c)
-        return {"add": b.add, "sub": b.sub, "mul": b.mul, "div": b.sdiv, "mod": b.srem,
-                "and": b.and_, "or": b.or_}[op](a, c)
+            return b.select((b.icmp_unsigned if unsigned else b.icmp_signed)(">" if op == "max" else "<", a, c), a, c)
+        div, mod = (b.udiv, b.urem) if unsigned else (b.sdiv, b.srem)
+        return {"add": b.add, "sub": b.sub, "mul": b.mul, "div": div, "mod": mod,
+                "and": b.and_, "or": b.or_, "xor": b.xor, "shl": b.shl,
+                "shr": b.lshr if unsigned else b.ashr}[op](a, c)
 
     def call(self, fn: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
         b = self.b
         if not dtype.is_float:                  # only neg and abs take integers
+            if fn == "abs" and dtype.is_unsigned:
+                return args[0]
             zero = ir.Constant(args[0].type, 0)
             negated = b.sub(zero, args[0])
             return negated if fn == "neg" else b.select(b.icmp_signed("<", args[0], zero), negated, args[0])
+        if dtype.is_storage_float:              # compute in f32: libm has no half functions
+            wide = [self.cast(a, dtype, DType.f32) for a in args]
+            return self.cast(self.call(fn, DType.f32, wide), DType.f32, dtype)
         if fn == "neg":
             return b.fneg(args[0])
-        if dtype == DType.f16:                  # compute in f32: libm has no half functions
-            wide = [b.fpext(a, F32) for a in args]
-            return b.fptrunc(self.call(fn, DType.f32, wide), F16)
         ty = args[0].type
         if fn in INTRINSICS:
             return b.call(self.intrinsic(INTRINSICS[fn], ty), args)
-        return b.call(self.libm(LIBM[fn], ty), args)
+        return b.call(self.libm(LIBM[fn][ty], ty), args)
 
     def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         b = self.b
         if src == dst:
             return v
+        if src == DType.bf16:                   # the high half of an f32's bits
+            wide = b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+            return self.cast(wide, DType.f32, dst)
+        if dst == DType.bf16:
+            return bf16_of_f32(b, self.cast(v, src, DType.f32))
         if dst == DType.bool:
             zero = ir.Constant(v.type, 0)
             return b.fcmp_unordered("!=", v, zero) if src.is_float else b.icmp_signed("!=", v, zero)
@@ -159,12 +182,14 @@ class Emitter:
         if src == DType.bool:
             return b.uitofp(v, to) if dst.is_float else b.zext(v, to)
         if src.is_float and dst.is_float:
-            return b.fpext(v, to) if dst == DType.f32 else b.fptrunc(v, to)
-        if src.is_float:
-            return b.fptosi(v, to)
+            return b.fpext(v, to) if dst.bits > src.bits else b.fptrunc(v, to)
+        if src.is_float:                        # to u8 through i64, so -1.0 -> 255 as in PyTorch on x86
+            return b.trunc(b.fptosi(v, I64), to) if dst.is_unsigned else b.fptosi(v, to)
         if dst.is_float:
-            return b.sitofp(v, to)
-        return b.sext(v, to) if to.width > v.type.width else b.trunc(v, to)
+            return (b.uitofp if src.is_unsigned else b.sitofp)(v, to)
+        if to.width > v.type.width:
+            return (b.zext if src.is_unsigned else b.sext)(v, to)
+        return b.trunc(v, to) if to.width < v.type.width else v
 
     # --- statements ------------------------------------------------------------
 
@@ -239,6 +264,15 @@ class Emitter:
         b.branch(head)
         b.position_at_end(done)
         del self.vars[var]
+
+
+def bf16_of_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """f32 -> bf16 bits, rounding to nearest even as PyTorch does; a NaN stays a (quiet) NaN."""
+    bits = b.bitcast(x, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.lshr(b.add(bits, b.add(lsb, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+    nan = b.fcmp_unordered("uno", x, x)
+    return b.trunc(b.select(nan, ir.Constant(I32, 0x7FC0), rounded), I16)
 
 
 def _straight_line(s: Stmt) -> bool:

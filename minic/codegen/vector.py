@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import F16, F32, I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type
+from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.types import DType
 
@@ -140,9 +140,9 @@ class VectorLoop:
                                  reg_type(x.dtype))
         if isinstance(x, Cast):
             v = self.expr(x.value)
-            if x.value.dtype.is_float and x.to.is_float and x.value.dtype != x.to:
+            if x.value.dtype.is_float and x.to.is_float and DType.bf16 not in (x.value.dtype, x.to):
                 # f16 <-> f32 on the whole vector: one vcvtph2ps / vcvtps2ph with F16C
-                widen = x.to == DType.f32
+                widen = x.to.bits > x.value.dtype.bits
                 return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(reg_type(x.to)))
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), reg_type(x.to))
         raise TypeError(f"not a Loop IR expression: {x!r}")
@@ -176,7 +176,7 @@ class VectorLoop:
 
     def intrinsic(self, name: str, ty: ir.Type, arity: int) -> ir.Function:
         vty = self.vec(ty)
-        full = f"{name}.v{self.lanes}{'f32' if ty == ir.FloatType() else 'f16'}"
+        full = f"{name}.v{self.lanes}{type_suffix(ty)}"
         fn = self.e.module.globals.get(full)
         return fn if fn is not None else ir.Function(self.e.module, ir.FunctionType(vty, [vty] * arity), full)
 
@@ -205,7 +205,7 @@ class VectorLoop:
         n = self.lanes * step
         ty = mem_type(dtype)
         wide = ir.VectorType(ty, n)
-        name = f"llvm.masked.load.v{n}{'f16' if ty == F16 else 'f32' if ty == F32 else f'i{ty.width}'}.p0"
+        name = f"llvm.masked.load.v{n}{type_suffix(ty)}.p0"
         fn = self.e.module.globals.get(name) or ir.Function(
             self.e.module, ir.FunctionType(wide, [PTR, I32, ir.VectorType(I1, n), wide]), name)
         mask = ir.Constant(ir.VectorType(I1, n), [i <= (self.lanes - 1) * step for i in range(n)])

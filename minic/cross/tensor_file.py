@@ -35,7 +35,8 @@ from minic.runtime.layout import EntryLayout
 from minic.runtime.memory import plan
 
 MAGIC = b"MINICT01"
-DTYPE_CODES = {DType.f32: 0, DType.f16: 1, DType.i64: 2, DType.i32: 3, DType.bool: 4}
+DTYPE_CODES = {DType.f32: 0, DType.f16: 1, DType.i64: 2, DType.i32: 3, DType.bool: 4, DType.f64: 5,
+               DType.bf16: 6, DType.i16: 7, DType.i8: 8, DType.u8: 9}
 DTYPES = {code: dtype for dtype, code in DTYPE_CODES.items()}
 
 

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from minic.errors import UnsupportedError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node
+from minic.frontend.torch import TORCH_DTYPES
 from minic.ir.types import DType, Dim, dim_eval
 
 Env = dict[str, Any]                    # symbol -> size (an int, or a traced/symbolic size)
@@ -36,8 +37,7 @@ def size(d: Dim, env: Env):
 
 
 def _torch_dtype(dtype: DType, float_dtype: torch.dtype) -> torch.dtype:
-    return {DType.f32: float_dtype, DType.f16: torch.float16, DType.i64: torch.int64,
-            DType.i32: torch.int32, DType.bool: torch.bool}[dtype]
+    return float_dtype if dtype == DType.f32 else TORCH_DTYPES[dtype]
 
 
 @dataclass

@@ -14,17 +14,30 @@ either is within the bound ("abs or rel").  Why not exact?
 None of these reach 1e-4 of the output's scale on the zoo, so f32 is held to
 1e-4 — two orders of magnitude tighter than NNSmith's rtol 1e-2 / atol 1e-3.
 f16 storage keeps only 11 significant bits (unit roundoff 2^-11 ≈ 4.9e-4), so
-its bound is set by that, not by the compiler.
+its bound is set by that, not by the compiler; bf16 keeps 8 bits (2^-8 ≈ 3.9e-3),
+so its bound is eight times f16's.  f64 is held to 1e-9: the same reasons, at
+2^-53.  Integer and bool results are exact: any difference is a bug.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 F32 = 1e-4
 F16 = 2e-2          # f16 storage: ~40 roundings of 4.9e-4 relative through a deep model
+BF16 = 1.6e-1       # bf16 storage: the same ~40 roundings of 3.9e-3
+F64 = 1e-9
+EXACT = 0.0
 NNSMITH = (1e-2, 1e-3)
 
 
 def tolerance(dtype: np.dtype | str) -> float:
     """The bound for outputs computed in ``dtype``."""
-    return F16 if np.dtype(dtype) == np.float16 else F32
+    dt = np.dtype(dtype)
+    if dt == np.float16:
+        return F16
+    if dt == np.dtype(ml_dtypes.bfloat16):
+        return BF16
+    if dt == np.float64:
+        return F64
+    return F32 if dt == np.float32 else EXACT

@@ -46,8 +46,26 @@ aten = torch.ops.aten
 KEEP = (aten.linear.default, aten.matmul.default, aten.silu.default,
         aten.adaptive_avg_pool2d.default, aten.max_pool2d.default)
 
-_DTYPES = {torch.float32: DType.f32, torch.float16: DType.f16, torch.int64: DType.i64,
-           torch.int32: DType.i32, torch.bool: DType.bool}
+_DTYPES = {torch.float64: DType.f64, torch.float32: DType.f32, torch.float16: DType.f16,
+           torch.bfloat16: DType.bf16, torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16,
+           torch.int8: DType.i8, torch.uint8: DType.u8, torch.bool: DType.bool}
+TORCH_DTYPES = {d: t for t, d in _DTYPES.items()}
+
+
+def numpy_of(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a numpy array (bf16 as ``ml_dtypes.bfloat16``: numpy has none)."""
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(DType.bf16.numpy)
+    return t.numpy()
+
+
+def tensor_of(a: np.ndarray) -> torch.Tensor:
+    """The tensor of a numpy array (the inverse of ``numpy_of``); shares memory."""
+    a = np.asarray(a, order="C")
+    if a.dtype == DType.bf16.numpy:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def from_torch(module: torch.nn.Module, example_inputs: tuple,
@@ -224,7 +242,7 @@ class Converter:
     def add_constant(self, name: str, data: torch.Tensor | np.ndarray) -> Value:
         if isinstance(data, torch.Tensor):
             self.dtype(data.dtype)                          # raises for dtypes minic lacks
-            data = data.detach().cpu().numpy().copy()
+            data = numpy_of(data).copy()
         value = constant(self.fresh(name), np.asarray(data))
         self.constants.append(value)
         return value

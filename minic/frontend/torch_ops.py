@@ -258,9 +258,8 @@ REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
 
 @handles(*REDUCE)
 def _reduce(cx, node, a):
-    x = cx.value(a["self"])
-    if a.get("dtype") is not None and cx.dtype(a["dtype"]) != x.type.dtype:
-        raise UserError("a reduction with a dtype argument is not supported")
+    # torch sums integers and bools in i64, and a dtype argument computes in that dtype.
+    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
     dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
     op = REDUCE[node.target]
     attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))

@@ -69,7 +69,9 @@ def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_
     for c in graph.constants:
         large = c.data.size > inline_limit and not _is_splat(c.data)
         if large and npz_path is not None:
-            side[c.name] = c.data
+            # bf16 has no numpy dtype of its own: its bits go to the file as u16, and the
+            # declared type reads them back (see ``load``).
+            side[c.name] = c.data.view(np.uint16) if c.type.dtype == DType.bf16 else c.data
             data = f"file({json.dumps(os.path.basename(npz_path))}, {json.dumps(c.name)})"
         elif large and elide:
             data = "elided"
@@ -360,7 +362,7 @@ class _Builder:
         kind, value = self.scalar(tree)
         if dtype == DType.bool and kind == "bool":
             return value
-        if dtype in (DType.i64, DType.i32) and kind == "int":
+        if dtype.is_int and kind == "int":
             info = np.iinfo(dtype.numpy)
             if not info.min <= value <= info.max:
                 self.fail(tree, f"{value} is out of range for {dtype.value}")
@@ -370,7 +372,7 @@ class _Builder:
                 return _float_of(str(value), dtype.numpy)
             except (ValueError, OverflowError) as e:
                 self.fail(tree, f"bad {dtype.value} literal '{self.source(tree)}': {e}")
-        want = {"bool": "true or false", "i64": "integers", "i32": "integers"}.get(dtype.value, "numbers")
+        want = "true or false" if dtype == DType.bool else "integers" if dtype.is_int else "numbers"
         self.fail(tree, f"type mismatch: constant of {dtype.value} holds {want}, got '{self.source(tree)}'")
 
     def load(self, data: Tree, t: TensorType) -> np.ndarray:
@@ -390,6 +392,8 @@ class _Builder:
             self.fail(file_token, f"npz file {file} not found (looked for {path})")
         except Exception as e:               # a missing, unreadable or corrupt file: say which
             self.fail(file_token, f"cannot read array '{key}' from {file} (looked in {path}): {e}")
+        if t.dtype == DType.bf16 and array.dtype == np.uint16:
+            array = array.view(t.dtype.numpy)
         if array.dtype != t.dtype.numpy or array.shape != t.shape:
             found = f"{array.dtype}{list(array.shape)}"
             self.fail(data, f"type mismatch: array '{key}' in {file} is {found}, the constant is declared {t}")

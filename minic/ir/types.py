@@ -13,26 +13,51 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping, Union
 
+import ml_dtypes
 import numpy as np
 
 from minic.errors import UserError
 
 
 class DType(Enum):
+    """The element types, named as in the text form.  bf16 has no numpy dtype of
+    its own: ``ml_dtypes.bfloat16`` (what ONNX and JAX use) stands for it."""
+    f64 = "f64"
     f32 = "f32"
     f16 = "f16"
+    bf16 = "bf16"
     i64 = "i64"
     i32 = "i32"
+    i16 = "i16"
+    i8 = "i8"
+    u8 = "u8"
     bool = "bool"
 
     @property
     def numpy(self) -> np.dtype:
-        return np.dtype({"f32": np.float32, "f16": np.float16, "i64": np.int64,
-                         "i32": np.int32, "bool": np.bool_}[self.value])
+        return _NUMPY[self]
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.f32, DType.f16)
+        return self in (DType.f64, DType.f32, DType.f16, DType.bf16)
+
+    @property
+    def is_int(self) -> bool:
+        """A signed or unsigned integer (not bool)."""
+        return self in (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self == DType.u8
+
+    @property
+    def is_storage_float(self) -> bool:
+        """A float held in memory only: arithmetic on it runs in f32 (PyTorch's "opmath")."""
+        return self in (DType.f16, DType.bf16)
+
+    @property
+    def bits(self) -> int:
+        return 1 if self == DType.bool else 8 * self.numpy.itemsize
 
     @staticmethod
     def of(dtype: np.dtype | type) -> "DType":
@@ -42,6 +67,33 @@ class DType(Enum):
             if d.numpy == dt:
                 return d
         raise UserError(f"dtype {dt} is not supported (minic has {', '.join(d.value for d in DType)})")
+
+
+_NUMPY = {DType.f64: np.dtype(np.float64), DType.f32: np.dtype(np.float32), DType.f16: np.dtype(np.float16),
+          DType.bf16: np.dtype(ml_dtypes.bfloat16), DType.i64: np.dtype(np.int64),
+          DType.i32: np.dtype(np.int32), DType.i16: np.dtype(np.int16), DType.i8: np.dtype(np.int8),
+          DType.u8: np.dtype(np.uint8), DType.bool: np.dtype(np.bool_)}
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The common type of two tensor operands, as PyTorch's ``torch.result_type``
+    (and ONNX's type constraints, which only ever ask it of equal types) define it:
+    bool < integers < floats; within a category the wider wins; u8 with a signed
+    integer goes to the smallest signed type holding both (u8, i8 -> i16);
+    f16 with bf16 goes to f32."""
+    if a == b:
+        return a
+    rank = lambda d: 0 if d == DType.bool else 1 if d.is_int else 2
+    if rank(a) != rank(b):
+        return a if rank(a) > rank(b) else b
+    if a.is_float:
+        if {a, b} == {DType.f16, DType.bf16}:
+            return DType.f32
+        return a if a.bits > b.bits else b
+    if a.is_unsigned or b.is_unsigned:
+        signed = b if a.is_unsigned else a
+        return DType.i16 if signed == DType.i8 else signed
+    return a if a.bits > b.bits else b
 
 
 Dim = Union[int, str]

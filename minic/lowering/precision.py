@@ -1,4 +1,4 @@
-"""Mixed precision in Loop IR: f16 in memory, f32 in registers.
+"""Mixed precision in Loop IR: f16 and bf16 in memory, f32 in registers.
 
 After the ``to-f16`` pass, a Program's float buffers are f16.  Most CPUs have
 no f16 arithmetic (x86 before AVX512-FP16 has none), but they convert fast
@@ -16,7 +16,8 @@ other buffer, and the running sum is rounded to f16 after every addition:
     acc = acc + (f32)a[i, k] * (f32)b[k, j]            accumulate = f32
     acc = (f16)((f32)acc + (f32)a[i, k] * (f32)b[k, j])   accumulate = f16
 
-A kernel without f16 comes back unchanged.
+bf16 (a graph's own bf16 tensors) goes the same way, and its accumulators are
+always f32, as in PyTorch.  A kernel without f16 or bf16 comes back unchanged.
 """
 from __future__ import annotations
 
@@ -44,10 +45,10 @@ class _Widen:
         if isinstance(e, Load):
             b = self.buffer(e.buffer)
             load = Load(b, e.index) if b is not e.buffer else e
-            return Cast(DType.f32, load) if b.dtype == DType.f16 else load
-        if isinstance(e, Const) and e.dtype == DType.f16:
+            return Cast(DType.f32, load) if b.dtype.is_storage_float else load
+        if isinstance(e, Const) and e.dtype.is_storage_float:
             return Const(e.value, DType.f32)
-        if isinstance(e, Cast) and e.to == DType.f16:
+        if isinstance(e, Cast) and e.to.is_storage_float:
             # Rounding to f16 is what the graph's cast means; the result is used in f32.
             return Cast(DType.f32, e)
         if isinstance(e, Cast) and e.value.dtype == e.to:
@@ -58,12 +59,12 @@ class _Widen:
         if isinstance(s, Store):
             b = self.buffer(s.buffer)
             value = self.expr(s.value)
-            if b.dtype == DType.f16:
-                value = Cast(DType.f16, value)
+            if b.dtype.is_storage_float:
+                value = Cast(b.dtype, value)
             return Store(b, tuple(self.expr(i) for i in s.index), value)
         if isinstance(s, Allocate):
             b = s.buffer
-            if b.dtype == DType.f16 and self.accumulate == DType.f32:
+            if b.dtype == DType.bf16 or (b.dtype == DType.f16 and self.accumulate == DType.f32):
                 b = self.locals[b.name] = replace(b, dtype=DType.f32)
             return Allocate(b, self.stmt(s.body))
         if isinstance(s, For):
@@ -76,13 +77,14 @@ class _Widen:
 
 
 def _has_f16(k: Function) -> bool:
-    if any(b.dtype == DType.f16 for b in k.params):
+    """Whether the kernel touches f16 or bf16."""
+    if any(b.dtype.is_storage_float for b in k.params):
         return True
-    return any(x.dtype == DType.f16 for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e))
+    return any(x.dtype.is_storage_float for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e))
 
 
 def widen(program: Program, accumulate: DType = DType.f32) -> Program:
-    """Each kernel with f16 loads widened, arithmetic in f32, stores narrowed;
+    """Each kernel with f16 (bf16) loads widened, arithmetic in f32, stores narrowed;
     accumulators in ``accumulate`` (f32, or f16 to round every partial sum)."""
     if accumulate not in (DType.f32, DType.f16):
         raise ValueError(f"accumulate must be f32 or f16, got {accumulate.value}")

@@ -15,9 +15,8 @@ def source_graph(source: ModelSource):
         return source.graph
     if source.module is None:
         raise UserError(f"model '{source.name}': the minic backend needs a Graph or a torch module")
-    import torch
-    from minic.frontend.torch import from_torch
-    example = tuple(torch.from_numpy(a) for a in source.example_inputs)
+    from minic.frontend.torch import from_torch, tensor_of
+    example = tuple(tensor_of(a) for a in source.example_inputs)
     return from_torch(source.module, example, source.dynamic_axes or None)
 
 

@@ -43,5 +43,16 @@ def test_bad_dims_and_unbound_symbols():
 def test_tensor_type_prints_and_dtypes():
     assert str(TensorType(("B", 784), DType.f32)) == "f32[B, 784]"
     assert DType.of(DType.f16.numpy) is DType.f16
-    with pytest.raises(UserError, match="float64 is not supported"):
-        DType.of("float64")
+    assert DType.of("float64") is DType.f64 and DType.of(DType.bf16.numpy) is DType.bf16
+    with pytest.raises(UserError, match="complex64 is not supported"):
+        DType.of("complex64")
+
+
+def test_promotion_matches_torch():
+    """minic's type promotion is torch.result_type's, for every pair of dtypes."""
+    import itertools
+    import torch
+    from minic.frontend.torch import TORCH_DTYPES
+    from minic.ir.types import promote
+    for a, b in itertools.product(DType, DType):
+        assert TORCH_DTYPES[promote(a, b)] == torch.promote_types(TORCH_DTYPES[a], TORCH_DTYPES[b]), (a, b)

@@ -132,18 +132,22 @@ def describe_type(hint: Any) -> str:
 REGISTRY: Registry = Registry("op")
 
 
+_STORAGE_FLOATS = (np.dtype(np.float16), DType.bf16.numpy)
+
+
 def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
-    """The reference with f16 as a storage type: f16 inputs are read as f32, the op
-    computes in f32 and its float results are rounded to f16 once, at the end, as
-    PyTorch's CPU kernels do (their "opmath" type).  numpy's own f16 arithmetic would
-    round after every step instead: layer_norm's (x - mean)**2 overflows past 256,
-    and a sum over a non-last axis accumulates in f16."""
+    """The reference with f16 and bf16 as storage types: their inputs are read as
+    f32, the op computes in f32 and its float results are rounded back once, at the
+    end, as PyTorch's CPU kernels do (their "opmath" type).  numpy's own f16
+    arithmetic would round after every step instead: layer_norm's (x - mean)**2
+    overflows past 256, and a sum over a non-last axis accumulates in f16."""
     @functools.wraps(reference)
     def run(attrs: Any, *arrays: Any) -> Any:
-        if not any(getattr(a, "dtype", None) == np.float16 for a in arrays):
+        narrow_to = next((a.dtype for a in arrays if getattr(a, "dtype", None) in _STORAGE_FLOATS), None)
+        if narrow_to is None:
             return reference(attrs, *arrays)
-        out = reference(attrs, *(a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays))
-        narrow = lambda r: r.astype(np.float16) if np.asarray(r).dtype.kind == "f" else r
+        out = reference(attrs, *(a.astype(np.float32) if a.dtype in _STORAGE_FLOATS else a for a in arrays))
+        narrow = lambda r: r.astype(narrow_to) if np.asarray(r).dtype == np.float32 else r
         return tuple(narrow(r) for r in out) if isinstance(out, tuple) else narrow(out)
     return run
 
