@@ -26,33 +26,11 @@ from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter
 from minic.codegen.pool import pool_run
-from minic.ir.loops import (Allocate, BinOp, Expr, For, ForKind, Function, If, Load, Seq, Stmt, const, free_vars,
-                            sub_stmts, substitute, walk)
+from minic.ir.loops import BinOp, Expr, For, ForKind, Function, Load, free_vars, sub_stmts, substitute, walk
+from minic.ir.loops_analysis import PARALLEL_WORK, work
 from minic.ir.loops_simplify import simplify
 
 CHUNKS_PER_THREAD = 4
-# Innermost iterations below which a loop runs on the caller alone: handing out chunks and
-# joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
-# another process holds the core a worker is on; a loop this small runs in ~5-20 us.
-PARALLEL_WORK = 1 << 16
-
-
-def work(s: Stmt) -> Expr:
-    """The innermost iterations of ``s``, as an i64 expression of sizes and outer loop
-    variables: loops multiply, sequences add, an ``if`` counts its larger branch, a
-    loop whose body's extents depend on its own variable counts its first iteration's."""
-    if isinstance(s, For):
-        return simplify(BinOp("mul", s.extent, substitute(work(s.body), {s.var.name: s.start})))
-    if isinstance(s, Seq):
-        total = const(0)
-        for t in s.stmts:
-            total = simplify(BinOp("add", total, work(t)))
-        return total
-    if isinstance(s, Allocate):
-        return work(s.body)
-    if isinstance(s, If):
-        return simplify(BinOp("max", work(s.then), work(s.otherwise) if s.otherwise is not None else const(0)))
-    return const(1)
 
 
 def pool_work(s: For) -> Expr | None:

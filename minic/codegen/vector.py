@@ -24,7 +24,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
-from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var, walk
+from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var
+from minic.ir.loops_analysis import stride, uses
 from minic.ir.types import DType
 
 # Calls with a native vector form; the rest run lane by lane.
@@ -32,29 +33,6 @@ VECTOR_CALLS = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", 
                 "round": "llvm.roundeven"}
 FAST = ("contract",)
 MAX_STRIDE = 4               # a strided load reads (lanes - 1) * stride + 1 elements
-
-
-def _uses(e: Expr, var: str) -> bool:
-    return any(isinstance(x, Var) and x.name == var for x in walk(e))
-
-
-def stride(e: Expr, var: str) -> int | None:
-    """The c of ``e = c * var + (terms without var)``; None when ``e`` is not of that form."""
-    if not _uses(e, var):
-        return 0
-    if isinstance(e, Var):
-        return 1
-    if isinstance(e, BinOp) and e.op in ("add", "sub"):
-        a, b = stride(e.a, var), stride(e.b, var)
-        if a is None or b is None:
-            return None
-        return a + b if e.op == "add" else a - b
-    if isinstance(e, BinOp) and e.op == "mul":
-        for x, c in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(c, Const) and not _uses(c, var):
-                s = stride(x, var)
-                return None if s is None else s * c.value
-    return None
 
 
 class VectorLoop:
@@ -102,13 +80,13 @@ class VectorLoop:
             del self.e.vars[self.var]
 
     def contiguous(self, buffer: Buffer, index: tuple[Expr, ...]) -> bool:
-        return (len(index) > 0 and all(not _uses(i, self.var) for i in index[:-1])
+        return (len(index) > 0 and all(not uses(i, self.var) for i in index[:-1])
                 and stride(index[-1], self.var) == 1)
 
     # --- expressions ----------------------------------------------------------------
 
     def expr(self, x: Expr) -> ir.Value:
-        if not _uses(x, self.var):
+        if not uses(x, self.var):
             return self.at_lane(self.start, lambda: self.e.expr(x))   # uniform: the scalar code
         b = self.b
         if isinstance(x, Var):
@@ -182,7 +160,7 @@ class VectorLoop:
 
     def strided(self, index: tuple[Expr, ...]) -> int | None:
         """s when only the last index uses the loop variable, as ``s * j + c`` with 1 < s <= MAX_STRIDE."""
-        if not index or any(_uses(i, self.var) for i in index[:-1]):
+        if not index or any(uses(i, self.var) for i in index[:-1]):
             return None
         s = stride(index[-1], self.var)
         return s if s is not None and 1 < s <= MAX_STRIDE else None

@@ -174,7 +174,7 @@ def _store_along_rows(rows: For, lanes: str) -> For:
 
     NR scattered stores of MR lanes each become NR vector stores (a residual input
     read there becomes vector loads too); the tile is read across, in registers."""
-    from minic.codegen.vector import stride
+    from minic.ir.loops_analysis import stride
     inner = rows.body
     if not (isinstance(inner, For) and inner.var.name == lanes and isinstance(inner.body, Store)):
         return rows
@@ -242,7 +242,8 @@ REDUCTION_LANES = 16           # f32 lanes of one AVX-512 register
 def _vector_access(index: tuple, var: str) -> bool:
     """Whether the lanes of loop ``var`` reach ``index`` with one vector load: only the
     last index may use ``var``, with a stride from 0 (the same element) to MAX_STRIDE."""
-    from minic.codegen.vector import MAX_STRIDE, stride
+    from minic.codegen.vector import MAX_STRIDE
+    from minic.ir.loops_analysis import stride
     if not any(var in free_vars(i) for i in index):
         return True
     return (not any(var in free_vars(i) for i in index[:-1])
@@ -262,7 +263,7 @@ def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
             acc = max(acc, x[.., 2 * j + q])             acc[ji] = max(acc[ji], x[.., 2 * j + q])
           y[.., j] = acc                             vectorized for ji < 16: y[.., j] = acc[ji]
     """
-    from minic.codegen.vector import stride
+    from minic.ir.loops_analysis import stride
     for nest in _nests(f.body):
         found = _scalar_reduction(nest)
         if found is None:

@@ -1,0 +1,54 @@
+"""What the schedule and codegen both need to know of a loop nest: how much work
+it does (is it worth threads?) and how an index moves with a loop variable
+(is an access contiguous?)."""
+from __future__ import annotations
+
+from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, substitute, walk
+from minic.ir.loops_simplify import simplify
+
+# Innermost iterations below which a loop runs on the caller alone: handing out chunks and
+# joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
+# another process holds the core a worker is on; a loop this small runs in ~5-20 us.
+PARALLEL_WORK = 1 << 16
+
+
+def work(s: Stmt) -> Expr:
+    """The innermost iterations of ``s``, as an i64 expression of sizes and outer loop
+    variables: loops multiply, sequences add, an ``if`` counts its larger branch, a
+    loop whose body's extents depend on its own variable counts its first iteration's."""
+    if isinstance(s, For):
+        return simplify(BinOp("mul", s.extent, substitute(work(s.body), {s.var.name: s.start})))
+    if isinstance(s, Seq):
+        total = const(0)
+        for t in s.stmts:
+            total = simplify(BinOp("add", total, work(t)))
+        return total
+    if isinstance(s, Allocate):
+        return work(s.body)
+    if isinstance(s, If):
+        return simplify(BinOp("max", work(s.then), work(s.otherwise) if s.otherwise is not None else const(0)))
+    return const(1)
+
+
+def uses(e: Expr, var: str) -> bool:
+    """Whether ``e`` reads the variable ``var``."""
+    return any(isinstance(x, Var) and x.name == var for x in walk(e))
+
+
+def stride(e: Expr, var: str) -> int | None:
+    """The c of ``e = c * var + (terms without var)``; None when ``e`` is not of that form."""
+    if not uses(e, var):
+        return 0
+    if isinstance(e, Var):
+        return 1
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        a, b = stride(e.a, var), stride(e.b, var)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "add" else a - b
+    if isinstance(e, BinOp) and e.op == "mul":
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, Const) and not uses(c, var):
+                s = stride(x, var)
+                return None if s is None else s * c.value
+    return None
