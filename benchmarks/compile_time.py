@@ -5,8 +5,7 @@
 The default LLVM level is the product's (``CompileOptions().opt_level``, O2).
 
 torch.export (the frontend) is timed apart: the target is minic's own compile
-from a Graph.  Stages: graph passes + fusion + lowering + scheduling
-(``prepare``), LLVM (IR building, optimisation, machine code), and loading.
+from a Graph, stage by stage (``minic/pipeline.py``), then loading.
 """
 from __future__ import annotations
 
@@ -15,11 +14,10 @@ import statistics
 import time
 import warnings
 
-from minic.api import load
+from minic.api import graph_of, load
 from minic.codegen.jit import Loaded
-from minic.codegen.module import object_code
-from minic.runtime import CompileOptions, prepare
-from minic.runtime.backend import source_graph
+from minic.pipeline import Compilation
+from minic.runtime import CompileOptions
 
 
 def main() -> None:
@@ -32,25 +30,21 @@ def main() -> None:
     args = parser.parse_args()
     source = load(args.model)
     t0 = time.perf_counter()
-    graph = source_graph(source)
+    graph = graph_of(source)
     print(f"torch.export + import: {time.perf_counter() - t0:.2f} s (not part of the target)")
     options = CompileOptions(use_cache=False, opt_level=args.opt_level)
     rows = []
     for _ in range(args.repeat):
+        c = Compilation(graph, options)
+        obj = c.run("object")
         t0 = time.perf_counter()
-        program = prepare(graph, options)
-        t1 = time.perf_counter()
-        obj = object_code(program, options)
-        t2 = time.perf_counter()
         Loaded(obj, options)
-        t3 = time.perf_counter()
-        rows.append((t1 - t0, t2 - t1, t3 - t2, t3 - t0))
-    for label, k in (("prepare (passes, lowering, schedule)", 0), ("LLVM (O%d) to machine code" % args.opt_level, 1),
-                     ("load (JIT)", 2), ("total", 3)):
-        values = [r[k] for r in rows]
-        print(f"{label:38} median {statistics.median(values):6.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
-    print(f"{len(program.kernels)} kernels")
-
+        rows.append({**c.seconds, "load (JIT)": time.perf_counter() - t0})
+        rows[-1]["total"] = sum(rows[-1].values())
+    for label in rows[0]:
+        values = [r[label] for r in rows]
+        print(f"{label:12} median {statistics.median(values):6.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
+    print(f"{len(c.run('scheduled').kernels)} kernels")
 
 if __name__ == "__main__":
     main()

@@ -12,24 +12,14 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from minic.api import load
+from minic.api import graph_of, load
+from minic.codegen.parallel import uses_pool
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
 from minic.ir.types import TensorType
-from minic.codegen.parallel import uses_pool
-from minic.runtime import CompileOptions, prepare
-from minic.runtime.backend import source_graph
+from minic.pipeline import Compilation
+from minic.runtime import CompileOptions
 from minic.schedule.measure import flops, measure
-
-
-def lowered(graph, options: CompileOptions):
-    """The program before scheduling (what ``prepare`` schedules), for counting flops."""
-    import minic.passes as passes
-    from minic.lowering import lower_graph
-    from minic.passes.fuse_groups import fuse_groups
-    if hasattr(passes, "optimize") and options.graph_opt_level > 0:
-        graph = passes.optimize(graph, options.graph_opt_level)
-    return lower_graph(fuse_groups(graph))
 
 
 def main() -> None:
@@ -41,10 +31,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="threads of parallel loops (0: all cores)")
     args = parser.parse_args()
     source = load(args.model, size=args.size)
-    graph = source_graph(source)
     options = CompileOptions(use_cache=False, num_threads=args.threads)
-    program = prepare(graph, options)
-    unscheduled = lowered(graph, options)
+    c = Compilation(graph_of(source), options)
+    unscheduled, program = c.run("loops"), c.run("scheduled")     # flops are counted before scheduling
     sizes = bind_symbols([Value(b.name, TensorType(b.shape, b.dtype)) for b in program.inputs], source.example_inputs)
     rows = []
     for k, raw in zip(program.kernels, unscheduled.kernels):

@@ -6,14 +6,13 @@ A model may be a torch.nn.Module (with example inputs), a zoo name
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from minic import backends
-from minic.backends import ModelSource, Runner
+from minic.backends import ModelSource, Runner, graph_of
 from minic.errors import UserError
 from minic.ir.graph import Graph
 
@@ -97,17 +96,6 @@ def _random_inputs(graph: Graph, seed: int, dim: int = 2) -> tuple[np.ndarray, .
     return tuple(out)
 
 
-def graph_of(source: ModelSource) -> Graph:
-    """The minic Graph of a source, converting from torch on first use."""
-    if source.graph is None:
-        if source.module is None:
-            raise UserError(f"model '{source.name}' has neither a graph nor a torch module")
-        from minic.frontend.torch import from_torch, tensor_of
-        source.graph = from_torch(source.module, tuple(tensor_of(a) for a in source.example_inputs),
-                                  source.dynamic_axes or None, name=source.name.replace("-", "_"))
-    return source.graph
-
-
 def compile(model: Any, example_inputs: Sequence[Any] | None = None, backend: str = DEFAULT_BACKEND,
             **options: Any) -> Runner:
     """Compile ``model`` with ``backend``; the result maps numpy inputs to numpy outputs.
@@ -116,9 +104,6 @@ def compile(model: Any, example_inputs: Sequence[Any] | None = None, backend: st
     option goes to the backend.
     """
     source = load(model, example_inputs, size=options.pop("size", "full"), seed=options.pop("seed", 0))
-    if backend == "minic" and "minic" not in backends.names():
-        warnings.warn("the minic compiler backend is not available; using the interpreter", stacklevel=2)
-        backend = "interp"
     return backends.get(backend)(source, **options)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.metadata import entry_points
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,6 +43,17 @@ class ModelSource:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def graph_of(source: ModelSource):
+    """The minic Graph of ``source``: given, or imported from its torch module on first use (then kept)."""
+    if source.graph is None:
+        if source.module is None:
+            raise UserError(f"model '{source.name}' has neither a graph nor a torch module")
+        from minic.frontend.torch import from_torch, tensor_of
+        source.graph = from_torch(source.module, tuple(tensor_of(a) for a in source.example_inputs),
+                                  source.dynamic_axes or None, name=source.name.replace("-", "_"))
+    return source.graph
+
+
 _BACKENDS: dict[str, BackendFn] = {}
 # minic's own backends that live in modules imported only when asked for.
 _LAZY = {"minic": "minic.runtime.backend"}
@@ -63,8 +73,7 @@ def _plugins() -> dict[str, Any]:
 
 def names() -> list[str]:
     """All backend names, minic's own and the bridges' (installed or not)."""
-    lazy = {name for name, module in _LAZY.items() if find_spec(module) is not None}
-    return sorted(set(_BACKENDS) | lazy | set(_plugins()))
+    return sorted(set(_BACKENDS) | set(_LAZY) | set(_plugins()))
 
 
 def get(name: str) -> BackendFn:

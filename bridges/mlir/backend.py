@@ -10,22 +10,8 @@ from typing import Callable
 
 import numpy as np
 
-from minic.backends import ModelSource
+from minic.backends import ModelSource, graph_of
 from minic.errors import UserError
-
-
-def graph_of(source: ModelSource):
-    """The minic Graph of ``source``: given, or imported from its torch module."""
-    if source.graph is not None:
-        return source.graph
-    if source.module is None:
-        raise UserError(f"{source.name}: the MLIR backend needs a Graph or a torch module")
-    from minic.frontend.torch import from_torch
-
-    import torch
-    inputs = tuple(torch.from_numpy(np.asarray(a, order="C")) for a in source.example_inputs)
-    source.graph = from_torch(source.module, inputs, source.dynamic_axes or None, name=source.name)
-    return source.graph
 
 
 VIAS = ("linalg", "tosa")

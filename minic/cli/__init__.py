@@ -31,9 +31,19 @@ def build_parser() -> argparse.ArgumentParser:
     for plugin in entry_points(group="minic.cli"):
         try:
             plugin.load()(sub)
-        except ModuleNotFoundError:
-            continue        # a bridge that is not written or not installed yet
+        except ModuleNotFoundError as e:        # its production stack is not installed: say so when asked
+            _missing(sub, plugin.name, f"the {plugin.name} bridge's commands need the module '{e.name}', "
+                                       f"which is not installed ({plugin.value})")
     return parser
+
+
+def _missing(sub, name: str, why: str) -> None:
+    """A command standing for a bridge that cannot load: it fails with ``why``."""
+    def handler(args: argparse.Namespace) -> int:
+        raise MinicError(why)
+    p = sub.add_parser(name, help=f"(unavailable) {why}")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(handler=handler)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """``python -m minic show MODEL --emit STAGE``: print any stage of the pipeline.
 
-graph (as imported) → opt (after graph passes) → fused (kernel groups marked)
-→ loops (Loop IR) → llvm (LLVM IR) → asm (machine code for the target).
+The stages are the pipeline's (``minic/pipeline.py``): graph (as imported) →
+opt (after graph passes) → fused (kernel groups marked) → loops (Loop IR) →
+scheduled (after the schedules) → llvm (LLVM IR) → asm (machine code for the target).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from minic.api import graph_of, load
 from minic.errors import UserError
 from minic.files import write_atomic
 
-STAGES = ("graph", "opt", "fused", "loops", "llvm", "asm")
+STAGES = ("graph", "opt", "fused", "loops", "scheduled", "llvm", "asm")    # the pipeline's, less "object"
 
 
 def add_pass_options(p: argparse.ArgumentParser) -> None:
@@ -23,7 +24,7 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("show", help="print a stage of the pipeline (graph, opt, fused, loops, llvm, asm)")
+    p = sub.add_parser("show", help="print a stage of the pipeline (" + ", ".join(STAGES) + ")")
     p.add_argument("model", help="zoo name, .onnx or .mc file")
     p.add_argument("--emit", choices=STAGES, default="graph", help="the stage to print (default: graph)")
     p.add_argument("--size", choices=("small", "full"), default="full")
@@ -39,19 +40,14 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def optimized(graph, args: argparse.Namespace, out=None):
-    """The graph after the pass pipeline that ``args`` asks for."""
-    out = out or sys.stdout                 # looked up now: the caller may have redirected it
-    from minic.passes import format_stats, optimize
+def pass_options(args: argparse.Namespace, out=None):
+    """The opt stage's options from ``args`` (-O, --passes, --verify-each, --print-after...)."""
+    from minic.pipeline import PassOptions
     print_after = "all" if getattr(args, "print_after_all", False) else (
         {args.print_after} if getattr(args, "print_after", None) else None)
-    stats: list | None = [] if getattr(args, "pass_stats", False) else None
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    graph = optimize(graph, level=args.level, passes=passes, verify_each=args.verify_each,
-                     print_after=print_after, stats=stats, out=out)
-    if stats is not None:
-        print(format_stats(stats), file=out)
-    return graph
+    return PassOptions(args.level, passes, args.verify_each, print_after,
+                       [] if getattr(args, "pass_stats", False) else None, out)
 
 
 def emit_graph(graph, output: Path | None) -> int:
@@ -69,23 +65,16 @@ def emit_graph(graph, output: Path | None) -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
-    source = load(args.model, size=args.size, seed=args.seed)
-    graph = graph_of(source)
-    if args.emit == "graph":
-        return emit_graph(graph, args.output)
-    graph = optimized(graph, args)
-    if args.emit == "opt":
-        return emit_graph(graph, args.output)
-    from minic.passes.fuse_groups import fuse_groups
-    graph = fuse_groups(graph)
-    if args.emit == "fused":
-        return emit_graph(graph, args.output)
-    from minic import codegen
-    from minic.runtime import CompileOptions, prepare
-    options = CompileOptions(triple=args.target or "", cpu=args.mcpu or "", graph_opt_level=0)
-    program = prepare(graph, options)          # the graph is optimized and fused already
-    if args.emit == "loops":
-        print(program)
-        return 0
-    print(codegen.llvm_ir(program, options) if args.emit == "llvm" else codegen.assembly(program, options))
+    from minic.passes import format_stats
+    from minic.pipeline import Compilation
+    from minic.runtime import CompileOptions
+    graph = graph_of(load(args.model, size=args.size, seed=args.seed))
+    options = CompileOptions(triple=args.target or "", cpu=args.mcpu or "")
+    c = Compilation(graph, options, pass_options(args, sys.stdout))
+    ir = c.run(args.emit)
+    if c.passes.stats is not None:
+        print(format_stats(c.passes.stats))
+    if args.emit in ("graph", "opt", "fused"):
+        return emit_graph(ir, args.output)
+    print(ir)
     return 0

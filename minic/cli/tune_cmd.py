@@ -44,12 +44,12 @@ def register(sub) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from minic.api import load
+    from minic import pipeline
+    from minic.api import graph_of, load
     from minic.ir.graph import Value
     from minic.ir.interpret import bind_symbols
     from minic.ir.types import TensorType
     from minic.runtime import CompileOptions
-    from minic.runtime.backend import source_graph
     from minic.schedule import records
     from minic.schedule.templates import find_contraction, signature
     from minic.schedule.tuner import as_record
@@ -59,9 +59,9 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError("--model-repeat must be at least 0")
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     source = load(args.model, size=args.size, seed=args.seed)
-    graph = source_graph(source)
+    graph = graph_of(source)
     options = CompileOptions(records=args.records)
-    program = lowered_program(graph, options)
+    program = pipeline.run(graph, "loops", options)       # what the tuner's templates start from
     sizes = bind_symbols([Value(b.name, TensorType(b.shape, b.dtype)) for b in program.inputs], source.example_inputs)
     # Between two calls of a kernel the model reads all its weights: that is how cold they are.
     cold_bytes = sum(a.nbytes for a in program.constants.values())
@@ -190,13 +190,3 @@ def model_check(console, source, graph, path: Path, repeat: int) -> int:
 
 def load_text() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def lowered_program(graph, options):
-    """The program before scheduling: what the tuner's templates start from."""
-    import minic.passes as passes
-    from minic.lowering import lower_graph
-    from minic.passes.fuse_groups import fuse_groups
-    if hasattr(passes, "optimize") and options.graph_opt_level > 0:
-        graph = passes.optimize(graph, options.graph_opt_level)
-    return lower_graph(fuse_groups(graph))

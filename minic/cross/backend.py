@@ -23,12 +23,12 @@ DEFAULT_CPU = "cortex-a55"
 def compile_emulated(source: ModelSource, target: str = "aarch64", cpu: str = DEFAULT_CPU, features: str = "",
                      num_threads: int = 4, repeat: int = 1) -> EmulatedModel:
     """Build ``source`` for ``target`` in a temporary folder; the result runs it under qemu."""
-    from minic.runtime.backend import source_graph
+    from minic.backends import graph_of
     triple = full_triple(target)
     tools.cross_gcc(triple, NAME)             # both before a minute of compiling: one line if either is missing
     tools.qemu(triple, NAME)
     folder = tempfile.TemporaryDirectory(prefix="minic-cross-")
-    build = cross_compile(source_graph(source), cross_options(triple, cpu, features, num_threads), Path(folder.name))
+    build = cross_compile(graph_of(source), cross_options(triple, cpu, features, num_threads), Path(folder.name))
     model = EmulatedModel(build, repeat)
     model.folder = folder                       # the folder is removed with the model
     return model

@@ -62,7 +62,13 @@ def check(source: ModelSource, backend: str, inputs, reference, tol: float, rera
         if reraise:
             raise
         return Cell(source.name, backend, "crash", detail=f"{type(e).__name__}: {str(e)[:300]}")
+    return judged(source.name, backend, outputs, reference, tol, compile_s, run)
+
+
+def judged(model: str, backend: str, outputs, reference, tol: float, compile_s: float = 0.0,
+           run: Callable[..., Any] | None = None) -> Cell:
+    """The cell of outputs that ran: ok, or a mismatch with where it starts."""
     errs = errors(outputs, reference)
     ok = errs.within(tol)
-    return Cell(source.name, backend, "ok" if ok else "mismatch", errs,
+    return Cell(model, backend, "ok" if ok else "mismatch", errs,
                 "" if ok else first_difference(outputs, reference, tol), compile_s, outputs, run)

@@ -1,7 +1,6 @@
 """Every pass under its kebab-case name, and the optimisation levels as lists of names."""
 from __future__ import annotations
 
-import importlib.util
 from typing import Callable
 
 from minic.ir.graph import Graph
@@ -10,6 +9,7 @@ from minic.passes.batchnorm import fold_batchnorm
 from minic.passes.cse import eliminate_common_subexpr
 from minic.passes.dead_code import eliminate_dead_code
 from minic.passes.fold_constants import fold_constants
+from minic.passes.fuse_groups import fuse_groups
 from minic.passes.identity import eliminate_identity
 from minic.passes.matmul_bias import fuse_matmul_bias
 from minic.passes.padding import explicit_padding
@@ -30,18 +30,16 @@ PASSES: dict[str, Pass] = {
     "eliminate-common-subexpr": eliminate_common_subexpr,
     "eliminate-dead-code": eliminate_dead_code,
     "explicit-padding": explicit_padding,
+    # The fusion grouping belongs to lowering (it decides which ops become one
+    # kernel); it is a pass so that --print-after shows the groups.  It is the
+    # pipeline's "fused" stage (minic/pipeline.py), after the rest of the level.
+    "fuse-groups": fuse_groups,
     # Changes the numbers (f16 storage), so it is in no level: CompileOptions.precision asks for it.
     "to-f16": to_f16,
 }
 
 # Passes that change the numbers on purpose; every other pass computes exactly what it was given.
 ROUNDING = {"to-f16"}
-
-# The fusion grouping belongs to lowering (it decides which ops become one
-# kernel); it is a pass so that --print-after shows the groups.
-if importlib.util.find_spec("minic.passes.fuse_groups") is not None:
-    from minic.passes.fuse_groups import fuse_groups
-    PASSES["fuse-groups"] = fuse_groups
 
 CLEANUP = ["eliminate-identity", "fold-constants", "eliminate-common-subexpr", "eliminate-dead-code"]
 
@@ -53,5 +51,5 @@ LEVELS: dict[int, list[str]] = {
     # rewrites for lowering: padding as nodes of its own, the fusion groups.
     2: ["fold-constant-gather", "fold-constants", "eliminate-identity", "simplify-algebra",
         "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP + ["explicit-padding"]
-       + (["fuse-groups"] if "fuse-groups" in PASSES else []),
+       + ["fuse-groups"],
 }

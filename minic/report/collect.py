@@ -1,7 +1,7 @@
 """Everything the compile report shows, gathered in pipeline order.
 
-``collect`` walks one model down the pipeline exactly as ``show`` does (graph →
-opt → fused → loops → llvm → asm), keeps each stage's text, draws the graph
+``collect`` walks one model down the pipeline (``minic/pipeline.py``: graph →
+opt → fused → loops → scheduled → llvm → asm), keeps each stage's text, draws the graph
 before and after the passes, times each kernel (``profile.py``) and runs every
 backend against the reference (the cells of ``verify``, plus each path's median
 latency).  The page (``page.py``) only formats what is collected here.
@@ -102,12 +102,10 @@ def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes
             progress: Callable[[str], None] = lambda label: None) -> ReportData:
     """Run ``model`` (anything ``minic.api.load`` takes, or its ModelSource) through the
     pipeline and every backend; see the module docstring."""
-    from minic import codegen
     from minic.ir.text import print_graph
-    from minic.passes import optimize
-    from minic.passes.fuse_groups import fuse_groups
+    from minic.pipeline import Compilation, PassOptions
     from minic.report.profile import profile_program
-    from minic.runtime import CompileOptions, prepare
+    from minic.runtime import CompileOptions
 
     for name in backend_names or []:
         backends.get(name)                        # an unknown name fails before any work
@@ -116,20 +114,20 @@ def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes
     data = ReportData(source.name, ", ".join(f"{v.name}: {a.dtype}{list(a.shape)}"
                                              for v, a in zip(graph.inputs, source.example_inputs)),
                       "", level)
+    options = CompileOptions()
+    c = Compilation(graph, options, PassOptions(level, passes, stats=data.pass_stats))
     data.stages.append(_stage("graph", "Tensor IR as imported", print_graph(graph, elide=True)))
-    opt = optimize(graph, level=level, passes=passes, stats=data.pass_stats)
-    data.stages.append(_stage("opt", "After the graph passes", print_graph(opt, elide=True)))
-    fused = fuse_groups(opt)
+    data.stages.append(_stage("opt", "After the graph passes", print_graph(c.run("opt"), elide=True)))
+    fused = c.run("fused")
     data.stages.append(_stage("fused", "Fusion groups (one kernel each)", print_graph(fused, elide=True)))
     data.pictures = [_picture(graph, f"@{graph.name} as imported"),
                      _picture(fused, f"@{graph.name} after the passes (kernels boxed)")]
     progress("graph passes")
-    options = CompileOptions(graph_opt_level=0)   # the graph is optimized and fused already
-    program = prepare(fused, options)
+    program = c.run("scheduled")
     data.kernels = len(program.kernels)
     data.stages.append(_stage("loops", "Loop IR (scheduled)", str(program)))
-    data.stages.append(_stage("llvm", "LLVM IR (before LLVM's optimizer)", codegen.llvm_ir(program, options)))
-    data.stages.append(_stage("asm", "Assembly for this machine (after O3)", codegen.assembly(program, options)))
+    data.stages.append(_stage("llvm", "LLVM IR (before LLVM's optimizer)", str(c.run("llvm"))))
+    data.stages.append(_stage("asm", "Assembly for this machine (after O3)", c.run("asm")))
     progress("lowering and codegen")
     if profile:
         data.profile = profile_program(program, source.example_inputs, options, repeat=repeat)

@@ -3,19 +3,17 @@
     model = compile_graph(graph, CompileOptions(cache_dir=tmp))
     logits = model(input_ids)
 
-``compile_graph`` is the whole minic pipeline in one function: graph passes,
-fusion groups, lowering, the default schedule, codegen, JIT.  Its result is
-cached on disk by graph and options.
+``compile_graph`` runs the whole pipeline (``minic/pipeline.py``: graph passes,
+fusion groups, lowering, the default schedule, codegen) and loads the object
+code here.  Its result is cached on disk by graph and options.
 """
 from __future__ import annotations
 
+from minic import pipeline
 from minic.codegen.jit import Loaded
-from minic.codegen.module import object_code
-from minic.codegen.options import PRECISIONS, CompileOptions
-from minic.errors import UserError
+from minic.codegen.options import CompileOptions
 from minic.ir.graph import Graph
 from minic.ir.loops import Program, Role
-from minic.ir.types import DType
 from minic.runtime import cache
 from minic.runtime.compiled import CompiledModel
 from minic.runtime.layout import EntryLayout
@@ -24,23 +22,8 @@ __all__ = ["CompileOptions", "CompiledModel", "compile_graph", "prepare"]
 
 
 def prepare(graph: Graph, options: CompileOptions | None = None) -> Program:
-    """Graph -> scheduled Loop IR: passes (if minic.passes offers them), fusion, lowering, schedule."""
-    import minic.passes as passes
-    from minic.lowering import lower_graph
-    from minic.passes.fuse_groups import fuse_groups
-    from minic.schedule import default_schedule
-    from minic.lowering.precision import widen
-    from minic.passes.to_f16 import to_f16
-    options = options or CompileOptions()
-    if options.precision not in PRECISIONS:
-        raise UserError(f"unknown precision '{options.precision}'; available: {', '.join(PRECISIONS)}")
-    if hasattr(passes, "optimize") and options.graph_opt_level > 0:
-        graph = passes.optimize(graph, options.graph_opt_level)
-    if options.precision != "f32":               # f16 storage, see docs/f16.md
-        graph = to_f16(graph)
-    # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.
-    accumulate = DType.f16 if options.precision == "f16-acc" else DType.f32
-    return default_schedule(widen(lower_graph(fuse_groups(graph)), accumulate), options)
+    """Graph -> scheduled Loop IR (the pipeline up to its "scheduled" stage)."""
+    return pipeline.run(graph, "scheduled", options)
 
 
 def compile_graph(graph: Graph, options: CompileOptions | None = None) -> CompiledModel:
@@ -54,8 +37,9 @@ def compile_graph(graph: Graph, options: CompileOptions | None = None) -> Compil
         constants = {**given, **derived}
         if all(s.value in constants for s in layout.role(Role.CONST)):
             return CompiledModel(layout, constants, Loaded(obj, options))
-    program = prepare(graph, options)
-    layout, obj = EntryLayout.of(program), object_code(program, options)
+    compilation = pipeline.Compilation(graph, options)
+    program, obj = compilation.run("scheduled"), compilation.run("object")
+    layout = EntryLayout.of(program)
     constants = {program.values[name]: data for name, data in program.constants.items()}
     # Constants the passes made (not the graph's own arrays) must be kept with the code.
     derived = {k: v for k, v in constants.items() if given.get(k) is not v}

@@ -4,20 +4,9 @@ from __future__ import annotations
 from dataclasses import fields
 
 from minic import backends
-from minic.backends import ModelSource
+from minic.backends import ModelSource, graph_of
 from minic.errors import UserError
 from minic.runtime import CompileOptions, CompiledModel, compile_graph
-
-
-def source_graph(source: ModelSource):
-    """The Graph of ``source``: given, or exported from its torch module."""
-    if source.graph is not None:
-        return source.graph
-    if source.module is None:
-        raise UserError(f"model '{source.name}': the minic backend needs a Graph or a torch module")
-    from minic.frontend.torch import from_torch, tensor_of
-    example = tuple(tensor_of(a) for a in source.example_inputs)
-    return from_torch(source.module, example, source.dynamic_axes or None)
 
 
 @backends.register("minic")
@@ -27,4 +16,4 @@ def compile(source: ModelSource, **options) -> CompiledModel:
     unknown = set(options) - known
     if unknown:
         raise UserError(f"minic backend: unknown option(s) {sorted(unknown)}; it takes {sorted(known)}")
-    return compile_graph(source_graph(source), CompileOptions(**options))
+    return compile_graph(graph_of(source), CompileOptions(**options))

@@ -1,0 +1,143 @@
+"""The pipeline, named once: the stages a model goes down, in order.
+
+    graph      the Tensor IR as given (imported by a frontend)    minic/ir, minic/frontend
+    opt        after the graph passes of the -O level (and to-f16)  minic/passes
+    fused      fusion groups marked: one kernel each               minic/passes/fuse_groups.py
+    loops      Loop IR: one kernel per group (widened for f16)     minic/lowering
+    scheduled  the default schedules, or the tuned ones            minic/schedule
+    llvm       LLVM IR, before LLVM's optimizer                    minic/codegen
+    asm        the target's assembly, after LLVM's optimizer       minic/codegen
+    object     the target's object code, after LLVM's optimizer    minic/codegen
+
+Every tool runs this one pipeline: compiling (``minic.runtime.compile_graph``),
+``show --emit STAGE``, ``report``, ``tune``, ``bench`` and the benchmark scripts.
+
+    c = Compilation(graph, CompileOptions())
+    c.run("loops")           # graph -> opt -> fused -> loops, each stage once
+    c.run("scheduled")       # reuses loops; c.trace == ["opt", "fused", "loops", "scheduled"]
+
+A stage runs at most once per Compilation, and only when a later one needs it;
+``asm`` and ``object`` both start from the optimized LLVM module, built once.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+from minic.codegen.options import PRECISIONS, CompileOptions
+from minic.errors import UserError
+from minic.ir.graph import Graph
+
+STAGES = ("graph", "opt", "fused", "loops", "scheduled", "llvm", "asm", "object")
+
+
+@dataclass
+class PassOptions:
+    """How the ``opt`` stage runs the graph passes (``show``'s and ``report``'s flags)."""
+    level: int | None = None                 # None: CompileOptions.graph_opt_level
+    passes: list[str] | None = None          # an explicit list wins over the level
+    verify_each: bool = False
+    print_after: set[str] | str | None = None
+    stats: list | None = None                # PassStat rows are appended here
+    out: TextIO | None = None
+
+
+@dataclass
+class Compilation:
+    """One graph down the pipeline; ``run(stage)`` gives that stage's IR."""
+    graph: Graph
+    options: CompileOptions = field(default_factory=CompileOptions)
+    passes: PassOptions = field(default_factory=PassOptions)
+    trace: list[str] = field(default_factory=list)           # the stages run, in order
+    seconds: dict[str, float] = field(default_factory=dict)  # time spent in each
+    _ir: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.options.precision not in PRECISIONS:
+            raise UserError(f"unknown precision '{self.options.precision}'; available: {', '.join(PRECISIONS)}")
+        self._ir["graph"] = self.graph
+
+    def run(self, stage: str) -> Any:
+        """The IR of ``stage``, running the stages before it that have not run yet."""
+        if stage not in STAGES:
+            raise UserError(f"unknown stage '{stage}'; the stages are: {', '.join(STAGES)}")
+        if stage not in self._ir:
+            make, source = _STEPS[stage]
+            ir = self.run(source) if source in STAGES else self._machine()
+            start = time.perf_counter()
+            self._ir[stage] = make(self, ir)
+            self.seconds[stage] = time.perf_counter() - start
+            self.trace.append(stage)
+        return self._ir[stage]
+
+    def _machine(self):
+        """The LLVM module after LLVM's optimizer (what asm and object are made from)."""
+        if "optimized" not in self._ir:
+            from minic.codegen.module import optimize_module
+            module = self.run("llvm")
+            start = time.perf_counter()
+            self._ir["optimized"] = optimize_module(module, self.options)
+            self.seconds["optimized"] = time.perf_counter() - start
+        return self._ir["optimized"]
+
+
+def _opt(c: Compilation, graph: Graph) -> Graph:
+    from minic.passes import optimize, pipeline
+    from minic.passes.to_f16 import to_f16
+    p = c.passes
+    names = [n for n in pipeline(c.options.graph_opt_level if p.level is None else p.level, p.passes)
+             if n != "fuse-groups"]          # the fused stage runs it
+    graph = optimize(graph, passes=names, verify_each=p.verify_each, print_after=p.print_after,
+                     stats=p.stats, out=p.out or sys.stdout)
+    return to_f16(graph) if c.options.precision != "f32" else graph     # f16 storage, docs/f16.md
+
+
+def _fused(c: Compilation, graph: Graph) -> Graph:
+    from minic.passes import optimize
+    p = c.passes
+    return optimize(graph, passes=["fuse-groups"], verify_each=p.verify_each, print_after=p.print_after,
+                    stats=p.stats, out=p.out or sys.stdout)
+
+
+def _loops(c: Compilation, graph: Graph):
+    from minic.ir.types import DType
+    from minic.lowering import lower_graph
+    from minic.lowering.precision import widen
+    # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.
+    return widen(lower_graph(graph), DType.f16 if c.options.precision == "f16-acc" else DType.f32)
+
+
+def _scheduled(c: Compilation, program):
+    from minic.schedule import default_schedule
+    return default_schedule(program, c.options)
+
+
+def _llvm(c: Compilation, program):
+    from minic.codegen.module import build_module
+    return build_module(program, c.options)
+
+
+def _asm(c: Compilation, module) -> str:
+    from minic.codegen.target import target_machine
+    return target_machine(c.options).emit_assembly(module)
+
+
+def _object(c: Compilation, module) -> bytes:
+    from minic.codegen.target import target_machine
+    return target_machine(c.options).emit_object(module)
+
+
+# stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)
+_STEPS: dict[str, tuple[Callable[[Compilation, Any], Any], str]] = {
+    "opt": (_opt, "graph"), "fused": (_fused, "opt"), "loops": (_loops, "fused"),
+    "scheduled": (_scheduled, "loops"), "llvm": (_llvm, "scheduled"),
+    "asm": (_asm, "optimized"), "object": (_object, "optimized"),
+}
+
+
+def run(graph: Graph, stage: str, options: CompileOptions | None = None,
+        passes: PassOptions | None = None) -> Any:
+    """``graph`` taken down the pipeline to ``stage``: that stage's IR."""
+    return Compilation(graph, options or CompileOptions(), passes or PassOptions()).run(stage)

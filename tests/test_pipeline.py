@@ -1,0 +1,66 @@
+"""The one pipeline: its stages run in order, each once per compile, and every tool goes through it."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from minic import pipeline
+from minic.api import graph_of, load
+from minic.errors import UserError
+from minic.passes import registry
+from minic.runtime import CompileOptions
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import cli  # noqa: E402
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Every stage and every pass that runs, in order."""
+    seen: list[str] = []
+
+    def recorded(name, fn):
+        def run(*args):
+            seen.append(name)
+            return fn(*args)
+        return run
+    monkeypatch.setattr(pipeline, "_STEPS", {stage: (recorded(stage, make), source)
+                                             for stage, (make, source) in pipeline._STEPS.items()})
+    for name, fn in list(registry.PASSES.items()):
+        monkeypatch.setitem(registry.PASSES, name, recorded("pass " + name, fn))
+    return seen
+
+
+def test_run_visits_each_stage_once_in_order(calls, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))           # a cold cache: everything compiles
+    code, out, err = cli(capsys, "run", "llama-tiny", "--size", "small", "--repeat", "1")
+    assert code == 0, err
+    stages = [c for c in calls if not c.startswith("pass ")]
+    assert stages == ["opt", "fused", "loops", "scheduled", "llvm", "object"]
+    passes = [c[5:] for c in calls if c.startswith("pass ")]
+    assert passes == registry.LEVELS[2]                           # each pass of -O2 once, fuse-groups last
+
+
+def test_a_stage_is_computed_once_and_shared(calls):
+    c = pipeline.Compilation(graph_of(load("mlp", size="small")), CompileOptions(use_cache=False))
+    loops = c.run("loops")
+    assert c.run("loops") is loops and c.run("asm") and c.run("object")
+    assert c.trace == ["opt", "fused", "loops", "scheduled", "llvm", "asm", "object"]
+    assert calls.count("fused") == 1 and calls.count("pass fuse-groups") == 1
+
+
+def test_unknown_stage_and_precision_are_user_errors():
+    graph = graph_of(load("mlp", size="small"))
+    with pytest.raises(UserError, match="unknown stage 'lops'"):
+        pipeline.run(graph, "lops")
+    with pytest.raises(UserError, match="unknown precision 'f8'"):
+        pipeline.run(graph, "loops", CompileOptions(precision="f8"))
+
+
+def test_show_prints_loops_before_and_after_scheduling(capsys):
+    code, loops, _ = cli(capsys, "show", "mlp", "--size", "small", "--emit", "loops")
+    assert code == 0 and "kernel k0_" in loops and "parallel for" not in loops
+    code, scheduled, _ = cli(capsys, "show", "mlp", "--size", "small", "--emit", "scheduled")
+    assert code == 0 and "vectorized for" in scheduled
