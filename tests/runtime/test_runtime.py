@@ -76,11 +76,11 @@ def test_cache_hit_skips_compilation(tmp_path, monkeypatch):
     options = CompileOptions(cache_dir=tmp_path)
     compile_graph(mlp_graph(), options)
     assert len(list(tmp_path.glob("*.mc.bin"))) == 1
-    import minic.runtime as runtime
+    from minic import pipeline
 
     def fail(*args):
         raise AssertionError("compiled again despite a cache entry")
-    monkeypatch.setattr(runtime, "object_code", fail)
+    monkeypatch.setattr(pipeline.Compilation, "run", fail)
     x = np.ones((3, 16), np.float32)
     np.testing.assert_allclose(compile_graph(mlp_graph(), options)(x), interpret(mlp_graph(), [x])[0], rtol=1e-4)
 
