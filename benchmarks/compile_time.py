@@ -46,5 +46,6 @@ def main() -> None:
         print(f"{label:12} median {statistics.median(values):6.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
     print(f"{len(c.run('scheduled').kernels)} kernels")
 
+
 if __name__ == "__main__":
     main()
