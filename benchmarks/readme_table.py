@@ -4,7 +4,7 @@
 
 Runs, ``--runs`` times each (the machine is shared: figures move with its load):
 the matmul 512^3 benchmark (minic vs numpy), ``minic bench`` on llama-tiny and
-resnet50 (interleaved against ``--vs``), and the cold compile of llama-tiny from
+resnet50 (against ``--vs``, each path in its own process), and the cold compile of llama-tiny from
 a Graph.  Prints one markdown table of medians with every run's figure.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ def bench(model: str, vs: str, repeat: int) -> dict[str, float]:
     """Median latency (s) of each path of one ``minic bench`` run."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
-        subprocess.run([sys.executable, "-m", "minic", "bench", model, "--vs", vs, "--repeat", str(repeat),
+        subprocess.run([sys.executable, "-m", "minic", "bench", model, "--vs", vs, "--rounds", str(repeat),
                         "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
         return {r["path"]: r["median_s"] for r in json.loads(out.read_text())["rows"] if r["median_s"]}
 
@@ -47,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--vs", default="torch,onnxruntime")
-    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=10, help="rounds of minic bench (llama-tiny; resnet50 a third)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     runs: dict[str, list[float]] = {}

@@ -127,6 +127,26 @@ def _torch_backend(source: ModelSource, **options: Any) -> Runner:
     return run
 
 
+@backends.register("inductor")
+def _inductor_backend(source: ModelSource, **options: Any) -> Runner:
+    """``torch.compile`` (TorchInductor's C++/OpenMP kernels) of the torch module; it
+    compiles on the first call, which is made here (compile time, not run time).
+    Its threads are torch's (``torch.set_num_threads``)."""
+    import torch
+    if source.module is None:
+        raise UserError(f"backend 'inductor' needs a torch model; '{source.name}' is not one")
+    if options:
+        raise UserError(f"backend 'inductor' has no option '{sorted(options)[0]}'")
+    compiled = torch.compile(source.module.eval())
+
+    def run(*arrays: np.ndarray):
+        with torch.no_grad():
+            out = compiled(*(torch.from_numpy(np.asarray(a, order="C")) for a in arrays))
+        return tuple(o.numpy() for o in out) if isinstance(out, (tuple, list)) else out.numpy()
+    run(*source.example_inputs)
+    return run
+
+
 @backends.register("interp")
 def _interp_backend(source: ModelSource, precision: str = "f32", **options: Any) -> Runner:
     """minic's reference interpreter: each op's numpy implementation, node by node.

@@ -90,3 +90,17 @@ def fmt_ratio(x: float, digits: int = 3) -> str:
         return f"{x:g}"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
     return f"{x:.{decimals}f}"
+
+
+def timed_block(call: Callable[[], Any], calls: int, budget_s: float = math.inf) -> list[float]:
+    """One block of a path's timing: an untimed call (it absorbs what ran before: another
+    process's threads, caches full of other data), then up to ``calls`` timed calls, fewer
+    once ``budget_s`` is spent, but at least one."""
+    call()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < calls and (not times or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return times

@@ -1,7 +1,7 @@
 """The system programs minic runs, found on PATH, each with the Debian package that has it.
 
 graphviz's ``dot`` draws graphs, a cross gcc links aarch64 executables, qemu-user
-runs them, chromium checks the HTML report.  ``scripts/setup.sh`` installs them
+runs them, chromium checks the HTML report, clang compiles tinygrad's kernels.  ``scripts/setup.sh`` installs them
 all; where one is missing, ``require`` is a one-line ``MissingToolError`` naming
 the package, before any library reaches for the program and fails deep inside.
 """
@@ -65,6 +65,11 @@ def qemu(triple: str, purpose: str | None = None) -> str:
 
 def chromium(purpose: str = "checking the HTML report in a browser") -> str:
     return require("chromium", "chromium", purpose, "chromium-browser")
+
+
+def clang(purpose: str = "tinygrad's CPU device") -> str:
+    """Debian's ``clang``: tinygrad compiles its CPU kernels with it (``minic bench``'s tinygrad row)."""
+    return require("clang", "clang", purpose)
 
 
 CROSS_PACKAGES = {"aarch64": "gcc-aarch64-linux-gnu libc6-dev-arm64-cross"}

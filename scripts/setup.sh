@@ -13,6 +13,7 @@ PACKAGES=(
     libc6-dev-arm64-cross      # its C library: static aarch64 executables
     qemu-user                  # qemu-aarch64: runs those executables here (--emulate)
     chromium                   # the HTML report is checked in a headless browser
+    clang                      # tinygrad's CPU device compiles with it (minic bench's tinygrad row)
 )
 
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi

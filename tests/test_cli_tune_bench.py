@@ -1,5 +1,5 @@
 """`minic tune` (records with a verdict, re-runs skip recorded kernels, the model-level
-check) and `minic bench`'s number formats.  Timings are never asserted."""
+check) and the number formats and timing loops `minic bench` uses.  Timings are never asserted."""
 from __future__ import annotations
 
 import json
@@ -9,10 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from minic.cli.bench_cmd import Row, print_table
-from minic.crosscheck.matrix import Cell
 from minic.timing import fmt_ratio, interleaved
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -75,15 +72,6 @@ def test_tune_rejects_bad_arguments(capsys):
                                      (0.0, "0"), (float("inf"), "inf")])
 def test_fmt_ratio_keeps_three_significant_digits(x, text):
     assert fmt_ratio(x) == text
-
-
-def test_bench_x_eager_column_shows_small_ratios():
-    rows = [Row("torch", Cell("tiny", "torch", "ok"), [2e-3, 2e-3]),
-            Row("minic", Cell("tiny", "minic", "ok", compile_s=0.5), [5e-6, 5e-6])]
-    console = Console(record=True, width=200)
-    print_table(console, "tiny", rows)
-    text = console.export_text()
-    assert "0.00250" in text and "0.00 " not in text
 
 
 def test_interleaved_runs_blocks_in_rounds():

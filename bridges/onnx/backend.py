@@ -6,7 +6,8 @@ an ``.onnx`` file skips the export.  Options:
 * ``optimize`` (default True): run the homemade passes first;
 * ``opset`` (default 17): the export's opset;
 * ``level`` ("disabled" | "basic" | "all", default "all"): ORT's own optimizer;
-* ``provider`` (default "CPUExecutionProvider").
+* ``provider`` (default "CPUExecutionProvider");
+* ``threads`` (default: one per core): intra-op threads.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from minic.backends import ModelSource, Runner
 from minic.errors import UnsupportedError, UserError
 
-OPTIONS = {"optimize", "opset", "level", "provider"}
+OPTIONS = {"optimize", "opset", "level", "provider", "threads"}
 
 
 def to_onnx(source: ModelSource, opset: int = 17):
@@ -62,7 +63,10 @@ def compile(source: ModelSource, **options: Any) -> Runner:
     level = options.get("level", "all")
     if level not in ("disabled", "basic", "all"):
         raise UserError(f"level must be disabled, basic or all, not '{level}'")
-    session = ort_session(model, provider, level)
+    threads = options.get("threads")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise UserError(f"backend 'onnxruntime': threads must be a positive integer, not {threads!r}")
+    session = ort_session(model, provider, level, threads)
     used = {i.name for i in session.get_inputs()}
     # The model's inputs as the caller passes them; torch.onnx.export drops inputs
     # the graph never reads, so those are accepted and not fed.

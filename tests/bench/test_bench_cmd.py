@@ -1,52 +1,122 @@
-"""The bench and tune commands on the small MLP (correctness of the plumbing only:
-benchmark figures are never asserted)."""
+"""`minic bench`: each path in its own worker process, built once, checked against
+PyTorch there, then timed in rounds of blocks.  Correctness of the plumbing only:
+benchmark figures are never asserted (the machine is shared)."""
 import json
+import os
 import statistics
 
+import numpy as np
 import pytest
+from rich.console import Console
 
 from minic import tools
+from minic.bench.harness import Config, Result, Timing, run_config
+from minic.bench.paths import BenchPath, parse, resolve
+from minic.bench.report import markdown, print_config
+from minic.bench.worker import batched
 from minic.cli import main
+from minic.errors import UserError
+
+SMALL = Timing(rounds=1, calls=2, warmup=0)
 
 
-def test_bench_writes_json_and_a_plot(tmp_path, capsys):
-    out, pic = tmp_path / "b.json", tmp_path / "b.svg"
-    rc = main(["bench", "mlp", "--size", "small", "--vs", "torch,no-such-path", "--repeat", "2", "--warmup", "0",
-               "--json", str(out), "--plot", str(pic)])
+def test_each_path_runs_in_its_own_process_and_is_checked_against_torch():
+    results = run_config(Config("mlp", batch=2, threads=1, size="small"), parse("torch"), SMALL)
+    assert [r.path for r in results] == ["torch", "minic"]
+    pids = {r.pid for r in results}
+    assert len(pids) == 2 and os.getpid() not in pids and 0 not in pids
+    for r in results:
+        assert r.status == "ok" and r.max_abs_err is not None and r.max_abs_err < 1e-4
+        assert len(r.blocks) == 1 and len(r.blocks[0]) == 2 and r.median == statistics.median(r.blocks[0])
+        assert 0 < r.rss_base_mb <= r.rss_peak_mb
+    assert results[0].max_abs_err == 0.0            # eager against eager: the check ran
+
+
+def test_a_path_whose_output_is_wrong_is_reported_and_not_timed():
+    """minic at f16 with f16 accumulators misses the f32 tolerance: the worker's check says so."""
+    rough = BenchPath("minic-f16", "minic", {"precision": "f16-acc"}, threads_option="num_threads")
+    missing = BenchPath("no-such-backend", "no-such-backend")
+    results = run_config(Config("mlp", size="small"), [rough, missing], SMALL)
+    by = {r.path: r for r in results}
+    assert by["minic-f16"].status == "mismatch" and by["minic-f16"].max_abs_err > 1e-4
+    assert by["minic-f16"].blocks == [] and by["minic-f16"].detail
+    assert by["no-such-backend"].status == "unsupported" and "unknown backend" in by["no-such-backend"].detail
+
+
+def test_bench_writes_json_markdown_and_a_plot(tmp_path, capsys):
+    out, md, pic = tmp_path / "b.json", tmp_path / "b.md", tmp_path / "b.svg"
+    rc = main(["bench", "mlp", "--size", "small", "--vs", "torch", "--threads", "1", "--batch", "1,2",
+               "--rounds", "2", "--calls", "2", "--warmup", "0", "--json", str(out), "--markdown", str(md),
+               "--plot", str(pic)])
     assert rc == 0
     data = json.loads(out.read_text())
-    rows = {r["path"]: r for r in data["rows"]}
-    assert set(rows) == {"torch", "no-such-path", "minic"}
-    assert rows["minic"]["status"] == "ok" and rows["minic"]["max_abs_err"] < 1e-4
-    assert len(rows["minic"]["times_s"]) == 2 == len(rows["torch"]["times_s"])
-    for path in ("torch", "minic"):              # each median is the median of its own times
-        assert rows[path]["median_s"] == statistics.median(rows[path]["times_s"]) > 0
-    assert rows["minic"]["vs_eager"] == pytest.approx(rows["minic"]["median_s"] / rows["torch"]["median_s"])
-    assert rows["no-such-path"]["status"] == "unsupported"
+    assert data["rounds"] == 2 and len(data["load_before"]) == 3 and data["machine"]
+    rows = {(r["path"], r["batch"]): r for r in data["rows"]}
+    assert set(rows) == {(p, b) for p in ("torch", "minic") for b in (1, 2)}
+    for r in rows.values():
+        assert r["status"] == "ok" and r["threads"] == 1 and len(r["blocks_s"]) == 2
+        assert r["median_s"] == statistics.median(r["block_medians_s"]) > 0
+        assert r["spread_s"] == [min(r["block_medians_s"]), max(r["block_medians_s"])]
+    text = md.read_text()
+    assert "| mlp | 2 | 1 |" in text and "Peak RSS" in text and "load average" in text
     assert "<svg" in pic.read_text()
     assert "x eager" in capsys.readouterr().out
 
 
 def test_plot_without_graphviz_is_one_line_naming_the_package(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))              # no programs at all
-    rc = main(["bench", "mlp", "--size", "small", "--vs", "torch", "--repeat", "1", "--warmup", "0",
-               "--plot", str(tmp_path / "b.svg")])
+    rc = main(["bench", "mlp", "--size", "small", "--vs", "torch", "--rounds", "1", "--plot", str(tmp_path / "b.svg")])
     err = capsys.readouterr().err
     assert rc == 1 and "needs 'dot', which is not installed (Debian: apt-get install graphviz" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "b.svg").exists()
     assert tools.SETUP in err
 
 
-def test_bench_rejects_bad_arguments(tmp_path, capsys):
-    assert main(["bench", "mlp", "--size", "small", "--repeat", "0"]) == 1
-    assert main(["bench", "mlp", "--size", "small", "--vs", "torch", "--repeat", "1", "--plot",
-                 str(tmp_path / "x.gif")]) == 1
-    assert "unknown picture format" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, message", [
+    (["--rounds", "0"], "--rounds"),
+    (["--threads", "0"], "--threads takes positive integers"),
+    (["--batch", "two"], "--batch takes positive integers"),
+    (["--vs", "no-such-path"], "unknown bench path 'no-such-path'"),
+    (["--plot", "x.gif"], "unknown picture format"),
+])
+def test_bench_rejects_bad_arguments(argv, message, capsys):
+    assert main(["bench", "mlp", "--size", "small", *argv]) == 1
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_tune_writes_records_that_compilation_reads(tmp_path, capsys):
-    path = tmp_path / "tuning.jsonl"
-    assert main(["tune", "mlp", "--size", "small", "--trials", "2", "--records", str(path)]) == 0
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert lines and all(r["trials"] == 2 and r["target"] for r in lines)
-    assert "tuned GFLOPS" in capsys.readouterr().out
+def test_paths_take_their_thread_count_from_their_own_option():
+    assert resolve("minic").options_for(2) == {"num_threads": 2}
+    assert resolve("onnxruntime").options_for(1) == {"threads": 1}
+    assert resolve("openvino").options_for(2) == {"precision": "f32", "threads": 2}
+    assert resolve("torch-compile").name == "inductor" and resolve("inductor").options_for(2) == {}
+    assert resolve("mlir-tosa").options == {"via": "tosa"}          # a minic debug variant
+    assert [p.name for p in parse("minic,onnxruntime,torch,onnxruntime")] == ["torch", "onnxruntime", "minic"]
+
+
+def test_batched_repeats_the_batch_axis_only():
+    ids = np.arange(6).reshape(1, 6)
+    out, = batched((ids,), ({0: "B", 1: "T"},), 3)
+    assert out.shape == (3, 6) and (out == ids).all() and out.flags.c_contiguous
+    image = np.ones((1, 3, 4, 4), np.float32)
+    assert batched((image,), ({},), 8)[0] is image                     # no batch axis: unchanged
+
+
+def test_the_table_shows_small_ratios_and_the_best_rival():
+    config = Config("tiny")
+    results = [Result("torch", config, "ok", blocks=[[2e-3, 2e-3]]),
+               Result("onnxruntime", config, "ok", blocks=[[4e-6]]),
+               Result("openvino", config, "ok", blocks=[[8e-6]]),
+               Result("minic", config, "ok", compile_s=0.5, blocks=[[5e-6, 5e-6]])]
+    console = Console(record=True, width=250)
+    print_config(console, config, results)
+    text = console.export_text()
+    assert "0.00250" in text and "1.25" in text         # x eager; x best rival (ONNX Runtime's 4 us)
+    table = markdown(results, ["torch", "onnxruntime", "openvino", "minic"])
+    assert "| tiny | 1 | 1 | 2.000 ms [2-2] | **0.004 ms [0.004-0.004]** |" in table
+    assert table.splitlines()[4].endswith("| 1.25 |")
+
+
+def test_an_unknown_model_is_one_line(capsys):
+    assert main(["bench", "no-such-model", "--vs", "torch"]) == 1
+    assert "unknown model 'no-such-model'" in capsys.readouterr().err

@@ -73,9 +73,9 @@ def test_verify_has_an_iree_column(capsys):
 def test_bench_times_iree_paths(capsys, tmp_path):
     path = tmp_path / "bench.json"
     code, out, _ = cli(capsys, "bench", "mlp", "--size", "small", "--vs", "torch,iree,iree-linalg",
-                       "--repeat", "2", "--warmup", "0", "--json", str(path))
+                       "--rounds", "2", "--calls", "1", "--warmup", "0", "--json", str(path))
     assert code == 0, out
     rows = {r["path"]: r for r in json.loads(path.read_text())["rows"]}
     assert set(rows) == {"torch", "iree", "iree-linalg", "minic"}
     assert rows["iree"]["status"] == rows["iree-linalg"]["status"] == "ok"
-    assert len(rows["iree-linalg"]["times_s"]) == 2
+    assert len(rows["iree-linalg"]["blocks_s"]) == 2

@@ -1,0 +1,72 @@
+"""The ``openvino`` backend: OpenVINO's CPU plugin on the model's ONNX export.
+
+torch model -> ``torch.onnx.export(opset 17, dynamo=False)`` (the export the
+``onnxruntime`` backend uses) -> ``Core.read_model`` -> ``compile_model("CPU")``.
+Options:
+
+* ``precision`` ("f32" | "bf16", default "f32"): OpenVINO's inference precision
+  hint.  On a CPU with AMX or AVX-512 BF16 the plugin's own default is bf16
+  (errors ~3e-3), so an f32 comparison has to ask for f32;
+* ``threads`` (default: the plugin's choice): ``INFERENCE_NUM_THREADS``;
+* ``opset`` (default 17): the export's opset.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from minic.backends import ModelSource, Runner
+from minic.errors import UserError
+
+OPTIONS = {"precision", "threads", "opset"}
+PRECISIONS = ("f32", "bf16")
+
+
+def config(precision: str = "f32", threads: int | None = None) -> dict[str, Any]:
+    """The CPU plugin's properties for ``compile_model``."""
+    if precision not in PRECISIONS:
+        raise UserError(f"backend 'openvino': precision must be one of {', '.join(PRECISIONS)}, not '{precision}'")
+    props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
+    if threads is not None:
+        if not isinstance(threads, int) or threads < 1:
+            raise UserError(f"backend 'openvino': threads must be a positive integer, not {threads!r}")
+        props["INFERENCE_NUM_THREADS"] = threads
+    return props
+
+
+def compile(source: ModelSource, **options: Any) -> Runner:
+    unknown = set(options) - OPTIONS
+    if unknown:
+        raise UserError(f"backend 'openvino' has no option '{sorted(unknown)[0]}' "
+                        f"(options: {', '.join(sorted(OPTIONS))})")
+    import onnx
+    import openvino as ov
+
+    from bridges.onnx.backend import model_input_names, to_onnx
+    props = config(options.get("precision", "f32"), options.get("threads"))
+    model = to_onnx(source, options.get("opset", 17))
+    core = ov.Core()
+    with tempfile.TemporaryDirectory() as tmp:      # read_model takes a path (weights stay in one file)
+        path = Path(tmp) / "model.onnx"
+        onnx.save(model, str(path))
+        compiled = core.compile_model(core.read_model(str(path)), "CPU", props)
+    request = compiled.create_infer_request()
+    graph_inputs = {i.get_any_name() for i in compiled.inputs}
+    # torch.onnx.export drops inputs the graph never reads: accepted, not fed.
+    names = list(model_input_names(source, model))
+
+    def run(*arrays: np.ndarray):
+        if len(arrays) != len(names):
+            raise UserError(f"the model takes {len(names)} input(s) ({', '.join(names)}), got {len(arrays)}")
+        feed = {n: np.asarray(a, order="C") for n, a in zip(names, arrays) if n in graph_inputs}
+        results = request.infer(feed)
+        outs = tuple(np.array(results[o]) for o in compiled.outputs)
+        return outs[0] if len(outs) == 1 else outs
+    # What the plugin says it compiled with (f32, the thread count), for the caller to check.
+    precision = compiled.get_property("INFERENCE_PRECISION_HINT")        # an ov.Type: f32, bf16
+    run.settings = {"INFERENCE_PRECISION_HINT": precision.get_type_name() if hasattr(precision, "get_type_name")
+                    else str(precision), "INFERENCE_NUM_THREADS": compiled.get_property("INFERENCE_NUM_THREADS")}
+    return run
