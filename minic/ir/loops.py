@@ -320,6 +320,22 @@ def sub_stmts(s: Stmt) -> tuple[Stmt, ...]:
     return ()
 
 
+def map_stmt(s: Stmt, expr: Callable[[Expr], Expr], stmt: Callable[[Stmt], Stmt]) -> Stmt:
+    """The one statement visitor: ``s`` rebuilt with ``expr`` applied to the expressions
+    it holds and ``stmt`` to the statements nested in it (one level; recurse in ``stmt``)."""
+    if isinstance(s, For):
+        return For(s.var, expr(s.start), expr(s.extent), s.kind, stmt(s.body))
+    if isinstance(s, Store):
+        return Store(s.buffer, tuple(expr(i) for i in s.index), expr(s.value))
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, stmt(s.body))
+    if isinstance(s, If):
+        return If(expr(s.cond), stmt(s.then), None if s.otherwise is None else stmt(s.otherwise))
+    if isinstance(s, Seq):
+        return Seq(tuple(stmt(t) for t in s.stmts))
+    raise TypeError(f"not a Loop IR statement: {s!r}")
+
+
 def walk_stmts(s: Stmt) -> Iterator[Stmt]:
     yield s
     for k in sub_stmts(s):

@@ -183,7 +183,7 @@ def simplify(e: Expr, ranges: Mapping[str, Range] | None = None) -> Expr:
 def simplify_stmt(s, ranges: Mapping[str, Range] | None = None):
     """``simplify`` every expression of a statement tree, using the ranges of the
     loops around each (loops with constant bounds give exact ranges)."""
-    from minic.ir.loops import Allocate, For, If, Seq, Store
+    from minic.ir.loops import For, map_stmt
     ranges = dict(ranges or {})
     if isinstance(s, For):
         start, extent = simplify(s.start, ranges), simplify(s.extent, ranges)
@@ -196,13 +196,4 @@ def simplify_stmt(s, ranges: Mapping[str, Range] | None = None):
             if inner[s.var.name] is None:
                 del inner[s.var.name]
         return For(s.var, start, extent, s.kind, simplify_stmt(s.body, inner))
-    if isinstance(s, Store):
-        return Store(s.buffer, tuple(simplify(i, ranges) for i in s.index), simplify(s.value, ranges))
-    if isinstance(s, Allocate):
-        return Allocate(s.buffer, simplify_stmt(s.body, ranges))
-    if isinstance(s, If):
-        other = None if s.otherwise is None else simplify_stmt(s.otherwise, ranges)
-        return If(simplify(s.cond, ranges), simplify_stmt(s.then, ranges), other)
-    if isinstance(s, Seq):
-        return Seq(tuple(simplify_stmt(t, ranges) for t in s.stmts))
-    return s
+    return map_stmt(s, lambda e: simplify(e, ranges), lambda t: simplify_stmt(t, ranges))

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.ir.loops import (Allocate, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role, Seq,
-                            Stmt, Store, map_expr, stmt_exprs, walk, walk_stmts)
+from minic.ir.loops import (Allocate, Buffer, Cast, Const, Expr, Function, Load, Program, Role, Stmt, Store,
+                            map_expr, map_stmt, stmt_exprs, walk, walk_stmts)
 from minic.ir.types import DType
 
 
@@ -67,13 +67,7 @@ class _Widen:
             if b.dtype == DType.bf16 or (b.dtype == DType.f16 and self.accumulate == DType.f32):
                 b = self.locals[b.name] = replace(b, dtype=DType.f32)
             return Allocate(b, self.stmt(s.body))
-        if isinstance(s, For):
-            return replace(s, start=self.expr(s.start), extent=self.expr(s.extent), body=self.stmt(s.body))
-        if isinstance(s, If):
-            return If(self.expr(s.cond), self.stmt(s.then), None if s.otherwise is None else self.stmt(s.otherwise))
-        if isinstance(s, Seq):
-            return Seq(tuple(self.stmt(t) for t in s.stmts))
-        raise TypeError(f"not a Loop IR statement: {s!r}")
+        return map_stmt(s, self.expr, self.stmt)
 
 
 def _has_f16(k: Function) -> bool:

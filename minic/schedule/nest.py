@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Callable
 
 from minic.errors import UserError
-from minic.ir.loops import (Allocate, Const, Expr, For, Function, If, Load, Seq, Stmt, Store, Var, expr_str,
+from minic.ir.loops import (Allocate, Const, Expr, For, Function, If, Load, Stmt, Store, Var, expr_str, map_stmt,
                             substitute, sub_stmts, walk, walk_stmts)
 
 
@@ -28,25 +28,13 @@ def fail(f: Function, what: str) -> ScheduleError:
 
 def with_children(s: Stmt, kids: tuple[Stmt, ...]) -> Stmt:
     """``s`` with its nested statements replaced (same order as ``sub_stmts``)."""
-    if isinstance(s, (For, Allocate)):
-        return replace(s, body=kids[0])
-    if isinstance(s, If):
-        return If(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
-    if isinstance(s, Seq):
-        return Seq(tuple(kids))
-    return s
+    rest = iter(kids)
+    return map_stmt(s, lambda e: e, lambda _: next(rest))
 
 
 def map_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
     """Apply ``fn`` to every expression the statement tree holds."""
-    if isinstance(s, For):
-        return For(s.var, fn(s.start), fn(s.extent), s.kind, map_exprs(s.body, fn))
-    if isinstance(s, Store):
-        return Store(s.buffer, tuple(fn(i) for i in s.index), fn(s.value))
-    if isinstance(s, If):
-        return If(fn(s.cond), map_exprs(s.then, fn),
-                  None if s.otherwise is None else map_exprs(s.otherwise, fn))
-    return with_children(s, tuple(map_exprs(k, fn) for k in sub_stmts(s)))
+    return map_stmt(s, fn, lambda t: map_exprs(t, fn))
 
 
 def subst_stmt(s: Stmt, env: dict[str, Expr]) -> Stmt:
