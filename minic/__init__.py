@@ -5,7 +5,8 @@
     logits = run(*inputs)                        # numpy in, numpy out
 
 Pipeline (and reading order): ir → frontend → passes → lowering → schedule →
-codegen → runtime.  See DESIGN.md.
+codegen → runtime; the stages are named once in ``minic/pipeline.py``.
+docs/README.md is the walkthrough, one chapter per stage.
 """
 from minic.api import compile, load
 from minic.errors import MinicError, UnsupportedError, UserError

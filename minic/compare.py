@@ -1,4 +1,5 @@
-"""How two paths' outputs are compared (the tolerance policy lives here)."""
+"""How two paths' outputs are compared: max abs and max relative error (the tolerance
+they are judged against is chosen in ``minic/crosscheck/tolerance.py``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

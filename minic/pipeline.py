@@ -50,6 +50,7 @@ class Compilation:
     graph: Graph
     options: CompileOptions = field(default_factory=CompileOptions)
     passes: PassOptions = field(default_factory=PassOptions)
+    tuning: Any = None                       # schedule.records.Tuning, read once by the caller; None: read here
     trace: list[str] = field(default_factory=list)           # the stages run, in order
     seconds: dict[str, float] = field(default_factory=dict)  # time spent in each
     _ir: dict[str, Any] = field(default_factory=dict)
@@ -111,7 +112,7 @@ def _loops(c: Compilation, graph: Graph):
 
 def _scheduled(c: Compilation, program):
     from minic.schedule import default_schedule
-    return default_schedule(program, c.options)
+    return default_schedule(program, c.options, c.tuning)
 
 
 def _llvm(c: Compilation, program):

@@ -64,3 +64,14 @@ def test_show_prints_loops_before_and_after_scheduling(capsys):
     assert code == 0 and "kernel k0_" in loops and "parallel for" not in loops
     code, scheduled, _ = cli(capsys, "show", "mlp", "--size", "small", "--emit", "scheduled")
     assert code == 0 and "vectorized for" in scheduled
+
+
+def test_tuning_records_are_read_once_per_compile(tmp_path, monkeypatch):
+    from minic.runtime import compile_graph
+    from minic.schedule import records
+    loads = []
+    real = records.load
+    monkeypatch.setattr(records, "load", lambda options: loads.append(options) or real(options))
+    monkeypatch.setattr(records, "read", lambda path: pytest.fail("records read again"))
+    compile_graph(graph_of(load("mlp", size="small")), CompileOptions(cache_dir=tmp_path))
+    assert len(loads) == 1

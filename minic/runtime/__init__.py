@@ -28,16 +28,18 @@ def prepare(graph: Graph, options: CompileOptions | None = None) -> Program:
 
 def compile_graph(graph: Graph, options: CompileOptions | None = None) -> CompiledModel:
     """Compile ``graph`` to native code for this machine (or load it from the cache)."""
+    from minic.schedule import records
     options = options or CompileOptions()
+    tuning = records.load(options)                # read once: the cache key and the schedules use it
     given = {c.name: c.data for c in graph.constants}
-    path = cache.entry_path(options, cache.cache_key(graph, options)) if options.use_cache else None
+    path = cache.entry_path(options, cache.cache_key(graph, options, tuning.digest)) if options.use_cache else None
     hit = cache.load(path) if path is not None else None
     if hit is not None:
         layout, obj, derived = hit
         constants = {**given, **derived}
         if all(s.value in constants for s in layout.role(Role.CONST)):
             return CompiledModel(layout, constants, Loaded(obj, options))
-    compilation = pipeline.Compilation(graph, options)
+    compilation = pipeline.Compilation(graph, options, tuning=tuning)
     program, obj = compilation.run("scheduled"), compilation.run("object")
     layout = EntryLayout.of(program)
     constants = {program.values[name]: data for name, data in program.constants.items()}

@@ -38,14 +38,14 @@ def compiler_fingerprint() -> bytes:
     return h.digest()
 
 
-def cache_key(graph: Graph, options: CompileOptions) -> str:
-    """SHA-256 over the graph (structure, attributes, types, constant bytes) and the options."""
+def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> str:
+    """SHA-256 over the graph (structure, attributes, types, constant bytes), the options
+    and the tuning records (``records.Tuning.digest``: they choose the schedules)."""
     h = hashlib.sha256(compiler_fingerprint())
     for f in fields(options):
         if f.name not in ("cache_dir", "use_cache"):
             h.update(f"{f.name}={getattr(options, f.name)!r};".encode())
-    from minic.schedule.records import records_digest
-    h.update(records_digest(options))  # tuning records choose the schedules: new records, new code
+    h.update(records_digest)
     if not options.triple:         # the host's CPU is part of what the code was built for
         import llvmlite.binding as llvm
         h.update(llvm.get_host_cpu_name().encode() + llvm.get_host_cpu_features().flatten().encode())

@@ -118,11 +118,13 @@ def schedule_kernel(k: Function, options: CompileOptions, knobs: Knobs | None = 
     return replace(k, body=_parallelize(_fuse_outer(k, options.threads).body))
 
 
-def default_schedule(program: Program, options: CompileOptions | None = None) -> Program:
+def default_schedule(program: Program, options: CompileOptions | None = None,
+                     tuning: records.Tuning | None = None) -> Program:
     """``program`` scheduled kernel by kernel; a contraction with a tuning record for this
-    target (``options.records``, else the cache folder's) uses the recorded knobs."""
+    target (in ``tuning``, else read from ``options.records`` or the cache folder's) uses
+    the recorded knobs."""
     options = options or CompileOptions()
-    tuned = records.best(records.read(records.records_path(options)))
+    tuned = (tuning or records.load(options)).best
     target = records.target_of(options)
 
     def knobs_for(k: Function) -> Knobs | None:

@@ -61,13 +61,23 @@ def records_path(options: CompileOptions) -> Path:
     return Path(options.records) if options.records is not None else options.cache_path / FILE
 
 
-def records_digest(options: CompileOptions) -> bytes:
-    """A digest of the records file's content (part of the compile cache key)."""
+@dataclass(frozen=True)
+class Tuning:
+    """The records file as one compile sees it, read once: its digest (part of the
+    compile cache key: new records, new code) and the record each kernel compiles with."""
+    digest: bytes
+    best: dict[tuple[str, str], Record]
+
+
+def load(options: CompileOptions) -> Tuning:
+    """The records compilation with ``options`` uses (``records_path``), read once."""
     import hashlib
+    path = records_path(options)
     try:
-        return hashlib.sha256(records_path(options).read_bytes()).digest()
+        data = path.read_bytes()
     except OSError:
-        return b""
+        return Tuning(b"", {})
+    return Tuning(hashlib.sha256(data).digest(), best(parse(data.decode(), path)))
 
 
 def target_of(options: CompileOptions) -> str:
@@ -81,11 +91,15 @@ def target_of(options: CompileOptions) -> str:
 def read(path: Path) -> list[Record]:
     """Every record in ``path`` (none if it does not exist); bad lines are skipped with a warning."""
     try:
-        lines = Path(path).read_text().splitlines()
+        return parse(Path(path).read_text(), path)
     except FileNotFoundError:
         return []
+
+
+def parse(text: str, path: Path) -> list[Record]:
+    """The records of a records file's ``text``; bad lines are skipped with a warning."""
     out = []
-    for n, line in enumerate(lines, 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

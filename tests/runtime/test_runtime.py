@@ -101,5 +101,6 @@ def test_corrupt_cache_entry_is_ignored_with_a_warning(tmp_path):
 def test_options_change_the_cache_key():
     from minic.runtime.cache import cache_key
     g = mlp_graph()
-    assert cache_key(g, CompileOptions(opt_level=3)) != cache_key(g, CompileOptions(opt_level=1))
-    assert cache_key(g, CompileOptions(cache_dir="/a")) == cache_key(g, CompileOptions(cache_dir="/b"))
+    assert cache_key(g, CompileOptions(opt_level=3), b"") != cache_key(g, CompileOptions(opt_level=1), b"")
+    assert cache_key(g, CompileOptions(cache_dir="/a"), b"") == cache_key(g, CompileOptions(cache_dir="/b"), b"")
+    assert cache_key(g, CompileOptions(), b"records") != cache_key(g, CompileOptions(), b"")
