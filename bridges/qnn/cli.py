@@ -19,7 +19,7 @@ def register(subparsers) -> None:
     def step(name: str, help_text: str, handler, many: bool = False) -> argparse.ArgumentParser:
         p = commands.add_parser(name, help=help_text)
         if many:
-            p.add_argument("models", nargs="*", metavar="MODEL", help="zoo names (default: the whole zoo)")
+            p.add_argument("models", nargs="*", metavar="MODEL", help="zoo names or .onnx files (default: the whole zoo)")
         else:
             p.add_argument("model", metavar="MODEL", help="zoo name (e.g. llama-tiny) or .onnx file")
         p.add_argument("--size", default="small", choices=["full", "small"])
@@ -41,6 +41,10 @@ def register(subparsers) -> None:
     p = step("placement", "where every node runs (HTP or CPU) and why; what blocks full offload", _placement)
     quant_options(p)
     p.add_argument("--summary", action="store_true", help="leave out the per-node list")
+    p = step("coverage", "the placement summary of the zoo: nodes on HTP / CPU, full offload or not",
+             _coverage, many=True)
+    p.add_argument("--modes", default="fp16,int8", help="comma-separated: fp16, int8, int16")
+    p.add_argument("--calibration", type=int, default=8, help="random calibration inputs beside the examples")
     p = step("accuracy", "the zoo against PyTorch and ORT CPU, fp16 and QDQ (a benchmark at --size full)",
              _accuracy, many=True)
     p.add_argument("--modes", default="fp16,int8", help="comma-separated: fp16, int8, int16")
@@ -100,6 +104,26 @@ def _placement(args) -> int:
         print("\n" + after.text(per_node=not args.summary))
     else:
         print("\nthe bridge's rewrites change nothing in this graph")
+    return 0
+
+
+def _coverage(args) -> int:
+    import minic.models as zoo
+    from bridges.qnn.placement import coverage_row, markdown
+
+    rows = []
+    for name in args.models or zoo.names():
+        for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+            args.model, args.mode, args.activation_type, args.weight_type = name, mode, None, None
+            for rewrites in (False, True):
+                args.no_rewrites = not rewrites
+                source, prepared, _ = _prepared(args)
+                if rewrites and not prepared.rewrites:
+                    continue                    # the rewrites change nothing: one row is enough
+                rows.append(coverage_row(name, _config(args).label(), prepared, io_quant=args.io_quant))
+            print(f"  {name} {mode}: done", flush=True)
+    print(f"\n{EMULATION}\n")
+    print(markdown(rows))
     return 0
 
 

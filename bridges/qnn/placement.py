@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from bridges.qnn.provider import EP_NAME, FallbackDisabledError
+from bridges.qnn.provider import CPU_NAME, EP_NAME, FallbackDisabledError
 
 # QNN error codes met here (QnnOpPackage.h: QNN_MIN_ERROR_OP_PACKAGE = 3000).
 QNN_ERRORS = {3110: "QNN_OP_PACKAGE_ERROR_VALIDATION_FAILURE (the HTP op package rejects "
@@ -55,13 +55,16 @@ class PlacementReport:
     rewrites: dict[str, int] = field(default_factory=dict)
     blocking: list[str] | None = None       # with fallback disabled; None: it offloads fully
     refusal: str = ""                       # ORT's words when fallback is disabled
+    cpu_with_fallback_off: list[str] = field(default_factory=list)   # what ORT still lets the CPU run
+
+    def fallback_off(self) -> str:
+        """What a session with CPU fallback disabled does: refused, or builds (and what stays on CPU)."""
+        if self.blocking is not None:
+            return "refused"
+        return f"builds, {len(self.cpu_with_fallback_off)} CPU" if self.cpu_with_fallback_off else "builds, all HTP"
 
     def on(self, where: str) -> list[NodePlacement]:
         return [n for n in self.nodes if n.where == where]
-
-    @property
-    def full_offload(self) -> bool:
-        return not self.on("CPU")
 
     def by_op(self) -> dict[str, Counter]:
         table: dict[str, Counter] = {}
@@ -95,8 +98,11 @@ class PlacementReport:
             lines += [f"  {op}: {k} node(s) -- {why}" for op, k, why in missing]
         else:
             lines.append("missing from the NPU coverage: nothing (every node runs on the HTP)")
-        if self.blocking is None:
+        if self.blocking is None and not self.cpu_with_fallback_off:
             lines.append("with CPU fallback disabled: the session builds (full offload)")
+        elif self.blocking is None:
+            lines.append("with CPU fallback disabled: the session builds, and ORT still runs "
+                         + ", ".join(self.cpu_with_fallback_off) + " on the CPU (graph I/O QNN is told to leave)")
         else:
             lines.append(f"with CPU fallback disabled: ORT refuses the model; blocking nodes: "
                          + ", ".join(self.blocking))
@@ -167,8 +173,41 @@ def report(model: onnx.ModelProto, title: str, rewrites: dict[str, int] | None =
                                        "" if where == "added" else reasons.get(name, "added by ORT")))
     out = PlacementReport(title, nodes, dict(rewrites or {}))
     try:
-        session(model, fallback=False, io_quant=io_quant)
+        strict = session(model, fallback=False, io_quant=io_quant, require=False)
+        out.cpu_with_fallback_off = [f"{n} ({strict.op_types[n]})" for n in strict.nodes_on(CPU_NAME)]
     except FallbackDisabledError as e:
         out.blocking = [f"{n.name} ({n.op_type})" for n in out.on("CPU")]
         out.refusal = str(e)
     return out
+
+
+@dataclass
+class CoverageRow:
+    """One line of the zoo's placement summary."""
+
+    model: str
+    mode: str
+    rewrites: dict[str, int]
+    report: PlacementReport
+
+    def cells(self) -> list[str]:
+        r = self.report
+        counts = Counter(n.where for n in r.nodes)
+        missing = "; ".join(f"{op} x{k}: {why}" for op, k, why in r.missing()) or "none"
+        rewrites = ", ".join(f"{k} x{v}" for k, v in self.rewrites.items()) or "none"
+        return [self.model, self.mode, rewrites, str(counts["HTP"]), str(counts["CPU"]),
+                str(counts["folded"]), str(counts["added"]), r.fallback_off(), missing]
+
+
+def coverage_row(model: str, mode: str, prepared, io_quant: str = "htp") -> CoverageRow:
+    """The placement summary of one prepared model (``prepare.Prepared``)."""
+    return CoverageRow(model, mode, dict(prepared.rewrites),
+                       report(prepared.model, f"{model}, {mode}", prepared.rewrites, io_quant))
+
+
+def markdown(rows: list[CoverageRow]) -> str:
+    head = ["model", "mode", "rewrites", "HTP", "CPU", "folded by ORT", "created by ORT",
+            "CPU fallback off", "missing from the NPU coverage"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    return "\n".join(lines)

@@ -75,3 +75,13 @@ def test_cli_placement_zoo_model_offloads_fully(capsys):
 def test_cli_placement_bad_model_is_a_user_error(capsys, tmp_path):
     code, _, err = cli(capsys, "qnn", "placement", str(tmp_path / "missing.onnx"))
     assert code == 1 and "no such ONNX file" in err
+
+
+def test_cli_coverage_table(capsys, sinh_erf_path):
+    code, out, err = cli(capsys, "qnn", "coverage", "mlp", str(sinh_erf_path), "--modes", "fp16",
+                         "--calibration", "1")
+    assert code == 0, err
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0].startswith("| mlp | fp16 | none | 3 | 0 |") and "| builds, all HTP | none |" in rows[0]
+    assert "| refused |" in rows[1] and "Sinh x1" in rows[1]                    # as exported
+    assert "decompose-hyperbolic x1" in rows[2] and "Sinh" not in rows[2].split("|")[-2]
