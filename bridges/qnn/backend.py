@@ -16,7 +16,8 @@ an ``.onnx`` file is read as it is.  Options (``QnnConfig``):
 
 The HTP runs static graphs: the model is prepared for the examples' shapes, and
 again (once, cached) for each other set of input shapes it is called with.
-The runner's ``placement`` attribute maps node -> provider for the first graph.
+The runner's ``placement`` maps node -> provider for the first graph, and its
+``fallback`` lists the nodes left on the CPU (what ``minic.debug`` coverage reads).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def config_of(options: dict[str, Any]) -> QnnConfig:
 def compile(source: ModelSource, **options: Any) -> Runner:
     from bridges.onnx.backend import model_input_names, to_onnx
     from bridges.qnn.prepare import prepare
-    from bridges.qnn.provider import session
+    from bridges.qnn.provider import CPU_NAME, session
 
     config = config_of(options)
     model = to_onnx(source, options.get("opset", 17))
@@ -73,6 +74,7 @@ def compile(source: ModelSource, **options: Any) -> Runner:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     run.placement = first.placed
+    run.fallback = [f"{n} ({first.op_types[n]})" for n in first.nodes_on(CPU_NAME)]   # minic.debug coverage
     run.config = config
     return run
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import Counter
 import sys
 import tempfile
 from pathlib import Path
@@ -130,6 +131,10 @@ def captured_output(enabled: bool = True) -> Iterator[list[str]]:
             box.append(sink.read().decode("utf-8", "replace"))
 
 
+def _assigned_ops(session) -> list[tuple[str, str]]:
+    return [(n.name, n.op_type) for g in session.get_provider_graph_assignment_info() for n in g.get_nodes()]
+
+
 def assignment(session) -> tuple[dict[str, str], dict[str, str]]:
     """(node -> provider, node -> op type) from ORT's graph-assignment record."""
     placed, ops = {}, {}
@@ -151,9 +156,13 @@ def require_qnn(session) -> dict[str, str]:
     except Exception as e:   # the record was not enabled on this session
         raise UserError(f"cannot tell where the nodes run: build the session with "
                         f"'{ASSIGNMENT_KEY}' = '1' ({e})") from None
+    if not placed:
+        return placed                   # ORT folded the whole graph: nothing runs anywhere
     if EP_NAME in session.get_providers() and EP_NAME not in set(placed.values()):
-        raise UnsupportedError(f"the QNN EP took none of the model's {len(placed)} node(s); "
-                               "`python -m minic qnn placement MODEL` says why")
+        ops = Counter(op for _, op in _assigned_ops(session))
+        raise UnsupportedError(f"the QNN EP took none of the model's {len(placed)} node(s) ("
+                               + ", ".join(f"{op} x{k}" for op, k in ops.most_common())
+                               + "); `python -m minic qnn placement MODEL` says why")
     if EP_NAME not in set(placed.values()):
         raise SilentCpuError(
             f"no node of this session runs on {EP_NAME} (providers: {', '.join(session.get_providers())}): "

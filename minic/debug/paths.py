@@ -83,6 +83,9 @@ register(DebugPath("mlir-tosa", "mlir", {"via": "tosa"}))
 register(DebugPath("iree-stablehlo", "iree", {"via": "stablehlo"}))
 register(DebugPath("iree-linalg", "iree", {"via": "linalg"}))
 register(DebugPath("iree-turbine", "iree", {"via": "turbine"}))
+# The Hexagon HTP, emulated: fp16 by default, QDQ 8/16-bit; bounds as in bridges/qnn/tolerance.py.
+register(DebugPath("qnn", "qnn", precisions=("fp16", "int8", "int16"), precision_option="mode",
+                   tolerance={"fp16": F16, "int8": 0.15, "int16": 0.1}))
 ALIASES = {"mlir": "mlir-linalg", "ort": "onnxruntime", "iree": "iree-stablehlo"}
 
 
