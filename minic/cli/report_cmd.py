@@ -21,6 +21,7 @@ def register(sub) -> None:
     p.add_argument("--backends", help="comma-separated backends to verify and time (default: all)")
     p.add_argument("--repeat", type=int, default=10, help="timed repeats per measurement (median is shown)")
     p.add_argument("--no-profile", action="store_true", help="skip the per-kernel timing")
+    p.add_argument("--no-coverage", action="store_true", help="skip the op coverage table (minic.debug.coverage)")
     add_pass_options(p)
     p.set_defaults(handler=handle)
 
@@ -36,8 +37,9 @@ def handle(args: argparse.Namespace) -> int:
     names = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     source = load(args.model, size=args.size, seed=args.seed)
-    with progress_bar("report", steps(source, names, not args.no_profile)) as advance:
+    with progress_bar("report", steps(source, names, not args.no_profile, not args.no_coverage)) as advance:
         data = collect(source, size=args.size, seed=args.seed, level=args.level, passes=passes,
-                       backend_names=names, repeat=args.repeat, profile=not args.no_profile, progress=advance)
+                       backend_names=names, repeat=args.repeat, profile=not args.no_profile,
+                       coverage=not args.no_coverage, progress=advance)
     print(write_atomic(args.output, render_page(data).encode()))
     return 0

@@ -127,11 +127,17 @@ def bisect(source: ModelSource, a: Chosen, b: Chosen, tolerance: float | None = 
     return Bisection(source.name, a, b, tol, common, steps, first, seen_a)
 
 
+def _kind(d: Diff) -> str:
+    return "shape" if d.shape_a != d.shape_b else "non-finite" if d.lost else "drift"
+
+
 def reduce(result: Bisection, max_checks: int = 40) -> Graph:
-    """The smallest sub-graph around the first divergence on which the paths still disagree."""
+    """The smallest sub-graph around the first divergence on which the paths still disagree
+    the same way (values going inf/NaN on one side, or finite values drifting apart)."""
     if result.first is None:
         raise UserError(f"bisect --reduce: {result.a.label} and {result.b.label} agree on {result.model}")
     g = result.common.graph
+    kind = _kind(result.first.diff)          # the same kind of failure: a NaN must not shrink to a drift
 
     def still_fails(candidate: Graph) -> bool:
         if any(v.name not in result.known for v in candidate.inputs):
@@ -143,7 +149,7 @@ def reduce(result: Bisection, max_checks: int = 40) -> Graph:
             yb = run_graph(result.b, exposed, feed)
         except MinicError:
             return False
-        return any(not diff(x, y).within(result.tolerance) for x, y in zip(ya, yb))
+        return any(_kind(d) == kind for x, y in zip(ya, yb) if not (d := diff(x, y)).within(result.tolerance))
 
     # Cut at the diverging value; if that alone no longer disagrees (the value's last use may
     # be what makes a path round it), keep its users too; failing that, start from everything.

@@ -8,8 +8,8 @@ and run on every path.  A path's verdict per op type:
 
     supported   it compiled and ran every node, and agrees with the interpreter
     refused     it raised: the cell keeps the path's own message
-    fallback    it ran, but its runner reports nodes left on a CPU fallback
-                (``runner.fallback``: what the qnn path says of its HTP placement)
+    fallback    it ran, but its runner placed nodes on a CPU provider
+                (``runner.placement``: what the qnn path says of its HTP placement)
     mismatch    it ran, but its numbers leave the tolerance
     n/a         minic cannot state this op to the path (``to_torch`` has no
                 spelling for it), so the path was not asked
@@ -78,6 +78,16 @@ class Coverage:
             n += r.nodes if v.status == "supported" else r.nodes - v.failing if v.failing else 0
         return n
 
+    def asked(self, path: str) -> int:
+        """Nodes ``path`` was asked about (not those minic cannot state to it)."""
+        return sum(r.nodes for r in self.rows if r.cells[path].status != "n/a")
+
+    def covered_text(self, path: str) -> str:
+        covered, asked = self.covered(path), self.asked(path)
+        total = sum(r.nodes for r in self.rows)
+        pct = f" ({100 * covered / asked:.0f}%)" if asked else ""
+        return f"{covered}{pct}" + (f", {total - asked} not asked" if asked < total else "")
+
     def markdown(self) -> str:
         total = sum(r.nodes for r in self.rows)
         lines = ["| op | nodes | " + " | ".join(self.paths) + " |", "| --- | ---: |" + " --- |" * len(self.paths)]
@@ -91,8 +101,7 @@ class Coverage:
         for r in self.rows:
             lines.append(f"| {r.op} | {r.nodes} | " + " | ".join(cell(r.cells[p], r.nodes, f"{p}, {r.op}")
                                                              for p in self.paths) + " |")
-        lines.append(f"| **nodes covered** | {total} | " + " | ".join(
-            f"{self.covered(p)} ({100 * self.covered(p) / max(total, 1):.0f}%)" for p in self.paths) + " |")
+        lines.append(f"| **nodes covered** | {total} | " + " | ".join(self.covered_text(p) for p in self.paths) + " |")
         if self.whole:
             lines.append("| **whole model** | | " + " | ".join(cell(self.whole[p], 1, f"{p}, whole model")
                                                            for p in self.paths) + " |")
@@ -149,7 +158,7 @@ def probe(chosen: Chosen, piece: tuple[Graph, dict[Value, Value]], values: dict,
         if torch_error and torch_error in str(e):
             return Verdict("n/a", 0, f"not asked: {torch_error}")
         return Verdict("refused", len(sub.nodes), reason)
-    fallback = list(getattr(run, "fallback", None) or [])
+    fallback = on_cpu(run)
     if fallback:
         return Verdict("fallback", len(sub.nodes), "on CPU: " + ", ".join(fallback[:4])[:REASON_CHARS])
     bad = [d for v, o in zip(sub.outputs, outs) if not (d := diff(values[origin[v]], o)).within(tol)]
@@ -192,8 +201,15 @@ def op_verdict(chosen: Chosen, graph: Graph, nodes: list[Node], values: dict, en
     return Verdict(first.status, failing, first.reason)
 
 
-def whole_model(chosen: Chosen, source: ModelSource, reference) -> Verdict:
-    """The model itself on ``chosen`` (a bare graph reaches the torch-based paths as a torch module)."""
+def on_cpu(run) -> list[str]:
+    """The nodes a runner says it left on a CPU provider (``runner.placement``)."""
+    placement = getattr(run, "placement", None) or {}
+    return [f"{node} ({provider})" for node, provider in placement.items() if str(provider).startswith("CPU")]
+
+
+def whole_model(chosen: Chosen, source: ModelSource, reference, torch_error: str = "") -> Verdict:
+    """The model itself on ``chosen`` (a bare graph reaches the torch-based paths as a torch
+    module; ``torch_error``: why ``to_torch`` cannot state it, "" when it can)."""
     if source.module is None and source.onnx_path is None:
         source = graph_source(graph_of(source), source.example_inputs)
     try:
@@ -202,8 +218,10 @@ def whole_model(chosen: Chosen, source: ModelSource, reference) -> Verdict:
             run = chosen.compile(source)
             outs = as_tuple(run(*source.example_inputs))
     except Exception as e:  # noqa: BLE001 - the path's own answer
+        if torch_error and torch_error in str(e):
+            return Verdict("n/a", 0, f"not asked: {torch_error}")
         return Verdict("refused", 1, _first_line(e))
-    fallback = list(getattr(run, "fallback", None) or [])
+    fallback = on_cpu(run)
     if fallback:
         return Verdict("fallback", 1, "on CPU: " + ", ".join(fallback[:4])[:REASON_CHARS])
     bad = [d for o, r in zip(outs, reference) if not (d := diff(r, o)).within(chosen.tolerance)]
@@ -235,8 +253,10 @@ def coverage(source: ModelSource, paths: list[Chosen], whole: bool = True, progr
     result = Coverage(source.name, [c.label for c in paths], rows)
     if whole:
         reference = [values[v] for v in graph.outputs]
+        bare = source.module is None and source.onnx_path is None
+        torch_error = _torch_error(graph, list(source.example_inputs)) if bare else ""
         for chosen in paths:
-            result.whole[chosen.label] = whole_model(chosen, source, reference)
+            result.whole[chosen.label] = whole_model(chosen, source, reference, torch_error)
             if progress:
                 progress(f"whole model on {chosen.label}")
     return result

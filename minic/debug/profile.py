@@ -232,6 +232,9 @@ class Profiled:
 def profile(source: ModelSource, paths: list[Chosen], repeat: int = 10,
             roofline: Roofline | None = None) -> Profiled:
     """Time ``source`` on every path in ``paths`` (see the module docstring)."""
+    if source.module is None and source.onnx_path is None:     # a bare graph: torch-based paths get it as a module
+        from minic.debug.expose import graph_source
+        source = graph_source(graph_of(source), source.example_inputs)
     pieces: list[Piece] = []
     kernels: list[KernelWork] = []
     for chosen in paths:

@@ -72,7 +72,7 @@ class Roofline:
                 f"(ridge at {self.peak / self.bandwidth:.1f} FLOP/byte)")
 
 
-def measure(threads: int = 1, n: int = 512, mbytes: int = 128, calls: int = 10) -> Roofline:
+def measure(threads: int = 1, n: int = 512, mbytes: int = 128, calls: int = 30) -> Roofline:
     """The roofline for code on up to ``threads`` threads: the better sgemm of 1 and
     ``threads`` threads (on a loaded machine the wider one can lose), and the copy bandwidth."""
     peak = max(sgemm_flops(n, t, calls) for t in sorted({1, threads}))

@@ -30,7 +30,8 @@ class Side:
 
     def text(self) -> str:
         extra = "".join(f", {n} {k}" for n, k in ((self.nan, "NaN"), (self.inf, "Inf")) if n)
-        return f"[{self.lo:.4g}, {self.hi:.4g}]{extra}"
+        span = f"[{self.lo:.4g}, {self.hi:.4g}]" if self.lo == self.lo else "no finite element"
+        return span + extra
 
 
 @dataclass(frozen=True)

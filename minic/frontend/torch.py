@@ -125,12 +125,13 @@ def source_of(node: fx.Node) -> str:
     """``file:line (code)`` of the user's line that produced ``node``: the innermost
     frame outside torch itself (``F.linear`` inside ``nn.Linear`` is not the user's)."""
     trace = node.meta.get("stack_trace") or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
+    # A frame's code line is missing when its source is not a file (code run with exec).
+    frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*(?:\n(?![ \t]*File ")[ \t]*([^\n]*))?', trace)
     if not frames:
         return "<unknown source>"
     user = [f for f in frames if not f[0].startswith(_TORCH_DIR)]
     path, line, code = (user or frames)[-1]
-    return f"{path}:{line} ({code.strip()})"
+    return f"{path}:{line}" + (f" ({code.strip()})" if code.strip() else "")
 
 
 def scope_of(node: fx.Node) -> str:

@@ -16,6 +16,7 @@ from minic.api import graph_of, load
 from minic.compare import as_tuple
 from minic.crosscheck.matrix import Cell, check
 from minic.crosscheck.tolerance import tolerance
+from minic.debug.coverage import Coverage
 from minic.errors import UserError
 from minic.passes import PassStat
 from minic.report.profile import Profile
@@ -59,6 +60,7 @@ class ReportData:
     profile: Profile | None = None
     paths: list[PathResult] = field(default_factory=list)
     tolerance: float = 0.0
+    coverage: Coverage | None = None              # op type x path (minic.debug.coverage)
 
 
 def _stage(key: str, title: str, text: str) -> Stage:
@@ -99,7 +101,7 @@ def _paths(source, names: list[str] | None, repeat: int, progress: Callable[[str
 
 def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes: list[str] | None = None,
             backend_names: list[str] | None = None, repeat: int = 10, profile: bool = True,
-            progress: Callable[[str], None] = lambda label: None) -> ReportData:
+            coverage: bool = True, progress: Callable[[str], None] = lambda label: None) -> ReportData:
     """Run ``model`` (anything ``minic.api.load`` takes, or its ModelSource) through the
     pipeline and every backend; see the module docstring."""
     from minic.ir.text import print_graph
@@ -132,14 +134,25 @@ def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes
     if profile:
         data.profile = profile_program(program, source.example_inputs, options, repeat=repeat)
         progress("per-kernel time")
+    if coverage:
+        data.coverage = _coverage(source, backend_names)
+        progress("op coverage")
     data.reference, data.tolerance, data.paths = _paths(source, backend_names, repeat, progress)
     if not data.paths:
         raise UserError(f"report {source.name}: no backend ran")
     return data
 
 
-def steps(source, backend_names: list[str] | None, profile: bool) -> int:
+def _coverage(source, backend_names: list[str] | None) -> Coverage:
+    """Coverage on every debug path whose backend is one of ``backend_names`` (default: all)."""
+    from minic.debug import paths
+    from minic.debug.coverage import coverage
+    names = [p for p in paths.available() if backend_names is None or paths.PATHS[p].backend in backend_names]
+    return coverage(source, [paths.choose(p) for p in names])
+
+
+def steps(source, backend_names: list[str] | None, profile: bool, coverage: bool = True) -> int:
     """How many times ``collect`` calls ``progress`` for ``source`` (a progress bar's total)."""
     ref_name = "torch" if source.module is not None else "interp"
     names = set(backend_names if backend_names is not None else backends.names()) | {ref_name}
-    return 2 + int(profile) + len(names)
+    return 2 + int(profile) + int(coverage) + len(names)

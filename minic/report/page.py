@@ -100,9 +100,35 @@ def _verify(data: ReportData) -> str:
             f'<h3 id="latency">Latency</h3>{chart}')
 
 
+def _coverage(data: ReportData) -> str:
+    cov = data.coverage
+    if cov is None:
+        return '<p class="muted">Op coverage was not asked for (--no-coverage).</p>'
+    css = {"supported": "ok", "refused": "mismatch", "mismatch": "mismatch", "fallback": "unsupported",
+           "n/a": "unsupported"}
+
+    def cell(v, n: int) -> str:
+        title = f' title="{escape(v.reason)}"' if v.reason else ""
+        return f'<td class="{css[v.status]}"{title}>{escape(v.text(n))}</td>'
+    head = "".join(f"<th>{escape(p)}</th>" for p in cov.paths)
+    rows = "".join(f"<tr><td><code>{escape(r.op)}</code></td><td class=\"num\">{r.nodes}</td>"
+                   + "".join(cell(r.cells[p], r.nodes) for p in cov.paths) + "</tr>" for r in cov.rows)
+    if cov.whole:
+        rows += ("<tr><td><b>whole model</b></td><td></td>"
+                 + "".join(cell(cov.whole[p], 1) for p in cov.paths) + "</tr>")
+    reasons = [(f"{p}, {r.op}", r.cells[p].reason) for r in cov.rows for p in cov.paths if r.cells[p].reason]
+    reasons += [(f"{p}, whole model", v.reason) for p, v in cov.whole.items() if v.reason]
+    notes = "".join(f"<li><b>{escape(w)}</b>: {escape(why)}</li>" for w, why in reasons)
+    return ("<p>Each op type's nodes cut out and compiled on each path, fed the interpreter's values "
+            "(<code>python -m minic coverage MODEL</code>): <i>ok</i>, or the path's own reason for refusing.</p>"
+            f"<table><tr><th>op</th><th>nodes</th>{head}</tr>{rows}</table>"
+            + (f"<ul>{notes}</ul>" if notes else ""))
+
+
 SECTIONS = (("graph", "Graph before and after the passes", _pictures),
             ("stages", "The IR at every stage", _stages),
             ("kernels", "Time per kernel (minic)", _kernels),
+            ("coverage", "Op coverage per path", _coverage),
             ("verify", "Cross-path verification", _verify))
 
 

@@ -98,6 +98,9 @@ def test_page_holds_every_part_and_is_self_contained(mlp_report):
     assert "median latency" in page and "median time per kernel" in page
     assert tags.opened["svg"] == 4 and "kernel #g0" in page     # two graphs and two charts
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page
+    assert data.coverage.paths == ["interp", "minic"]             # the debug paths of the chosen backends
+    assert [r.op for r in data.coverage.rows] == ["gemm", "transpose", "relu"]   # most nodes first
+    assert 'id="coverage"' in page and "<td><code>gemm</code></td><td class=\"num\">2</td>" in page
 
 
 def test_without_graphviz_the_page_says_what_to_install(monkeypatch, tmp_path):
