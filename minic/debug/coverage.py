@@ -130,11 +130,15 @@ def cut(graph: Graph, nodes: list[Node], env: dict[str, int]) -> tuple[Graph, di
         origin[copy := Value(name, TensorType(v.type.concrete(env), v.type.dtype))] = v
         return copy
     for n in nodes:
-        args = [v if v.is_constant else inputs.setdefault(v, fresh(v, "in")) for v in n.inputs]
+        # A node of constants only would be folded away by an exporter before the path sees it:
+        # its first input becomes a graph input then.
+        folded = all(v.is_constant for v in n.inputs)
+        args = [v if v.is_constant and not (folded and i == 0) else inputs.setdefault(v, fresh(v, "in"))
+                for i, v in enumerate(n.inputs)]
         results = [fresh(v, "out") for v in n.outputs]
         made.append(Node(n.op, args, results, resolve(n.attrs, env), source=n.source, scope=n.scope))
         outs += results
-    consts = list(dict.fromkeys(v for n in nodes for v in n.inputs if v.is_constant))
+    consts = list(dict.fromkeys(v for n in made for v in n.inputs if v.is_constant))
     return verify(Graph(f"{graph.name}_{nodes[0].op}", list(inputs.values()), outs, made, consts)), origin
 
 
@@ -234,7 +238,8 @@ def coverage(source: ModelSource, paths: list[Chosen], whole: bool = True, progr
     exposed = all_outputs(graph)
     with np.errstate(all="ignore"):
         outs = interpret(exposed, list(source.example_inputs))
-    values = dict(zip(graph.inputs, source.example_inputs)) | dict(zip(exposed.outputs, outs))
+    values = ({c: c.data for c in graph.constants} | dict(zip(graph.inputs, source.example_inputs))
+              | dict(zip(exposed.outputs, outs)))
     env = bind_symbols(graph.inputs, list(source.example_inputs))
     by_op: dict[str, list[Node]] = {}
     for n in graph.nodes:

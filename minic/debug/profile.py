@@ -74,7 +74,7 @@ class KernelWork:
 
     @property
     def bound(self) -> str:
-        """What limits it on the roofline: the memory slope or the compute peak."""
+        """What limits it on the roofline: the bandwidth slope or the compute peak."""
         return "memory" if self.attainable < self.peak else "compute"
 
 
@@ -207,9 +207,10 @@ class Profiled:
                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
         for k in sorted(self.kernels, key=lambda k: -k.seconds)[:top]:
             redo = f"{k.executed / k.flops:.2f}x" if k.flops else "-"
+            bound, share = (k.bound, f"{100 * k.share:.1f}%") if self.roofline else ("-", "-")
             lines.append(f"| {k.name} | {fmt_ms(k.seconds)} | {k.achieved / 1e9:.2f} | {k.flops / 1e6:.3g} | "
                          f"{redo} | {k.nbytes / 1024:.0f} | {k.flops / k.nbytes if k.nbytes else 0:.2f} | "
-                         f"{k.bound} | {100 * k.share:.1f}% |")
+                         f"{bound} | {share} |")
         return "\n".join(lines)
 
     def slowest(self, path: str, top: int = 8) -> str:

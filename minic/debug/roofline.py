@@ -7,10 +7,12 @@ roofline); ``profile`` reads each kernel's achieved FLOP/s against that bound.
 * The peak is a vendor sgemm on a square matrix (PyTorch's, 512^3, on one thread
   and at the thread count minic uses), the method of ``benchmarks/sgemm_peak.py``:
   about as close to the FMA units' limit as code gets.
-* The bandwidth is a large array copy (numpy, one thread): read once and written
-  once, over arrays far larger than the caches.  One thread of a copy does not
-  always saturate the memory system, so the bound is on the safe side for
-  kernels that run on one thread and may be exceeded by parallel ones.
+* The bandwidth is an array copy (numpy, one thread: each byte read once and
+  written once) at working sets from 64 KiB (in L1/L2) to 128 MiB (memory): a
+  kernel is held to the bandwidth of the smallest working set that holds all its
+  data (the "cache-aware roofline" of Ilic, Pratas and Sousa), since a small
+  model's kernels never leave the caches.  One thread of a copy does not always
+  saturate the memory system, so parallel kernels may exceed the bound.
 
 Both are best-of-N figures: on a shared machine the best call is the least
 disturbed one.
@@ -48,32 +50,56 @@ def sgemm_flops(n: int = 1024, threads: int | None = None, calls: int = 5) -> fl
         torch.set_num_threads(before)
 
 
-def copy_bandwidth(mbytes: int = 128, calls: int = 5) -> float:
-    """Bytes/s of copying an ``mbytes`` MiB array (each byte read once and written once)."""
-    src = np.ones(mbytes * 2 ** 20 // 4, np.float32)
+def copy_bandwidth(mbytes: float = 128, calls: int = 5) -> float:
+    """Bytes/s of copying between two arrays of ``mbytes`` MiB together (each byte read once
+    and written once); small copies are repeated so each timing moves at least 64 MiB."""
+    n = max(1024, int(mbytes * 2 ** 20) // 8)           # float32 elements per array
+    src = np.ones(n, np.float32)
     dst = np.empty_like(src)
-    return 2.0 * src.nbytes / best_seconds(lambda: np.copyto(dst, src), calls)
+    repeat = max(1, (64 * 2 ** 20) // (2 * src.nbytes))
+
+    def copies() -> None:
+        for _ in range(repeat):
+            np.copyto(dst, src)
+    return 2.0 * src.nbytes * repeat / best_seconds(copies, calls)
+
+
+# Working sets the bandwidth is measured at: from L1/L2-resident to DRAM.
+FOOTPRINTS_MIB = (0.0625, 0.25, 1.0, 4.0, 16.0, 128.0)
 
 
 @dataclass(frozen=True)
 class Roofline:
-    peak: float               # FLOP/s
-    bandwidth: float          # bytes/s
+    """A cache-aware roofline: the bandwidth depends on how much data a kernel touches."""
+    peak: float                                   # FLOP/s
+    bandwidths: tuple[tuple[float, float], ...]   # (working set in bytes, bytes/s), growing sets
+
+    def bandwidth(self, nbytes: float) -> float:
+        """The copy bandwidth measured at the smallest working set that holds ``nbytes``."""
+        for footprint, bw in self.bandwidths:
+            if nbytes <= footprint:
+                return bw
+        return self.bandwidths[-1][1]
 
     def attainable(self, flops: float, nbytes: float) -> float:
-        """The fastest FLOP/s a kernel of this arithmetic intensity can reach."""
+        """The fastest FLOP/s a kernel that does ``flops`` on ``nbytes`` of data can reach."""
         if nbytes <= 0:
             return self.peak
-        return min(self.peak, flops / nbytes * self.bandwidth)
+        return min(self.peak, flops / nbytes * self.bandwidth(nbytes))
 
     def text(self) -> str:
-        return (f"roofline of this CPU: sgemm peak {self.peak / 1e9:.0f} GFLOP/s, "
-                f"copy bandwidth {self.bandwidth / 1e9:.1f} GB/s "
-                f"(ridge at {self.peak / self.bandwidth:.1f} FLOP/byte)")
+        bws = ", ".join(f"{_size(f)} {bw / 1e9:.0f}" for f, bw in self.bandwidths)
+        return f"roofline of this CPU: sgemm peak {self.peak / 1e9:.0f} GFLOP/s; copy GB/s at {bws}"
 
 
-def measure(threads: int = 1, n: int = 512, mbytes: int = 128, calls: int = 30) -> Roofline:
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2 ** 20:.0f} MiB" if nbytes >= 2 ** 20 else f"{nbytes / 1024:.0f} KiB"
+
+
+def measure(threads: int = 1, n: int = 512, calls: int = 30) -> Roofline:
     """The roofline for code on up to ``threads`` threads: the better sgemm of 1 and
-    ``threads`` threads (on a loaded machine the wider one can lose), and the copy bandwidth."""
+    ``threads`` threads (on a loaded machine the wider one can lose), and the copy
+    bandwidth at each of ``FOOTPRINTS_MIB``."""
     peak = max(sgemm_flops(n, t, calls) for t in sorted({1, threads}))
-    return Roofline(peak, copy_bandwidth(mbytes, calls))
+    bandwidths = tuple((mib * 2 ** 20, copy_bandwidth(mib, 5)) for mib in FOOTPRINTS_MIB)
+    return Roofline(peak, bandwidths)

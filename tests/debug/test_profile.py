@@ -37,8 +37,9 @@ def test_flops_and_bytes_of_a_matmul_kernel_are_counted_from_its_loops():
 
 
 def test_the_roofline_bounds_by_bandwidth_below_the_ridge_and_by_the_peak_above():
-    roof = Roofline(peak=100e9, bandwidth=10e9)
-    assert roof.attainable(1e6, 1e6) == 10e9            # 1 FLOP/byte: memory-bound
+    roof = Roofline(peak=100e9, bandwidths=((2 ** 20, 40e9), (2 ** 27, 10e9)))
+    assert roof.attainable(1e6, 1e6) == 40e9            # 1 FLOP/byte, in cache: bandwidth-bound
+    assert roof.attainable(1e7, 1e7) == 10e9            # the same intensity out of cache
     assert roof.attainable(1e8, 1e6) == 100e9           # 100 FLOP/byte: compute-bound
     # Plausible even on a loaded machine: any CPU does more than 10 MFLOP/s and copies 100 MB/s.
     assert sgemm_flops(128, calls=2) > 1e7 and copy_bandwidth(8, calls=2) > 1e8
@@ -47,7 +48,7 @@ def test_the_roofline_bounds_by_bandwidth_below_the_ridge_and_by_the_peak_above(
 @pytest.mark.parametrize("name", models.names())
 def test_every_zoo_model_profiles_on_minic_and_onnxruntime(name):
     source = minic.load(name, size="small")
-    roof = Roofline(peak=1e11, bandwidth=1e10)
+    roof = Roofline(peak=1e11, bandwidths=((2 ** 27, 1e10),))
     result = profile(source, choose_all("minic,onnxruntime"), repeat=2, roofline=roof)
     assert result.kernels and all(k.seconds > 0 and k.nbytes > 0 for k in result.kernels)
     assert result.total("minic") > 0 and result.total("onnxruntime") > 0
