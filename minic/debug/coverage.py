@@ -8,8 +8,8 @@ and run on every path.  A path's verdict per op type:
 
     supported   it compiled and ran every node, and agrees with the interpreter
     refused     it raised: the cell keeps the path's own message
-    fallback    it ran, but its runner placed nodes on a CPU provider
-                (``runner.placement``: what the qnn path says of its HTP placement)
+    fallback    it ran, but its runner lists nodes it left on a CPU fallback
+                (``runner.fallback``: what the qnn path says of its HTP placement)
     mismatch    it ran, but its numbers leave the tolerance
     n/a         minic cannot state this op to the path (``to_torch`` has no
                 spelling for it), so the path was not asked
@@ -206,9 +206,8 @@ def op_verdict(chosen: Chosen, graph: Graph, nodes: list[Node], values: dict, en
 
 
 def on_cpu(run) -> list[str]:
-    """The nodes a runner says it left on a CPU provider (``runner.placement``)."""
-    placement = getattr(run, "placement", None) or {}
-    return [f"{node} ({provider})" for node, provider in placement.items() if str(provider).startswith("CPU")]
+    """The nodes a runner says it left on a CPU fallback (``runner.fallback``)."""
+    return list(getattr(run, "fallback", None) or [])
 
 
 def whole_model(chosen: Chosen, source: ModelSource, reference, torch_error: str = "") -> Verdict:

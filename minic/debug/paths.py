@@ -12,9 +12,9 @@ need to know about it beyond the backend protocol:
   output, as Polygraphy does.
 
 A path is added with one ``register`` call; a bridge that lands later (qnn, iree)
-adds its line here.  A runner may also say where it placed each node
-(``runner.placement``: node name -> execution provider, as the qnn runner does):
-``coverage`` reports the nodes left on a CPU provider as "fallback".
+adds its line here.  A runner may also list the nodes it left on a CPU fallback
+(``runner.fallback``: node descriptions, as the qnn runner does): ``coverage``
+reports them as "fallback".
 """
 from __future__ import annotations
 
@@ -81,9 +81,6 @@ register(DebugPath("onnxruntime", "onnxruntime", runs_onnx=True))
 register(DebugPath("tvm", "tvm"))
 register(DebugPath("mlir-linalg", "mlir", {"via": "linalg"}))
 register(DebugPath("mlir-tosa", "mlir", {"via": "tosa"}))
-# The HTP runs fp32 as fp16, or a QDQ model (bounds: bridges/qnn/tolerance.py).
-register(DebugPath("qnn", "qnn", precisions=("fp16", "int8", "int16"), precision_option="mode", runs_onnx=True,
-                   tolerance={"fp16": F16, "int8": 0.15, "int16": 0.1}))
 register(DebugPath("iree-stablehlo", "iree", {"via": "stablehlo"}))
 register(DebugPath("iree-linalg", "iree", {"via": "linalg"}))
 register(DebugPath("iree-turbine", "iree", {"via": "turbine"}))
