@@ -64,6 +64,7 @@ class Result:
     rss_base_mb: float = 0.0        # after torch, the model and the reference: before the path's build
     rss_peak_mb: float = 0.0        # peak of the whole worker: build and every call
     pid: int = 0                    # the worker's process
+    source: str = ""                # the folder its minic was imported from
 
     @property
     def block_medians(self) -> list[float]:
@@ -95,10 +96,12 @@ class Worker:
         spec = {"model": config.model, "size": config.size, "seed": config.seed, "batch": config.batch,
                 "threads": config.threads, "warmup": timing.warmup, "path": path.as_json()}
         env = dict(os.environ, **{k: str(config.threads) for k in THREAD_ENV})
+        if path.source_dir:
+            env["PYTHONPATH"] = os.pathsep.join([path.source_dir, *filter(None, [env.get("PYTHONPATH")])])
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "minic.bench.worker", json.dumps(spec)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True, env=env)
+                                     text=True, env=env, cwd=path.source_dir or None)   # -m puts the cwd first
 
     def read(self) -> dict[str, Any]:
         line = self.proc.stdout.readline()
@@ -151,7 +154,8 @@ def run_config(config: Config, paths: list[BenchPath], timing: Timing,
             result = Result(path.name, config, built["status"], built.get("detail", ""),
                             built.get("compile_s", 0.0), built.get("max_abs_err"),
                             rss_base_mb=built.get("rss_base_mb", 0.0),
-                            rss_peak_mb=built.get("rss_after_build_mb", 0.0), pid=built.get("pid", 0))
+                            rss_peak_mb=built.get("rss_after_build_mb", 0.0), pid=built.get("pid", 0),
+                            source=built.get("source", ""))
             results.append(result)
             if result.status == "ok":
                 live.append((worker, result))

@@ -32,6 +32,8 @@ class BenchPath:
     backend: str                                  # the minic.backends name
     options: dict[str, Any] = field(default_factory=dict)
     threads_option: str = ""                      # the backend option for the thread count ("": process-wide only)
+    source_dir: str = ""                          # run the worker on the minic/bridges sources in this folder
+                                                  # ("": the running ones); an A/B of two revisions
 
     def options_for(self, threads: int) -> dict[str, Any]:
         """The backend's options for a run on ``threads`` threads."""
@@ -39,7 +41,7 @@ class BenchPath:
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "backend": self.backend, "options": self.options,
-                "threads_option": self.threads_option}
+                "threads_option": self.threads_option, "source_dir": self.source_dir}
 
 
 PATHS: dict[str, BenchPath] = {}
@@ -57,7 +59,8 @@ register(BenchPath("onnxruntime", "onnxruntime", threads_option="threads"))
 register(BenchPath("openvino", "openvino", {"precision": "f32"}, threads_option="threads"))
 register(BenchPath("tvm", "tvm"))
 register(BenchPath("tinygrad", "tinygrad"))
-register(BenchPath("minic", "minic", threads_option="num_threads"))
+# No disk cache: the build's time and memory are a compile's, as they are for every other path.
+register(BenchPath("minic", "minic", {"use_cache": False}, threads_option="num_threads"))
 
 
 def resolve(name: str) -> BenchPath:

@@ -74,18 +74,19 @@ def cell(r: Result) -> str:
 
 
 def print_config(console, config: Config, results: list[Result]) -> None:
+    from rich.markup import escape
     from rich.table import Table
     eager = next((r.median for r in results if r.path == "torch" and r.blocks), None)
     rival = best_rival(results)
-    table = Table("path", "status", "compile", "latency: median [spread] ms", "x eager",
+    table = Table("path", "status", "compile", "latency: median \\[spread] ms", "x eager",
                   f"x best of {'/'.join(RIVALS)}", "max abs err", "peak RSS", "detail", title=config.label)
     for r in results:
         ok = bool(r.blocks)
-        table.add_row(r.path, r.status, fmt_ms(r.compile_s) if r.status == "ok" else "", cell(r) if ok else "",
+        table.add_row(r.path, r.status, fmt_ms(r.compile_s) if r.status == "ok" else "", escape(cell(r)) if ok else "",
                       fmt_ratio(r.median / eager) if ok and eager else "",
                       fmt_ratio(r.median / rival.median) if ok and rival else "",
                       f"{r.max_abs_err:.2e}" if r.max_abs_err is not None else "",
-                      f"{r.rss_peak_mb:,.0f} MB" if r.rss_peak_mb else "", r.detail[:80])
+                      f"{r.rss_peak_mb:,.0f} MB" if r.rss_peak_mb else "", escape(r.detail[:80]))
     console.print(table)
 
 

@@ -21,6 +21,7 @@ import os
 import resource
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from minic.timing import timed_block
@@ -54,6 +55,7 @@ def batched(inputs: tuple, axes: tuple[dict[int, str], ...], batch: int) -> tupl
 def build(spec: dict[str, Any]):
     """(answer, runner, inputs): the path compiled and checked on the spec's model."""
     import torch
+    import minic
     from minic.api import load
     from minic.compare import as_tuple
     from minic.crosscheck.matrix import check
@@ -77,7 +79,8 @@ def build(spec: dict[str, Any]):
     cell = check(source, path["backend"], source.example_inputs, reference, F32, **options)
     answer = {"status": cell.status, "detail": cell.detail, "compile_s": cell.compile_s,
               "max_abs_err": cell.errors.abs if cell.errors else None, "rss_base_mb": base,
-              "torch_threads": torch.get_num_threads(), "pid": os.getpid()}
+              "torch_threads": torch.get_num_threads(), "pid": os.getpid(),
+              "source": str(Path(minic.__file__).resolve().parent.parent)}
     inputs = source.example_inputs
     # The path keeps what it needs; the torch module and the reference can go (memory).
     del source, reference

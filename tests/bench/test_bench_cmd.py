@@ -43,6 +43,20 @@ def test_a_path_whose_output_is_wrong_is_reported_and_not_timed():
     assert by["no-such-backend"].status == "unsupported" and "unknown backend" in by["no-such-backend"].detail
 
 
+def test_a_path_can_run_on_the_sources_of_another_folder(tmp_path):
+    """benchmarks/ab.py times a base revision this way: its worker imports minic from there."""
+    import shutil
+    from pathlib import Path
+    import minic
+    root = Path(minic.__file__).resolve().parents[1]
+    for package in ("minic", "bridges"):
+        shutil.copytree(root / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    base = BenchPath("base", "minic", {"use_cache": False}, "num_threads", source_dir=str(tmp_path))
+    results = run_config(Config("mlp", size="small"), [base, resolve("minic")], SMALL)
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert results[0].source == str(tmp_path.resolve()) and results[1].source == str(root)
+
+
 def test_bench_writes_json_markdown_and_a_plot(tmp_path, capsys):
     out, md, pic = tmp_path / "b.json", tmp_path / "b.md", tmp_path / "b.svg"
     rc = main(["bench", "mlp", "--size", "small", "--vs", "torch", "--threads", "1", "--batch", "1,2",
@@ -86,7 +100,7 @@ def test_bench_rejects_bad_arguments(argv, message, capsys):
 
 
 def test_paths_take_their_thread_count_from_their_own_option():
-    assert resolve("minic").options_for(2) == {"num_threads": 2}
+    assert resolve("minic").options_for(2) == {"use_cache": False, "num_threads": 2}
     assert resolve("onnxruntime").options_for(1) == {"threads": 1}
     assert resolve("openvino").options_for(2) == {"precision": "f32", "threads": 2}
     assert resolve("torch-compile").name == "inductor" and resolve("inductor").options_for(2) == {}
