@@ -32,7 +32,8 @@ from bridges.qnn.provider import CPU_NAME, EP_NAME, FallbackDisabledError
 QNN_ERRORS = {3110: "QNN_OP_PACKAGE_ERROR_VALIDATION_FAILURE (the HTP op package rejects "
                     "this op for these data types/shapes)"}
 
-_UNIT = re.compile(r"Validation (PASSED|FAILED) for \d+ nodes in OrtNodeUnit \((\w+)\) :\n"
+# "... in OrtNodeUnit (Erf) :" for a node (with its Q/DQ), "... in GeluFusion (Erf) :" for a fused group.
+_UNIT = re.compile(r"Validation (PASSED|FAILED) for \d+ nodes in \w+ \((\w+)\) :\n"
                    r"((?:\s*Operator type: .*\n)+)(?:\s*REASON : (.*)\n)?")
 _NODE = re.compile(r"Operator type: (\S+) Node name: (.*?) Node index: \d+")
 _LONE_QDQ = "QNN EP does not support a single Quantize/Dequantize node in a partition."

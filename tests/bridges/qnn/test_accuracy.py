@@ -9,8 +9,9 @@ from tests.cli_helpers import cli
 
 
 @pytest.mark.parametrize("mode", ["fp16", "int8"])
-def test_measure_is_within_policy_and_labels_emulation(mode):
-    row = measure("cnn", "small", QnnConfig(mode=mode, calibration=2), count=2, repeats=1)
+@pytest.mark.parametrize("name", models.names())
+def test_zoo_within_policy_against_torch_and_ort_cpu(name, mode):
+    row = measure(name, "small", QnnConfig(mode=mode, calibration=2), count=2, repeats=1)
     assert row.ok, row
     assert row.cpu_nodes == 0 and row.htp_nodes > 0
     assert row.vs_torch.abs > 0 and row.emulated_ms > 0
