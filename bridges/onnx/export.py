@@ -56,9 +56,12 @@ def export_module(module, example_inputs: tuple, *, input_names: tuple[str, ...]
     module.eval()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)   # "legacy exporter": chosen on purpose
-        torch.onnx.export(module, inputs, buffer, opset_version=opset, dynamo=False,
-                          input_names=list(input_names), output_names=list(output_names),
-                          dynamic_axes=axes, do_constant_folding=True)
+        try:
+            torch.onnx.export(module, inputs, buffer, opset_version=opset, dynamo=False,
+                              input_names=list(input_names), output_names=list(output_names),
+                              dynamic_axes=axes, do_constant_folding=True)
+        except torch.onnx.errors.UnsupportedOperatorError as e:   # e.g. aten::sinh at opset 17
+            raise UnsupportedError(f"torch.onnx.export: {str(e).splitlines()[0]}") from None
     model = onnx.load_from_string(buffer.getvalue())
     check(model)
     return Exported(model, tuple(input_names), tuple(output_names), tuple(dynamic_axes),

@@ -85,3 +85,12 @@ def test_wrong_input_count_is_a_user_error():
     run = minic.compile("mlp", size="small", backend="qnn")
     with pytest.raises(UserError, match="takes 1 input"):
         run()
+
+
+def test_a_torch_op_the_exporter_lacks_is_a_user_error():
+    class Sinh(torch.nn.Module):
+        def forward(self, x):
+            return torch.sinh(x)
+
+    with pytest.raises(UserError, match="aten::sinh' to ONNX opset version 17 is not supported"):
+        minic.compile(Sinh(), (torch.ones(2, 3),), backend="qnn")
