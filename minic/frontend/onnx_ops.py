@@ -189,7 +189,7 @@ def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 # --- reductions and normalisations ------------------------------------------------------
 
-@converts("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
+@converts("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
           "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
 def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, op = x[0], b.node.op_type
@@ -205,8 +205,8 @@ def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
     def red(kind: str, t: Value, keepdims: bool = keep) -> Value:
         return b.one(kind, t, axes=axes, keepdims=keepdims)
-    if op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
-        return [red({"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean",
+    if op in ("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin"):
+        return [red({"ReduceSum": "reduce_sum", "ReduceProd": "reduce_prod", "ReduceMean": "reduce_mean",
                      "ReduceMax": "reduce_max", "ReduceMin": "reduce_min"}[op], v)]
     if op == "ReduceL1":
         return [red("reduce_sum", b.one("abs", v))]
@@ -507,3 +507,4 @@ def _shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.const(np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64))]
 
 
+from minic.frontend import onnx_ops_index  # noqa: E402,F401  (registers its converters)

@@ -24,7 +24,7 @@ from minic.ir.types import DType, Dim, TensorType, dim_prod
 
 @dataclass(frozen=True)
 class Reduce(Expr):
-    """``op`` (sum, max, min) of ``body`` over the variables of ``axes``."""
+    """``op`` (sum, prod, max, min) of ``body`` over the variables of ``axes``."""
     op: str
     axes: tuple[tuple[Var, Expr], ...]     # (variable, extent)
     body: Expr

@@ -39,6 +39,8 @@ def _binop(op: str, a, b, dtype: DType):
     if op == "div":
         return a / b if dtype.is_float else dtype.numpy.type(_trunc_div(int(a), int(b)))
     if op == "mod":
+        if dtype.is_float:
+            return np.fmod(a, b)                   # LLVM's frem
         return dtype.numpy.type(int(a) - _trunc_div(int(a), int(b)) * int(b))
     if op == "max": return np.fmax(a, b)      # like LLVM's maxnum: a NaN operand is ignored
     if op == "min": return np.fmin(a, b)

@@ -39,11 +39,11 @@ def _hoistable(e: Expr, bound: frozenset[str], out: list[Reduce]) -> None:
 
 # --- materialisation --------------------------------------------------------------------
 
-_COMBINE = {"sum": "add", "max": "max", "min": "min"}
+_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 
 
 def _init(op: str, dtype: DType) -> Const:
-    return {"sum": const(0, dtype), "max": lowest(dtype), "min": highest(dtype)}[op]
+    return {"sum": const(0, dtype), "prod": const(1, dtype), "max": lowest(dtype), "min": highest(dtype)}[op]
 
 
 def emit(loops: Sequence[tuple[Var, Expr]], leaf: Callable[[Expr], Stmt], expr: Expr, fresh: Fresh) -> Stmt:

@@ -180,3 +180,30 @@ def test_every_registered_op_is_exercised_here():
     source = inspect.getsource(sys.modules[__name__])
     tested = set(UNARY) | set(BINARY) | {o for o in ops.names() if f'"{o}"' in source}
     assert set(ops.names()) - tested - {"shape", "reshape_dynamic"} == set()
+
+
+def test_indexing_ops():
+    x = rand((3, 4))
+    idx = np.array([[0, 3], [-1, 1], [2, 2]], np.int64)
+    close(run_op("gather_elements", [x, idx], axis=1)[0], torch.gather(t(x), 1, t(idx % 4)))
+    upd = rand((3, 2), seed=1)
+    cols = np.array([[0, 3], [1, 2], [2, 0]], np.int64)
+    close(run_op("scatter_elements", [x, cols, upd], axis=1)[0], t(x).scatter(1, t(cols), t(upd)))
+    for red, torch_red in (("add", "sum"), ("mul", "prod"), ("max", "amax"), ("min", "amin")):
+        close(run_op("scatter_elements", [x, cols, upd], axis=1, reduction=red)[0],
+              t(x).scatter_reduce(1, t(cols), t(upd), torch_red))
+    where = np.array([[1, 2], [0, -1]], np.int64)
+    close(run_op("gather_nd", [x, where])[0], t(x)[[1, 0], [2, 3]])
+    rows = np.array([[2], [0]], np.int64)
+    want = t(x).clone()
+    want[[2, 0]] = t(rand((2, 4), seed=2))
+    close(run_op("scatter_nd", [x, rows, rand((2, 4), seed=2)])[0], want)
+    close(run_op("arg_max", [x], axis=1, keepdims=False)[0], torch.argmax(t(x), 1))
+    close(run_op("arg_min", [x], axis=0)[0], torch.argmin(t(x), 0, keepdim=True))
+    close(run_op("cumsum", [x], axis=1)[0], torch.cumsum(t(x), 1))
+    close(run_op("cumprod", [x], axis=0, reverse=True)[0], torch.flip(torch.cumprod(torch.flip(t(x), [0]), 0), [0]))
+    close(run_op("cumsum", [x], axis=1, exclusive=True)[0], torch.cumsum(t(x), 1) - t(x))
+    close(run_op("reduce_prod", [x], axes=(1,))[0], torch.prod(t(x), 1))
+    a, b = np.array([5, -5, 7, -7], np.int64), np.array([3, 3, -2, 0], np.int64)
+    close(run_op("mod", [a, b])[0], np.where(b == 0, 0, torch.remainder(t(a), t(np.where(b == 0, 1, b))).numpy()))
+    close(run_op("mod", [x, x[::-1].copy()], fmod=True)[0], torch.fmod(t(x), t(x[::-1].copy())))

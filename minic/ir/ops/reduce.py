@@ -1,4 +1,4 @@
-"""Reductions over a set of axes: reduce_sum, reduce_mean, reduce_max, reduce_min.
+"""Reductions over a set of axes: reduce_sum, reduce_prod, reduce_mean, reduce_max, reduce_min.
 Each compute rule is a Reduce expression; lowering decides where its accumulator lives."""
 from __future__ import annotations
 
@@ -62,20 +62,29 @@ def _torch_extremum(t, x):
 
 
 # Each reducer starts from its identity, so reducing an empty axis is defined
-# (sum 0, max -inf, min +inf; the mean of nothing is NaN, as in numpy and ONNX).
+# (sum 0, prod 1, max -inf, min +inf; the mean of nothing is NaN, as in numpy and ONNX).
 REDUCERS = {
     "reduce_sum": lambda x, axes, keep: np.sum(x, axis=axes, keepdims=keep),
+    "reduce_prod": lambda x, axes, keep: np.prod(x, axis=axes, keepdims=keep),
     "reduce_mean": lambda x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
     "reduce_max": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=_lowest(x.dtype)),
     "reduce_min": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=_highest(x.dtype)),
 }
-_LOOP_OP = {"reduce_sum": "sum", "reduce_mean": "sum", "reduce_max": "max", "reduce_min": "min"}
+_LOOP_OP = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_mean": "sum", "reduce_max": "max", "reduce_min": "min"}
 _TORCH = {"reduce_sum": lambda t, x: t.torch.sum(x, dim=tuple(t.attrs.axes), keepdim=t.attrs.keepdims),
           "reduce_mean": lambda t, x: t.torch.mean(x, dim=tuple(t.attrs.axes), keepdim=t.attrs.keepdims),
+          "reduce_prod": lambda t, x: _torch_prod(t, x),
           "reduce_max": _torch_extremum, "reduce_min": _torch_extremum}
+
+
+def _torch_prod(t, x):
+    for axis in sorted((ax % x.dim() for ax in t.attrs.axes), reverse=True):    # torch.prod takes one dim
+        x = t.torch.prod(x, axis, keepdim=t.attrs.keepdims)
+    return x
 
 for _name, _fn in REDUCERS.items():
     define(_name, OpKind.REDUCTION, _infer,
            lambda attrs, x, _fn=_fn: np.asarray(_fn(x, tuple(a % x.ndim for a in attrs.axes),
                                                     attrs.keepdims)).astype(x.dtype),
-           reduction, ReduceAttrs, doc=f"{_name}(x) over axes", torch=_TORCH[_name], sample="reduce")
+           reduction, ReduceAttrs, doc=f"{_name}(x) over axes", torch=_TORCH[_name],
+           sample=None if _name == "reduce_prod" else "reduce")    # reduce_prod: ONNX's; the node suite checks it

@@ -1,0 +1,342 @@
+"""Ops that read or write at indices held in a tensor, and running reductions:
+gather_elements, scatter_elements, gather_nd, scatter_nd, arg_max, arg_min, cumsum, cumprod, mod.
+
+The scatters and running sums re-read their inputs for every output element (their
+compute rules reduce over the update positions), so fusion treats them as
+contractions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minic.ir.compute import Operand, Reduce, Site, clamp, highest, lowest
+from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
+from minic.ir.ops import OpKind, define
+from minic.ir.ops.elementwise import arg
+from minic.ir.ops.layout import delinearize, linearize
+from minic.ir.ops.shapes import broadcast, norm_axis, require
+from minic.ir.types import DType, Dim, TensorType
+
+INDEX_TYPES = (DType.i64, DType.i32)
+
+
+# --- compute rules (the ops are defined below) ---------------------------------------
+
+def _index(i: Expr, n: Dim) -> Expr:
+    """An index read from a tensor, as i64, negative ones counted from the end, clamped into [0, n)."""
+    if i.dtype != DType.i64:
+        i = Cast(DType.i64, i)
+    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i), n)
+
+
+def _all(conds: list[Expr]) -> Expr:
+    out = conds[0] if conds else const(True, DType.bool)
+    for c in conds[1:]:
+        out = BinOp("and", out, c)
+    return out
+
+
+def gather_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    data, idx = site.inputs
+    axis = norm_axis(site.attrs.axis, data.type.rank)
+    i = _index(idx.at(index), data.type.shape[axis])
+    return data.at(index[:axis] + (i,) + index[axis + 1:])
+
+
+def gather_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    data, idx = site.inputs
+    b, q = site.attrs.batch_dims, idx.type.shape[-1]
+    m = idx.type.rank - 1
+    where = tuple(_index(idx.at(index[:m] + (const(k),)), data.type.shape[b + k]) for k in range(q))
+    return data.at(index[:b] + where + index[m:])
+
+
+def _combine(site: Site, data: Expr, loops, match: Expr, position: Expr, update) -> Expr:
+    """data at an output element, met by the updates whose ``match`` holds there:
+    the last one replaces it (reduction none), or they are added / maxed / mined in."""
+    red = site.attrs.reduction
+    if red == "none":
+        last = Reduce("max", loops, Select(match, position, const(-1)))
+        return Select(BinOp("ge", last, const(0)), update(last), data)
+    u = update(position)
+    neutral = {"add": const(0, data.dtype), "mul": const(1, data.dtype), "max": lowest(data.dtype),
+               "min": highest(data.dtype)}[red]
+    total = Reduce({"add": "sum", "mul": "prod", "max": "max", "min": "min"}[red], loops, Select(match, u, neutral))
+    return BinOp(red, data, total)
+
+
+def scatter_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    data, idx, upd = site.inputs
+    axis = norm_axis(site.attrs.axis, data.type.rank)
+    r = site.fresh.var("r")
+    n = upd.type.shape[axis]
+
+    def at(k: Expr) -> tuple[Expr, ...]:          # the update position j: j[axis] = k, else the output's index
+        return tuple(clamp(k, n) if a == axis else clamp(i, upd.type.shape[a]) for a, i in enumerate(index))
+    inside = [BinOp("lt", i, dim_expr(upd.type.shape[a])) for a, i in enumerate(index) if a != axis]
+    match = _all(inside + [BinOp("eq", _index(idx.at(at(r)), data.type.shape[axis]), index[axis])])
+    return _combine(site, data.at(index), ((r, dim_expr(n)),), match, r, lambda k: upd.at(at(k)))
+
+
+def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    data, idx, upd = site.inputs
+    q = idx.type.shape[-1]
+    outer = list(idx.type.shape[:-1])
+    loops = tuple((site.fresh.var("r"), dim_expr(d)) for d in outer)
+    p = tuple(v for v, _ in loops)
+    match = _all([BinOp("eq", _index(idx.at(p + (const(k),)), data.type.shape[k]), index[k]) for k in range(q)])
+    flat = linearize(list(p), outer) if p else const(0)
+
+    def update(position: Expr) -> Expr:
+        where = delinearize(position, outer) if outer else []
+        return upd.at(tuple(clamp(w, d) for w, d in zip(where, outer)) + index[q:])
+    return _combine(site, data.at(index), loops, match, flat, update)
+
+
+def _along(site: Site, x: Operand, axis: int, index: tuple[Expr, ...], keep: bool):
+    """A fresh variable along ``axis`` of ``x`` and the input index it makes from the output index."""
+    v = site.fresh.var("r")
+    rest = index[:axis] + index[axis + 1:] if keep else index
+    return v, rest[:axis] + (v,) + rest[axis:]
+
+
+def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    axis = norm_axis(site.attrs.axis, x.type.rank)
+    n = dim_expr(x.type.shape[axis])
+    v, row = _along(site, x, axis, index, site.attrs.keepdims)
+    best = Reduce("max" if site.op == "arg_max" else "min", ((v, n),), x.at(row))
+    w, row = _along(site, x, axis, index, site.attrs.keepdims)
+    hit = BinOp("eq", x.at(row), best)
+    if site.attrs.last:
+        return Reduce("max", ((w, n),), Select(hit, w, const(-1)))
+    return Reduce("min", ((w, n),), Select(hit, w, n))
+
+
+def running_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    axis = norm_axis(site.attrs.axis, x.type.rank)
+    v, row = _along(site, x, axis, index, True)
+    i = index[axis]
+    cmp = {(False, False): "le", (True, False): "lt", (False, True): "ge", (True, True): "gt"}
+    taken = BinOp(cmp[(site.attrs.exclusive, site.attrs.reverse)], v, i)
+    op, neutral = ("sum", 0) if site.op == "cumsum" else ("prod", 1)
+    return Reduce(op, ((v, dim_expr(x.type.shape[axis])),), Select(taken, x.at(row), const(neutral, x.type.dtype)))
+
+
+def mod_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    a, b = (arg(x, index) for x in site.inputs)
+    zero, one = const(0, a.dtype), const(1, a.dtype)
+    is_zero = BinOp("eq", b, zero)
+    safe = b if a.dtype.is_float else Select(is_zero, one, b)   # an integer x % 0 would trap; it is 0
+    r = BinOp("mod", a, safe)                   # frem / srem: C's fmod, the sign of the dividend
+    if not site.attrs.fmod:                     # Python's %: the sign of the divisor
+        wrong_sign = BinOp("and", BinOp("ne", r, zero), BinOp("ne", BinOp("lt", r, zero), BinOp("lt", safe, zero)))
+        r = Select(wrong_sign, BinOp("add", r, safe), r)
+    return r if a.dtype.is_float else Select(is_zero, zero, r)
+
+
+# --- the ops ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AxisAttrs:
+    axis: int = 0
+
+
+@dataclass(frozen=True)
+class ScatterAttrs:
+    axis: int = 0
+    reduction: str = "none"             # none | add | mul | max | min: how an update meets the data
+
+    def check(self) -> None:
+        require(self.reduction in ("none", "add", "mul", "max", "min"), f"scatter: unknown reduction '{self.reduction}'")
+
+
+def _in_range(idx: np.ndarray, n: int, what: str) -> np.ndarray:
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"{what}: index out of range [{-n}, {n})")
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _gather_elements_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
+    data, idx = ts
+    require(idx.dtype in INDEX_TYPES and idx.rank == data.rank,
+            f"gather_elements: indices must be i64/i32 of the data's rank, got {idx} for {data}")
+    norm_axis(attrs.axis, data.rank)
+    return [TensorType(idx.shape, data.dtype)]
+
+
+def gather_elements(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    axis = attrs.axis % data.ndim
+    return np.take_along_axis(data, _in_range(idx, data.shape[axis], "gather_elements"), axis=axis)
+
+
+define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs, arity=(2, 2),
+               doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
+
+
+def _scatter_elements_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorType]:
+    data, idx, upd = ts
+    require(idx.dtype in INDEX_TYPES and idx.shape == upd.shape and idx.rank == data.rank and upd.dtype == data.dtype,
+            f"scatter_elements: indices and updates must share a shape of the data's rank, got {idx}, {upd}, {data}")
+    norm_axis(attrs.axis, data.rank)
+    return [data]
+
+
+_UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
+    axis = attrs.axis % data.ndim
+    idx = _in_range(idx, data.shape[axis], "scatter_elements")
+    out = data.copy()
+    where = list(np.indices(idx.shape, sparse=True))
+    where[axis] = idx
+    target = tuple(np.broadcast_arrays(*where))
+    if attrs.reduction == "none":
+        out[target] = upd
+    else:
+        _UFUNC[attrs.reduction].at(out, target, upd)
+    return out
+
+
+define("scatter_elements", OpKind.CONTRACTION, _scatter_elements_infer, scatter_elements, scatter_elements_rule, ScatterAttrs,
+               arity=(3, 3), doc="scatter_elements(data, idx, upd, axis): data with upd[j] written (or reduced) "
+                                 "at j with j[axis] replaced by idx[j]")
+
+
+@dataclass(frozen=True)
+class BatchDimsAttrs:
+    batch_dims: int = 0
+
+
+def _gather_nd_infer(attrs: BatchDimsAttrs, ts: list[TensorType]) -> list[TensorType]:
+    data, idx = ts
+    b, q = attrs.batch_dims, idx.shape[-1] if idx.rank else 0
+    require(idx.dtype in INDEX_TYPES and idx.rank >= 1 and isinstance(q, int) and b + q <= data.rank
+            and idx.shape[:b] == data.shape[:b], f"gather_nd: bad indices {idx} for {data} (batch_dims {b})")
+    return [TensorType(idx.shape[:-1] + data.shape[b + q:], data.dtype)]
+
+
+def gather_nd(attrs: BatchDimsAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    b, q = attrs.batch_dims, idx.shape[-1]
+    out = np.empty(idx.shape[:-1] + data.shape[b + q:], data.dtype)
+    for pos in np.ndindex(*idx.shape[:-1]):
+        where = tuple(int(_in_range(i, data.shape[b + k], "gather_nd")) for k, i in enumerate(idx[pos]))
+        out[pos] = data[pos[:b] + where]
+    return out
+
+
+define("gather_nd", OpKind.LAYOUT, _gather_nd_infer, gather_nd, gather_nd_rule, BatchDimsAttrs, arity=(2, 2),
+               doc="gather_nd(data, idx)[p] = data[p[:b], idx[p, :]] (b = batch_dims)")
+
+
+def _scatter_nd_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorType]:
+    data, idx, upd = ts
+    q = idx.shape[-1] if idx.rank else 0
+    require(idx.dtype in INDEX_TYPES and isinstance(q, int) and q <= data.rank and upd.dtype == data.dtype
+            and upd.shape == idx.shape[:-1] + data.shape[q:], f"scatter_nd: bad indices/updates {idx}, {upd} for {data}")
+    return [data]
+
+
+def scatter_nd(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
+    out = data.copy()
+    for pos in np.ndindex(*idx.shape[:-1]):
+        where = tuple(int(_in_range(i, data.shape[k], "scatter_nd")) for k, i in enumerate(idx[pos]))
+        out[where] = upd[pos] if attrs.reduction == "none" else _UFUNC[attrs.reduction](out[where], upd[pos])
+    return out
+
+
+define("scatter_nd", OpKind.CONTRACTION, _scatter_nd_infer, scatter_nd, scatter_nd_rule, ScatterAttrs, arity=(3, 3),
+               doc="scatter_nd(data, idx, upd): data with upd[p] written (or reduced) at data[idx[p, :]]")
+
+
+@dataclass(frozen=True)
+class ArgAttrs:
+    axis: int = 0
+    keepdims: bool = True
+    last: bool = False                  # the last index of the extreme value, not the first
+
+
+def _arg_infer(attrs: ArgAttrs, ts: list[TensorType]) -> list[TensorType]:
+    x = ts[0]
+    require(x.dtype != DType.bool, "arg_max/arg_min do not take bool")
+    axis = norm_axis(attrs.axis, x.rank)
+    shape = tuple((1 if attrs.keepdims else None) if i == axis else d for i, d in enumerate(x.shape))
+    return [TensorType(tuple(d for d in shape if d is not None), DType.i64)]
+
+
+def _arg(pick):
+    def run(attrs: ArgAttrs, x: np.ndarray) -> np.ndarray:
+        axis = attrs.axis % x.ndim
+        if attrs.last:
+            flipped = np.flip(x, axis)
+            out = x.shape[axis] - 1 - pick(flipped, axis=axis)
+        else:
+            out = pick(x, axis=axis)
+        out = out.astype(np.int64)
+        return np.expand_dims(out, axis) if attrs.keepdims else out
+    return run
+
+
+define("arg_max", OpKind.REDUCTION, _arg_infer, _arg(np.argmax), arg_rule, ArgAttrs,
+               doc="arg_max(x, axis) = the index of the largest element along axis (first or last of ties)")
+define("arg_min", OpKind.REDUCTION, _arg_infer, _arg(np.argmin), arg_rule, ArgAttrs,
+               doc="arg_min(x, axis) = the index of the smallest element along axis (first or last of ties)")
+
+
+@dataclass(frozen=True)
+class RunningAttrs:
+    axis: int = 0
+    exclusive: bool = False             # y[i] sums x[..i-1] instead of x[..i]
+    reverse: bool = False               # sums run from the end
+
+
+def _cumsum_infer(attrs: RunningAttrs, ts: list[TensorType]) -> list[TensorType]:
+    require(ts[0].dtype != DType.bool, "cumsum does not take bool")
+    norm_axis(attrs.axis, ts[0].rank)
+    return [ts[0]]
+
+
+def _running(accumulate, neutral: int):
+    def run(attrs: RunningAttrs, x: np.ndarray) -> np.ndarray:
+        axis = attrs.axis % x.ndim
+        y = np.flip(x, axis) if attrs.reverse else x
+        if attrs.exclusive:                         # shift by one: the neutral element first
+            first = np.full_like(np.take(y, [0], axis), neutral)
+            y = np.concatenate([first, np.take(y, range(y.shape[axis] - 1), axis)], axis)
+        out = accumulate(y, axis=axis, dtype=x.dtype)
+        return (np.flip(out, axis) if attrs.reverse else out).astype(x.dtype)
+    return run
+
+
+define("cumsum", OpKind.CONTRACTION, _cumsum_infer, _running(np.cumsum, 0), running_rule, RunningAttrs,
+               doc="cumsum(x, axis)[i] = sum of x[k] for k <= i along axis (exclusive: k < i; reverse: from the end)")
+define("cumprod", OpKind.CONTRACTION, _cumsum_infer, _running(np.cumprod, 1), running_rule, RunningAttrs,
+               doc="cumprod(x, axis)[i] = product of x[k] for k <= i along axis (exclusive: k < i; reverse: from the end)")
+
+
+@dataclass(frozen=True)
+class ModAttrs:
+    fmod: bool = False                  # C's fmod (sign of the dividend); else the divisor's sign, as Python's %
+
+
+def _mod_infer(attrs: ModAttrs, ts: list[TensorType]) -> list[TensorType]:
+    a, b = ts
+    require(a.dtype == b.dtype and a.dtype != DType.bool, f"mod: needs two numeric inputs of one dtype, got {a} and {b}")
+    return [TensorType(broadcast(a.shape, b.shape), a.dtype)]
+
+
+def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.fmod(a, b) if attrs.fmod else np.mod(a, b)
+    if a.dtype.kind != "f":
+        out = np.where(b == 0, 0, out)                  # numpy's integer x % 0, and minic's compiled code
+    return out.astype(a.dtype)
+
+
+define("mod", OpKind.ELEMENTWISE, _mod_infer, mod, mod_rule, ModAttrs, arity=(2, 2),
+               doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); integer x mod 0 is 0")
+
