@@ -1,5 +1,5 @@
 """How two paths' outputs are compared: max abs and max relative error (the tolerance
-they are judged against is chosen in ``minic/crosscheck/tolerance.py``)."""
+they are judged against is chosen in ``minic/verify/tolerance.py``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -93,7 +93,7 @@ def _vmfb(args, source) -> int:
     from bridges.iree.compiler import compile_vmfb
     from bridges.iree.runtime import IreeModule
     from minic.compare import as_tuple, errors
-    from minic.crosscheck.tolerance import F32
+    from minic.verify.tolerance import F32
     from minic.errors import UserError
 
     if args.output is None:

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 from minic.api import load
 from minic.backends import ModelSource
 from minic.compare import as_tuple, errors
-from minic.crosscheck.tolerance import F32
+from minic.verify.tolerance import F32
 from minic.errors import MinicError
 from minic.timing import fmt_ms, fmt_ratio, interleaved
 

@@ -1,7 +1,7 @@
 """The QNN tolerance policy: how far an HTP result may drift and still be "ok".
 
 Errors are ``minic.compare.Errors`` (max abs, and max abs / max |reference|),
-ok when either is within the bound, as in ``minic.crosscheck.tolerance``.
+ok when either is within the bound, as in ``minic.verify.tolerance``.
 
 * fp16 (an fp32 model run as fp16 on the HTP): every tensor is stored with 11
   significant bits (unit roundoff 2^-11 ~ 4.9e-4) and the HTP's fp16 matrix
@@ -28,7 +28,7 @@ ok when either is within the bound, as in ``minic.crosscheck.tolerance``.
 """
 from __future__ import annotations
 
-from minic.crosscheck.tolerance import F16
+from minic.verify.tolerance import F16
 
 FP16 = F16
 QDQ = {"uint8": 0.15, "int8": 0.15, "uint16": 0.1, "int16": 0.1}

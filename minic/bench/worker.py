@@ -58,8 +58,8 @@ def build(spec: dict[str, Any]):
     import minic
     from minic.api import load
     from minic.compare import as_tuple
-    from minic.crosscheck.matrix import check
-    from minic.crosscheck.tolerance import F32
+    from minic.verify.matrix import check
+    from minic.verify.tolerance import F32
     from minic.errors import UserError
     from minic import backends
 

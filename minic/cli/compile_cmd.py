@@ -1,6 +1,6 @@
 """``python -m minic compile MODEL --target aarch64-linux-gnu -o DIR``: cross-compile a
 model into a folder holding an object file, its weights, a C harness and (with a
-cross gcc installed) a static executable; see minic/cross/README.md."""
+cross gcc installed) a static executable; see minic/aarch64/README.md."""
 from __future__ import annotations
 
 import argparse
@@ -23,8 +23,8 @@ def register(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from minic.codegen.cross import cross_options
-    from minic.cross import build, tensor_file
+    from minic.codegen.elf import cross_options
+    from minic.aarch64 import build, tensor_file
     from minic import tools
     from minic.errors import UserError
     from minic.ir.loops import Role

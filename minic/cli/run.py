@@ -14,8 +14,8 @@ from minic import backends
 from minic.api import DEFAULT_BACKEND, load
 from minic.backends import ModelSource
 from minic.compare import as_tuple, checksum
-from minic.crosscheck.matrix import Cell, check, judged
-from minic.crosscheck.tolerance import F32
+from minic.verify.matrix import Cell, check, judged
+from minic.verify.tolerance import F32
 from minic.errors import UserError
 from minic.timing import fmt_ms, median_latency
 
@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--repeat", type=int, default=10, help="timed repeats (median is reported)")
     p.add_argument("--target", help="also cross-compile for this target (aarch64); needs --emulate")
     p.add_argument("--mcpu", default="cortex-a55", help="CPU of --target (default: %(default)s)")
-    p.add_argument("--emulate", action="store_true", help="run the --target build under qemu-user (minic.cross)")
+    p.add_argument("--emulate", action="store_true", help="run the --target build under qemu-user (minic.aarch64)")
     p.set_defaults(handler=handle)
 
 
@@ -87,7 +87,7 @@ def handle(args: argparse.Namespace) -> int:
         names = [args.backend] if args.backend == ref_name else [ref_name, args.backend]
     options: dict[str, dict] = {}
     if args.emulate:                            # the cross build, next to the host build
-        from minic.cross.backend import register_backend
+        from minic.aarch64.backend import register_backend
         cross = register_backend()
         names = list(dict.fromkeys(names + ["minic", cross]))
         options[cross] = {"target": args.target, "cpu": args.mcpu}
@@ -100,7 +100,7 @@ def handle(args: argparse.Namespace) -> int:
         console.print(f"checksum: {checksum(main.outputs)}")
     print_table(console, rows, ref_name)
     if args.emulate:
-        from minic.cross.backend import emulation_summary
+        from minic.aarch64.backend import emulation_summary
         for line in emulation_summary(rows):
             console.print(line)
     return 0 if all(cell.status in ("ok", "unsupported") for cell, _ in rows) else 1

@@ -2,8 +2,8 @@
 unsupported / crash.  Exit 0 only when nothing mismatches or crashes.
 
 ``verify --random N [--seed S]`` runs N random graphs through every path instead
-(``minic.crosscheck.fuzz``); failing graphs are minimized and saved as ``.mc``
-regressions (``--save``), which tests/crosscheck then runs on every test run."""
+(``minic.verify.fuzz``); failing graphs are minimized and saved as ``.mc``
+regressions (``--save``), which tests/verify then runs on every test run."""
 from __future__ import annotations
 
 import argparse
@@ -14,9 +14,9 @@ from pathlib import Path
 from minic import backends
 from minic.api import load
 from minic.compare import as_tuple
-from minic.crosscheck.matrix import Cell, check
-from minic.crosscheck.precision import STRESS
-from minic.crosscheck.tolerance import tolerance
+from minic.verify.matrix import Cell, check
+from minic.verify.precision import STRESS
+from minic.verify.tolerance import tolerance
 from minic.errors import UserError
 
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="zoo weights/inputs, or the random graphs' run")
     p.add_argument("--random", type=int, metavar="N",
                    help="instead of models: N random graphs through every path (failures are minimized and saved)")
-    p.add_argument("--save", type=Path, default=Path("tests/crosscheck/regressions"),
+    p.add_argument("--save", type=Path, default=Path("tests/verify/regressions"),
                    help="where --random saves minimized failing graphs as .mc (default: %(default)s)")
     p.add_argument("--json", type=Path, help="write the cells as JSON to this file")
     p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
@@ -93,8 +93,8 @@ def _loads(name: str) -> bool:
 
 
 def handle_random(args: argparse.Namespace, chosen: list[str] | None) -> int:
-    """``verify --random N``: random-graph differential testing (minic.crosscheck.fuzz)."""
-    from minic.crosscheck.fuzz import fuzz
+    """``verify --random N``: random-graph differential testing (minic.verify.fuzz)."""
+    from minic.verify.fuzz import fuzz
     from minic.progress import progress_bar
     if args.models:
         raise UserError("verify: give either model names or --random N, not both")
@@ -112,7 +112,7 @@ def handle_random(args: argparse.Namespace, chosen: list[str] | None) -> int:
 def handle_precision(args: argparse.Namespace, chosen: list[str] | None) -> int:
     """``verify --precision f32,f16,f16-acc``: the error of each precision, per model."""
     from minic import models
-    from minic.crosscheck.precision import markdown as precision_markdown, precision_table
+    from minic.verify.precision import markdown as precision_markdown, precision_table
     from minic.progress import progress_bar
     names = args.models or models.names() + list(STRESS)
     precisions = [p.strip() for p in args.precision.split(",") if p.strip()]

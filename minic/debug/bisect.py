@@ -11,7 +11,7 @@ and where the user wrote it (the torch frontend keeps each node's stack frame
 and module, the ONNX frontend its node name).  The first path is the reference.
 
 ``reduce`` then cuts the graph at that node and shrinks it with the verify
-matrix's minimizer (``minic.crosscheck.minimize``) to the smallest sub-graph on
+matrix's minimizer (``minic.verify.minimize``) to the smallest sub-graph on
 which the two paths still disagree, fed with the reference path's own values.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from minic.backends import ModelSource
-from minic.crosscheck.minimize import minimize, prune
+from minic.verify.minimize import minimize, prune
 from minic.debug.expose import Common, all_outputs, common_graph, run_exposed, run_graph
 from minic.debug.paths import Chosen
 from minic.debug.stats import Diff, diff

@@ -174,7 +174,7 @@ def probe(chosen: Chosen, piece: tuple[Graph, dict[Value, Value]], values: dict,
 def _torch_error(sub: Graph, inputs) -> str:
     """Why ``to_torch`` cannot replay ``sub`` ("" when it can)."""
     import torch
-    from minic.crosscheck.to_torch import to_torch
+    from minic.verify.to_torch import to_torch
     try:
         with torch.no_grad():
             to_torch(sub)(*(torch.from_numpy(np.asarray(a)) for a in inputs))

@@ -101,7 +101,7 @@ def all_outputs(graph: Graph) -> Graph:
 
 def graph_source(graph: Graph, inputs) -> ModelSource:
     """A source every backend takes: the graph itself, and the same graph as a torch module."""
-    from minic.crosscheck.to_torch import to_torch
+    from minic.verify.to_torch import to_torch
     return ModelSource(graph.name, tuple(inputs), module=to_torch(graph), graph=graph,
                        input_names=tuple(v.name for v in graph.inputs))
 

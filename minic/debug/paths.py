@@ -23,7 +23,7 @@ from typing import Any
 
 from minic import backends
 from minic.backends import ModelSource, Runner
-from minic.crosscheck.tolerance import F16, F32
+from minic.verify.tolerance import F16, F32
 from minic.errors import UserError
 
 DEFAULT_TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16}

@@ -1,6 +1,6 @@
 """How one intermediate tensor of path A is compared with the same tensor of path B.
 
-The policy is verify's (``minic.crosscheck.tolerance``: within the bound in
+The policy is verify's (``minic.verify.tolerance``: within the bound in
 absolute *or* relative terms, relative to the reference's largest magnitude),
 with one addition that matters here: a value that is finite on one side and
 inf/NaN on the other is always a divergence, however small the finite errors.

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from minic.errors import UserError
-from minic.memory import contiguous, ensure_fits
+from minic.limits import contiguous, ensure_fits
 from minic.ir import ops
 from minic.ir.graph import Graph, Value
 from minic.ir.types import dim_eval

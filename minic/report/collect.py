@@ -14,8 +14,8 @@ from typing import Callable
 from minic import backends
 from minic.api import graph_of, load
 from minic.compare import as_tuple
-from minic.crosscheck.matrix import Cell, check
-from minic.crosscheck.tolerance import tolerance
+from minic.verify.matrix import Cell, check
+from minic.verify.tolerance import tolerance
 from minic.debug.coverage import Coverage
 from minic.errors import UserError
 from minic.passes import PassStat

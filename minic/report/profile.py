@@ -25,7 +25,7 @@ from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
 from minic.ir.loops import Program, Role
 from minic.ir.types import TensorType, dim_eval
-from minic.memory import contiguous
+from minic.limits import contiguous
 from minic.timing import median_latency
 
 

@@ -13,13 +13,13 @@ import numpy as np
 from minic.codegen.jit import Loaded
 from minic.codegen.module import ENTRY
 from minic.errors import UserError
-from minic.memory import contiguous, ensure_fits
+from minic.limits import contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
 from minic.ir.loops import Role
 from minic.ir.types import TensorType, dim_eval
 from minic.runtime.layout import EntryLayout
-from minic.runtime.memory import BufferPlan, plan
+from minic.runtime.buffer_plan import BufferPlan, plan
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from minic.codegen.module import entry_buffers
 from minic.ir.loops import Program, Role
 from minic.ir.types import DType
-from minic.runtime.memory import Temp
+from minic.runtime.buffer_plan import Temp
 
 
 @dataclass(frozen=True)

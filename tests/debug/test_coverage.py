@@ -15,7 +15,7 @@ from minic.debug.paths import choose_all
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from cli_helpers import cli  # noqa: E402
 
-REGRESSIONS = Path(__file__).parents[1] / "crosscheck" / "regressions"
+REGRESSIONS = Path(__file__).parents[1] / "verify" / "regressions"
 
 
 @pytest.mark.parametrize("name", models.names())

@@ -10,8 +10,8 @@ import minic
 from minic import backends
 from minic.cli import main
 from minic.compare import as_tuple
-from minic.crosscheck.precision import judge, precision_table, source
-from minic.crosscheck.tolerance import F16
+from minic.verify.precision import judge, precision_table, source
+from minic.verify.tolerance import F16
 from minic.errors import UserError
 from minic.runtime import CompileOptions, compile_graph
 

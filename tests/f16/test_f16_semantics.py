@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minic.crosscheck.precision import STRESS, source
-from minic.crosscheck.tolerance import F16
+from minic.verify.precision import STRESS, source
+from minic.verify.tolerance import F16
 from minic.ir import ops
 from minic.ir.interpret import interpret
 from minic.ir.loops import (Allocate, BinOp, Call, Cast, Load, Store, children, expr_str, print_program, stmt_exprs,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minic
-from minic.crosscheck.tolerance import tolerance
+from minic.verify.tolerance import tolerance
 from minic.errors import UserError
 from minic.frontend.torch import TORCH_DTYPES, numpy_of
 from minic.ir import ops

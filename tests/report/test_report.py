@@ -115,7 +115,7 @@ def test_without_graphviz_the_page_says_what_to_install(monkeypatch, tmp_path):
 
 def test_text_from_the_model_is_escaped():
     """Error details and IR text arrive on the page as text, never as markup."""
-    from minic.crosscheck.matrix import Cell
+    from minic.verify.matrix import Cell
     from minic.report import ReportData, render_page
     from minic.report.collect import PathResult, Picture
     data = ReportData("m", "x: float32[3]", "torch", 2, stages=[_stage("graph", "t", "%a = f(<b>)")],

@@ -8,7 +8,7 @@ from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.interpret import interpret
 from minic.ir.types import DType, TensorType
-from minic.runtime import CompileOptions, compile_graph, memory
+from minic.runtime import CompileOptions, buffer_plan, compile_graph
 
 
 def mlp_graph() -> Graph:
@@ -53,9 +53,9 @@ def test_non_contiguous_input_is_accepted(model):
 
 def test_buffer_plan_reuses_memory_of_dead_temporaries():
     f32 = DType.f32
-    temps = [memory.Temp("a", (100,), f32, 0, 1), memory.Temp("b", (100,), f32, 1, 2),
-             memory.Temp("c", (100,), f32, 2, 3), memory.Temp("d", ("B",), f32, 3, 4)]
-    p = memory.plan(temps, {"B": 50})
+    temps = [buffer_plan.Temp("a", (100,), f32, 0, 1), buffer_plan.Temp("b", (100,), f32, 1, 2),
+             buffer_plan.Temp("c", (100,), f32, 2, 3), buffer_plan.Temp("d", ("B",), f32, 3, 4)]
+    p = buffer_plan.plan(temps, {"B": 50})
     assert p.offsets["a"] == p.offsets["c"]            # a is dead when c is born
     assert p.offsets["b"] != p.offsets["a"]
     nbytes = {"a": 400, "b": 400, "c": 400, "d": 200}

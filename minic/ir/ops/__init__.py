@@ -8,7 +8,7 @@ layout.py, dynamic.py), with everything minic knows about it:
 * its kind (how it touches memory: fusion decides by it) and its compute rule,
   what one output element is (``minic.ir.compute``), which lowering turns into loops;
 * its torch spelling (the cross-checks replay a graph in PyTorch with it) and the
-  random-graph generator's spec that fits it (``minic/crosscheck/op_specs.py``).
+  random-graph generator's spec that fits it (``minic/verify/op_specs.py``).
 
 docs/09-adding-an-op.md walks through adding one.
 """
@@ -55,7 +55,7 @@ class OpDef:
     arity: tuple[int, int] = (1, 1)         # min and max number of inputs
     doc: str = ""
     f16_via_f32: bool = True                # register() makes f16 mean storage only (see below)
-    # The torch spelling (minic/crosscheck/to_torch.py): a name under ``torch``
+    # The torch spelling (minic/verify/to_torch.py): a name under ``torch``
     # ("nn.functional.gelu") called with the inputs, or fn(call, *inputs).
     torch: str | Callable[..., Any] | None = None
     sample: str | None = None               # the random graphs' spec, when not named after the op

@@ -7,8 +7,8 @@ import pytest
 
 import minic
 from minic.compare import as_tuple, errors
-from minic.crosscheck.matrix import check
-from minic.crosscheck.tolerance import F32
+from minic.verify.matrix import check
+from minic.verify.tolerance import F32
 from minic.errors import UnsupportedError, UserError
 from minic import models
 

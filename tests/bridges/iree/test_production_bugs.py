@@ -12,7 +12,7 @@ import torch
 
 from bridges.iree.compiler import IreeCompileError, compile_vmfb
 from bridges.iree.runtime import IreeModule
-from minic.crosscheck.tolerance import F32
+from minic.verify.tolerance import F32
 
 DOC = "docs/production-bugs.md"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from minic.crosscheck.fuzz import prepare, run
+from minic.verify.fuzz import prepare, run
 from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Node, Value

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.crosscheck.builder import SYMBOL, Builder, Reject
-from minic.crosscheck.op_specs import SPECS
+from minic.verify.builder import SYMBOL, Builder, Reject
+from minic.verify.op_specs import SPECS
 from minic.errors import UserError
 from minic.ir.graph import Graph, Value
 from minic.ir.types import DType

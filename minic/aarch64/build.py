@@ -1,6 +1,6 @@
 """Cross-compile a Graph into a folder: object, weights, harness, static executable.
 
-    DIR/model.o        the model for the target (LLVM, via minic.codegen.cross)
+    DIR/model.o        the model for the target (LLVM, via minic.codegen.elf)
     DIR/weights.bin    the constants, each at a 64-byte boundary
     DIR/harness.c      main(): tensor file in, minic_entry, tensor file out
     DIR/layout.json    the entry layout and the options (what the files were built from)
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from minic import tools
-from minic.codegen.cross import cross_object
+from minic.codegen.elf import cross_object
 from minic.codegen.options import CompileOptions
-from minic.cross.harness import ALIGN, harness_source
+from minic.aarch64.harness import ALIGN, harness_source
 from minic.errors import UserError
 from minic.files import write_atomic
 from minic.ir.graph import Graph

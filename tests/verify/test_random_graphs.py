@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from minic.crosscheck.fuzz import draw, prepare
-from minic.crosscheck.minimize import minimize, without
-from minic.crosscheck.op_specs import SPECS
-from minic.crosscheck.random_graphs import Config, dynamic_axes, generate, make_inputs
-from minic.crosscheck.to_torch import to_torch
+from minic.verify.fuzz import draw, prepare
+from minic.verify.minimize import minimize, without
+from minic.verify.op_specs import SPECS
+from minic.verify.random_graphs import Config, dynamic_axes, generate, make_inputs
+from minic.verify.to_torch import to_torch
 from minic.ir import ops
 from minic.ir.graph import structurally_equal
 from minic.ir.interpret import interpret

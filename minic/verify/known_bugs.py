@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from minic.ir.graph import Graph, Node
 
 if TYPE_CHECKING:
-    from minic.crosscheck.matrix import Cell
+    from minic.verify.matrix import Cell
 
 DOC = "docs/production-bugs.md"
 

@@ -23,7 +23,7 @@ import numpy as np
 from minic import backends
 from minic.backends import ModelSource
 from minic.compare import Errors, as_tuple
-from minic.crosscheck.tolerance import F16, F32
+from minic.verify.tolerance import F16, F32
 from minic.errors import MinicError, UserError
 
 PRECISIONS = ("f32", "f16", "f16-acc")

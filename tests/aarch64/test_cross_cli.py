@@ -5,8 +5,8 @@ import pytest
 from minic import backends
 from minic.cli import main
 from minic import tools
-from minic.cross import tensor_file
-from minic.cross import backend as cross_backend
+from minic.aarch64 import tensor_file
+from minic.aarch64 import backend as cross_backend
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -7,10 +7,10 @@ import pytest
 
 from minic import backends
 from minic.api import graph_of, load
-from minic.codegen.cross import cross_options, elf_machine
+from minic.codegen.elf import cross_options, elf_machine
 from minic.compare import as_tuple, errors
-from minic.cross import EmulatedModel, cross_compile, tensor_file
-from minic.cross.emulate import run_emulated
+from minic.aarch64 import EmulatedModel, cross_compile, tensor_file
+from minic.aarch64.emulate import run_emulated
 from minic.errors import UserError
 from minic.ir.types import dim_eval
 from minic.runtime import CompileOptions, compile_graph

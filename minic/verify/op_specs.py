@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from minic.crosscheck.builder import SYMBOL, Builder, Reject, Slot
+from minic.verify.builder import SYMBOL, Builder, Reject, Slot
 from minic.ir import ops
 from minic.ir.ops.layout import END
 from minic.ir.types import DType

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from minic import codegen
-from minic.codegen.cross import cross_object, cross_options, elf_machine, full_triple
-from minic.cross import tensor_file
-from minic.cross.harness import c_string, harness_source
+from minic.codegen.elf import cross_object, cross_options, elf_machine, full_triple
+from minic.aarch64 import tensor_file
+from minic.aarch64.harness import c_string, harness_source
 from minic.errors import UserError
 from minic.runtime import CompileOptions, prepare
 from minic.runtime.layout import EntryLayout

@@ -33,12 +33,12 @@ import torch
 
 from minic.backends import ModelSource
 from minic.compare import as_tuple, errors
-from minic.crosscheck.known_bugs import known_bug
-from minic.crosscheck.matrix import Cell, check
-from minic.crosscheck.minimize import minimize
-from minic.crosscheck.random_graphs import EXAMPLE_DIMS, RUN_DIMS, Config, dynamic_axes, generate, make_inputs
-from minic.crosscheck.to_torch import to_torch
-from minic.crosscheck.tolerance import tolerance
+from minic.verify.known_bugs import known_bug
+from minic.verify.matrix import Cell, check
+from minic.verify.minimize import minimize
+from minic.verify.random_graphs import EXAMPLE_DIMS, RUN_DIMS, Config, dynamic_axes, generate, make_inputs
+from minic.verify.to_torch import to_torch
+from minic.verify.tolerance import tolerance
 from minic.ir.graph import Graph
 from minic.ir.text import print_graph
 
@@ -259,7 +259,7 @@ def save_regression(failure: Failure, folder: Path) -> Path:
     if failure.cell.errors is not None:
         detail += f" (max abs error {failure.cell.errors.abs:.3g}, rel {failure.cell.errors.rel:.3g})"
     header = [
-        "// A random-graph regression (python -m minic verify --random); tests/crosscheck runs it.",
+        "// A random-graph regression (python -m minic verify --random); tests/verify runs it.",
         f"// backend: {failure.backend}",
         f"// input-seed: {failure.seed}",
         f"// found: graph {failure.index}, graph seed {failure.seed}, "

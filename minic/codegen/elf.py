@@ -3,7 +3,7 @@
 Nothing in lowering or emission depends on the target; only the target
 machine does (``target.py`` sets up every LLVM target when the triple is not
 the host's).  The result is a relocatable ELF object holding ``minic_entry``
-and its kernels, to be linked with a harness (``minic.cross``); this module
+and its kernels, to be linked with a harness (``minic.aarch64``); this module
 also reads the ELF header back, so a caller can check that the object really
 is for the machine it asked for.
 """

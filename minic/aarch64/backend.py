@@ -12,9 +12,9 @@ from pathlib import Path
 
 from minic import backends, tools
 from minic.backends import ModelSource
-from minic.codegen.cross import cross_options, full_triple
-from minic.cross.build import cross_compile
-from minic.cross.emulate import EmulatedModel
+from minic.codegen.elf import cross_options, full_triple
+from minic.aarch64.build import cross_compile
+from minic.aarch64.emulate import EmulatedModel
 
 NAME = "minic-aarch64"
 DEFAULT_CPU = "cortex-a55"

@@ -13,7 +13,7 @@ little-endian; tensor data is C order, little-endian, with no padding:
     the tensors' data, one after the other
 
 The buffer plan travels with the inputs because temporaries' sizes depend on
-B and T: Python plans the arena for the shapes at hand (``minic.runtime.memory``,
+B and T: Python plans the arena for the shapes at hand (``minic.runtime.buffer_plan``,
 the same planner the host runtime uses), and the harness checks the plan
 (bounds, alignment, no overlap between buffers alive at once) before using it.
 """
@@ -32,7 +32,7 @@ from minic.ir.interpret import bind_symbols
 from minic.ir.loops import Role
 from minic.ir.types import DType, TensorType
 from minic.runtime.layout import EntryLayout
-from minic.runtime.memory import plan
+from minic.runtime.buffer_plan import plan
 
 MAGIC = b"MINICT01"
 DTYPE_CODES = {DType.f32: 0, DType.f16: 1, DType.i64: 2, DType.i32: 3, DType.bool: 4, DType.f64: 5,

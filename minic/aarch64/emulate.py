@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from minic import tools
-from minic.cross import tensor_file
-from minic.cross.build import CrossBuild
+from minic.aarch64 import tensor_file
+from minic.aarch64.build import CrossBuild
 from minic.errors import UserError
 
 TIMING = re.compile(r"minic-harness: (\d+) run\(s\), median ([\d.]+) ms, min ([\d.]+) ms")

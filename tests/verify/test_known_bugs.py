@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from minic.crosscheck.known_bugs import known_bug
-from minic.crosscheck.matrix import Cell
+from minic.verify.known_bugs import known_bug
+from minic.verify.matrix import Cell
 from minic.ir.text import parse_graph
 
 REGRESSION = Path(__file__).parent / "regressions" / "onnxruntime_f35a25d839.mc"

@@ -2,7 +2,7 @@
 onnxruntime (8 chunks of 25), and smaller samples on mlir and tvm.
 
 A failing graph is minimized and its .mc text printed in the assertion message:
-save it under tests/crosscheck/regressions/ (``python -m minic verify --random``
+save it under tests/verify/regressions/ (``python -m minic verify --random``
 does that itself) so the suite runs it from then on.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from minic import backends
-from minic.crosscheck.fuzz import fuzz
+from minic.verify.fuzz import fuzz
 from minic.ir.text import print_graph
 
 CHUNKS, PER_CHUNK = 8, 25                      # 200 graphs on the CPU paths
