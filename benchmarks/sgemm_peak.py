@@ -7,6 +7,8 @@ Used as the roofline that compiler speeds are read against (bridges/tvm/README.m
 the FMA units' limit as code gets.  Each round times every path in turn (one
 warm-up call, then 5 timed calls), so a burst of load hits all paths alike; the
 median and the best call are printed, with the load average before and after.
+``minic.debug.roofline.sgemm_flops`` is the same measurement as a function (best of
+N calls), which ``python -m minic profile`` uses for its roofline.
 """
 from __future__ import annotations
 

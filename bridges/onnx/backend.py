@@ -91,8 +91,10 @@ def compile(source: ModelSource, **options: Any) -> Runner:
 
 def profile_nodes(model, provider: str, level: str, feed: dict, repeat: int) -> list[tuple[str, str, float]]:
     """Run ``model`` ``repeat`` times after a warm-up with ORT's profiler on; each node's
-    mean kernel time per run (nodes as ORT ran them: after its fusions)."""
+    median kernel time over the runs (nodes as ORT ran them: after its fusions).  The
+    median, not the mean: on a busy machine a run that loses its core adds milliseconds."""
     import json
+    import statistics
     import tempfile
     from pathlib import Path
 
@@ -102,11 +104,15 @@ def profile_nodes(model, provider: str, level: str, feed: dict, repeat: int) -> 
         for _ in range(repeat + 1):
             session.run(None, feed)
         events = json.loads(Path(session.end_profiling()).read_text())
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")
-    warm_end = runs[0][1] if runs else 0
-    total: dict[tuple[str, str], float] = {}
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")[1:]
+    per_run: dict[tuple[str, str], list[float]] = {}
     for e in events:
-        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= warm_end:
-            key = (e["name"][: -len("_kernel_time")], e["args"].get("op_name", ""))
-            total[key] = total.get(key, 0.0) + e["dur"] * 1e-6
-    return [(name, op, t / repeat) for (name, op), t in total.items()]
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+            continue
+        run = next((i for i, (start, end) in enumerate(runs) if start <= e["ts"] <= end), None)
+        if run is None:
+            continue                                    # the warm-up run
+        key = (e["name"][: -len("_kernel_time")], e["args"].get("op_name", ""))
+        times = per_run.setdefault(key, [0.0] * len(runs))
+        times[run] += e["dur"] * 1e-6
+    return [(name, op, statistics.median(times)) for (name, op), times in per_run.items()]

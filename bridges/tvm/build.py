@@ -122,28 +122,31 @@ class VMRunner:
 
     def op_times(self, *arrays: np.ndarray, repeat: int = 10) -> list[tuple[str, str, float]]:
         """(kernel, kernel, seconds per run) of every function the VM calls, timed around
-        each Call instruction by the VM's instrument hook (after one warm-up run)."""
+        each Call instruction by the VM's instrument hook (after one warm-up run): the
+        median over the runs of each function's time in a run."""
+        import statistics
         import time
 
         import tvm
         self._check(arrays)
         args = [tvm.runtime.tensor(np.asarray(a, order="C"), self.device) for a in arrays]
-        total: dict[str, float] = {}
+        per_run: dict[str, list[float]] = {}
         started: list[float] = []
+        run = 0
 
         def instrument(func, symbol, before_run, ret_value, *call_args):
             if before_run:
                 started.append(time.perf_counter())
             else:
-                total[symbol] = total.get(symbol, 0.0) + time.perf_counter() - started.pop()
+                per_run.setdefault(symbol, [0.0] * repeat)[run] += time.perf_counter() - started.pop()
         self._main(*args)
         self.vm.set_instrument(tvm.runtime.convert(instrument))
         try:
-            for _ in range(repeat):
+            for run in range(repeat):
                 self._main(*args)
         finally:
             self.vm.set_instrument(None)
-        return [(name, name, t / repeat) for name, t in total.items()]
+        return [(name, name, statistics.median(times)) for name, times in per_run.items()]
 
     def _check(self, arrays: tuple[np.ndarray, ...]) -> None:
         # the VM would reject a wrong shape too, but from native code: say it in one line here
