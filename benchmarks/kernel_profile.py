@@ -19,7 +19,7 @@ from minic.ir.graph import Value
 from minic.ir.types import TensorType
 from minic.pipeline import Compilation
 from minic.runtime import CompileOptions
-from minic.schedule.measure import flops, measure
+from minic.tune.measure import flops, measure
 
 
 def main() -> None:

@@ -65,7 +65,7 @@ def main() -> None:
 def tune(n: int, trials: int) -> None:
     from minic.lowering import lower_graph
     from minic.passes.fuse_groups import fuse_groups
-    from minic.schedule.tuner import tune_kernel
+    from minic.tune.tuner import tune_kernel
     kernel = lower_graph(fuse_groups(matmul_graph(n))).kernels[0]
     t0 = time.perf_counter()
     result = tune_kernel(kernel, {}, CompileOptions(use_cache=False), trials)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
-from minic.codegen.options import PRECISIONS, CompileOptions
+from minic.options import PRECISIONS, CompileOptions
 from minic.errors import UserError
 from minic.ir.graph import Graph
 

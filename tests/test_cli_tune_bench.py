@@ -53,7 +53,7 @@ def assert_verdict_follows_the_figures(out: str) -> None:
 
 
 def test_a_slower_tuned_model_is_reported(tmp_path, capsys, monkeypatch):
-    import minic.schedule.confirm as confirm
+    import minic.tune.confirm as confirm
     slower = confirm.Comparison(gain=1 / 1.25 - 1, noise=0.01, margin=0.03, base_seconds=1e-3, other_seconds=1.25e-3)
     monkeypatch.setattr(confirm, "compare", lambda base, other: slower)
     code, out, err = cli(capsys, "tune", "mlp", "--size", "small", "--trials", "1", "--records",

@@ -21,7 +21,7 @@ import numpy as np
 
 from minic import tools
 from minic.codegen.elf import cross_object
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.aarch64.harness import ALIGN, harness_source
 from minic.errors import UserError
 from minic.files import write_atomic

@@ -8,9 +8,9 @@ backend call, ``run``, ``bench``) uses the tuned schedules.  Kernels of equal
 shape share one signature and are tuned once; a kernel that already has a
 confirmed record from at least as many trials is not tuned again (``--retune``).
 
-Each kernel is timed as it runs in the model (``schedule/measure.py``) and a
+Each kernel is timed as it runs in the model (``tune/measure.py``) and a
 point replaces the default only when it beats it beyond the noise
-(``schedule/confirm.py``).  The model-level check at the end uses the same
+(``tune/confirm.py``).  The model-level check at the end uses the same
 paired comparison, so a tuned model slower than the untuned one beyond the
 noise is reported as such, not hidden.
 """
@@ -52,7 +52,7 @@ def handle(args: argparse.Namespace) -> int:
     from minic.runtime import CompileOptions
     from minic.schedule import records
     from minic.schedule.templates import find_contraction, signature
-    from minic.schedule.tuner import as_record
+    from minic.tune.tuner import as_record
     if args.trials < 1:
         raise UserError("--trials must be at least 1")
     if args.model_repeat < 0:
@@ -96,7 +96,7 @@ def handle(args: argparse.Namespace) -> int:
 def tune_all(kernels, sizes, options, args, cold_bytes: int) -> list:
     """Tune each kernel in turn, with a progress line per trial."""
     from minic.progress import progress_bar
-    from minic.schedule.tuner import tune_kernel
+    from minic.tune.tuner import tune_kernel
     results = []
     if not kernels:
         return results
@@ -118,7 +118,7 @@ def kernel_table(model: str, results: list, recorded: list, sizes: dict[str, int
     """One row per kernel: default and tuned GFLOPS (timed together), their ratio, the
     verdict (the strongest point's paired gain and the margin it had to beat), the knobs kept."""
     from rich.table import Table
-    from minic.schedule.measure import flops
+    from minic.tune.measure import flops
     table = Table("kernel", "trials", "search best GFLOPS", "default GFLOPS", "tuned GFLOPS", "speed-up", "verdict",
                   "knobs (rows x lanes)",
                   title=f"{model}: {len(results)} kernels tuned in {seconds:.1f} s, load {load_text()}",
@@ -155,7 +155,7 @@ def model_check(console, source, graph, path: Path, repeat: int) -> int:
     from rich.table import Table
     from minic.compare import errors
     from minic.runtime import CompileOptions, compile_graph
-    from minic.schedule.confirm import SETTLE_S, compare
+    from minic.tune.confirm import SETTLE_S, compare
     from minic.timing import fmt_ms, interleaved
     with tempfile.TemporaryDirectory() as tmp:          # no records file: default schedules only
         untuned = compile_graph(graph, CompileOptions(records=Path(tmp) / "none.jsonl", use_cache=False))

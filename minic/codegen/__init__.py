@@ -6,6 +6,6 @@ loops on threads), ``module.py`` (kernels + the one
 entry point, optimisation, object code), ``jit.py`` (loading it here).
 """
 from minic.codegen.module import ENTRY, assembly, entry_buffers, llvm_ir, object_code
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 
 __all__ = ["ENTRY", "CompileOptions", "assembly", "entry_buffers", "llvm_ir", "object_code"]

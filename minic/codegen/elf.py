@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 
 from minic.codegen.module import object_code
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.codegen.target import is_host
 from minic.errors import UserError
 from minic.ir.loops import Program

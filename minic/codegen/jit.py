@@ -11,7 +11,7 @@ import ctypes
 
 import llvmlite.binding as llvm
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.codegen.pool import STOP_FN
 from minic.codegen.target import is_host, target_machine
 from minic.errors import UserError

@@ -8,15 +8,13 @@ Python runs the whole model.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.codegen.target import target_machine, triple
-from minic.ir.loops import Buffer, Function, Program, Role
+from minic.ir.loops import Buffer, Function, Program, Role, structure
 
 ENTRY = "minic_entry"
 
@@ -43,17 +41,6 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     e.stmt(k.body)
     e.finish()
     return fn
-
-
-def structure(k: Function) -> str:
-    """``k``'s code with the kernel and its parameters named by position: equal strings,
-    equal machine code."""
-    import re
-    from minic.ir.loops import print_function
-    text = print_function(replace(k, name="kernel", origin=""))
-    for i, b in sorted(enumerate(k.params), key=lambda p: -len(p[1].name)):
-        text = re.sub(rf"\b{re.escape(b.name)}\b", f"%p{i}", text)
-    return text
 
 
 def build_module(program: Program, options: CompileOptions) -> ir.Module:

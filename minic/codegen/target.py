@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.errors import UserError
 
 

@@ -25,14 +25,13 @@ from llvmlite import ir
 
 from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var
-from minic.ir.loops_analysis import stride, uses
+from minic.ir.loops_analysis import MAX_STRIDE, stride, uses
 from minic.ir.types import DType
 
 # Calls with a native vector form; the rest run lane by lane.
 VECTOR_CALLS = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
                 "round": "llvm.roundeven"}
 FAST = ("contract",)
-MAX_STRIDE = 4               # a strided load reads (lanes - 1) * stride + 1 elements
 
 
 class VectorLoop:

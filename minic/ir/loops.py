@@ -23,7 +23,7 @@ Checking lives beside this file: ``loops_verify.py`` (the verifier) and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable, Iterator, Union
 
@@ -440,3 +440,13 @@ def print_program(p: Program) -> str:
             f"{_buffer_decl(b)} live {p.lifetimes[b.name][0]}..{p.lifetimes[b.name][1]}" for b in temps))
     lines += [print_function(k) for k in p.kernels]
     return "\n\n".join(lines) + "\n"
+
+
+def structure(k: Function) -> str:
+    """``k``'s code with the kernel and its parameters named by position: equal strings,
+    equal machine code."""
+    import re
+    text = print_function(replace(k, name="kernel", origin=""))
+    for i, b in sorted(enumerate(k.params), key=lambda p: -len(p[1].name)):
+        text = re.sub(rf"\b{re.escape(b.name)}\b", f"%p{i}", text)
+    return text

@@ -10,6 +10,7 @@ from minic.ir.loops_simplify import simplify
 # joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
 # another process holds the core a worker is on; a loop this small runs in ~5-20 us.
 PARALLEL_WORK = 1 << 16
+MAX_STRIDE = 4               # the longest step of a strided vector load: it reads (lanes - 1) * stride + 1 elements
 
 
 def work(s: Stmt) -> Expr:

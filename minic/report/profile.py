@@ -17,8 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from minic.codegen.jit import Loaded
-from minic.codegen.module import build_module, entry_buffers, optimize_module, structure
-from minic.codegen.options import CompileOptions
+from minic.codegen.module import build_module, entry_buffers, optimize_module
+from minic.ir.loops import structure
+from minic.options import CompileOptions
 from minic.codegen.target import target_machine
 from minic.errors import UserError
 from minic.ir.graph import Value

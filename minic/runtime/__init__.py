@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from minic import pipeline
 from minic.codegen.jit import Loaded
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.ir.graph import Graph
 from minic.ir.loops import Program, Role
 from minic.runtime import cache

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.files import write_atomic
 from minic.ir.graph import Graph, attr_items
 from minic.runtime.layout import EntryLayout

@@ -5,7 +5,8 @@ check), ``primitives.py`` (split, reorder, tile, fuse, unroll, vectorize,
 parallel), ``caching.py`` (cache_accumulator, pack, rfactor: the ones with a
 local buffer), ``templates.py`` (the contraction micro-kernel and its knobs),
 ``default.py`` (what every kernel gets untuned), ``prepack.py`` (weights packed
-at compile time), then the tuner: ``measure.py``, ``tuner.py``, ``confirm.py``, ``records.py``.
+at compile time), ``records.py`` (the tuning records the schedules follow; the
+tuner that writes them is ``minic/tune/``).
 """
 from minic.schedule.default import default_schedule
 

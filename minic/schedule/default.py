@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, walk_stmts
 from minic.schedule.nest import ScheduleError, the_loop, unique_loops

@@ -25,7 +25,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.files import locked, write_atomic
 
 FILE = "tuning.jsonl"
@@ -82,10 +82,9 @@ def load(options: CompileOptions) -> Tuning:
 
 def target_of(options: CompileOptions) -> str:
     """What a record was measured on: the triple and the CPU."""
-    from minic.codegen.target import triple
     import llvmlite.binding as llvm
     cpu = options.cpu or (llvm.get_host_cpu_name() if not options.triple else "generic")
-    return f"{triple(options)}/{cpu}"
+    return f"{options.triple or llvm.get_process_triple()}/{cpu}"
 
 
 def read(path: Path) -> list[Record]:

@@ -116,7 +116,7 @@ def _is_product_sum(update: Store, acc: str) -> bool:
 def signature(f: Function) -> str:
     """What a tuning record is keyed by: the kernel's code with the kernel and its
     buffers named by position, hashed (a model's repeated layers share records)."""
-    from minic.codegen.module import structure
+    from minic.ir.loops import structure
     import hashlib
     return hashlib.sha256(structure(f).encode()).hexdigest()[:16]
 
@@ -242,8 +242,7 @@ REDUCTION_LANES = 16           # f32 lanes of one AVX-512 register
 def _vector_access(index: tuple, var: str) -> bool:
     """Whether the lanes of loop ``var`` reach ``index`` with one vector load: only the
     last index may use ``var``, with a stride from 0 (the same element) to MAX_STRIDE."""
-    from minic.codegen.vector import MAX_STRIDE
-    from minic.ir.loops_analysis import stride
+    from minic.ir.loops_analysis import MAX_STRIDE, stride
     if not any(var in free_vars(i) for i in index):
         return True
     return (not any(var in free_vars(i) for i in index[:-1])

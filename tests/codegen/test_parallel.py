@@ -108,7 +108,7 @@ def test_a_worker_on_the_callers_core_moves_off_it(asleep):
 
 def test_the_default_thread_count_is_the_cpus_the_process_may_use():
     """Pinned to one CPU (``taskset -c 0``), parallel loops get one thread, not os.cpu_count()."""
-    code = ("import os; from minic.codegen.options import CompileOptions as C; "
+    code = ("import os; from minic.options import CompileOptions as C; "
             "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); print(C().threads)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "1"

@@ -10,11 +10,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.codegen.vector import MAX_STRIDE
 from minic.ir.loops import BinOp, Buffer, For, ForKind, Function, Load, Role, Store, Var, const, print_function
 from minic.ir.types import DType
-from minic.schedule.measure import compile_kernel
+from minic.tune.measure import compile_kernel
 
 LANES = 16
 
@@ -46,9 +46,9 @@ def test_a_strided_load_reads_nothing_past_its_last_lane():
     code = textwrap.dedent("""
         import ctypes, mmap, sys
         import numpy as np
-        from minic.codegen.options import CompileOptions
+        from minic.options import CompileOptions
         from minic.ir.types import DType
-        from minic.schedule.measure import compile_kernel
+        from minic.tune.measure import compile_kernel
         sys.path.insert(0, sys.argv[1])
         from test_strided_loads import strided_copy
         page = mmap.PAGESIZE

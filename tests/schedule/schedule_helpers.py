@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.loops import Function, Program, Role
@@ -16,7 +16,7 @@ from minic.ir.loops_verify import verify_function
 from minic.ir.types import DType, TensorType, dim_eval
 from minic.lowering import lower_graph
 from minic.passes.fuse_groups import fuse_groups
-from minic.schedule.measure import compile_kernel
+from minic.tune.measure import compile_kernel
 from minic.schedule.nest import unique_loops
 
 OPTIONS = CompileOptions(use_cache=False, num_threads=2)

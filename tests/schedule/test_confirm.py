@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from minic.schedule.confirm import MIN_GAIN, NOISE_FACTOR, ROUNDS, block_size, compare, pick
+from minic.tune.confirm import MIN_GAIN, NOISE_FACTOR, ROUNDS, block_size, compare, pick
 
 
 def test_identical_timings_are_neither_faster_nor_slower():

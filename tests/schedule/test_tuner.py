@@ -13,10 +13,10 @@ from minic.schedule.nest import ScheduleError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.types import DType, TensorType
-from minic.schedule import tuner
-from minic.schedule.measure import ready, weight_copies
+from minic.tune import tuner
+from minic.tune.measure import ready, weight_copies
 from minic.schedule.templates import Knobs, default_knobs, signature
-from minic.schedule.tuner import CostModel, all_points, as_record, neighbours, tune_kernel
+from minic.tune.tuner import CostModel, all_points, as_record, neighbours, tune_kernel
 
 sys.path.insert(0, str(Path(__file__).parent))
 from schedule_helpers import graph_of, kernel_of, matmul_kernel  # noqa: E402

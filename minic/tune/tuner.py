@@ -35,11 +35,11 @@ from typing import Callable
 
 import numpy as np
 
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.ir.loops import Const, Function, Role
 from minic.schedule import records
-from minic.schedule.confirm import CANDIDATES, PASSES, ROUNDS, Comparison, block_size, pick, time_together
-from minic.schedule.measure import flops, measure, ready
+from minic.tune.confirm import CANDIDATES, PASSES, ROUNDS, Comparison, block_size, pick, time_together
+from minic.tune.measure import flops, measure, ready
 from minic.schedule.nest import ScheduleError, unique_loops
 from minic.schedule.templates import Knobs, default_knobs, find_contraction, schedule_contraction, signature
 

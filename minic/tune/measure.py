@@ -26,7 +26,7 @@ import numpy as np
 
 from minic.codegen.jit import Loaded
 from minic.codegen.module import ENTRY, entry_buffers, object_code
-from minic.codegen.options import CompileOptions
+from minic.options import CompileOptions
 from minic.ir.loops import Function, Program, Role
 from minic.ir.types import dim_eval
 from minic.timing import median_latency
