@@ -89,7 +89,8 @@ def clamp_additive_mask(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 
 
 def materialize_broadcast_into_layernorm(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
-    """Add(x, c) -> [Add ->] LayerNormalization, c broadcast over the batch axis:
+    """Add(x, c) -> [Add ->] LayerNormalization, c broadcast over the batch axis and
+    varying along a middle axis (a [T, C] table; a [C] bias is computed right):
     Add(x, Expand(c, shape)) with the Add's full static shape (ORT folds the
     Expand of a constant into a stored constant)."""
     out = copy_model(model)
@@ -113,8 +114,8 @@ def materialize_broadcast_into_layernorm(model: onnx.ModelProto) -> tuple[onnx.M
             if dims is None:
                 continue
             padded = [1] * (len(full) - len(dims)) + list(dims)
-            if padded[0] != 1:
-                continue                    # no broadcast over the batch axis: not the bug
+            if padded[0] != 1 or all(d == 1 for d in padded[1:-1]):
+                continue                    # not the trigger: a [T, C]-like operand without the batch
             shape_name = fresh_name(g, f"{operand}_full_shape")
             set_initializer(g, shape_name, np.array(full, dtype=np.int64))
             expanded = fresh_name(g, f"{operand}_expanded")

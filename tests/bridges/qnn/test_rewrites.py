@@ -72,6 +72,9 @@ def test_materialize_broadcast_only_where_the_batch_axis_broadcasts():
              helper.make_node("LayerNormalization", ["s", "g", "b"], ["y"], name="ln")]
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
                               opset_imports=[helper.make_opsetid("", 17)])
+    bias = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "g"], ["s"], name="add"), nodes[1]],
+                                               "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 17)])
+    assert rewrites.materialize_broadcast_into_layernorm(fix_shapes(bias, {"x": (2, 16, 8)}))[1] == 0   # [C]: right
     for batch, expected in ((2, 1), (1, 0)):
         rewritten, count = rewrites.materialize_broadcast_into_layernorm(fix_shapes(model, {"x": (batch, 16, 8)}))
         assert count == expected
