@@ -13,6 +13,11 @@ Three sources, all the provider's own:
   some node is left on the CPU, and the nodes named are those that block full
   offload.
 
+The assignment record also gives the QNN partitions (one per stretch of the
+graph between CPU nodes); ORT's profiler (``enable_profiling``) shows the same
+thing per run — one ``QNNExecutionProvider_..._kernel_time`` event per partition
+and one per CPU node — but no reasons, so it is not read here.
+
 Nodes of the graph that are in no provider's list were folded away by ORT's
 graph optimizations before partitioning (constant subgraphs); nodes in a
 provider's list that are not in the graph were added by ORT (the layout
@@ -57,6 +62,7 @@ class PlacementReport:
     blocking: list[str] | None = None       # with fallback disabled; None: it offloads fully
     refusal: str = ""                       # ORT's words when fallback is disabled
     cpu_with_fallback_off: list[str] = field(default_factory=list)   # what ORT still lets the CPU run
+    partitions: int = 0                     # QNN subgraphs: one per stretch between CPU nodes
 
     def fallback_off(self) -> str:
         """What a session with CPU fallback disabled does: refused, or builds (and what stays on CPU)."""
@@ -82,7 +88,8 @@ class PlacementReport:
         counts = Counter(n.where for n in self.nodes)
         lines = [f"== {self.title}",
                  f"nodes: {counts['HTP']} HTP, {counts['CPU']} CPU, {counts['folded']} folded or fused "
-                 f"away by ORT, {counts['added']} created by ORT (fusions, layout Transposes) on the HTP"]
+                 f"away by ORT, {counts['added']} created by ORT (fusions, layout Transposes) on the HTP; "
+                 f"{self.partitions} QNN partition(s)"]
         if self.rewrites:
             lines.append("rewrites: " + ", ".join(f"{k} x{v}" for k, v in self.rewrites.items()))
         if per_node:
@@ -172,7 +179,7 @@ def report(model: onnx.ModelProto, title: str, rewrites: dict[str, int] | None =
             where = "added" if provider == EP_NAME else "CPU"
             nodes.append(NodePlacement(name, qnn.op_types[name], where,
                                        "" if where == "added" else reasons.get(name, "added by ORT")))
-    out = PlacementReport(title, nodes, dict(rewrites or {}))
+    out = PlacementReport(title, nodes, dict(rewrites or {}), partitions=qnn.partitions)
     try:
         strict = session(model, fallback=False, io_quant=io_quant, require=False)
         out.cpu_with_fallback_off = [f"{n} ({strict.op_types[n]})" for n in strict.nodes_on(CPU_NAME)]

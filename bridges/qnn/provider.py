@@ -97,6 +97,7 @@ class QnnSession:
     op_types: dict[str, str]                # node name -> op type (as ORT saw it)
     log: str = ""
     config: dict[str, str] = field(default_factory=dict)
+    partitions: int = 0                     # QNN subgraphs (each CPU fallback between them splits one)
 
     def nodes_on(self, provider: str) -> list[str]:
         return [n for n, p in self.placed.items() if p == provider]
@@ -223,4 +224,5 @@ def session(model: onnx.ModelProto | Path, *, fallback: bool = True, io_quant: s
     placed, ops = assignment(sess)
     if require:
         require_qnn(sess)
-    return QnnSession(sess, placed, ops, log[0] if verbose_log else "", config)
+    partitions = sum(g.ep_name == EP_NAME for g in sess.get_provider_graph_assignment_info())
+    return QnnSession(sess, placed, ops, log[0] if verbose_log else "", config, partitions)

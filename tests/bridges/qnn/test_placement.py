@@ -20,6 +20,7 @@ def test_report_names_each_cpu_node_and_why():
     assert plain.missing() == [("Erf", 1, "Operators of type Erf are not supported by QNN EP"),
                                ("Sinh", 1, "Operators of type Sinh are not supported by QNN EP")]
     assert plain.blocking == ["sinh (Sinh)", "erf (Erf)"]
+    assert plain.partitions == 2                  # fc1 | sinh, erf on the CPU | fc2
     assert "fallback to CPU EP has been explicitly disabled" not in plain.refusal   # ours names the nodes
     assert "sinh (Sinh), erf (Erf)" in plain.refusal
 
