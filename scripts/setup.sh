@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
     graphviz                   # dot: graph pictures (viz, report, bench --plot)
     gcc-aarch64-linux-gnu      # cross compiler: aarch64 builds (minic compile --target, TVM cross)
+    binutils-aarch64-linux-gnu # aarch64-linux-gnu-objdump: NEON check of IREE's cross build (iree cross)
     libc6-dev-arm64-cross      # its C library: static aarch64 executables
     qemu-user                  # qemu-aarch64: runs those executables here (--emulate)
     chromium                   # the HTML report is checked in a headless browser

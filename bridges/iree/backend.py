@@ -35,13 +35,14 @@ def mlir_text(module, inputs: Sequence[np.ndarray], via: str) -> str:
 class IreeModel:
     """The callable ``compile`` returns: numpy arrays in, numpy array(s) out."""
 
-    def __init__(self, source: ModelSource, via: str = "stablehlo", target: Target = HOST):
+    def __init__(self, source: ModelSource, via: str = "stablehlo", target: Target = HOST,
+                 threads: int | None = None):
         if via not in VIAS:
             raise UserError(f"iree backend: via={via!r}; choose from {', '.join(VIAS)}")
         if source.module is None:
             raise UnsupportedError(f"{source.name}: the iree backend starts from a torch model "
                                    "(torch-mlir / iree-turbine import torch programs)")
-        self.source, self.via, self.target = source, via, target
+        self.source, self.via, self.target, self.threads = source, via, target, threads
         self.modules: dict[tuple, IreeModule] = {}
         self.compile_s = 0.0                       # iree-compile's own time, summed
         self.module_for(source.example_inputs)
@@ -51,7 +52,7 @@ class IreeModel:
         if key not in self.modules:
             compiled = compile_vmfb(mlir_text(self.source.module, arrays, self.via), self.target)
             self.compile_s += compiled.seconds
-            self.modules[key] = IreeModule(compiled.vmfb)
+            self.modules[key] = IreeModule(compiled.vmfb, threads=self.threads)
         return self.modules[key]
 
     def __call__(self, *arrays):
@@ -60,8 +61,9 @@ class IreeModel:
 
 
 def compile(source: ModelSource, **options) -> Callable:
-    """``minic.compile(model, backend="iree")``; option ``via``: stablehlo (default), linalg, turbine."""
-    unknown = set(options) - {"via"}
+    """``minic.compile(model, backend="iree")``; options ``via``: stablehlo (default), linalg,
+    turbine; ``threads``: IREE's task-system workers (default: one per core; set once per process)."""
+    unknown = set(options) - {"via", "threads"}
     if unknown:
-        raise UserError(f"iree backend: unknown option(s) {sorted(unknown)}; it takes via")
+        raise UserError(f"iree backend: unknown option(s) {sorted(unknown)}; it takes via, threads")
     return IreeModel(source, **options)

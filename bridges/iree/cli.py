@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--run", action="store_true", help="vmfb: run on the IREE runtime, compare with PyTorch")
     p.add_argument("--size", choices=("small", "full"), default="small", help="zoo model size")
     p.add_argument("--repeat", type=int, default=10, help="compare: timed calls per path (median)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="compare: threads of PyTorch, minic and IREE's runtime (default: %(default)s)")
     p.add_argument("--json", type=Path, help="compare: write the rows as JSON here")
     p.set_defaults(handler=handle)
 
@@ -132,16 +134,16 @@ def handle_compare(args) -> int:
     from minic.errors import UserError
     from minic.progress import progress_bar
 
-    if args.repeat < 1:
-        raise UserError("--repeat must be at least 1")
+    if args.repeat < 1 or args.threads < 1:
+        raise UserError("--repeat and --threads must be at least 1")
     names = args.models or models.names()
     for n in names:
         models.info(n)                                    # unknown names fail before any work
     with progress_bar("compare", len(names) * 6) as advance:
-        rows = run(names, args.size, args.repeat, progress=advance)
+        rows = run(names, args.size, args.repeat, args.threads, progress=advance)
     load1 = os.getloadavg()[0]
-    print(f"{date.today().isoformat()}, size {args.size}, {os.cpu_count()} CPUs, load average {load1:.2f} "
-          f"(latency: median of {args.repeat} interleaved calls)")
+    print(f"{date.today().isoformat()}, size {args.size}, {os.cpu_count()} CPUs, load average {load1:.2f}, "
+          f"{args.threads} thread(s) per path (latency: median of {args.repeat} interleaved calls)")
     print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps([r.as_dict() for r in rows], indent=1))

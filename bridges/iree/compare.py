@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 from minic.api import load
 from minic.backends import ModelSource
 from minic.compare import as_tuple, errors
+from minic.verify.matrix import check
 from minic.verify.tolerance import F32
 from minic.errors import MinicError
 from minic.timing import fmt_ms, fmt_ratio, interleaved
@@ -122,19 +123,21 @@ def front_end_row(source: ModelSource, path: str, reference) -> Row:
     return row
 
 
-def compiler_row(source: ModelSource, path: str, reference) -> Row:
-    from minic.cli.bench_cmd import check_path
+def compiler_row(source: ModelSource, path: str, reference, threads: int) -> Row:
+    from minic.bench.paths import resolve
 
-    cell = check_path(source, path, reference)
-    row = Row(source.name, path, {"unsupported": "failed", "crash": "failed"}.get(cell.status, cell.status),
-              cell.compile_s, error=cell.errors.abs if cell.errors else None, detail=cell.detail,
-              runner=cell.runner)
-    return row
+    bench_path = resolve(path)
+    # minic's bench path runs without its disk cache: its compile time is measured, not looked up.
+    cell = check(source, bench_path.backend, source.example_inputs, reference, F32, **bench_path.options_for(threads))
+    return Row(source.name, path, {"unsupported": "failed", "crash": "failed"}.get(cell.status, cell.status),
+               cell.compile_s, error=cell.errors.abs if cell.errors else None, detail=cell.detail,
+               runner=cell.runner)
 
 
 def compare_model(name: str, size: str = "small", paths: Sequence[str] = FRONT_ENDS + COMPILERS,
-                  repeat: int = 10, progress=None) -> list[Row]:
-    """Every path on one zoo model: built, checked, then timed interleaved with PyTorch eager."""
+                  repeat: int = 10, threads: int = 1, progress=None) -> list[Row]:
+    """Every path on one zoo model: built, checked, then timed interleaved with PyTorch eager
+    (``threads``: minic's and IREE's; ``run`` sets PyTorch's)."""
     from minic import backends
 
     source = load(name, size=size)
@@ -142,7 +145,8 @@ def compare_model(name: str, size: str = "small", paths: Sequence[str] = FRONT_E
     reference = as_tuple(eager(*source.example_inputs))
     rows = [Row(name, "torch", runner=eager)]
     for path in paths:
-        rows.append((front_end_row if path in FRONT_ENDS else compiler_row)(source, path, reference))
+        rows.append(front_end_row(source, path, reference) if path in FRONT_ENDS
+                    else compiler_row(source, path, reference, threads))
         if progress:
             progress(f"{name}/{path}")
     live = [r for r in rows if r.runner is not None and r.status != "failed"]
@@ -174,19 +178,29 @@ def markdown(rows: list[Row]) -> str:
 
 
 def load_libraries() -> None:
-    """Load the MLIR bindings, torch-mlir and IREE's runtime before anything is timed, so that
-    the first row's compile time is not the cost of loading shared libraries."""
+    """Load the MLIR bindings, torch-mlir and IREE's runtime (and run torch.export once) before
+    anything is timed, so that the first row's compile time is not the cost of loading them."""
     import iree.runtime  # noqa: F401
     import mlir.execution_engine  # noqa: F401
+    import torch
     import torch_mlir.fx  # noqa: F401
+    torch.export.export(torch.nn.ReLU(), (torch.ones(2),))     # torch.export's own first-call setup
 
 
-def run(names: Sequence[str], size: str, repeat: int, progress=None) -> list[Row]:
+def run(names: Sequence[str], size: str, repeat: int, threads: int = 1, progress=None) -> list[Row]:
+    """The table for ``names``, every path on ``threads`` threads."""
+    import torch
+
     load_libraries()
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)          # minic and IREE get theirs as options (minic.bench.paths)
     rows: list[Row] = []
-    for name in names:
-        try:
-            rows += compare_model(name, size, repeat=repeat, progress=progress)
-        except MinicError as e:
-            rows.append(Row(name, "torch", "failed", detail=str(e)))
+    try:
+        for name in names:
+            try:
+                rows += compare_model(name, size, repeat=repeat, threads=threads, progress=progress)
+            except MinicError as e:
+                rows.append(Row(name, "torch", "failed", detail=str(e)))
+    finally:
+        torch.set_num_threads(before)
     return rows

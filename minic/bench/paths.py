@@ -8,8 +8,8 @@ two ways, both applied to every worker so that every path gets the same count:
   pool, tinygrad's CPU device) and ``torch.set_num_threads`` — PyTorch eager,
   Inductor's OpenMP kernels, TVM and tinygrad take their count from these;
 * the path's own option, for engines with their own pool (``threads_option``):
-  ``num_threads`` of minic, ``threads`` of ONNX Runtime (intra-op) and OpenVINO
-  (``INFERENCE_NUM_THREADS``).
+  ``num_threads`` of minic, ``threads`` of ONNX Runtime (intra-op), OpenVINO
+  (``INFERENCE_NUM_THREADS``) and IREE (its task system's workers).
 
 Any backend name not registered here is timed with the process-wide settings only;
 a named variant of ``minic debug`` (``mlir-tosa``) runs with that variant's options.
@@ -61,6 +61,9 @@ register(BenchPath("tvm", "tvm"))
 register(BenchPath("tinygrad", "tinygrad"))
 # No disk cache: the build's time and memory are a compile's, as they are for every other path.
 register(BenchPath("minic", "minic", {"use_cache": False}, threads_option="num_threads"))
+register(BenchPath("iree", "iree", threads_option="threads"))
+for _via in ("stablehlo", "linalg", "turbine"):
+    register(BenchPath(f"iree-{_via}", "iree", {"via": _via}, threads_option="threads"))
 
 
 def resolve(name: str) -> BenchPath:

@@ -70,12 +70,18 @@ def test_verify_has_an_iree_column(capsys):
     assert "| model | mlir | iree |" in out and out.count("| ok ") == 2
 
 
-def test_bench_times_iree_paths(capsys, tmp_path):
-    path = tmp_path / "bench.json"
-    code, out, _ = cli(capsys, "bench", "mlp", "--size", "small", "--vs", "torch,iree,iree-linalg",
-                       "--rounds", "2", "--calls", "1", "--warmup", "0", "--json", str(path))
-    assert code == 0, out
-    rows = {r["path"]: r for r in json.loads(path.read_text())["rows"]}
-    assert set(rows) == {"torch", "iree", "iree-linalg", "minic"}
-    assert rows["iree"]["status"] == rows["iree-linalg"]["status"] == "ok"
-    assert len(rows["iree-linalg"]["blocks_s"]) == 2
+def test_bench_times_iree_paths_in_worker_processes():
+    """``minic bench --vs iree,iree-linalg``: each IREE path in its own worker, on the same
+    thread count as the others (the backend's ``threads`` option)."""
+    from minic.bench.harness import Config, Timing, run_config
+    from minic.bench.paths import parse
+
+    paths = parse("iree,iree-linalg")
+    assert [(p.name, p.options_for(1)) for p in paths] == [
+        ("torch", {}), ("iree", {"threads": 1}), ("iree-linalg", {"via": "linalg", "threads": 1}),
+        ("minic", {"use_cache": False, "num_threads": 1})]
+    results = run_config(Config("mlp", batch=2, threads=1, size="small"), paths, Timing(rounds=1, calls=2, warmup=0))
+    by = {r.path: r for r in results}
+    for name in ("iree", "iree-linalg"):
+        assert by[name].status == "ok" and by[name].max_abs_err < 1e-4, by[name]
+        assert len(by[name].blocks[0]) == 2
