@@ -110,3 +110,11 @@ def test_bad_paths_are_one_line_errors(spec, message):
 def test_cli_bisect_needs_two_paths(capsys):
     code, _, err = cli(capsys, "bisect", "mlp", "--paths", "minic")
     assert code == 1 and "two paths" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("reference, half", [("mlir-linalg", "interp:f16"), ("tvm", "minic:f16")])
+def test_the_graph_paths_expose_every_value_too(planted, reference, half):
+    """TVM and MLIR run the common graph with every node output made a graph output."""
+    result = bisect(planted, choose(reference), choose(half))
+    assert len(result.steps) == sum(len(n.outputs) for n in result.common.graph.nodes)
+    assert result.first is not None and result.first.node.scope == "fc2" and result.first.diff.b.inf > 0
