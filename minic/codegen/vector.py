@@ -14,7 +14,8 @@ window) reads the (L - 1) * s + 1 elements from its first lane's to its last
 lane's, with a masked vector load (nothing past the last lane is touched), and
 a shuffle keeps every s-th.  Any other access that uses ``j`` is gathered
 (scattered) lane by lane.  Math calls without a vector instruction (exp, erf ...)
-and casts also run lane by lane, except exp (a polynomial, in ``VectorLoop.exp``).
+and casts also run lane by lane, except exp and erf (polynomials: ``VectorLoop.exp``,
+``VectorLoop.erf``; GELU's erf lane by lane was a libm call per element).
 Multiplies and adds may contract into fused multiply-adds (``contract``), as BLAS
 and ONNX Runtime do: the last bit may differ from the interpreter.
 The schedule primitive ``vectorize`` has checked that lanes are independent.
@@ -113,6 +114,8 @@ class VectorLoop:
                 return b.fneg(self.splat(args[0]))
             if x.fn == "exp" and x.dtype == DType.f32:
                 return self.exp(self.splat(args[0]))
+            if x.fn == "erf" and x.dtype == DType.f32:
+                return self.erf(self.splat(args[0]))
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
                                  reg_type(x.dtype))
         if isinstance(x, Cast):
@@ -150,6 +153,26 @@ class VectorLoop:
         y = b.fmul(b.fmul(p, pow2(half)), pow2(b.sub(whole, half)))
         y = b.select(b.fcmp_ordered("<", x, c(-87.33)), c(0.0), y)
         return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+    def erf(self, x: ir.Value) -> ir.Value:
+        """erf on a float vector (Eigen's ``generic_fast_erf_float``, within a few ulp):
+        x clamped to [-4, 4] (erf is 1 to f32 precision beyond), then x * P(x^2) / Q(x^2)
+        with P of degree 6 and Q of degree 4.  NaN stays NaN (the clamp propagates it)."""
+        b, f32 = self.b, ir.FloatType()
+
+        def c(v: float) -> ir.Value:
+            return ir.Constant(self.vec(f32), [v] * self.lanes)
+        x = b.call(self.intrinsic("llvm.minimum", f32, 2),
+                   [b.call(self.intrinsic("llvm.maximum", f32, 2), [x, c(-4.0)]), c(4.0)])
+        x2 = b.fmul(x, x, flags=FAST)
+        p = c(-2.72614225801306e-10)
+        for k in (2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+                  -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02):
+            p = b.fadd(b.fmul(p, x2, flags=FAST), c(k), flags=FAST)
+        q = c(-1.45660718464996e-05)
+        for k in (-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02):
+            q = b.fadd(b.fmul(q, x2, flags=FAST), c(k), flags=FAST)
+        return b.fdiv(b.fmul(x, p, flags=FAST), q)
 
     def intrinsic(self, name: str, ty: ir.Type, arity: int) -> ir.Function:
         vty = self.vec(ty)
