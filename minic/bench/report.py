@@ -70,7 +70,7 @@ def cell(r: Result) -> str:
     if not r.blocks:
         return r.status
     lo, hi = r.spread
-    return f"{fmt_ms(r.median)} [{lo * 1e3:.3g}-{hi * 1e3:.3g}]"
+    return f"{fmt_ratio(r.median * 1e3)} [{fmt_ratio(lo * 1e3)}-{fmt_ratio(hi * 1e3)}]"     # all in ms
 
 
 def print_config(console, config: Config, results: list[Result]) -> None:

@@ -127,7 +127,7 @@ def test_the_table_shows_small_ratios_and_the_best_rival():
     text = console.export_text()
     assert "0.00250" in text and "1.25" in text         # x eager; x best rival (ONNX Runtime's 4 us)
     table = markdown(results, ["torch", "onnxruntime", "openvino", "minic"])
-    assert "| tiny | 1 | 1 | 2.000 ms [2-2] | **0.004 ms [0.004-0.004]** |" in table
+    assert "| tiny | 1 | 1 | 2.00 [2.00-2.00] | **0.00400 [0.00400-0.00400]** |" in table
     assert table.splitlines()[4].endswith("| 1.25 |")
 
 
