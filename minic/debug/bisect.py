@@ -82,6 +82,16 @@ class Bisection:
                 todo.extend(node.inputs)
         return [s for s in self.steps if id(s.node) in above][-CHAIN:]
 
+    @property
+    def diverged(self) -> list[Step]:
+        return [s for s in self.steps if not s.diff.within(self.tolerance)]
+
+    @property
+    def first_nan(self) -> Step | None:
+        """The first node where B has NaN that A has not: often not the first divergence
+        (an f16 path's -1e9 mask is -inf, harmlessly, long before anything is NaN)."""
+        return next((s for s in self.steps if s.diff.b.nan > s.diff.a.nan), None)
+
     def text(self) -> str:
         a, b = self.a.label, self.b.label
         n_values = sum(len(n.outputs) for n in self.common.graph.nodes)
@@ -102,6 +112,12 @@ class Bisection:
             if chain:
                 lines.append("the nodes above it (compared, nearest last):")
                 lines += [f"  {c.line()}: {c.diff.text()}  {c.node.source}" for c in chain]
+            nan, rest = self.first_nan, len(self.diverged) - 1
+            if rest:
+                lines.append(f"{rest} more node output(s) leave the tolerance after it")
+            if nan is not None and nan is not s:
+                lines += [f"first NaN: node {nan.index + 1}, {nan.line()}", f"  source: {nan.where()}",
+                          f"  error:  {nan.diff.text()}; {b}: {nan.diff.b.text()}"]
         if self.reduced is not None:
             lines += [f"reduced to {len(self.reduced.nodes)} node(s) on which {b} and {a} still disagree:",
                       print_graph(self.reduced, elide=True)]

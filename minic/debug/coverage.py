@@ -33,7 +33,7 @@ from minic.compare import as_tuple
 from minic.debug.expose import all_outputs, graph_source
 from minic.debug.paths import Chosen
 from minic.debug.stats import diff
-from minic.errors import UnsupportedError
+from minic.errors import MinicError, UnsupportedError
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import bind_symbols, interpret, resolve
 from minic.ir.types import TensorType
@@ -109,10 +109,10 @@ class Coverage:
 
 
 def _first_line(e: Exception) -> str:
+    """A path's refusal in one line: minic's own errors as they are, others with their type."""
     text = str(e).strip().splitlines()
-    msg = text[0] if text else ""
-    label = "" if isinstance(e, UnsupportedError) or type(e).__name__ in ("UserError",) else f"{type(e).__name__}: "
-    return (label + msg)[:REASON_CHARS]
+    label = "" if isinstance(e, MinicError) else f"{type(e).__name__}: "
+    return (label + (text[0] if text else ""))[:REASON_CHARS]
 
 
 def cut(graph: Graph, nodes: list[Node], env: dict[str, int]) -> tuple[Graph, dict[Value, Value]]:

@@ -58,6 +58,9 @@ def test_minic_f16_against_the_interpreter_names_fc2(planted):
     assert {s.node.scope for s in chain} >= {"fc1"}
     text = result.text()
     assert "first divergence" in text and "[module fc2]" in text and "Inf" in text
+    # inf - mean in the LayerNorm below is where NaN starts.
+    assert result.first_nan is not None and result.first_nan.node.scope == "norm"
+    assert "first NaN" in text and len(result.diverged) >= 2
 
 
 def test_minic_f16_against_onnxruntime_names_fc2(planted):
