@@ -14,7 +14,7 @@ from pathlib import Path
 from minic import backends
 from minic.api import load
 from minic.compare import as_tuple
-from minic.verify.matrix import Cell, check
+from minic.verify.matrix import Cell, backend_tolerance, check
 from minic.verify.precision import STRESS
 from minic.verify.tolerance import tolerance
 from minic.errors import UserError
@@ -58,15 +58,6 @@ def verify_models(names: list[str], backend_names: list[str] | None, size: str, 
     return cells
 
 
-def backend_tolerance(backend: str, default: float) -> float:
-    """A backend that computes in lower precision by design (``qnn``: fp16 on the HTP)
-    states its own bound as ``compile.tolerance``; the others get ``default``."""
-    try:
-        return getattr(backends.get(backend), "tolerance", default)
-    except ImportError:
-        return default                  # the cell will say why it cannot load
-
-
 def cell_text(cell: Cell) -> str:
     if cell.status == "ok":
         return f"ok {cell.errors.abs:.1e}"
@@ -92,6 +83,14 @@ def _loads(name: str) -> bool:
         return False
 
 
+def fuzz_backends() -> list[str]:
+    """The default paths of ``verify --random``: every backend that loads but the reference.
+    Random graphs are judged at f32; a backend that is lower-precision by design (it
+    states its own bound, as qnn's fp16 HTP does) is fuzzed only when named."""
+    return [b for b in backends.names() if b != "torch" and _loads(b)
+            and getattr(backends.get(b), "tolerance", None) is None]
+
+
 def handle_random(args: argparse.Namespace, chosen: list[str] | None) -> int:
     """``verify --random N``: random-graph differential testing (minic.verify.fuzz)."""
     from minic.verify.fuzz import fuzz
@@ -100,7 +99,7 @@ def handle_random(args: argparse.Namespace, chosen: list[str] | None) -> int:
         raise UserError("verify: give either model names or --random N, not both")
     if args.random < 1:
         raise UserError(f"verify: --random needs a positive number of graphs, got {args.random}")
-    names = chosen or [b for b in backends.names() if b != "torch" and _loads(b)]
+    names = chosen or fuzz_backends()
     with progress_bar("random graphs", args.random * len(names)) as advance:
         report = fuzz(args.random, args.seed, names, save_dir=args.save, progress=advance)
     print(report.table())

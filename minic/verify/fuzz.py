@@ -34,7 +34,7 @@ import torch
 from minic.backends import ModelSource
 from minic.compare import as_tuple, errors
 from minic.verify.known_bugs import known_bug
-from minic.verify.matrix import Cell, check
+from minic.verify.matrix import Cell, backend_tolerance, check
 from minic.verify.minimize import minimize
 from minic.verify.random_graphs import EXAMPLE_DIMS, RUN_DIMS, Config, dynamic_axes, generate, make_inputs
 from minic.verify.to_torch import to_torch
@@ -110,7 +110,8 @@ def draw(seed: int, index: int, config: Config = Config(), attempts: int = 20) -
 
 
 def run(case: Case, backend: str) -> Cell:
-    cell = check(case.source, backend, case.inputs, case.reference, tolerance(np.float32),
+    cell = check(case.source, backend, case.inputs, case.reference,
+                 backend_tolerance(backend, tolerance(np.float32)),
                  **OPTIONS.get(backend, {}))
     cell.runner = None                      # don't keep compiled code alive
     return cell

@@ -37,3 +37,13 @@ def test_cli_accuracy_table(capsys):
     assert code == 0, err
     assert "HTP emulated on x86-64" in out and "not a device's" in out
     assert out.count("| mlp | small |") == 2
+
+
+def test_random_graphs_leave_qnn_out_unless_named():
+    from minic import backends
+    from minic.cli.verify_cmd import fuzz_backends
+    from minic.verify.matrix import backend_tolerance
+
+    assert "qnn" in backends.names()
+    assert "qnn" not in fuzz_backends() and "onnxruntime" in fuzz_backends()
+    assert backend_tolerance("qnn", 1e-4) == 2e-2 and backend_tolerance("onnxruntime", 1e-4) == 1e-4
