@@ -35,6 +35,7 @@ from torch import fx
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_ops import HANDLERS
+import minic.frontend.torch_attention  # noqa: F401  (registers its handlers)
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import Dim, DType, TensorType, canon
@@ -42,9 +43,13 @@ from minic.ir.verify import infer_node
 
 aten = torch.ops.aten
 
-# Composite ops kept whole through run_decompositions: minic has a direct op for each.
+# Composite ops kept whole through run_decompositions: minic has a direct op for each,
+# or (scaled_dot_product_attention) a conversion of its own: torch 2.13's decomposition
+# of it leaves output strides that its own later view decomposition rejects (GPT-2
+# with dynamic B and T: "Cannot view a tensor with shape [s77, s27, 32] and strides
+# (32, 32*s77, 1)"), and whole, its mask and GQA arguments read plainly.
 KEEP = (aten.linear.default, aten.matmul.default, aten.silu.default,
-        aten.adaptive_avg_pool2d.default, aten.max_pool2d.default)
+        aten.adaptive_avg_pool2d.default, aten.max_pool2d.default, aten.scaled_dot_product_attention.default)
 
 _DTYPES = {torch.float64: DType.f64, torch.float32: DType.f32, torch.float16: DType.f16,
            torch.bfloat16: DType.bf16, torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16,

@@ -338,7 +338,12 @@ def _select(cx, node, a):
 @handles(aten.cat.default)
 def _cat(cx, node, a):
     dtype = _out_dtype(cx, node)
-    parts = [cx.cast(cx.value(t), dtype) for t in a["tensors"]]
+    # torch skips empty 1-D tensors in cat (legacy behaviour a KV cache relies on: its first
+    # update concatenates an f32[0] with the new keys), so minic does too.
+    tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)]
+    parts = [cx.cast(cx.value(t), dtype) for t in tensors]
+    if len(parts) == 1:
+        return parts[0]
     return cx.emit("concat", parts, cx.attrs("concat", axis=_axis(int(a["dim"]), parts[0].type.rank)))
 
 
@@ -361,3 +366,111 @@ def _split(cx, node, a):
 def _embedding(cx, node, a):
     """embedding(W, ids) = W[ids]: a gather along axis 0."""
     return cx.emit("gather", [cx.value(a["weight"]), cx.value(a["indices"])], cx.attrs("gather", axis=0))
+
+
+# --- indexing, running sums, generated tensors, bool and bit logic ----------------
+
+@handles(aten.gather.default)
+def _gather_elements(cx, node, a):
+    x = cx.value(a["self"])
+    return cx.emit("gather_elements", [x, cx.value(a["index"])],
+                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank)))
+
+
+@handles(aten.index_select.default)
+def _index_select(cx, node, a):
+    x = cx.value(a["self"])
+    return cx.emit("gather", [x, cx.value(a["index"])], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
+
+
+@handles(aten.index.Tensor)
+def _index(cx, node, a):
+    """x[..., idx, ...] with one index tensor (the others None): a gather on that axis."""
+    x, indices = cx.value(a["self"]), list(a["indices"])
+    picked = [i for i, t in enumerate(indices) if t is not None]
+    if len(picked) != 1:
+        raise UserError(f"indexing with {len(picked)} index tensors is not supported (only one)")
+    idx = cx.value(indices[picked[0]])
+    if idx.type.dtype == DType.bool:
+        raise UserError("indexing with a bool mask is not supported (its size depends on the data)")
+    return cx.emit("gather", [x, idx], cx.attrs("gather", axis=picked[0]))
+
+
+@handles(aten.cumsum.default)
+def _cumsum(cx, node, a):
+    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))      # ints and bools sum in i64, as torch does
+    return cx.emit("cumsum", [x], cx.attrs("cumsum", axis=_axis(int(a["dim"]), x.type.rank)))
+
+
+@handles(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def _arange(cx, node, a):
+    """arange(start, end, step): a constant when the bounds are known, else ``range`` of T elements."""
+    from minic.frontend.torch import _fold
+    size = cx.dim(node.meta["val"].shape[0])
+    if isinstance(size, int):
+        return _fold(cx, node, a)
+    start, step = a.get("start") or 0, a.get("step") or 1
+    if any(isinstance(v, fx.Node) for v in (start, step)):
+        raise UserError("arange with a start or step computed at run time is not supported")
+    return cx.emit("range", [], cx.attrs("range", shape=(size,), dtype=_out_dtype(cx, node),
+                                         start=float(start), step=float(step)))
+
+
+@handles(aten.full.default, aten.zeros.default, aten.ones.default)
+def _full(cx, node, a):
+    """full(sizes, v): a constant when the sizes are known, else a scalar expanded to them."""
+    from minic.frontend.torch import _fold
+    shape = cx.shape(node.meta["val"].shape)
+    if all(isinstance(d, int) for d in shape):
+        return _fold(cx, node, a)
+    value = a.get("fill_value", 1 if node.target == aten.ones.default else 0)
+    scalar = cx.scalar(value, _out_dtype(cx, node), f"{node.name}_value")
+    return cx.emit("expand", [scalar], cx.attrs("expand", shape=shape))
+
+
+@handles(aten.full_like.default, aten.zeros_like.default, aten.ones_like.default, aten.empty_like.default)
+def _full_like(cx, node, a):
+    """full_like(x, v): a scalar expanded to x's shape (empty_like: zeros, any value will do)."""
+    value = {aten.ones_like.default: 1, aten.full_like.default: a.get("fill_value")}.get(node.target, 0)
+    scalar = cx.scalar(value, _out_dtype(cx, node), f"{node.name}_value")
+    return cx.emit("expand", [scalar], cx.attrs("expand", shape=cx.shape(node.meta["val"].shape)))
+
+
+LOGICAL = {aten.logical_and.default: "and", aten.logical_or.default: "or", aten.logical_xor.default: "xor"}
+BITWISE = {aten.bitwise_and.Tensor: "and", aten.bitwise_and.Scalar: "and", aten.bitwise_or.Tensor: "or",
+           aten.bitwise_or.Scalar: "or", aten.bitwise_xor.Tensor: "xor", aten.bitwise_xor.Scalar: "xor"}
+
+
+@handles(*LOGICAL)
+def _logical(cx, node, a):
+    """logical_*: both operands read as bools (x != 0)."""
+    x, y = (cx.cast(cx.value(node.args[i]), DType.bool) for i in (0, 1))
+    return cx.cast(cx.emit(LOGICAL[node.target], [x, y]), _out_dtype(cx, node))
+
+
+@handles(aten.logical_not.default)
+def _logical_not(cx, node, a):
+    return cx.cast(cx.emit("not", [cx.cast(cx.value(a["self"]), DType.bool)]), _out_dtype(cx, node))
+
+
+@handles(*BITWISE)
+def _bitwise(cx, node, a):
+    dtype = _out_dtype(cx, node)
+    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    return cx.emit(BITWISE[node.target], [x, y])
+
+
+@handles(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
+def _any_all(cx, node, a):
+    """any = max over bools, all = min (as i32 0/1: minic's reductions take numbers)."""
+    x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.i32)
+    dims = a.get("dim")
+    dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
+    op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
+    attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+    return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_i32"), DType.bool)
+
+
+@handles(aten.bitwise_not.default)
+def _bitwise_not(cx, node, a):
+    return cx.emit("not", [cx.value(a["self"])])

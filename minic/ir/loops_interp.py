@@ -50,8 +50,9 @@ def _binop(op: str, a, b, dtype: DType):
     if op == "ge": return np.bool_(a >= b)
     if op == "eq": return np.bool_(a == b)
     if op == "ne": return np.bool_(a != b)
-    if op == "and": return np.bool_(a and b)
-    if op == "or": return np.bool_(a or b)
+    if op == "and": return a & b           # logical on np.bool_, bitwise on integers
+    if op == "or": return a | b
+    if op == "xor": return a ^ b
     raise ValueError(f"unknown binary op {op}")
 
 

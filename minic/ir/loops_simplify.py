@@ -158,9 +158,9 @@ def _simplify_binop(e: BinOp, ranges: Mapping[str, Range]) -> Expr:
             return const(True, DType.bool)
         if truth[1]:
             return const(False, DType.bool)
-    if e.op == "and" and isinstance(a, Const):
+    if e.op == "and" and e.dtype == DType.bool and isinstance(a, Const):
         return b if a.value else a
-    if e.op == "and" and isinstance(b, Const):
+    if e.op == "and" and e.dtype == DType.bool and isinstance(b, Const):
         return a if b.value else b
     return e
 

@@ -37,8 +37,8 @@ def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]
     if isinstance(e, BinOp):
         if e.a.dtype != e.b.dtype:
             raise LoopVerifyError(f"{where}: {expr_str(e)} mixes {e.a.dtype.value} and {e.b.dtype.value}")
-        if e.op in LOGIC_OPS and e.a.dtype != DType.bool:
-            raise LoopVerifyError(f"{where}: {e.op} needs bool operands in {expr_str(e)}")
+        if e.op in LOGIC_OPS and not (e.a.dtype == DType.bool or e.a.dtype.is_int):
+            raise LoopVerifyError(f"{where}: {e.op} needs bool or integer operands in {expr_str(e)}")
         if e.op not in COMPARE_OPS and e.op not in LOGIC_OPS and e.a.dtype == DType.bool:
             raise LoopVerifyError(f"{where}: arithmetic on bool in {expr_str(e)}")
         parts: tuple[Expr, ...] = (e.a, e.b)

@@ -43,7 +43,7 @@ def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarra
             return q if e.op == "div" else a - q * b
         ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
                "min": np.minimum, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-               "eq": np.equal, "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or}
+               "eq": np.equal, "ne": np.not_equal, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
         return ops[e.op](a, b)
     raise ValueError(f"cannot pre-pack an expression with {type(e).__name__}")
 

@@ -17,7 +17,8 @@ whose reference output is still not finite or is ill-conditioned):
 
 What the specs leave out, and why: f16 (its tolerance would hide f32 bugs; the
 zoo covers it), ``shape``/``reshape_dynamic`` (ONNX-import artefacts with no torch
-spelling), negative slice steps and negative gather indices (torch has no such
+spelling), ``range`` (no operand: it is tested against torch.arange on the
+corpus and the Core ATen samples), negative slice steps and negative gather indices (torch has no such
 indexing, so the torch module could not express them), integer ``div``.
 """
 from __future__ import annotations
@@ -428,7 +429,9 @@ def pad(b: Builder, op: str) -> None:
     b.emit1("pad", [x], max(x.bound, abs(value)), pads=tuple(pads), mode=mode, value=value)
 
 
+
 # op name -> spec, for every op whose definition names a spec (shape and
 # reshape_dynamic name none: see the docstring).
 SPECS: dict[str, Spec] = {name: (lambda b, fn=KINDS[op.sample or name], name=name: fn(b, name))
                           for name, op in sorted(ops.REGISTRY.items()) if (op.sample or name) in KINDS}
+

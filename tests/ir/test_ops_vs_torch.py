@@ -173,6 +173,24 @@ def test_layout_ops():
     close(run_op("dropout", [x], p=0.1)[0], t(x))
 
 
+def test_indexing_scans_and_bit_logic():
+    x = rand((3, 5))
+    idx = np.random.default_rng(1).integers(-5, 5, (2, 4)).astype(np.int64)
+    close(run_op("gather_elements", [x, idx], axis=1)[0], torch.gather(t(x)[:2], 1, t(idx) % 5))
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            want = torch.cumsum(t(x).flip(1) if reverse else t(x), 1)
+            want = want - (t(x).flip(1) if reverse else t(x)) if exclusive else want
+            close(run_op("cumsum", [x], axis=1, exclusive=exclusive, reverse=reverse)[0],
+                  want.flip(1) if reverse else want)
+    out = run_op("range", [], shape=(6,), dtype=DType.f32, start=1.5, step=-0.5)[0]
+    close(out, torch.arange(1.5, -1.5, -0.5))
+    a, b = (np.random.default_rng(s).integers(-100, 100, (4,)).astype(np.int16) for s in (2, 3))
+    for op, fn in (("and", torch.bitwise_and), ("or", torch.bitwise_or), ("xor", torch.bitwise_xor)):
+        np.testing.assert_array_equal(run_op(op, [a, b])[0], fn(t(a), t(b)).numpy())
+    np.testing.assert_array_equal(run_op("not", [a.astype(np.uint8)])[0], torch.bitwise_not(t(a.astype(np.uint8))).numpy())
+
+
 def test_every_registered_op_is_exercised_here():
     """A new op must come with a reference test in this file."""
     import inspect

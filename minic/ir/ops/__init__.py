@@ -173,4 +173,4 @@ def names() -> list[str]:
 
 
 # Importing the families fills the registry.
-from minic.ir.ops import elementwise, reduce, normalize, window, contraction, layout, dynamic, indexing  # noqa: E402,F401
+from minic.ir.ops import elementwise, reduce, normalize, window, contraction, layout, dynamic, indexing, scan  # noqa: E402,F401

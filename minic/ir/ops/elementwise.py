@@ -61,8 +61,11 @@ def _binary_infer(result: DType | None):
 
 
 def _logical_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
-    require(all(t.dtype == DType.bool for t in ts), f"needs bool inputs, got {', '.join(t.dtype.value for t in ts)}")
-    return [TensorType(broadcast(*(t.shape for t in ts)), DType.bool)]
+    """Bools (logical), or integers of one dtype (bitwise): torch's bitwise_* take both."""
+    dtype = ts[0].dtype
+    require(all(t.dtype == dtype for t in ts) and (dtype == DType.bool or dtype.is_int),
+            f"needs bool or integer inputs of one dtype, got {', '.join(t.dtype.value for t in ts)}")
+    return [TensorType(broadcast(*(t.shape for t in ts)), dtype)]
 
 
 def unary(name: str, reference: Callable[[np.ndarray], np.ndarray], compute: Callable[[Expr], Expr],
@@ -118,13 +121,33 @@ binary("div", lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f
 binary("eq", np.equal, "eq", "eq", DType.bool, "compare")
 binary("lt", np.less, "lt", "lt", DType.bool, "compare")
 binary("gt", np.greater, "gt", "gt", DType.bool, "compare")
-binary("and", np.logical_and, "and", "logical_and", sample="logical", infer=_logical_infer)
-binary("or", np.logical_or, "or", "logical_or", sample="logical", infer=_logical_infer)
-binary("xor", np.logical_xor, "ne", "logical_xor", sample="logical", infer=_logical_infer)   # xor of bools is !=
+def _bitwise(name: str, reference: Callable, loop_op: str, torch: str) -> None:
+    """and/or/xor: logical on bools, bitwise on integers (numpy's bitwise_* do both).
+    The torch spelling is logical_* on bools (what torch.onnx exports), bitwise_* else."""
+    def spelling(t, a, b):
+        return getattr(t.torch, ("logical_" if a.dtype == t.torch.bool else "bitwise_") + torch)(a, b)
+    define(name, OpKind.ELEMENTWISE, _logical_infer, lambda attrs, a, b: reference(a, b),
+           lambda site, index: BinOp(loop_op, *(arg(x, index) for x in site.inputs)), arity=(2, 2),
+           doc=f"{name}(a, b): logical on bools, bitwise on integers, with broadcasting", torch=spelling,
+           sample="logical")
 
-define("not", OpKind.ELEMENTWISE, lambda attrs, ts: _logical_infer(attrs, ts * 2), lambda attrs, x: np.logical_not(x),
-       lambda site, index: BinOp("eq", arg(site.inputs[0], index), const(False, DType.bool)),
-       doc="not(x) on bools", torch="logical_not")
+
+_bitwise("and", np.bitwise_and, "and", "and")
+_bitwise("or", np.bitwise_or, "or", "or")
+_bitwise("xor", np.bitwise_xor, "xor", "xor")
+
+
+def _not_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = arg(site.inputs[0], index)
+    if x.dtype == DType.bool:
+        return BinOp("eq", x, const(False, DType.bool))
+    ones = np.iinfo(x.dtype.numpy).max if x.dtype.is_unsigned else -1        # every bit set
+    return BinOp("xor", x, const(ones, x.dtype))
+
+
+define("not", OpKind.ELEMENTWISE, lambda attrs, ts: _logical_infer(attrs, ts), lambda attrs, x: np.invert(x),
+       _not_rule, doc="not(x): logical on bools, bitwise (~x) on integers",
+       torch=lambda t, x: t.torch.logical_not(x) if x.dtype == t.torch.bool else t.torch.bitwise_not(x))
 
 
 def power(site: Site, index: tuple[Expr, ...]) -> Expr:

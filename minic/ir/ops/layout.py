@@ -459,3 +459,4 @@ def _torch_pad(t, x):
 
 _layout("pad", _pad_infer, _pad, pad_rule, PadAttrs, "pad(x, pads): widen each axis by pads (constant, reflect or edge)",
         _torch_pad)
+

@@ -1,0 +1,47 @@
+"""Ops whose element depends on nothing but its index: ``range`` (start + i·step,
+the size possibly symbolic: ``torch.arange(T)``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minic.ir.compute import Site
+from minic.ir.loops import BinOp, Cast, Expr, const
+from minic.ir.ops import OpKind, define
+from minic.ir.ops.shapes import require
+from minic.ir.types import Dim, DType, TensorType
+
+
+@dataclass(frozen=True)
+class RangeAttrs:
+    shape: tuple[Dim]                   # (n,): the number of elements, an int or a symbol (T)
+    dtype: DType
+    start: float = 0.0
+    step: float = 1.0
+
+
+def _range_infer(attrs: RangeAttrs, ts: list[TensorType]) -> list[TensorType]:
+    require(attrs.dtype != DType.bool, "range: the dtype must be a number type")
+    return [TensorType(attrs.shape, attrs.dtype)]
+
+
+def _range(attrs: RangeAttrs) -> np.ndarray:
+    wide = np.float64 if attrs.dtype.is_float else np.int64
+    return (attrs.start + np.arange(attrs.shape[0], dtype=wide) * attrs.step).astype(wide).astype(attrs.dtype.numpy)
+
+
+def range_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    d = site.attrs.dtype
+    if d.is_float:
+        compute = DType.f64 if d == DType.f64 else DType.f32
+        value = BinOp("add", const(site.attrs.start, compute), BinOp("mul", Cast(compute, index[0]),
+                                                                        const(site.attrs.step, compute)))
+        return value if compute == d else Cast(d, value)
+    value = BinOp("add", const(int(site.attrs.start)), BinOp("mul", index[0], const(int(site.attrs.step))))
+    return value if d == DType.i64 else Cast(d, value)
+
+
+define("range", OpKind.ELEMENTWISE, _range_infer, lambda attrs: _range(attrs), range_rule, RangeAttrs,
+       arity=(0, 0), doc="range {shape=[n], dtype, start, step}[i] = start + i·step (torch.arange)",
+       torch=lambda t: t.torch.arange(t.out[0], dtype=t.dtype(t.attrs.dtype)) * t.attrs.step + t.attrs.start)
