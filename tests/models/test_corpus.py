@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from minic.compare import errors
-from minic.crosscheck.tolerance import tolerance
+from minic.verify.tolerance import tolerance
 from minic.frontend.torch import from_torch
 from minic.ir.interpret import interpret
 from minic.models import corpus

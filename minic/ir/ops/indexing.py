@@ -170,7 +170,9 @@ def _gather_elements_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[Tenso
 
 def gather_elements(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
     axis = attrs.axis % data.ndim
-    return np.take_along_axis(data, _in_range(idx, data.shape[axis], "gather_elements"), axis=axis)
+    # Off the axis, idx may be shorter than data (torch.gather allows it): read the leading part.
+    lead = data[tuple(slice(None) if a == axis else slice(0, d) for a, d in enumerate(idx.shape))]
+    return np.take_along_axis(lead, _in_range(idx, data.shape[axis], "gather_elements"), axis=axis)
 
 
 define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs, arity=(2, 2),
