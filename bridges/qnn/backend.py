@@ -79,5 +79,7 @@ def compile(source: ModelSource, **options: Any) -> Runner:
     return run
 
 
-# minic verify judges this backend by its own policy (fp16, the default mode).
+# minic verify and run judge this backend by its own policy (fp16, the default mode),
+# and label its latency as the emulator's.
 compile.tolerance = FP16
+compile.emulated = "HTP emulated on x86-64 (libQnnHtp.so)"

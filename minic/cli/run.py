@@ -14,7 +14,7 @@ from minic import backends
 from minic.api import DEFAULT_BACKEND, load
 from minic.backends import ModelSource
 from minic.compare import as_tuple, checksum
-from minic.verify.matrix import Cell, check, judged
+from minic.verify.matrix import Cell, backend_tolerance, check, judged
 from minic.verify.tolerance import F32
 from minic.errors import UserError
 from minic.timing import fmt_ms, median_latency
@@ -61,9 +61,10 @@ def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, stri
         start = time.perf_counter()
         runner = backends.get(name)(source, **(options or {}))
         compile_s = time.perf_counter() - start
-        cell = judged(source.name, name, as_tuple(runner(*inputs)), reference, F32, compile_s, runner)
+        cell = judged(source.name, name, as_tuple(runner(*inputs)), reference,
+                      backend_tolerance(name, F32), compile_s, runner)
     else:
-        cell = check(source, name, inputs, reference, F32, **(options or {}))
+        cell = check(source, name, inputs, reference, backend_tolerance(name, F32), **(options or {}))
     latency = median_latency(cell.runner, inputs, repeat=repeat) if cell.runner is not None else 0.0
     return cell, latency
 
@@ -113,9 +114,12 @@ def print_table(console, rows: list[tuple[Cell, float]], ref_name: str) -> None:
                   "max abs err", "max rel err", "detail")
     for cell, latency in rows:
         ok = cell.runner is not None
+        # A backend that runs on an emulator (qnn: the HTP on x86) says so; its time is no device's.
+        emulated = ok and bool(getattr(backends.get(cell.backend), "emulated", ""))
         table.add_row(cell.backend, cell.status,
-                      fmt_ms(cell.compile_s) if ok else "", fmt_ms(latency) if ok else "",
-                      f"{latency / base:.2f}x" if ok and base else "",
+                      fmt_ms(cell.compile_s) if ok else "",
+                      (fmt_ms(latency) + (" (emulated)" if emulated else "")) if ok else "",
+                      "emulated" if emulated else f"{latency / base:.2f}x" if ok and base else "",
                       f"{cell.errors.abs:.2e}" if cell.errors else "", f"{cell.errors.rel:.2e}" if cell.errors else "",
                       cell.detail[:100])
     console.print(table)

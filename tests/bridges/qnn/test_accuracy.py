@@ -47,3 +47,10 @@ def test_random_graphs_leave_qnn_out_unless_named():
     assert "qnn" in backends.names()
     assert "qnn" not in fuzz_backends() and "onnxruntime" in fuzz_backends()
     assert backend_tolerance("qnn", 1e-4) == 2e-2 and backend_tolerance("onnxruntime", 1e-4) == 1e-4
+
+
+def test_cli_run_judges_qnn_by_its_bound_and_labels_its_latency(capsys):
+    code, out, err = cli(capsys, "run", "mlp", "--size", "small", "--backend", "qnn", "--repeat", "2")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("│ qnn") or " qnn " in line[:12])
+    assert " ok " in row and "(emulated)" in row
