@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass
 from statistics import median
 
-import numpy as np
-
 from minic.compare import Errors, as_tuple, errors
 from bridges.qnn import tolerance
 from bridges.qnn.prepare import QnnConfig, calibration_feeds

@@ -24,7 +24,7 @@ from collections import Counter
 import sys
 import tempfile
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 import onnx
@@ -96,7 +96,6 @@ class QnnSession:
     placed: dict[str, str]                  # node name -> provider name
     op_types: dict[str, str]                # node name -> op type (as ORT saw it)
     log: str = ""
-    config: dict[str, str] = field(default_factory=dict)
     partitions: int = 0                     # QNN subgraphs (each CPU fallback between them splits one)
 
     def nodes_on(self, provider: str) -> list[str]:
@@ -107,14 +106,10 @@ class QnnSession:
 
 
 @contextlib.contextmanager
-def captured_output(enabled: bool = True) -> Iterator[list[str]]:
+def captured_output() -> Iterator[list[str]]:
     """Capture what native code writes to fd 1 and 2 (ORT's log, the HTP
     emulator's banner) into the yielded list, as one text."""
     box: list[str] = []
-    if not enabled:
-        box.append("")
-        yield box
-        return
     sys.stdout.flush()
     sys.stderr.flush()
     with tempfile.TemporaryFile(mode="w+b") as sink:
@@ -130,10 +125,6 @@ def captured_output(enabled: bool = True) -> Iterator[list[str]]:
                 os.close(fd)
             sink.seek(0)
             box.append(sink.read().decode("utf-8", "replace"))
-
-
-def _assigned_ops(session) -> list[tuple[str, str]]:
-    return [(n.name, n.op_type) for g in session.get_provider_graph_assignment_info() for n in g.get_nodes()]
 
 
 def assignment(session) -> tuple[dict[str, str], dict[str, str]]:
@@ -153,16 +144,16 @@ def require_qnn(session) -> dict[str, str]:
     (``ASSIGNMENT_KEY``); returns node -> provider.
     """
     try:
-        placed, _ = assignment(session)
+        placed, ops = assignment(session)
     except Exception as e:   # the record was not enabled on this session
         raise UserError(f"cannot tell where the nodes run: build the session with "
                         f"'{ASSIGNMENT_KEY}' = '1' ({e})") from None
     if not placed:
         return placed                   # ORT folded the whole graph: nothing runs anywhere
     if EP_NAME in session.get_providers() and EP_NAME not in set(placed.values()):
-        ops = Counter(op for _, op in _assigned_ops(session))
+        counts = Counter(ops.values())
         raise UnsupportedError(f"the QNN EP took none of the model's {len(placed)} node(s) ("
-                               + ", ".join(f"{op} x{k}" for op, k in ops.most_common())
+                               + ", ".join(f"{op} x{k}" for op, k in counts.most_common())
                                + "); `python -m minic qnn placement MODEL` says why")
     if EP_NAME not in set(placed.values()):
         raise SilentCpuError(
@@ -174,7 +165,7 @@ def require_qnn(session) -> dict[str, str]:
 
 def session(model: onnx.ModelProto | Path, *, fallback: bool = True, io_quant: str = "htp",
             verbose_log: bool = False, extra_config: dict[str, str] | None = None,
-            threads: int | None = None, require: bool = True) -> QnnSession:
+            require: bool = True) -> QnnSession:
     """A session on the HTP (emulated) through the plugin; CPU fallback on or off.
 
     ``model`` is a ModelProto or a file (an EPContext model must be read from its
@@ -190,12 +181,9 @@ def session(model: onnx.ModelProto | Path, *, fallback: bool = True, io_quant: s
     options = ort.SessionOptions()
     options.add_session_config_entry(ASSIGNMENT_KEY, "1")
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    if threads is not None:
-        options.intra_op_num_threads = threads
     if not fallback:
         options.add_session_config_entry(FALLBACK_KEY, "1")
-    config = dict(extra_config or {})
-    for key, value in config.items():
+    for key, value in (extra_config or {}).items():
         options.add_session_config_entry(key, value)
     if verbose_log:
         options.log_severity_level = 0
@@ -225,4 +213,4 @@ def session(model: onnx.ModelProto | Path, *, fallback: bool = True, io_quant: s
     if require:
         require_qnn(sess)
     partitions = sum(g.ep_name == EP_NAME for g in sess.get_provider_graph_assignment_info())
-    return QnnSession(sess, placed, ops, log[0] if verbose_log else "", config, partitions)
+    return QnnSession(sess, placed, ops, log[0] if verbose_log else "", partitions)
