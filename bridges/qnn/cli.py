@@ -88,17 +88,30 @@ def _compile(args) -> int:
     return 0
 
 
+def _both(args):
+    """(source, graph as exported, graph with the rewrites or None when they change nothing).
+    The rewritten graph is made first: when no rule fires it *is* the plain one, and a QDQ
+    model is quantized once instead of twice."""
+    source, rewritten, _ = _prepared(args, rewrites=True)
+    if not rewritten.rewrites:
+        return source, rewritten, None
+    return source, _prepared(args, rewrites=False)[1], rewritten
+
+
 def _placement(args) -> int:
     from bridges.qnn.placement import report
 
-    source, prepared, _ = _prepared(args, rewrites=False)
     label = _config(args).label()
-    plain = report(prepared.model, f"{source.name}, {label}, as exported", io_quant=args.io_quant)
-    print(plain.text(per_node=not args.summary))
+    if args.no_rewrites:
+        source, plain, _ = _prepared(args, rewrites=False)
+        rewritten = None
+    else:
+        source, plain, rewritten = _both(args)
+    print(report(plain.model, f"{source.name}, {label}, as exported",
+                 io_quant=args.io_quant).text(per_node=not args.summary))
     if args.no_rewrites:
         return 0
-    _, rewritten, _ = _prepared(args, rewrites=True)
-    if rewritten.rewrites:
+    if rewritten is not None:
         after = report(rewritten.model, f"{source.name}, {label}, with the bridge's rewrites",
                        rewritten.rewrites, io_quant=args.io_quant)
         print("\n" + after.text(per_node=not args.summary))
@@ -115,12 +128,12 @@ def _coverage(args) -> int:
     for name in args.models or zoo.names():
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             args.model, args.mode, args.activation_type, args.weight_type = name, mode, None, None
-            for rewrites in (False, True):
-                args.no_rewrites = not rewrites
-                source, prepared, _ = _prepared(args)
-                if rewrites and not prepared.rewrites:
-                    continue                    # the rewrites change nothing: one row is enough
-                rows.append(coverage_row(name, _config(args).label(), prepared, io_quant=args.io_quant))
+            args.no_rewrites = False
+            _, plain, rewritten = _both(args)
+            label = _config(args).label()
+            for prepared in (plain, rewritten):
+                if prepared is not None:
+                    rows.append(coverage_row(name, label, prepared, io_quant=args.io_quant))
             print(f"  {name} {mode}: done", flush=True)
     print(f"\n{EMULATION}\n")
     print(markdown(rows))
