@@ -54,6 +54,20 @@ def graph_of(source: ModelSource):
     return source.graph
 
 
+def reference_name(source: ModelSource) -> str:
+    """The backend every other path is checked against: PyTorch eager for a torch
+    model, minic's interpreter (each op's numpy reference) otherwise."""
+    return "torch" if source.module is not None else "interp"
+
+
+def reference(source: ModelSource, inputs=None) -> tuple[str, tuple[np.ndarray, ...]]:
+    """The reference backend's name and its outputs on ``inputs`` (default: the example inputs)."""
+    from minic.compare import as_tuple
+    name = reference_name(source)
+    inputs = source.example_inputs if inputs is None else inputs
+    return name, as_tuple(get(name)(source)(*inputs))
+
+
 _BACKENDS: dict[str, BackendFn] = {}
 # minic's own backends that live in modules imported only when asked for.
 _LAZY = {"minic": "minic.runtime.backend"}

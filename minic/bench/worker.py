@@ -57,7 +57,6 @@ def build(spec: dict[str, Any]):
     import torch
     import minic
     from minic.api import load
-    from minic.compare import as_tuple
     from minic.verify.matrix import check
     from minic.verify.tolerance import F32
     from minic.errors import UserError
@@ -69,8 +68,7 @@ def build(spec: dict[str, Any]):
         if not any("B" in a.values() for a in source.dynamic_axes):
             raise UserError(f"model '{spec['model']}' has no batch axis; --batch {spec['batch']} cannot apply")
         source.example_inputs = batched(source.example_inputs, source.dynamic_axes, spec["batch"])
-    reference_backend = "torch" if source.module is not None else "interp"
-    reference = as_tuple(backends.get(reference_backend)(source)(*source.example_inputs))
+    _, reference = backends.reference(source)
     base = current_rss_mb()
     path = spec["path"]
     options = dict(path["options"])

@@ -77,8 +77,7 @@ def handle(args: argparse.Namespace) -> int:
     source = load(args.model, size=args.size, seed=args.seed)
     inputs = read_inputs(args.inputs, source) if args.inputs else source.example_inputs
     source.example_inputs = inputs
-    ref_name = "torch" if source.module is not None else "interp"
-    reference = as_tuple(backends.get(ref_name)(source)(*inputs))
+    ref_name, reference = backends.reference(source, inputs)
     console.print(f"model {source.name}: inputs {', '.join(f'{a.dtype}{list(a.shape)}' for a in inputs)}; "
                   f"reference: {ref_name}")
     if args.backend == "all":

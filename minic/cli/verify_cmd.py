@@ -13,7 +13,6 @@ from pathlib import Path
 
 from minic import backends
 from minic.api import load
-from minic.compare import as_tuple
 from minic.verify.matrix import Cell, backend_tolerance, check
 from minic.verify.precision import STRESS
 from minic.verify.tolerance import tolerance
@@ -45,9 +44,8 @@ def verify_models(names: list[str], backend_names: list[str] | None, size: str, 
     cells = []
     for name in names:
         source = load(name, size=size, seed=seed)
-        ref_name = "torch" if source.module is not None else "interp"
         inputs = source.example_inputs
-        reference = as_tuple(backends.get(ref_name)(source)(*inputs))
+        ref_name, reference = backends.reference(source)
         tol = tolerance(reference[0].dtype)
         for backend in backend_names or [b for b in backends.names() if b != ref_name]:
             cell = check(source, backend, inputs, reference, backend_tolerance(backend, tol))

@@ -13,7 +13,6 @@ from typing import Callable
 
 from minic import backends
 from minic.api import graph_of, load
-from minic.compare import as_tuple
 from minic.verify.matrix import Cell, check
 from minic.verify.tolerance import tolerance
 from minic.debug.coverage import Coverage
@@ -84,9 +83,8 @@ def _picture(graph, title: str) -> Picture:
 
 def _paths(source, names: list[str] | None, repeat: int, progress: Callable[[str], None]):
     """The reference first, then every other backend: a verify cell and a latency each."""
-    ref_name = "torch" if source.module is not None else "interp"
     inputs = source.example_inputs
-    reference = as_tuple(backends.get(ref_name)(source)(*inputs))
+    ref_name, reference = backends.reference(source)
     tol = tolerance(reference[0].dtype)
     chosen = names if names is not None else backends.names()
     results = []
@@ -153,6 +151,6 @@ def _coverage(source, backend_names: list[str] | None) -> Coverage:
 
 def steps(source, backend_names: list[str] | None, profile: bool, coverage: bool = True) -> int:
     """How many times ``collect`` calls ``progress`` for ``source`` (a progress bar's total)."""
-    ref_name = "torch" if source.module is not None else "interp"
+    ref_name = backends.reference_name(source)
     names = set(backend_names if backend_names is not None else backends.names()) | {ref_name}
     return 2 + int(profile) + int(coverage) + len(names)

@@ -138,7 +138,7 @@ def precision_table(names: list[str], precisions: list[str], backend_names: list
     cells = []
     for name in names:
         src = source(name, size, seed)
-        reference = as_tuple(backends.get("torch" if src.module is not None else "interp")(src)(*src.example_inputs))
+        _, reference = backends.reference(src)
         for backend in backend_names:
             for p in precisions:
                 if backend == "interp" and p == "f16-acc":
