@@ -36,7 +36,8 @@ from minic.runtime.buffer_plan import plan
 
 MAGIC = b"MINICT01"
 DTYPE_CODES = {DType.f32: 0, DType.f16: 1, DType.i64: 2, DType.i32: 3, DType.bool: 4, DType.f64: 5,
-               DType.bf16: 6, DType.i16: 7, DType.i8: 8, DType.u8: 9}
+               DType.bf16: 6, DType.i16: 7, DType.i8: 8, DType.u8: 9, DType.u16: 10,
+               DType.u32: 11, DType.u64: 12}
 DTYPES = {code: dtype for dtype, code in DTYPE_CODES.items()}
 
 

@@ -31,7 +31,7 @@ VOID = ir.VoidType()
 # bf16 is carried as its 16 bits (llvmlite has no bfloat type); after ``widen`` the
 # only things done to one are loads, stores and casts to and from f32.
 _REG = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16, DType.i64: I64, DType.i32: I32,
-        DType.i16: I16, DType.i8: I8, DType.u8: I8, DType.bool: I1}
+        DType.i16: I16, DType.i8: I8, DType.u8: I8, DType.u16: I16, DType.u32: I32, DType.u64: I64, DType.bool: I1}
 
 
 def type_suffix(ty: ir.Type) -> str:
@@ -51,7 +51,7 @@ def mem_type(dtype: DType) -> ir.Type:
 INTRINSICS = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
               "tan": "llvm.tan", "tanh": "llvm.tanh", "abs": "llvm.fabs", "floor": "llvm.floor",
               "ceil": "llvm.ceil", "round": "llvm.roundeven", "pow": "llvm.pow"}
-LIBM = {"erf": {F32: "erff", F64: "erf"}}
+LIBM = {fn: {F32: fn + "f", F64: fn} for fn in ("erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}
 FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
@@ -116,7 +116,10 @@ class Emitter:
         if isinstance(e, Const):
             if e.dtype == DType.bf16:
                 return ir.Constant(I16, int(np.array(e.value, DType.bf16.numpy).view(np.uint16)))
-            return ir.Constant(reg_type(e.dtype), e.value)
+            value = e.value
+            if e.dtype.is_unsigned and value >= 1 << (e.dtype.bits - 1):
+                value -= 1 << e.dtype.bits              # LLVM spells an integer constant signed
+            return ir.Constant(reg_type(e.dtype), value)
         if isinstance(e, Load):
             return self.load(e.buffer, e.index)
         if isinstance(e, BinOp):
@@ -184,7 +187,9 @@ class Emitter:
         if src.is_float and dst.is_float:
             return b.fpext(v, to) if dst.bits > src.bits else b.fptrunc(v, to)
         if src.is_float:                        # to u8 through i64, so -1.0 -> 255 as in PyTorch on x86
-            return b.trunc(b.fptosi(v, I64), to) if dst.is_unsigned else b.fptosi(v, to)
+            if dst == DType.u64:
+                return b.fptoui(v, to)
+            return b.trunc(b.fptosi(v, I64), to) if dst.is_unsigned and to.width < 64 else b.fptosi(v, to)
         if dst.is_float:
             return (b.uitofp if src.is_unsigned else b.sitofp)(v, to)
         if to.width > v.type.width:

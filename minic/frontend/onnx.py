@@ -24,8 +24,8 @@ from minic.ir.types import DType, Dim, TensorType
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
 
 # ONNX TensorProto element types minic has.
-ONNX_DTYPES = {1: DType.f32, 2: DType.u8, 3: DType.i8, 5: DType.i16, 6: DType.i32, 7: DType.i64, 9: DType.bool,
-               10: DType.f16, 11: DType.f64, 16: DType.bf16}
+ONNX_DTYPES = {1: DType.f32, 2: DType.u8, 3: DType.i8, 4: DType.u16, 5: DType.i16, 6: DType.i32, 7: DType.i64,
+               9: DType.bool, 10: DType.f16, 11: DType.f64, 12: DType.u32, 13: DType.u64, 16: DType.bf16}
 
 
 def onnx_elem_type(dtype: DType) -> int:

@@ -28,7 +28,8 @@ def _ints(a) -> tuple[int, ...]:
 
 _SAME_NAME = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
               "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin", "Cos": "cos", "Tan": "tan",
-              "Floor": "floor", "Ceil": "ceil", "Round": "round", "Not": "not", "Identity": "identity"}
+              "Floor": "floor", "Ceil": "ceil", "Round": "round", "Asin": "asin", "Acos": "acos", "Atan": "atan",
+              "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Not": "not", "Identity": "identity"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Equal": "eq", "Less": "lt",
            "Greater": "gt", "And": "and", "Or": "or", "Xor": "xor"}
 
@@ -287,10 +288,28 @@ def _spatial_pads(b: Builder, a: dict, in_hw, kernel, stride, dilation) -> tuple
 
 def _need_2d(b: Builder, v: Value) -> None:
     if v.type.rank != 4:
-        raise UnsupportedError(f"{b.where}: only 2-D (NCHW) windows are supported, input is {v.type}")
+        raise UnsupportedError(f"{b.where}: only 1-D and 2-D (NCW, NCHW) windows are supported, input is {v.type}")
+
+
+def _as_2d(convert: Converter) -> Converter:
+    """A 1-D window (N, C, W) as the 2-D one over (N, C, 1, W): a unit height, no stride,
+    padding or dilation along it; the result loses the height again."""
+    def run(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        if x[0].type.rank != 3:
+            return convert(b, x, a)
+        a = dict(a)
+        for name, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+            if name in a:
+                a[name] = [unit] + list(a[name])
+        if "pads" in a:
+            a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+        lifted = [b.one("unsqueeze", v, axes=(2,)) if v is not None and k < 2 else v for k, v in enumerate(x)]
+        return [b.one("squeeze", out, axes=(2,)) for out in convert(b, lifted, a)]
+    return run
 
 
 @converts("Conv")
+@_as_2d
 def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, w = x[0], x[1]
     _need_2d(b, v)
@@ -302,6 +321,7 @@ def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 
 @converts("MaxPool", "AveragePool")
+@_as_2d
 def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
     _need_2d(b, v)
@@ -508,3 +528,4 @@ def _shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 
 from minic.frontend import onnx_ops_index  # noqa: E402,F401  (registers its converters)
+from minic.frontend import onnx_resize  # noqa: E402,F401  (registers Resize, Upsample)

@@ -102,7 +102,8 @@ class Load(Expr):
 # Functions a Call may name, with their arity.  Codegen maps each to an LLVM
 # intrinsic or a libm function.
 CALLS = {"neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "erf": 1,
-         "sin": 1, "cos": 1, "tan": 1, "floor": 1, "ceil": 1, "round": 1, "pow": 2}
+         "sin": 1, "cos": 1, "tan": 1, "floor": 1, "ceil": 1, "round": 1, "pow": 2,
+         "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1}
 
 
 @dataclass(frozen=True)

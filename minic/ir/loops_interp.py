@@ -24,6 +24,8 @@ _CALLS = {
     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil,
     "round": np.round, "pow": np.power,    # round: halves to even
     "erf": lambda x: type(x)(math.erf(float(x))),
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
 }
 
 

@@ -31,6 +31,9 @@ class DType(Enum):
     i16 = "i16"
     i8 = "i8"
     u8 = "u8"
+    u16 = "u16"
+    u32 = "u32"
+    u64 = "u64"
     bool = "bool"
 
     @property
@@ -44,11 +47,11 @@ class DType(Enum):
     @property
     def is_int(self) -> bool:
         """A signed or unsigned integer (not bool)."""
-        return self in (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
+        return self in (DType.i64, DType.i32, DType.i16, DType.i8) or self.is_unsigned
 
     @property
     def is_unsigned(self) -> bool:
-        return self == DType.u8
+        return self in (DType.u8, DType.u16, DType.u32, DType.u64)
 
     @property
     def is_storage_float(self) -> bool:
@@ -72,14 +75,15 @@ class DType(Enum):
 _NUMPY = {DType.f64: np.dtype(np.float64), DType.f32: np.dtype(np.float32), DType.f16: np.dtype(np.float16),
           DType.bf16: np.dtype(ml_dtypes.bfloat16), DType.i64: np.dtype(np.int64),
           DType.i32: np.dtype(np.int32), DType.i16: np.dtype(np.int16), DType.i8: np.dtype(np.int8),
-          DType.u8: np.dtype(np.uint8), DType.bool: np.dtype(np.bool_)}
+          DType.u8: np.dtype(np.uint8), DType.u16: np.dtype(np.uint16), DType.u32: np.dtype(np.uint32),
+          DType.u64: np.dtype(np.uint64), DType.bool: np.dtype(np.bool_)}
 
 
 def promote(a: DType, b: DType) -> DType:
     """The common type of two tensor operands, as PyTorch's ``torch.result_type``
     (and ONNX's type constraints, which only ever ask it of equal types) define it:
     bool < integers < floats; within a category the wider wins; u8 with a signed
-    integer goes to the smallest signed type holding both (u8, i8 -> i16);
+    integer goes to the smallest signed type holding both (u8, i8 -> i16; u64 to i64);
     f16 with bf16 goes to f32."""
     if a == b:
         return a
@@ -90,9 +94,12 @@ def promote(a: DType, b: DType) -> DType:
         if {a, b} == {DType.f16, DType.bf16}:
             return DType.f32
         return a if a.bits > b.bits else b
+    if a.is_unsigned and b.is_unsigned:
+        return a if a.bits > b.bits else b
     if a.is_unsigned or b.is_unsigned:
-        signed = b if a.is_unsigned else a
-        return DType.i16 if signed == DType.i8 else signed
+        signed, unsigned = (b, a) if a.is_unsigned else (a, b)
+        bits = min(64, max(signed.bits, 2 * unsigned.bits))   # u8 with i8 -> i16, u16 -> i32, u32 and u64 -> i64
+        return {16: DType.i16, 32: DType.i32, 64: DType.i64}.get(bits, signed)
     return a if a.bits > b.bits else b
 
 

@@ -58,6 +58,16 @@ def test_unary(op, shape):
     close(run_op(op, [x])[0], UNARY[op](t(x)))
 
 
+INVERSE_AND_HYPERBOLIC = {"asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh,
+                          "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh}
+
+
+@pytest.mark.parametrize("op", sorted(INVERSE_AND_HYPERBOLIC))
+def test_inverse_and_hyperbolic(op):
+    x = np.random.default_rng(0).uniform(-0.9, 0.9, (3, 4)).astype(np.float32) + (2 if op == "acosh" else 0)
+    close(run_op(op, [x])[0], INVERSE_AND_HYPERBOLIC[op](t(x)))
+
+
 BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "max": torch.maximum,
           "min": torch.minimum, "pow": torch.pow, "eq": torch.eq, "lt": torch.lt, "gt": torch.gt}
 
@@ -196,7 +206,7 @@ def test_every_registered_op_is_exercised_here():
     import inspect
     import sys
     source = inspect.getsource(sys.modules[__name__])
-    tested = set(UNARY) | set(BINARY) | {o for o in ops.names() if f'"{o}"' in source}
+    tested = set(UNARY) | set(BINARY) | set(INVERSE_AND_HYPERBOLIC) | {o for o in ops.names() if f'"{o}"' in source}
     assert set(ops.names()) - tested - {"shape", "reshape_dynamic"} == set()
 
 

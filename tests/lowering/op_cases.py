@@ -60,6 +60,10 @@ BINARY = ["add", "sub", "mul", "div", "max", "min", "eq", "lt", "gt"]
 CASES = {}
 for _op in UNARY:
     CASES[_op] = lambda d, rng, op=_op: one_op(op, [f32(d[0], d[1], d[2])], rng, positive=op in POSITIVE)
+for _op in ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]:
+    # inside each domain: |x| < 1 for asin, acos, atanh; x >= 1 for acosh
+    CASES[_op] = lambda d, rng, op=_op: one_op(op, [f32(d[0], d[1])], rng, data={0: (
+        rng.uniform(1, 3, (d[0], d[1])) if op == "acosh" else rng.uniform(-0.9, 0.9, (d[0], d[1]))).astype(np.float32)})
 for _op in BINARY:
     # broadcasting: [a, b, c] with [b, 1] (size-1 and missing axes)
     CASES[_op] = lambda d, rng, op=_op: one_op(op, [f32(d[0], d[1], d[2]), f32(d[1], 1)], rng)
