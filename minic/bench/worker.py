@@ -61,6 +61,7 @@ def build(spec: dict[str, Any]):
     from minic.verify.tolerance import F32
     from minic.errors import UserError
     from minic import backends
+    from minic.bench.paths import BenchPath
 
     torch.set_num_threads(spec["threads"])
     source = load(spec["model"], size=spec["size"], seed=spec["seed"])
@@ -70,11 +71,8 @@ def build(spec: dict[str, Any]):
         source.example_inputs = batched(source.example_inputs, source.dynamic_axes, spec["batch"])
     _, reference = backends.reference(source)
     base = current_rss_mb()
-    path = spec["path"]
-    options = dict(path["options"])
-    if path["threads_option"]:
-        options[path["threads_option"]] = spec["threads"]
-    cell = check(source, path["backend"], source.example_inputs, reference, F32, **options)
+    path = BenchPath(**spec["path"])
+    cell = check(source, path.backend, source.example_inputs, reference, F32, **path.options_for(spec["threads"]))
     answer = {"status": cell.status, "detail": cell.detail, "compile_s": cell.compile_s,
               "max_abs_err": cell.errors.abs if cell.errors else None, "rss_base_mb": base,
               "torch_threads": torch.get_num_threads(), "pid": os.getpid(),
