@@ -20,12 +20,12 @@ EXIT_INTERNAL_ERROR = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from minic.cli import (bench_cmd, compile_cmd, conformance_cmd, debug_cmd, models_cmd, report_cmd, run, show,
+    from minic.cli import (bench_cmd, compile_cmd, conformance_cmd, debug_cmd, models_cmd, ops_cmd, report_cmd, run, show,
                            tune_cmd, verify_cmd, viz_cmd)
     parser = argparse.ArgumentParser(prog="python -m minic", description="minic: a small ML compiler written to be read")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, show, compile_cmd, conformance_cmd, verify_cmd, viz_cmd, report_cmd, models_cmd, bench_cmd,
+    for module in (run, show, compile_cmd, conformance_cmd, verify_cmd, viz_cmd, report_cmd, models_cmd, ops_cmd, bench_cmd,
                    tune_cmd, debug_cmd):
         module.register(sub)
     for plugin in entry_points(group="minic.cli"):

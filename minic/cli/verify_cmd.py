@@ -29,6 +29,8 @@ def register(sub) -> None:
                    help="instead of models: N random graphs through every path (failures are minimized and saved)")
     p.add_argument("--save", type=Path, default=Path("tests/verify/regressions"),
                    help="where --random saves minimized failing graphs as .mc (default: %(default)s)")
+    p.add_argument("--corpus", choices=("transformers",),
+                   help="instead of the zoo: the transformers corpus (minic/models/corpus.py), two sequence lengths")
     p.add_argument("--json", type=Path, help="write the cells as JSON to this file")
     p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
     p.add_argument("--precision", metavar="P,P",
@@ -145,9 +147,19 @@ def handle(args: argparse.Namespace) -> int:
         return handle_random(args, chosen)
     if args.precision:
         return handle_precision(args, chosen)
+    if args.corpus:
+        from minic.models import corpus
+        from minic.verify.corpus_matrix import verify_corpus
+        names = corpus.names()
+        chosen = chosen or [b for b in backends.names() if b != "torch"]
     total = len(names) * (len(chosen) if chosen else len(backends.names()) - 1)
     with progress_bar("verify", total) as advance:
-        cells = verify_models(names, chosen, args.size, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"))
+        if args.corpus:
+            cells = verify_corpus(chosen, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"),
+                                  tol_of=lambda b, t: backend_tolerance(b, t))
+        else:
+            cells = verify_models(names, chosen, args.size, args.seed,
+                                  progress=lambda c: advance(f"{c.model}/{c.backend}"))
     if args.markdown:
         print(markdown(cells))
     else:

@@ -260,6 +260,8 @@ REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
 def _reduce(cx, node, a):
     # torch sums integers and bools in i64, and a dtype argument computes in that dtype.
     x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    if x.type.rank == 0:
+        return x                                    # a 0-d tensor reduces to itself
     dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
     op = REDUCE[node.target]
     attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
