@@ -1,4 +1,4 @@
-"""Codegen: Loop IR -> LLVM IR (llvmlite) -> O3 -> machine code.
+"""Codegen: Loop IR -> LLVM IR (llvmlite) -> O2 (``CompileOptions.opt_level``) -> machine code.
 
 Read in this order: ``options.py`` (CompileOptions), ``target.py`` (the target
 machine), ``emit.py`` (statements and expressions), ``parallel.py`` (parallel

@@ -1,20 +1,31 @@
 """Run the fenced blocks of a Markdown page, so that the docs cannot rot.
 
 * ```` ```bash ```` — every line is a command (``\\`` continues a line; ``#`` lines
-  are comments).  ```` ```console ```` — lines starting with ``$ `` are commands,
-  the lines after one are output it must print (each line must appear; ``...``
-  stands for anything).  A command must exit 0.  ``python -m minic ARGS`` runs
-  in this process (``minic.cli.main``: no interpreter start-up per command);
-  anything else runs in ``bash -o pipefail``.
+  are comments); its output is not shown.  ```` ```console ```` — lines starting
+  with ``$ `` are commands, the lines after one are its WHOLE output.  A command
+  must exit 0.  ``python -m minic ARGS`` runs in this process (``minic.cli.main``:
+  no interpreter start-up per command); anything else runs in ``bash -o pipefail``.
 * ```` ```python ```` — run in order in one interpreter per page (one namespace,
   so a later block uses what an earlier one defined), a separate process from
   the commands: what a page's Python registers is not seen by its commands,
-  just as in a reader's shell.
-* ```` ```text output ```` right after a python or console block — lines that
-  block's output must contain.
+  just as in a reader's shell.  A block that prints must be followed by a
+  ```` ```text output ```` block: its WHOLE output.
+* Output is compared line by line after masking what changes from run to run
+  (times such as ``12.3 ms``/``4 s``/``80 GFLOPS``, ``1.5x`` ratios, hex addresses,
+  temporary and scratch folders, the width of table rules) and squashing runs of spaces; blank lines do not
+  count.  A line ``...`` stands for any number of lines, ``...`` inside a line for
+  any text.  Progress lines (``[2/6] verify: ...``) count only in a block that
+  shows one.  A line that is a bare boolean (``True``, ``minic True``) fails: show
+  the real thing.
+* ```` ```console not-run: REASON ```` (or ``python``/``bash``) is shown, not run: an
+  expensive command, a fragment; the reason is required.
 * anything else (IR excerpts, ```` ```text ````) is illustration and not run.
 
 Everything runs in one scratch folder per page, in document order.
+``python tests/docs/docrun.py PAGE...`` runs pages and prints what fails;
+``--update`` writes each failing block's real output into the page instead
+(a long output keeps its head and tail around a ``...`` line, a long line its
+head before `` ...``).
 """
 from __future__ import annotations
 
@@ -39,35 +50,79 @@ class Block:
     info: str            # the rest of the info string ("output" in ```text output)
     text: str
     line: int            # line of the opening fence in the page
+    start: int = 0       # where the body starts and ends in the page (characters)
+    end: int = 0
 
 
 def blocks(page: str) -> list[Block]:
     out = []
     for m in FENCE.finditer(page):
         lang, _, info = m.group(1).strip().partition(" ")
-        out.append(Block(lang, info.strip(), m.group(2), page.count("\n", 0, m.start()) + 1))
+        out.append(Block(lang, info.strip(), m.group(2), page.count("\n", 0, m.start()) + 1,
+                         m.start(2), m.end(2)))
+    return out
+
+
+def console_items(block: Block) -> list[tuple[str, list[str]]]:
+    """(command as written, its output lines as written) of a console block."""
+    out: list[tuple[str, list[str]]] = []
+    continued = False
+    for line in block.text.splitlines():
+        if continued:
+            out[-1] = (out[-1][0] + "\n" + line, out[-1][1])
+        elif line.startswith("$ "):
+            out.append((line, []))
+        elif out:
+            out[-1][1].append(line)
+        continued = (continued or line.startswith("$ ")) and line.endswith("\\") and not out[-1][1]
     return out
 
 
 def commands(block: Block) -> list[tuple[str, list[str]]]:
     """(command, expected output lines) pairs of a bash or console block."""
-    out: list[tuple[str, list[str]]] = []
     if block.lang == "bash":
         text = block.text.replace("\\\n", " ")
         return [(line.strip(), []) for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
-    for line in block.text.replace("\\\n", " ").splitlines():
-        if line.startswith("$ "):
-            out.append((line[2:].strip(), []))
-        elif out and line.strip() and line.strip() != "...":
-            out[-1][1].append(line.strip())
-    return out
+    return [(written[2:].replace("\\\n", " ").strip(), shown) for written, shown in console_items(block)]
 
 
-def missing_lines(output: str, expected: list[str]) -> list[str]:
-    """Expected lines that do not occur in ``output`` (runs of spaces count as one)."""
-    squash = lambda s: re.sub(r"\s+", " ", s).strip()
-    text = squash(output)
-    return [e for e in expected if squash(e) not in text]
+# What changes from run to run: times, rates, ratios, addresses, folders.
+MASKS = [
+    (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?(ns|us|µs|ms|s|min|GFLOPS|GFLOP/s|GB/s|x)(?![\w/])"),
+     r"# \1"),
+    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x#"),
+    (re.compile(r"/tmp/[^\s'\"):,]*"), "<tmp>"),
+    (re.compile(r"[-─━═]{3,}"), "---"),           # table rules, as wide as the widest cell
+]
+BOOLEAN = re.compile(r"(\S+ )?(True|False)")
+PROGRESS = re.compile(r"\[\d+/\d+\] ")         # minic/progress.py's lines where stdout is no terminal
+
+
+def normal(line: str, cwd: Path | None = None) -> str:
+    """A line as compared: folders and run-to-run numbers masked, runs of spaces squashed."""
+    if cwd is not None:
+        line = line.replace(str(cwd), "/tmp/scratch")
+    for pattern, repl in MASKS:
+        line = pattern.sub(repl, line)
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def mismatch(output: str, shown: list[str], cwd: Path | None = None) -> str | None:
+    """Why ``output`` is not what a block shows (``None``: it is), see the module's rules."""
+    got = [normal(line, cwd) for line in output.splitlines()]
+    got = [line for line in got if line]
+    if bare := [line for line in got if BOOLEAN.fullmatch(line)]:
+        return f"prints a bare boolean {bare[0]!r}: print the real thing"
+    want = [normal(line) for line in shown]
+    if not any(PROGRESS.match(line) for line in want):       # shown only where a page is about them
+        got = [line for line in got if not PROGRESS.match(line)]
+    pattern = "".join("(?:[^\n]*\n)*?" if line == "..." else
+                      "[^\n]*".join(map(re.escape, line.split("..."))) + "\n" for line in want if line)
+    if re.fullmatch(pattern, "".join(line + "\n" for line in got)):
+        return None
+    if not any(want):
+        return "prints output that the page does not show"
+    return "output differs from what the page shows"
 
 
 def run_command(command: str, cwd: Path) -> tuple[int, str]:
@@ -139,8 +194,38 @@ class PythonSession:
                 self.proc.wait()
 
 
-def run_page(path: Path, cwd: Path) -> list[str]:
-    """Run every block of the page at ``path``; return the failures (empty: all good)."""
+MAX_SHOWN = 60      # longer outputs are written back as head, "...", tail
+MAX_WIDTH = 200     # a longer line (weights in hex) is written back cut, ending in " ..."
+
+
+def cut(line: str) -> str:
+    if len(line) <= MAX_WIDTH:
+        return line
+    head = line[:MAX_WIDTH - 40]
+    return head[:head.rfind(" ")] + " ..." if " " in head else head + "..."
+
+
+def shown_text(output: str, cwd: Path, progress: bool = False) -> list[str]:
+    """The lines ``--update`` writes for ``output`` (progress lines only with ``progress``)."""
+    lines = [cut(line.rstrip().replace(str(cwd), "/tmp/scratch")) for line in output.strip("\n").splitlines()
+             if progress or not PROGRESS.match(line)]
+    if len(lines) > MAX_SHOWN:
+        lines = lines[:MAX_SHOWN - 12] + ["..."] + lines[-10:]
+    return lines
+
+
+@dataclass
+class Edit:
+    """Replace page[start:end] with text (``--update``)."""
+    start: int
+    end: int
+    text: str
+
+
+def run_page(path: Path, cwd: Path, edits: list[Edit] | None = None) -> list[str]:
+    """Run every block of the page at ``path``; return the failures (empty: all good).
+
+    With ``edits`` (a list), also collect the edits that make the page show the real output."""
     failures: list[str] = []
     items = blocks(path.read_text())
     session: PythonSession | None = None
@@ -148,26 +233,80 @@ def run_page(path: Path, cwd: Path) -> list[str]:
         for i, block in enumerate(items):
             where = f"{path.name}:{block.line}"
             following = items[i + 1] if i + 1 < len(items) else None
-            expected = following.text.splitlines() if following and following.lang == "text" \
-                and following.info == "output" else []
-            expected = [e.strip() for e in expected if e.strip() and e.strip() != "..."]
-            if block.lang == "python":
+            output_block = following if following and following.lang == "text" and following.info == "output" \
+                else None
+            if block.lang in ("python", "bash", "console") and block.info.startswith("not-run"):
+                if not block.info.partition(":")[2].strip():
+                    failures.append(f"{where}: a not-run block says why (```{block.lang} not-run: REASON)")
+            elif block.lang == "python":
                 session = session or PythonSession(cwd)
                 ok, output = session.run(block.text, where)
                 if not ok:
                     failures.append(f"{where}: python block failed:\n{output[-3000:]}")
-                elif missing := missing_lines(output, expected):
-                    failures.append(f"{where}: output lacks {missing}; it printed:\n{output[-3000:]}")
+                    continue
+                shown = output_block.text.splitlines() if output_block else []
+                if why := mismatch(output, shown, cwd):
+                    failures.append(f"{where}: {why}; it printed:\n{output[-3000:]}")
+                    if edits is not None and not why.startswith("prints a bare"):
+                        text = "\n".join(shown_text(output, cwd)) + "\n"
+                        edits.append(Edit(output_block.start, output_block.end, text) if output_block else
+                                     Edit(block.end + 3, block.end + 3, "\n\n```text output\n" + text + "```"))
             elif block.lang in ("bash", "console"):
-                runs = commands(block)
-                for k, (command, shown) in enumerate(runs):
-                    want = shown + (expected if k == len(runs) - 1 else [])
+                if output_block:
+                    failures.append(f"{where}: a {block.lang} block's output goes inside it, after its `$` line")
+                written = console_items(block) if block.lang == "console" else []
+                new: list[str] = []
+                changed = False
+                for k, (command, shown) in enumerate(commands(block)):
                     code, output = run_command(command, cwd)
                     if code != 0:
                         failures.append(f"{where}: `{command}` exited {code}:\n{output[-3000:]}")
-                    elif missing := missing_lines(output, want):
-                        failures.append(f"{where}: `{command}` output lacks {missing}; it printed:\n{output[-3000:]}")
+                    elif block.lang == "console" and (why := mismatch(output, shown, cwd)):
+                        failures.append(f"{where}: `{command}` {why}; it printed:\n{output[-3000:]}")
+                        if not why.startswith("prints a bare"):
+                            progress = any(PROGRESS.match(line) for line in shown)
+                            shown, changed = shown_text(output, cwd, progress), True
+                    if written:
+                        new += [written[k][0]] + shown
+                if edits is not None and changed:
+                    edits.append(Edit(block.start, block.end, "\n".join(new) + "\n"))
     finally:
         if session is not None:
             session.close()
     return failures
+
+
+def apply(page: str, edits: list[Edit]) -> str:
+    for e in sorted(edits, key=lambda e: e.start, reverse=True):
+        page = page[:e.start] + e.text + page[e.end:]
+    return page
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import tempfile
+    parser = argparse.ArgumentParser(description="Run the blocks of Markdown pages (see the module's doc).")
+    parser.add_argument("pages", nargs="+", type=Path)
+    parser.add_argument("--update", action="store_true", help="write the real output into each failing block")
+    args = parser.parse_args(argv)
+    bad = 0
+    for page in args.pages:
+        text = page.read_text()
+        with tempfile.TemporaryDirectory() as scratch:
+            edits: list[Edit] = []
+            failures = run_page(page, Path(scratch), edits if args.update else None)
+        for f in failures:
+            print(f"{f}\n", file=sys.stderr)
+        if args.update and edits:
+            if page.read_text() != text:
+                print(f"{page} changed while it ran; not updated", file=sys.stderr)
+                return 1
+            page.write_text(apply(text, edits))
+            print(f"{page}: {len(edits)} block(s) updated")
+        bad += len(failures)
+        print(f"{page}: {len(failures)} failure(s)")
+    return 1 if bad and not args.update else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

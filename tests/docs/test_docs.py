@@ -6,21 +6,26 @@ from pathlib import Path
 
 import pytest
 
-from docrun import blocks, commands, missing_lines, run_page
+from docrun import Edit, apply, blocks, commands, cut, mismatch, run_page
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
+# The READMEs whose command blocks run too (a console block there is run unless marked not-run).
+READMES = [ROOT / "bridges" / "qnn" / "README.md", ROOT / "bridges" / "iree" / "README.md",
+           ROOT / "minic" / "aarch64" / "README.md"]
 
 
 def test_the_walkthrough_is_all_there():
     names = [p.name for p in PAGES]
     chapters = [n for n in names if n[:2].isdigit()]
-    assert [n[:2] for n in chapters] == [f"{i:02d}" for i in range(1, 11)]
+    assert [n[:2] for n in chapters] == [f"{i:02d}" for i in range(1, 12)]
     index = (DOCS / "README.md").read_text()
     assert all(f"({n})" in index for n in chapters), "docs/README.md links every chapter"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+@pytest.mark.parametrize("page", PAGES + READMES, ids=[p.stem for p in PAGES] +
+                         [str(p.parent.relative_to(ROOT)) for p in READMES])
 def test_page_runs(page, tmp_path):
     failures = run_page(page, tmp_path)
     assert not failures, "\n\n".join(failures)
@@ -32,8 +37,38 @@ def test_parser_reads_fences_commands_and_expected_output():
     found = blocks(page)
     assert [(b.lang, b.info, b.line) for b in found] == [("console", "", 2), ("python", "", 9),
                                                            ("text", "output", 12), ("mc", "", 15)]
-    assert commands(found[0]) == [("echo a    b", ["a b"]), ("true", [])]
-    assert missing_lines("x  a   b\n", ["a b", "c"]) == ["c"]
+    assert commands(found[0]) == [("echo a    b", [" a b", "..."]), ("true", [])]
+    assert page[found[2].start:found[2].end] == "hello\n"
+
+
+def test_whole_output_with_elision_and_masks(tmp_path):
+    out = f"head\n  took 12.5 ms  (3.1x, 80 GFLOPS)\nat 0x7f3a9c0b1d20 in {tmp_path}/x.mc\nmiddle\n\ntail\n"
+    shown = ["head", "took 9.0 ms (1.2x, 75.5 GFLOPS)", "at 0x7f00deadbeef in /tmp/scratch/x.mc", "...", "tail"]
+    assert mismatch(out, shown, tmp_path) is None
+    assert mismatch(out, ["head", "..."]) is None
+    assert mismatch(out, ["head", "...", "middle"]) == "output differs from what the page shows"   # tail unshown
+    assert mismatch(out, ["head", "took ... ms (...)", "..."]) is None                             # inside a line
+    assert mismatch("a\nb\n", ["a", "c"]) == "output differs from what the page shows"
+    assert mismatch("a\n", []) == "prints output that the page does not show"
+    assert mismatch("", []) is None
+    assert mismatch("err 1.5e-07 of 3 %\n", ["err 2.0e-07 of 3 %"]) is not None                 # errors are not times
+    assert mismatch("minic True\n", ["minic True"]).startswith("prints a bare boolean")
+    assert mismatch("True\n", ["True"]).startswith("prints a bare boolean")
+
+
+def test_update_writes_the_real_output(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("```python\nprint('a')\n```\n\n```python\nprint('b\\nc')\n```\n```text output\nold\n```\n"
+                    "```console\n$ echo x\nold\n$ echo y\n...\n```\n")
+    edits: list[Edit] = []
+    assert len(run_page(page, tmp_path, edits)) == 3
+    page.write_text(apply(page.read_text(), edits))
+    assert page.read_text() == ("```python\nprint('a')\n```\n\n```text output\na\n```\n\n"
+                                "```python\nprint('b\\nc')\n```\n```text output\nb\nc\n```\n"
+                                "```console\n$ echo x\nx\n$ echo y\n...\n```\n")
+    assert run_page(page, tmp_path) == []
+    long = "dense<" + "ab " * 100 + ">"
+    assert cut(long).endswith(" ...") and len(cut(long)) < 200 and mismatch(long + "\n", [cut(long)]) is None
 
 
 def test_runner_reports_failures(tmp_path):
@@ -42,11 +77,13 @@ def test_runner_reports_failures(tmp_path):
                     "```python\nprint('no')\n```\n```text output\nyes\n```\n"
                     "```python\nraise ValueError('broken block')\n```\n"
                     "```console\n$ echo hi\nbye\n```\n```bash\nfalse\n```\n"
-                    "```console\n$ python -m minic models --no-such-flag\n```\n")
+                    "```console\n$ python -m minic models --no-such-flag\n```\n"
+                    "```console not-run:\n$ false\n```\n```console not-run: takes an hour\n$ false\n```\n")
     failures = run_page(page, tmp_path)
-    assert len(failures) == 5, failures
-    assert "output lacks ['yes']" in failures[0]
+    assert len(failures) == 6, failures
+    assert "output differs" in failures[0] and "no" in failures[0]
     assert "bad.md:16" in failures[1] and "broken block" in failures[1]
-    assert "output lacks ['bye']" in failures[2]
+    assert "`echo hi` output differs" in failures[2]
     assert "`false` exited 1" in failures[3]
     assert "no-such-flag" in failures[4]
+    assert "says why" in failures[5]
