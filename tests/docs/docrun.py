@@ -87,9 +87,11 @@ def commands(block: Block) -> list[tuple[str, list[str]]]:
 
 
 # What changes from run to run: times, rates, ratios, addresses, folders.
+UNIT_KIND = {"ns": "time", "us": "time", "µs": "time", "ms": "time", "s": "time", "min": "time",
+             "GFLOPS": "rate", "GFLOP/s": "rate"}
 MASKS = [
-    (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?(ns|us|µs|ms|s|min|GFLOPS|GFLOP/s|GB/s|x)(?![\w/])"),
-     r"# \1"),
+    (re.compile(r"(?:(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?|\.\.\.)\s?(ns|us|µs|ms|s|min|GFLOPS|GFLOP/s|GB/s|x)(?![\w/])"),
+     lambda m: "#" + UNIT_KIND.get(m.group(1), m.group(1))),       # 1.99 s and 880 ms are both a time
     (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x#"),
     (re.compile(r"/tmp/[^\s'\"):,]*"), "<tmp>"),
     (re.compile(r"[-─━═]{3,}"), "---"),           # table rules, as wide as the widest cell

@@ -45,6 +45,8 @@ def test_whole_output_with_elision_and_masks(tmp_path):
     out = f"head\n  took 12.5 ms  (3.1x, 80 GFLOPS)\nat 0x7f3a9c0b1d20 in {tmp_path}/x.mc\nmiddle\n\ntail\n"
     shown = ["head", "took 9.0 ms (1.2x, 75.5 GFLOPS)", "at 0x7f00deadbeef in /tmp/scratch/x.mc", "...", "tail"]
     assert mismatch(out, shown, tmp_path) is None
+    assert mismatch("compile 1.99 s\n", ["compile 880.893 ms"]) is None                         # a time is a time
+    assert mismatch("compile 1.99 s\n", ["compile 1.99 GB/s"]) is not None
     assert mismatch(out, ["head", "..."]) is None
     assert mismatch(out, ["head", "...", "middle"]) == "output differs from what the page shows"   # tail unshown
     assert mismatch(out, ["head", "took ... ms (...)", "..."]) is None                             # inside a line
