@@ -184,6 +184,11 @@ class Emitter:
         to = reg_type(dst)
         if src == DType.bool:
             return b.uitofp(v, to) if dst.is_float else b.zext(v, to)
+        if src == DType.f64 and dst == DType.f16:
+            # LLVM lowers fptrunc double -> half to a libcall (__truncdfhf2) that the JIT does
+            # not provide (a call through null: a segfault); f64 -> f32 -> f16 rounds twice,
+            # which moves a result only when the f32 lands exactly halfway between two f16s.
+            return self.cast(self.cast(v, src, DType.f32), DType.f32, dst)
         if src.is_float and dst.is_float:
             return b.fpext(v, to) if dst.bits > src.bits else b.fptrunc(v, to)
         if src.is_float:                        # to u8 through i64, so -1.0 -> 255 as in PyTorch on x86

@@ -57,7 +57,7 @@ def run_case(case: Any, path: str) -> Result:
             warnings.simplefilter("ignore")
             rep = MinicBackend.prepare(case.model, backend=path)
             for inputs, expected in case.data_sets:
-                problem = compare(rep.run(inputs), expected, case.rtol, case.atol)
+                problem = compare(rep.run([_array(x) for x in inputs]), expected, case.rtol, case.atol)
                 if problem:
                     return done("wrong", problem)
     except UserError as e:
@@ -65,6 +65,12 @@ def run_case(case: Any, path: str) -> Result:
     except Exception as e:  # noqa: BLE001 - an internal error is the outcome being measured
         return done("crash", f"{type(e).__name__}: {str(e)[:300]}")
     return done("pass")
+
+
+def _array(x: Any) -> Any:
+    """A case's datum as numpy: some cases store a TensorProto instead of an array."""
+    import onnx
+    return onnx.numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else x
 
 
 def compare(got: Any, expected: list[Any], rtol: float, atol: float) -> str:
@@ -80,6 +86,7 @@ def compare(got: Any, expected: list[Any], rtol: float, atol: float) -> str:
 
 
 def _compare_one(g: Any, w: Any, rtol: float, atol: float) -> str:
+    w = _array(w)
     if w is None or isinstance(w, list):             # an optional's absence, a sequence
         if isinstance(w, list):
             if not isinstance(g, (list, tuple)) or len(g) != len(w):

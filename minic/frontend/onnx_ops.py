@@ -529,3 +529,4 @@ def _shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 from minic.frontend import onnx_ops_index  # noqa: E402,F401  (registers its converters)
 from minic.frontend import onnx_resize  # noqa: E402,F401  (registers Resize, Upsample)
+from minic.frontend import onnx_quant  # noqa: E402,F401  (registers the quantization ops)

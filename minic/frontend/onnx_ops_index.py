@@ -43,6 +43,11 @@ def _cumsum(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.one(b.node.op_type.lower(), x[0], axis=axis, exclusive=bool(a.get("exclusive", 0)), reverse=bool(a.get("reverse", 0)))]
 
 
+@converts("BitShift")
+def _bit_shift(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("bit_shift", x[0], x[1], direction=a["direction"].lower())]
+
+
 @converts("Mod")
 def _mod(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.one("mod", x[0], x[1], fmod=bool(a.get("fmod", 0)))]

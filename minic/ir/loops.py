@@ -75,7 +75,7 @@ class Const(Expr):
 
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC_OPS = ("and", "or", "xor")          # logical on bools, bitwise on integers
-ARITH_OPS = ("add", "sub", "mul", "div", "mod", "max", "min")
+ARITH_OPS = ("add", "sub", "mul", "div", "mod", "max", "min", "shl", "shr")   # shr: logical when unsigned
 
 
 @dataclass(frozen=True)
@@ -362,7 +362,8 @@ def shape_numel(shape: tuple[Dim, ...], env: dict[str, int]) -> int:
 
 _INFIX = {"add": ("+", 4), "sub": ("-", 4), "mul": ("*", 5), "div": ("/", 5), "mod": ("%", 5),
           "lt": ("<", 3), "le": ("<=", 3), "gt": (">", 3), "ge": (">=", 3), "eq": ("==", 2),
-          "ne": ("!=", 2), "and": ("&&", 1), "or": ("||", 0), "xor": ("^", 1)}
+          "ne": ("!=", 2), "and": ("&&", 1), "or": ("||", 0), "xor": ("^", 1), "shl": ("<<", 3.5),
+          "shr": (">>", 3.5)}
 
 
 def _const_str(c: Const) -> str:

@@ -55,6 +55,8 @@ def _binop(op: str, a, b, dtype: DType):
     if op == "and": return a & b           # logical on np.bool_, bitwise on integers
     if op == "or": return a | b
     if op == "xor": return a ^ b
+    if op == "shl": return a << b
+    if op == "shr": return a >> b          # numpy: logical on unsigned, arithmetic on signed, as LLVM's
     raise ValueError(f"unknown binary op {op}")
 
 

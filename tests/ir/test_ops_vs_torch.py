@@ -235,3 +235,6 @@ def test_indexing_ops():
     a, b = np.array([5, -5, 7, -7], np.int64), np.array([3, 3, -2, 0], np.int64)
     close(run_op("mod", [a, b])[0], np.where(b == 0, 0, torch.remainder(t(a), t(np.where(b == 0, 1, b))).numpy()))
     close(run_op("mod", [x, x[::-1].copy()], fmod=True)[0], torch.fmod(t(x), t(x[::-1].copy())))
+    u, s = np.array([1, 200, 7, 255], np.uint8), np.array([1, 2, 0, 8], np.uint8)
+    close(run_op("bit_shift", [u, s], direction="left")[0], np.where(s < 8, t(u) << t(s), 0))
+    close(run_op("bit_shift", [u, s], direction="right")[0], np.where(s < 8, t(u) >> t(s), 0))

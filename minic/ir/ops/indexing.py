@@ -1,5 +1,5 @@
 """Ops that read or write at indices held in a tensor, and running reductions:
-gather_elements, scatter_elements, gather_nd, scatter_nd, arg_max, arg_min, cumsum, cumprod, mod.
+gather_elements, scatter_elements, gather_nd, scatter_nd, arg_max, arg_min, cumsum, cumprod, and the integer ops mod and bit_shift.
 
 The scatters and running sums re-read their inputs for every output element (their
 compute rules reduce over the update positions), so fusion treats them as
@@ -135,6 +135,16 @@ def mod_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
         wrong_sign = BinOp("and", BinOp("ne", r, zero), BinOp("ne", BinOp("lt", r, zero), BinOp("lt", safe, zero)))
         r = Select(wrong_sign, BinOp("add", r, safe), r)
     return r if a.dtype.is_float else Select(is_zero, zero, r)
+
+
+def shift_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    a, b = (arg(x, index) for x in site.inputs)
+    top = const(a.dtype.bits - 1, a.dtype)
+    in_range = BinOp("and", BinOp("ge", b, const(0, a.dtype)), BinOp("le", b, top))
+    if site.attrs.direction == "right" and not a.dtype.is_unsigned:       # the sign fills every bit
+        return BinOp("shr", a, Select(in_range, b, top))
+    moved = BinOp("shl" if site.attrs.direction == "left" else "shr", a, Select(in_range, b, const(0, a.dtype)))
+    return Select(in_range, moved, const(0, a.dtype))   # LLVM: a shift by >= bits (or < 0) is poison
 
 
 # --- the ops ---------------------------------------------------------------------------------
@@ -342,3 +352,31 @@ def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 define("mod", OpKind.ELEMENTWISE, _mod_infer, mod, mod_rule, ModAttrs, arity=(2, 2),
                doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); integer x mod 0 is 0")
 
+
+
+@dataclass(frozen=True)
+class ShiftAttrs:
+    direction: str                      # left | right
+
+    def check(self) -> None:
+        require(self.direction in ("left", "right"), f"bit_shift: direction must be left or right, got '{self.direction}'")
+
+
+def _shift_infer(attrs: ShiftAttrs, ts: list[TensorType]) -> list[TensorType]:
+    a, b = ts
+    require(a.dtype == b.dtype and a.dtype.is_int, f"bit_shift: needs two integer inputs of one dtype, got {a}, {b}")
+    return [TensorType(broadcast(a.shape, b.shape), a.dtype)]
+
+
+def bit_shift(attrs: ShiftAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    shift = np.left_shift if attrs.direction == "left" else np.right_shift
+    bits = a.dtype.itemsize * 8
+    ok = (b >= 0) & (b < bits)
+    if attrs.direction == "right" and a.dtype.kind == "i":        # the sign fills every bit
+        return shift(a, np.where(ok, b, bits - 1)).astype(a.dtype)
+    return np.where(ok, shift(a, np.where(ok, b, 0)), 0).astype(a.dtype)
+
+
+define("bit_shift", OpKind.ELEMENTWISE, _shift_infer, bit_shift, shift_rule, ShiftAttrs, arity=(2, 2),
+       doc="bit_shift(a, b) = a << b or a >> b (logical when unsigned, arithmetic when signed); a shift "
+           "outside [0, width) gives 0, or the sign in every bit for a signed right shift")

@@ -1,0 +1,145 @@
+"""ONNX's quantization ops, composed from minic's ops at import.
+
+``DequantizeLinear``: ``y = (x - zero_point) · scale``; ``QuantizeLinear``:
+``y = saturate(round_half_even(x / scale) + zero_point)``; the scale and zero
+point are a scalar, one per slice along ``axis``, or one per ``block_size``
+elements along it (blocked).  The integer contractions (``MatMulInteger``,
+``ConvInteger``, ``QLinearMatMul``, ``QLinearConv``) run as minic's float
+matmul and conv2d on the zero-point-shifted integers: exact while every sum
+stays below 2^24 in magnitude (an 8-bit K-sum does up to K = 258); then the
+result is cast (integer outputs) or requantized.  minic has no integer
+matmul kernel yet.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.errors import UnsupportedError
+from minic.frontend.onnx import ONNX_DTYPES, Builder
+from minic.frontend.onnx_ops import CONVERTERS, converts
+from minic.ir.graph import Value
+from minic.ir.types import DType
+
+
+def _per_element(b: Builder, p: Value, x: Value, axis: int, block: int) -> Value:
+    """A scale or zero point brought to broadcast against ``x``."""
+    rank = x.type.rank
+    if p.type.rank == 0 or (p.type.rank == 1 and p.type.shape[0] == 1 and block == 0 and rank != 1):
+        return p
+    axis %= rank
+    if block == 0:                                  # per axis: one value per slice along axis
+        shape = [1] * rank
+        shape[axis] = p.type.shape[0]
+        return b.one("reshape", p, shape=tuple(shape))
+    n = x.type.shape[axis]                          # blocked: each value covers `block` elements along axis
+    grown = list(p.type.shape)
+    grown.insert(axis + 1, block)
+    lifted = b.one("expand", b.one("unsqueeze", p, axes=(axis + 1,)), shape=tuple(grown))
+    merged = list(p.type.shape)
+    merged[axis] = p.type.shape[axis] * block
+    out = b.one("reshape", lifted, shape=tuple(merged))
+    if merged[axis] != n:
+        out = b.one("slice", out, axes=(axis,), starts=(0,), ends=(n,), steps=(1,))
+    return out
+
+
+def _float(b: Builder, v: Value, dtype: DType) -> Value:
+    return v if v.type.dtype == dtype else b.one("cast", v, dtype=dtype)
+
+
+def dequantize(b: Builder, x: Value, scale: Value, zp: Value | None, axis: int = 1, block: int = 0,
+               dtype: DType | None = None) -> Value:
+    dtype = dtype or scale.type.dtype
+    compute = DType.f32 if dtype.is_storage_float else dtype
+    y = _float(b, x, compute)
+    if zp is not None:
+        y = b.one("sub", y, _per_element(b, _float(b, zp, compute), x, axis, block))
+    y = b.one("mul", y, _per_element(b, _float(b, scale, compute), x, axis, block))
+    return _float(b, y, dtype)
+
+
+def quantize(b: Builder, x: Value, scale: Value, zp: Value | None, out: DType, axis: int = 1, block: int = 0) -> Value:
+    if not out.is_int:
+        raise UnsupportedError(f"{b.where}: quantizing to {out.value} is not supported")
+    compute = DType.f32 if not x.type.dtype.is_float or x.type.dtype.is_storage_float else x.type.dtype
+    q = b.one("round", b.one("div", _float(b, x, compute), _per_element(b, _float(b, scale, compute), x, axis, block)))
+    if zp is not None:
+        q = b.one("add", q, _per_element(b, _float(b, zp, compute), x, axis, block))
+    info = np.iinfo(out.numpy)
+    q = b.one("min", b.one("max", q, b.const(info.min, like=q)), b.const(info.max, like=q))
+    return b.one("cast", q, dtype=out)
+
+
+def _dtype_attr(b: Builder, a: dict, name: str = "output_dtype") -> DType | None:
+    code = a.get(name, 0)
+    if not code:
+        return None
+    if code not in ONNX_DTYPES:
+        raise UnsupportedError(f"{b.where}: element type {code} is not supported")
+    return ONNX_DTYPES[code]
+
+
+@converts("DequantizeLinear")
+def _dequantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    zp = x[2] if len(x) > 2 else None
+    return [dequantize(b, x[0], x[1], zp, a.get("axis", 1), a.get("block_size", 0), _dtype_attr(b, a))]
+
+
+@converts("QuantizeLinear")
+def _quantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    zp = x[2] if len(x) > 2 else None
+    out = zp.type.dtype if zp is not None else (_dtype_attr(b, a) or DType.u8)
+    return [quantize(b, x[0], x[1], zp, out, a.get("axis", 1), a.get("block_size", 0))]
+
+
+def _shifted(b: Builder, v: Value, zp: Value | None, axis: int | None = None) -> Value:
+    """An integer operand minus its zero point, in f32 (exact for 8- and 16-bit integers)."""
+    f = _float(b, v, DType.f32)
+    if zp is None:
+        return f
+    z = _float(b, zp, DType.f32)
+    if axis is not None and z.type.rank == 1 and z.type.shape[0] != 1:
+        shape = [1] * v.type.rank
+        shape[axis % v.type.rank] = z.type.shape[0]
+        z = b.one("reshape", z, shape=tuple(shape))
+    return b.one("sub", f, z)
+
+
+@converts("MatMulInteger")
+def _matmul_integer(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    x = x + [None] * (4 - len(x))
+    # a's zero point is per row (axis 0 of a 2-D a), b's per column (the last axis)
+    product = b.one("matmul", _shifted(b, x[0], x[2], -2 if x[0].type.rank > 1 else None), _shifted(b, x[1], x[3], -1))
+    return [b.one("cast", product, dtype=DType.i32)]
+
+
+@converts("QLinearMatMul")
+def _qlinear_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    av, a_scale, a_zp, bv, b_scale, b_zp, y_scale, y_zp = x
+    left = dequantize(b, av, a_scale, a_zp, axis=-2 if av.type.rank > 1 else 0, dtype=DType.f32)
+    right = dequantize(b, bv, b_scale, b_zp, axis=-1, dtype=DType.f32)
+    y = b.one("matmul", left, right)
+    return [quantize(b, y, y_scale, y_zp, y_zp.type.dtype if y_zp is not None else DType.u8, axis=-1)]
+
+
+@converts("ConvInteger")
+def _conv_integer(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    x = x + [None] * (4 - len(x))
+    conv = CONVERTERS["Conv"]
+    inputs = [_shifted(b, x[0], x[2]), _shifted(b, x[1], x[3], 0)]
+    return [b.one("cast", conv(b, inputs, a)[0], dtype=DType.i32)]
+
+
+@converts("QLinearConv")
+def _qlinear_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    xv, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp = x[:8]
+    bias = x[8] if len(x) > 8 else None
+    left = dequantize(b, xv, x_scale, x_zp, dtype=DType.f32)
+    weight = dequantize(b, w, w_scale, w_zp, axis=0, dtype=DType.f32)
+    inputs = [left, weight]
+    if bias is not None:          # an i32 bias in units of x_scale · w_scale
+        inputs.append(b.one("mul", _float(b, bias, DType.f32),
+                            b.one("reshape", b.one("mul", _float(b, x_scale, DType.f32), _float(b, w_scale, DType.f32)),
+                                  shape=(-1,)) if w_scale.type.rank else b.one("mul", x_scale, w_scale)))
+    y = CONVERTERS["Conv"](b, inputs, a)[0]
+    return [quantize(b, y, y_scale, y_zp, y_zp.type.dtype if y_zp is not None else DType.u8)]
