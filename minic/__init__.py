@@ -9,6 +9,6 @@ codegen → runtime; the stages are named once in ``minic/pipeline.py``.
 docs/README.md is the walkthrough, one chapter per stage.
 """
 from minic.api import compile, load
-from minic.errors import MinicError, UnsupportedError, UserError
+from minic.errors import DataError, MinicError, UnsupportedError, UserError
 
-__all__ = ["compile", "load", "MinicError", "UserError", "UnsupportedError"]
+__all__ = ["compile", "load", "DataError", "MinicError", "UserError", "UnsupportedError"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from minic import backends
 from minic.backends import ModelSource, Runner, graph_of
-from minic.errors import UserError
+from minic.errors import DataError, UserError
 from minic.ir.graph import Graph
 
 DEFAULT_BACKEND = "minic"
@@ -83,10 +83,14 @@ def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
 
 def _random_inputs(graph: Graph, seed: int, dim: int = 2) -> tuple[np.ndarray, ...]:
     """Inputs for a graph that came without any: symbolic dims set to ``dim``."""
+    from minic.limits import array_bytes, ensure_fits
     rng = np.random.default_rng(seed)
     out = []
     for v in graph.inputs:
         shape = tuple(d if isinstance(d, int) else dim for d in v.type.shape)
+        # the draw is made in f64, then cast: both arrays exist for a moment
+        ensure_fits(array_bytes(shape, 8 + v.type.dtype.numpy.itemsize),
+                    f"a random example input for '{v.name}' ({v.type.dtype.value}{list(shape)}, with its f64 draw)")
         if v.type.dtype.is_float:
             out.append(rng.standard_normal(shape).astype(v.type.dtype.numpy))
         elif v.type.dtype.value == "bool":
@@ -119,8 +123,11 @@ def _torch_backend(source: ModelSource, **options: Any) -> Runner:
     module = source.module.eval()
 
     def run(*arrays: np.ndarray):
-        with torch.no_grad():
-            out = module(*(tensor_of(a) for a in arrays))
+        try:
+            with torch.no_grad():
+                out = module(*(tensor_of(a) for a in arrays))
+        except IndexError as e:              # torch's "index out of range in self": a bad token id ...
+            raise DataError(f"PyTorch ({source.name}): {e}") from None
         if isinstance(out, (tuple, list)):
             return tuple(numpy_of(o) for o in out)
         return numpy_of(out)

@@ -11,3 +11,10 @@ class UserError(MinicError):
 
 class UnsupportedError(UserError):
     """The input is valid, but a path does not support it (an op, an opset, a dtype)."""
+
+
+class DataError(UserError):
+    """The input *data* is outside what an op is defined for: a gather index out of
+    range, an integer division by zero.  The interpreter raises it from the op's
+    reference; compiled code tests the data, reports it in its status word, and the
+    runtime raises it after the call, naming the node."""

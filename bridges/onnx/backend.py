@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from minic.backends import ModelSource, Runner
-from minic.errors import UnsupportedError, UserError
+from minic.errors import DataError, UnsupportedError, UserError
 
 OPTIONS = {"optimize", "opset", "level", "provider", "threads"}
 
@@ -67,6 +67,7 @@ def compile(source: ModelSource, **options: Any) -> Runner:
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise UserError(f"backend 'onnxruntime': threads must be a positive integer, not {threads!r}")
     session = ort_session(model, provider, level, threads)
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
     used = {i.name for i in session.get_inputs()}
     # The model's inputs as the caller passes them; torch.onnx.export drops inputs
     # the graph never reads, so those are accepted and not fed.
@@ -77,7 +78,10 @@ def compile(source: ModelSource, **options: Any) -> Runner:
             raise UserError(f"the model takes {len(names)} input(s) ({', '.join(names)}), "
                             f"got {len(arrays)}")
         feed = {n: np.asarray(a, order="C") for n, a in zip(names, arrays) if n in used}
-        outs = session.run(None, feed)
+        try:
+            outs = session.run(None, feed)
+        except InvalidArgument as e:         # the data, not the model: a gather index out of bounds ...
+            raise DataError(f"ONNX Runtime: {str(e).splitlines()[0][:300]}") from None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def op_times(*arrays: np.ndarray, repeat: int = 10) -> list[tuple[str, str, float]]:

@@ -22,6 +22,7 @@ from minic.aarch64.build import CrossBuild
 from minic.errors import UserError
 
 TIMING = re.compile(r"minic-harness: (\d+) run\(s\), median ([\d.]+) ms, min ([\d.]+) ms")
+DATA_CHECK = re.compile(r"minic-harness: data check (\d+) failed on value (-?\d+)")
 
 
 def run_emulated(build: CrossBuild, input_path: Path, output_path: Path, repeat: int = 1,
@@ -56,6 +57,9 @@ class EmulatedModel:
             src, dst = Path(tmp) / "inputs.bin", Path(tmp) / "outputs.bin"
             tensor_file.write(src, inputs)
             done = run_emulated(self.build, src, dst, self.repeat)
+            failed = DATA_CHECK.search(done.stderr)
+            if failed:
+                raise self.build.layout.data_error(int(failed.group(1)), int(failed.group(2)))
             if done.returncode != 0:
                 reason = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
                 raise UserError(f"the {self.build.options.triple} executable failed: {reason[0]}")

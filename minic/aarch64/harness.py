@@ -70,6 +70,7 @@ def harness_source(layout: EntryLayout, const_offsets: list[int], target: str) -
         f"#define MAX_FACTORS {max_factors}",
         f"#define ALIGN {ALIGN}",
         f"#define MAX_SYMBOL {MAX_SYMBOL}LL",
+        f"#define HAS_CHECKS {int(bool(layout.checks))}",
         PRELUDE,
         "/* By dtype code (tensor_file.DTYPE_CODES). */",
         f"static const int64_t ITEMSIZE[] = {{{', '.join(str(d.numpy.itemsize) for d in codes)}}};",
@@ -108,6 +109,17 @@ extern const unsigned char minic_weights[];
 
 /* The model: the object file LLVM emitted. */
 extern void minic_entry(void **buffers, const int64_t *sizes);
+
+/* Its status word: a data check that failed (an index out of range ...) leaves its
+   code and the offending value here; the caller reports them (emulate.py names the node). */
+#if HAS_CHECKS
+extern int64_t minic_status[2];
+#define CHECK_STATUS() do { if (minic_status[0]) { \
+    fprintf(stderr, "minic-harness: data check %lld failed on value %lld\n", \
+            (long long)minic_status[0], (long long)minic_status[1]); return 3; } } while (0)
+#else
+#define CHECK_STATUS() do { } while (0)
+#endif
 """
 
 MAIN = r"""
@@ -300,6 +312,7 @@ int main(int argc, char **argv) {
     double *ms = malloc(sizeof(double) * (size_t)repeat);
     if (!ms) fail("out of memory");
     minic_entry(buffers, sizes);
+    CHECK_STATUS();
     for (long k = 0; k < repeat; k++) {
         double t0 = now_ms();
         minic_entry(buffers, sizes);

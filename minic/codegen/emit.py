@@ -146,10 +146,26 @@ class Emitter:
             return (b.icmp_unsigned if unsigned else b.icmp_signed)(FCMP[op], a, c)
         if op in ("max", "min"):
             return b.select((b.icmp_unsigned if unsigned else b.icmp_signed)(">" if op == "max" else "<", a, c), a, c)
-        div, mod = (b.udiv, b.urem) if unsigned else (b.sdiv, b.srem)
-        return {"add": b.add, "sub": b.sub, "mul": b.mul, "div": div, "mod": mod,
+        if op in ("div", "mod"):
+            return self.int_divide(op, a, c, unsigned)
+        return {"add": b.add, "sub": b.sub, "mul": b.mul,
                 "and": b.and_, "or": b.or_, "xor": b.xor, "shl": b.shl,
                 "shr": b.lshr if unsigned else b.ashr}[op](a, c)
+
+    def int_divide(self, op: str, a: ir.Value, c: ir.Value, unsigned: bool = False) -> ir.Value:
+        """Integer ``a / c`` or ``a % c`` without the two cases where the CPU traps (SIGFPE
+        on x86): a zero divisor runs as 1 (the graph's data check reports it, see
+        ops/elementwise.py), and a signed c = -1 is done as a negation (MIN / -1 wraps to MIN)."""
+        b = self.b
+        zero, one, minus = (ir.Constant(c.type, k) for k in (0, 1, -1))
+        if unsigned:
+            safe = b.select(b.icmp_unsigned("==", c, zero), one, c)
+            return (b.udiv if op == "div" else b.urem)(a, safe)
+        by_minus = b.icmp_signed("==", c, minus)
+        safe = b.select(b.or_(b.icmp_signed("==", c, zero), by_minus), one, c)
+        if op == "div":
+            return b.select(by_minus, b.sub(zero, a), b.sdiv(a, safe))
+        return b.select(by_minus, zero, b.srem(a, safe))
 
     def call(self, fn: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
         b = self.b

@@ -39,6 +39,10 @@ class Loaded:
         except Exception:  # noqa: BLE001 - at interpreter exit ctypes may be gone; the threads end with it
             pass
 
+    def global_address(self, name: str) -> int | None:
+        """The address of global variable ``name`` in the loaded code, or None when it has none."""
+        return self.engine.get_global_value_address(name) or None
+
     def address(self, name: str) -> int:
         address = self.engine.get_function_address(name)
         if not address:

@@ -14,7 +14,7 @@ from llvmlite import ir
 from minic.codegen.emit import I64, PTR, VOID, Emitter
 from minic.options import CompileOptions
 from minic.codegen.target import target_machine, triple
-from minic.ir.loops import Buffer, Function, Program, Role, structure
+from minic.ir.loops import STATUS, Buffer, Function, Program, Role, Store, structure, walk_stmts
 
 ENTRY = "minic_entry"
 
@@ -24,6 +24,17 @@ def entry_buffers(program: Program) -> list[Buffer]:
     consts = [program.buffers[name] for name in program.constants]
     temps = [b for b in program.buffers.values() if b.role == Role.TEMP]
     return list(program.inputs) + list(program.outputs) + consts + temps
+
+
+def status_global(module: ir.Module) -> ir.GlobalVariable:
+    """The module's status word ``i64 minic_status[2]`` (STATUS), zero-initialised.  The
+    runtime clears it before each call and reads it after; an aarch64 harness does too."""
+    if STATUS.name in module.globals:
+        return module.globals[STATUS.name]
+    kind = ir.ArrayType(I64, 2)
+    status = ir.GlobalVariable(module, kind, STATUS.name)
+    status.initializer = ir.Constant(kind, [0, 0])
+    return status
 
 
 def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
@@ -38,6 +49,10 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     for arg, s in zip(fn.args[len(k.params):], k.sizes):
         arg.name = s
         e.vars[s] = arg
+    if any(isinstance(s, Store) and s.buffer.role == Role.STATUS for s in walk_stmts(k.body)):
+        # as an opaque pointer, like the buffers (llvmlite keeps a global's [2 x i64]* type through a bitcast)
+        e.ptrs[STATUS.name] = e.b.inttoptr(e.b.ptrtoint(status_global(module), I64), PTR)
+        e.buffers[STATUS.name] = STATUS
     e.stmt(k.body)
     e.finish()
     return fn

@@ -10,6 +10,7 @@ must be constants; the shape chains PyTorch's exporter builds
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +21,7 @@ from minic.errors import UnsupportedError, UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, Dim, TensorType
+from minic.limits import ensure_values_fit, fewer_collections
 
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
 
@@ -92,6 +94,21 @@ class Builder:
     producer: dict[Value, Node] = field(default_factory=dict)
     values: dict[Value, np.ndarray] = field(default_factory=dict)   # what known() has computed
     input_names: dict[Value, str] = field(default_factory=dict)     # graph input -> its ONNX name
+    names: Counter = field(default_factory=Counter)         # value name -> values that have it (see taken)
+    counted: tuple[int, int, int] = (0, 0, 0)                # inputs, constants, nodes counted in names
+
+    def taken(self) -> Counter:
+        """How many of the graph's values have each name.  Kept up to date as the graph
+        grows (values are only ever appended while importing), so naming every value
+        costs O(1) each instead of a walk over the whole graph each (quadratic)."""
+        g, (ni, nc, nn) = self.graph, self.counted
+        if len(g.inputs) < ni or len(g.constants) < nc or len(g.nodes) < nn:
+            self.names, ni, nc, nn = Counter(), 0, 0, 0           # something was removed: count afresh
+        self.names.update(v.name for v in g.inputs[ni:])
+        self.names.update(v.name for v in g.constants[nc:])
+        self.names.update(v.name for node in g.nodes[nn:] for v in node.outputs)
+        self.counted = (len(g.inputs), len(g.constants), len(g.nodes))
+        return self.names
 
     def fresh(self, hint: str = "t") -> str:
         self.counter += 1
@@ -124,31 +141,50 @@ class Builder:
         """The data of a value known at import time, else None: a constant, or a
         value computed from constants and static shapes only (the shape programs
         of exporters and of ONNX's function bodies), run by the ops' references."""
-        if v is None:
-            return None
-        if v.is_constant:
-            return v.data
-        if v not in self.values:
-            node = self.producer.get(v)
-            if node is None:
-                return None                               # a graph input
-            if node.op == "shape":
-                shape = node.inputs[0].type.shape
-                if not all(isinstance(d, int) for d in shape):
-                    return None
-                results: tuple = (np.asarray(shape, np.int64),)
-            else:
-                args = [self.known(x) for x in node.inputs]
-                if any(a is None for a in args):
-                    return None
-                try:
-                    out = ops.get(node.op).reference(node.attrs, *args)
-                except Exception:  # noqa: BLE001 - not computable now; run time will say why
-                    return None
-                results = out if isinstance(out, tuple) else (out,)
+        # Depth-first over producers with a stack of its own (a chain of any length).
+        unknown: set[Value] = set()                       # values found not to be computable
+        todo = [v]
+        while todo:
+            x = todo[-1]
+            if x is None or x.is_constant or x in self.values or x in unknown:
+                todo.pop()
+                continue
+            node = self.producer.get(x)
+            if node is None:                              # a graph input
+                unknown.add(x)
+                todo.pop()
+                continue
+            if node.op != "shape":
+                pending = [i for i in node.inputs if i is not None and not i.is_constant
+                           and i not in self.values and i not in unknown]
+                if pending:                               # its inputs first
+                    todo.extend(pending)
+                    continue
+            todo.pop()
+            results = self._evaluate(node)
+            if results is None:
+                unknown.update(node.outputs)
+                continue
             for value, r in zip(node.outputs, results):
                 self.values[value] = np.asarray(r, dtype=value.type.dtype.numpy)
-        return self.values.get(v)
+        if v is None:
+            return None
+        return v.data if v.is_constant else self.values.get(v)
+
+    def _evaluate(self, node: Node) -> tuple | None:
+        """``node``'s results from its inputs' known data, or None when they cannot be had now."""
+        if node.op == "shape":
+            shape = node.inputs[0].type.shape
+            return (np.asarray(shape, np.int64),) if all(isinstance(d, int) for d in shape) else None
+        args = [None if x is None else x.data if x.is_constant else self.values.get(x) for x in node.inputs]
+        if any(a is None for a in args):                  # an omitted optional input counts as unknown
+            return None
+        try:
+            ensure_values_fit(node.outputs, {}, f"{node.op} at import")
+            out = ops.get(node.op).reference(node.attrs, *args)
+        except Exception:  # noqa: BLE001 - not computable now (or too big): run time will say why
+            return None
+        return out if isinstance(out, tuple) else (out,)
 
     def sources(self, v: Value | None) -> frozenset[str]:
         """The ONNX names of the graph inputs that ``v`` is computed from."""
@@ -224,6 +260,7 @@ def _default_opset(model) -> int:
     return OPSETS.stop - 1              # no default-domain op in the model
 
 
+@fewer_collections
 def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], Converter] | None = None,
               bind: dict[str, np.ndarray] | None = None) -> Graph:
     """Import an ONNX ModelProto.  ``custom_ops`` maps (domain, op_type) to a converter
@@ -394,8 +431,11 @@ def clean_name(name: str) -> str:
 def _named(b: Builder, v: Value, name: str) -> Value:
     """Give a value its ONNX name when no other value has it (readable printouts)."""
     name = clean_name(name)
-    taken = {x.name for x in b.graph.values()} - {v.name}
-    if name not in taken and not v.is_constant and v not in b.graph.inputs:
+    taken = b.taken()
+    if name != v.name and not taken[name] and not v.is_constant and v not in b.graph.inputs:
+        if taken[v.name] > 0:
+            taken[v.name] -= 1
+        taken[name] += 1
         v.name = name
     return v
 

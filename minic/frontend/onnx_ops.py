@@ -7,13 +7,16 @@ importer legalizes them (LeakyRelu = where(x > 0, x, alpha·x), ...).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from minic.errors import UnsupportedError
+from minic.errors import UnsupportedError, UserError
 from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError
 from minic.ir import ops
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
+from minic.limits import ensure_array_fits
 from minic.registry import Registry
 
 CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter
@@ -502,12 +505,16 @@ def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
     shape = _ints(b.need_known(x[0], "the shape"))
     fill = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
+    ensure_array_fits(shape, fill.dtype, f"{b.where}: the constant ConstantOfShape makes")
     return [b.const(np.full(shape, fill[0], dtype=fill.dtype))]
 
 
 @converts("Range")
 def _range(b: Builder, x: list[Value], a: dict) -> list[Value]:
     start, limit, delta = (b.need_known(v, "range bounds") for v in x)
+    if delta == 0:
+        raise UserError(f"{b.where}: Range with delta 0 never reaches its limit")
+    ensure_array_fits((max(0, math.ceil((limit - start) / delta)),), start.dtype, f"{b.where}: the constant Range makes")
     return [b.const(np.arange(start, limit, delta).astype(start.dtype))]
 
 

@@ -133,6 +133,23 @@ class Site:
 Rule = Callable[[Site, tuple[Expr, ...]], Expr]      # rule(site, index) -> the element at index
 
 
+@dataclass(frozen=True)
+class DataCheck:
+    """A condition an op's input *data* must meet for its result to be defined (a gather
+    index inside the table, a nonzero integer divisor): for every index of ``shape``,
+    ``fails(index)`` is false.  Compiled code tests it once per element of ``shape``
+    (the indices, not the output), before the op's loops, and on failure records the
+    node and ``value(index)`` in its status word; the runtime then raises DataError
+    with ``message`` (``{value}`` is the offending value)."""
+    shape: tuple[Dim, ...]
+    fails: Callable[[tuple[Expr, ...]], Expr]
+    value: Callable[[tuple[Expr, ...]], Expr]
+    message: str
+
+
+Checks = Callable[[Site], list[DataCheck]]          # checks(site) -> what the node's data must meet
+
+
 def reduce_axes(site: Site, x: Operand, axes: tuple[int, ...], keep: bool,
                 index: tuple[Expr, ...]) -> tuple[tuple[tuple[Var, Expr], ...], tuple[Expr, ...]]:
     """Fresh reduction variables for ``axes`` of ``x`` and the input index built from

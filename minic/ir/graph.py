@@ -43,6 +43,11 @@ class Node:
     def __repr__(self) -> str:
         return f"Node({self.op}, {[v.name for v in self.inputs]} -> {[v.name for v in self.outputs]})"
 
+    def describe(self, index: int) -> str:
+        """``node #3 (%y = gather(%w, %ids))``: how messages name the node at ``index`` of its graph."""
+        outs = ", ".join("%" + v.name for v in self.outputs)
+        return f"node #{index} ({outs} = {self.op}({', '.join('%' + v.name for v in self.inputs)}))"
+
 
 @dataclass(eq=False)
 class Graph:

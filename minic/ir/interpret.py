@@ -10,8 +10,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from minic.errors import UserError
-from minic.limits import contiguous, ensure_fits
+from minic.errors import DataError, UserError
+from minic.limits import contiguous, ensure_values_fit
 from minic.ir import ops
 from minic.ir.graph import Graph, Value
 from minic.ir.types import dim_eval
@@ -56,13 +56,15 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on numpy ``arrays``; return its outputs."""
     arrays = contiguous(arrays)
     env = bind_symbols(graph.inputs, arrays)
-    ensure_fits(sum(int(np.prod(v.type.concrete(env))) * v.type.dtype.numpy.itemsize
-                    for node in graph.nodes for v in node.outputs), f"interpreting @{graph.name} with {env}")
+    ensure_values_fit([v for node in graph.nodes for v in node.outputs], env, f"interpreting @{graph.name}" + (f" with {env}" if env else ""))
     memory: dict[Value, np.ndarray] = dict(zip(graph.inputs, arrays))
     memory.update((c, c.data) for c in graph.constants)
-    for node in graph.nodes:
+    for i, node in enumerate(graph.nodes):
         op = ops.get(node.op)
-        result = op.reference(resolve(node.attrs, env), *(memory[v] for v in node.inputs))
+        try:
+            result = op.reference(resolve(node.attrs, env), *(memory[v] for v in node.inputs))
+        except DataError as e:                   # name the node, as compiled code does
+            raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)
         for v, r in zip(node.outputs, results):
             memory[v] = np.asarray(r, dtype=v.type.dtype.numpy)

@@ -40,6 +40,7 @@ class Role(Enum):
     CONST = "const"            # a weight, bound once at compile time
     TEMP = "temp"              # an intermediate between kernels, placed by the buffer plan
     LOCAL = "local"            # a kernel's own scratch (an accumulator), from Allocate
+    STATUS = "status"          # the program's status word (STATUS below): where data checks report
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class Buffer:
 
     def __str__(self) -> str:
         return self.name
+
+
+# The status word of a program (a global of the compiled module, not a parameter):
+# [0] = 0, or the code of the data check that failed (Program.checks), [1] = its value.
+STATUS = Buffer("minic_status", (2,), DType.i64, Role.STATUS)
 
 
 # --- expressions ----------------------------------------------------------------
@@ -207,6 +213,7 @@ class Program:
     sizes: tuple[str, ...]                           # all symbols, bound from input shapes
     lifetimes: dict[str, tuple[int, int]] = field(default_factory=dict)   # TEMP -> first, last kernel
     values: dict[str, str] = field(default_factory=dict)                   # buffer -> graph value name
+    checks: dict[int, str] = field(default_factory=dict)                   # status code -> what failed
 
     def __str__(self) -> str:
         return print_program(self)
@@ -291,9 +298,13 @@ def substitute(e: Expr, env: dict[str, Expr]) -> Expr:
 
 
 def walk(e: Expr) -> Iterator[Expr]:
-    yield e
-    for k in children(e):
-        yield from walk(k)
+    """``e`` and every expression under it, parents before children, left to right.
+    (A stack, not nested generators: each node costs O(1), not its depth.)"""
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        yield x
+        todo.extend(reversed(children(x)))
 
 
 def free_vars(e: Expr) -> set[str]:
@@ -338,9 +349,12 @@ def map_stmt(s: Stmt, expr: Callable[[Expr], Expr], stmt: Callable[[Stmt], Stmt]
 
 
 def walk_stmts(s: Stmt) -> Iterator[Stmt]:
-    yield s
-    for k in sub_stmts(s):
-        yield from walk_stmts(k)
+    """``s`` and every statement nested in it, outer before inner, in order."""
+    todo = [s]
+    while todo:
+        x = todo.pop()
+        yield x
+        todo.extend(reversed(sub_stmts(x)))
 
 
 def seq(*stmts: Stmt) -> Stmt:

@@ -13,7 +13,7 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.ir.interpret import bind_symbols
-from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
+from minic.ir.loops import (STATUS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
                             Program, Role, Select, Seq, Stmt, Store, Var)
 from minic.ir.types import DType, dim_eval
 
@@ -67,6 +67,7 @@ class Interpreter:
         self.env: dict[str, object] = {k: np.int64(v) for k, v in sizes.items()}
         self.sizes = sizes
         self.memory = memory          # buffer name -> array of the buffer's shape
+        memory.setdefault(STATUS.name, np.zeros(2, np.int64))     # where data checks report
 
     def offset(self, buffer: Buffer, index: tuple[Expr, ...]) -> tuple[int, ...]:
         where = tuple(int(self.eval(i)) for i in index)
@@ -149,4 +150,8 @@ def run_program(p: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if missing:
             raise UserError(f"kernel {k.name} uses unknown buffers {missing}")
         run_function(k, memory, sizes)
+        status = memory[STATUS.name]
+        if status[0]:
+            from minic.runtime.layout import EntryLayout
+            raise EntryLayout(p.name, (), (), {}, p.checks).data_error(int(status[0]), int(status[1]))
     return [memory[b.name] for b in p.outputs]

@@ -3,7 +3,7 @@ agree, and constant indices inside their buffer.  Messages name the kernel."""
 from __future__ import annotations
 
 from minic.errors import UserError
-from minic.ir.loops import (CALLS, COMPARE_OPS, LOGIC_OPS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr,
+from minic.ir.loops import (STATUS, CALLS, COMPARE_OPS, LOGIC_OPS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr,
                             For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str)
 from minic.ir.types import DType
 
@@ -103,8 +103,9 @@ def _check_stmt(where: str, s: Stmt, scope: set[str], buffers: dict[str, Buffer]
 def verify_function(f: Function) -> Function:
     """Raise LoopVerifyError on the first broken invariant; return ``f``."""
     buffers = {b.name: b for b in f.params}
-    if len(buffers) != len(f.params):
+    if len(buffers) != len(f.params) or STATUS.name in buffers:
         raise LoopVerifyError(f"kernel {f.name}: two parameters share a name")
+    buffers[STATUS.name] = STATUS                   # the status word: a global of the module, no parameter
     _check_stmt(f"kernel {f.name}", f.body, set(f.sizes), buffers)
     return f
 

@@ -39,6 +39,7 @@ from minic.ir.ops.layout import END
 from minic.files import write_atomic
 from minic.ir.types import DType, Dim, TensorType, canon
 from minic.ir.verify import VerifyError, infer_node, verify
+from minic.limits import fewer_collections
 
 
 class ParseError(UserError):
@@ -178,6 +179,7 @@ def _lark() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
+@fewer_collections
 def parse_graph(text: str, path: str | os.PathLike | None = None) -> Graph:
     """The Graph that ``text`` spells, verified.  ``path`` (the file the text came
     from) names errors and is where ``file("x.npz", ...)`` is looked for."""

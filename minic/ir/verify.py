@@ -2,9 +2,16 @@
 equal to the inferred ones.  Every message names the node."""
 from __future__ import annotations
 
+import math
+
 from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
+from minic.limits import human
+
+# Generated code indexes with signed 64-bit offsets (in bytes, at the machine level):
+# a value any larger cannot be addressed, whatever the machine's memory.
+MAX_BYTES = (1 << 63) - 1
 
 
 class VerifyError(UserError):
@@ -35,6 +42,11 @@ def verify(graph: Graph) -> Graph:
     def define(v: Value, where: str) -> None:
         if v in defined or v.name in names:
             raise VerifyError(f"{where}: value '{v.name}' is defined twice")
+        static = [d for d in v.type.shape if isinstance(d, int)]
+        if math.prod(static) * v.type.dtype.numpy.itemsize > MAX_BYTES:
+            size = math.prod(static) * v.type.dtype.numpy.itemsize
+            raise VerifyError(f"{where}: value '{v.name}' ({v.type}) would take {human(size)}, more than "
+                              "64-bit offsets can address")
         defined.add(v)
         names.add(v.name)
 

@@ -16,8 +16,10 @@ from minic.ir.types import DType
 
 
 def _replace(e: Expr, mapping: dict[Expr, Expr]) -> Expr:
-    """Top-down: a node found in ``mapping`` is replaced whole."""
-    if e in mapping:
+    """Top-down: a Reduce found in ``mapping`` is replaced whole.  (Only Reduces are
+    looked up: hashing an expression hashes its whole subtree, so looking up every
+    node would cost the square of the expression's depth.)"""
+    if isinstance(e, Reduce) and e in mapping:
         return mapping[e]
     kids = r_children(e)
     return r_rebuild(e, tuple(_replace(k, mapping) for k in kids)) if kids else e

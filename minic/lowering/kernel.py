@@ -10,11 +10,11 @@ shifted), the constant into the border, so no element tests whether it is inside
 from __future__ import annotations
 
 from minic.ir.graph import Node, Value
-from minic.ir.loops import (BinOp, Buffer, Expr, Function, Load, Role, Stmt, Store, Var, const, dim_expr, seq,
-                            stmt_exprs, walk, walk_stmts)
+from minic.ir.loops import (STATUS, BinOp, Buffer, Expr, For, ForKind, Function, If, Load, Role, Stmt, Store, Var,
+                            const, dim_expr, seq, stmt_exprs, walk, walk_stmts)
 from minic.errors import UnsupportedError
 from minic.ir import ops
-from minic.ir.compute import Fresh, Operand, Site
+from minic.ir.compute import DataCheck, Fresh, Operand, Site
 from minic.ir.loops_simplify import simplify_stmt
 from minic.lowering.compute import emit, fill_border
 
@@ -34,8 +34,13 @@ def _params(body: Stmt, outputs: list[Buffer]) -> tuple[Buffer, ...]:
 
 
 def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dict[Value, Buffer],
-                 sizes: tuple[str, ...]) -> Function:
-    """The kernel computing ``stores`` (values of ``nodes``) into their buffers."""
+                 sizes: tuple[str, ...], checks: dict[int, str] | None = None,
+                 describe=lambda node: node.op) -> Function:
+    """The kernel computing ``stores`` (values of ``nodes``) into their buffers.
+
+    The data checks of its nodes' ops (``OpDef.checks``) come first, one small loop
+    nest each over the data it tests; each gets a code in ``checks`` (code -> message,
+    the node named by ``describe``)."""
     fresh = Fresh()
     produced = {v: (node, k) for node in nodes for k, v in enumerate(node.outputs)}
 
@@ -55,7 +60,16 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         site = Site(node.op, node.attrs, [operand(v) for v in node.inputs], [v.type for v in node.outputs], k, fresh)
         return rule(site, tuple(index))
 
+    def site(node: Node) -> Site:
+        return Site(node.op, node.attrs, [operand(v) for v in node.inputs], [v.type for v in node.outputs], 0, fresh)
+
     nests = []
+    for node in nodes:
+        rule = ops.get(node.op).checks
+        for check in (rule(site(node)) if rule is not None and checks is not None else ()):
+            code = len(checks) + 1
+            checks[code] = f"{describe(node)}: {check.message}"
+            nests.append(check_nest(check, code))
     for v in stores:
         out = buffers[v]
         node, k = produced[v]
@@ -69,6 +83,17 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
     origin = "; ".join(f"{', '.join('%' + o.name for o in n.outputs)} = {n.op}({', '.join('%' + i.name for i in n.inputs)})"
                        for n in nodes)
     return Function(name, _params(body, [buffers[v] for v in stores]), sizes, body, origin)
+
+
+def check_nest(check: DataCheck, code: int) -> Stmt:
+    """for c... in check.shape: if check fails at c: status = [code, value]."""
+    loops = [(Var(f"c{a}"), dim_expr(d)) for a, d in enumerate(check.shape)]
+    index = tuple(v for v, _ in loops)
+    body: Stmt = If(check.fails(index), seq(Store(STATUS, (const(0),), const(code)),
+                                            Store(STATUS, (const(1),), check.value(index))))
+    for var, extent in reversed(loops):
+        body = For(var, const(0), extent, ForKind.SERIAL, body)
+    return body
 
 
 def padded_nests(out: Buffer, node: Node, x: Operand, fresh: Fresh) -> list[Stmt]:

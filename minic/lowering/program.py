@@ -83,7 +83,9 @@ def lower_graph(graph: Graph) -> Program:
             outputs.append(target)
             copies.append((v, target))
 
-    kernels, lifetimes = [], {}
+    kernels, lifetimes, checks = [], {}, {}
+    position = {id(n): i for i, n in enumerate(graph.nodes)}
+    describe = lambda n: n.describe(position[id(n)])
     for g, nodes in enumerate(groups):
         stores = []
         for n in nodes:
@@ -96,7 +98,7 @@ def lower_graph(graph: Graph) -> Program:
         if not stores:
             continue                             # nothing uses the group: dead code
         label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
-        kernels.append(build_kernel(f"k{len(kernels)}_{label}", nodes, stores, buffers, sizes))
+        kernels.append(build_kernel(f"k{len(kernels)}_{label}", nodes, stores, buffers, sizes, checks, describe))
     for v, target in copies:
         if v not in buffers:                     # a scalar constant returned as is
             buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.CONST)
@@ -112,4 +114,4 @@ def lower_graph(graph: Graph) -> Program:
     table.update((b.name, b) for b in outputs)
     values = {b.name: v.name for v, b in buffers.items()}
     return Program(graph.name, [buffers[v] for v in graph.inputs], outputs, constants, table,
-                   kernels, sizes, lifetimes, values)
+                   kernels, sizes, lifetimes, values, checks)

@@ -1,12 +1,13 @@
 """fold-constants: ``op(@c1, @c2, ...) -> @op(c1, c2, ...)``, computed by the op's numpy reference."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node
 from minic.ir.interpret import resolve
+from minic.limits import ensure_values_fit
 from minic.passes.rewrite import clone, to_constants
 
 # Folding expand(@c, [4096, 4096]) would bake a large array into the model that
@@ -25,7 +26,7 @@ def foldable(node: Node) -> bool:
         resolve(node.attrs, {})                    # an attribute naming a symbol (T) needs run time
     except UserError:
         return False
-    size = sum(int(np.prod(v.type.shape)) for v in node.outputs)
+    size = sum(math.prod(v.type.shape) for v in node.outputs)
     return size <= max(SMALL, sum(v.data.size for v in node.inputs))
 
 
@@ -41,5 +42,6 @@ def fold_constants(graph: Graph) -> Graph:
 
 def evaluate(node: Node) -> tuple:
     """The node's results on its constant inputs, by the op's numpy reference."""
+    ensure_values_fit(node.outputs, {}, f"folding {node.op} into a constant")
     result = ops.get(node.op).reference(node.attrs, *(v.data for v in node.inputs))
     return result if isinstance(result, tuple) else (result,)

@@ -21,6 +21,11 @@ producers (so a chain grows backwards from its last op):
 * A constant ``pad`` (see ``explicit-padding``) never fuses into a window: there it
   would test bounds once per tap.  It ends its producer's kernel instead, which
   then stores into the interior of the padded buffer (``lowering/kernel.py``).
+* At most MAX_GROUP nodes per group.  Lowering inlines a group into one
+  expression per stored value, as deep as the group's chain is long, and every
+  pass over expressions (simplify, codegen) walks that depth: a cap keeps it
+  bounded however long the graph's chains are (TVM's FuseOps caps its groups too,
+  at 256 ops).  A longer chain becomes several kernels, each storing its last value.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from minic.passes.rewrite import clone
 ANCHORS = (OpKind.REDUCTION, OpKind.NORMALIZE, OpKind.CONTRACTION, OpKind.WINDOW)
 MANY_READS = (OpKind.CONTRACTION, OpKind.WINDOW)
 REINDEX = ("reshape", "flatten", "squeeze", "unsqueeze", "transpose", "identity", "dropout")
+MAX_GROUP = 64
 
 
 def _kind(node: Node) -> OpKind:
@@ -63,6 +69,7 @@ def fuse_groups(graph: Graph) -> Graph:
     outputs = set(g.outputs)
     group = {id(n): i for i, n in enumerate(g.nodes)}
     has_anchor = {i: _kind(n) in ANCHORS for i, n in enumerate(g.nodes)}
+    members = {i: 1 for i in range(len(g.nodes))}
     many_reads: set[int] = set()           # nodes whose result a contraction of their group re-reads
     for node in reversed(g.nodes):
         if _kind(node) in MANY_READS:
@@ -72,6 +79,8 @@ def fuse_groups(graph: Graph) -> Graph:
             continue
         consumer = next(iter(consumers.values()))
         target = group[id(consumer)]
+        if members[target] >= MAX_GROUP:
+            continue
         if _kind(node) in ANCHORS:
             reindex = consumer.op in REINDEX or _stores_padded(consumer)
             if has_anchor[target] or not (_kind(consumer) == OpKind.ELEMENTWISE or reindex):
@@ -87,6 +96,7 @@ def fuse_groups(graph: Graph) -> Graph:
                     continue
                 many_reads.add(id(node))
         group[id(node)] = target
+        members[target] += 1
     # Number the groups 0, 1, ... in order of their first node.
     numbering: dict[int, int] = {}
     for n in g.nodes:

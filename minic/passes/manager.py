@@ -9,6 +9,7 @@ from typing import TextIO
 from minic.errors import UserError
 from minic.ir.graph import Graph
 from minic.ir.verify import VerifyError, verify
+from minic.limits import fewer_collections
 from minic.passes.registry import LEVELS, PASSES
 
 
@@ -33,6 +34,7 @@ def pipeline(level: int = 2, passes: list[str] | None = None) -> list[str]:
     return list(passes)
 
 
+@fewer_collections
 def optimize(graph: Graph, level: int = 2, passes: list[str] | None = None, verify_each: bool = False,
              print_after: set[str] | str | None = None, stats: list | None = None,
              out: TextIO | None = None) -> Graph:

@@ -14,6 +14,7 @@ from minic.codegen.jit import Loaded
 from minic.options import CompileOptions
 from minic.ir.graph import Graph
 from minic.ir.loops import Program, Role
+from minic.limits import fewer_collections
 from minic.runtime import cache
 from minic.runtime.compiled import CompiledModel
 from minic.runtime.layout import EntryLayout
@@ -21,11 +22,13 @@ from minic.runtime.layout import EntryLayout
 __all__ = ["CompileOptions", "CompiledModel", "compile_graph", "prepare"]
 
 
+@fewer_collections
 def prepare(graph: Graph, options: CompileOptions | None = None) -> Program:
     """Graph -> scheduled Loop IR (the pipeline up to its "scheduled" stage)."""
     return pipeline.run(graph, "scheduled", options)
 
 
+@fewer_collections
 def compile_graph(graph: Graph, options: CompileOptions | None = None) -> CompiledModel:
     """Compile ``graph`` to native code for this machine (or load it from the cache)."""
     from minic.schedule import records

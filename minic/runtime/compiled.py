@@ -13,10 +13,10 @@ import numpy as np
 from minic.codegen.jit import Loaded
 from minic.codegen.module import ENTRY
 from minic.errors import UserError
-from minic.limits import contiguous, ensure_fits
+from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
-from minic.ir.loops import Role
+from minic.ir.loops import STATUS, Role
 from minic.ir.types import TensorType, dim_eval
 from minic.runtime.layout import EntryLayout
 from minic.runtime.buffer_plan import BufferPlan, plan
@@ -35,6 +35,9 @@ class CompiledModel:
         self._input_names = [s.value for s in layout.role(Role.INPUT)]
         self._constants = [np.ascontiguousarray(constants[s.value]) for s in layout.role(Role.CONST)]
         self._plans: dict[tuple, tuple[BufferPlan, np.ndarray]] = {}
+        # The status word the data checks write (Program.checks); None when the code has none.
+        status = code.global_address(STATUS.name) if layout.checks else None
+        self._status = (ctypes.c_int64 * 2).from_address(status) if status else None
 
     def plan(self, env: dict[str, int]) -> BufferPlan:
         """The buffer plan for these symbol values (made once per distinct shape)."""
@@ -44,7 +47,7 @@ class CompiledModel:
         key = tuple(sorted(env.items()))
         if key not in self._plans:
             p = plan(self.layout.temps(), env)
-            ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name} for {env}")
+            ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name}" + (f" for {env}" if env else ""))
             if len(self._plans) >= 4:              # keep the arenas of the last few shapes only
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = (p, np.empty(p.arena_bytes + 64, np.uint8))
@@ -60,8 +63,10 @@ class CompiledModel:
             raise e from None
         shapes = [tuple(dim_eval(d, env) for d in s.shape) for s in self.layout.role(Role.OUTPUT)]
         out_types = [s.dtype.numpy for s in self.layout.role(Role.OUTPUT)]
-        ensure_fits(sum(int(np.prod(sh)) * t.itemsize for sh, t in zip(shapes, out_types)),
-                    f"the outputs of {self.layout.name} for {env}")
+        nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, t in zip(shapes, out_types))
+        if nbytes >= CHECK_ABOVE:            # the message is made only when it may be needed (hot path)
+            described = ", ".join(f"{np.dtype(t)}{list(sh)}" for sh, t in zip(shapes, out_types))
+            ensure_fits(nbytes, f"the outputs of {self.layout.name} ({described})" + (f" for {env}" if env else ""))
         outputs = [np.empty(sh, t) for sh, t in zip(shapes, out_types)]
         buffer_plan, arena = self._arena(env)
         base = arena.ctypes.data
@@ -71,7 +76,12 @@ class CompiledModel:
         pointers += [base + buffer_plan.offsets[s.name] for s in self.layout.role(Role.TEMP)]
         pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
+        status = self._status
+        if status is not None:
+            status[0] = 0
         self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes))
+        if status is not None and status[0]:
+            raise self.layout.data_error(status[0], status[1])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self) -> str:

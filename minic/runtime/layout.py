@@ -6,7 +6,7 @@ lowering or LLVM.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from minic.codegen.module import entry_buffers
 from minic.ir.loops import Program, Role
@@ -29,6 +29,7 @@ class EntryLayout:
     slots: tuple[Slot, ...]                # in the order of the entry point's pointer array
     sizes: tuple[str, ...]                 # symbols, in the order of the sizes array
     lifetimes: dict[str, tuple[int, int]]
+    checks: dict[int, str] = field(default_factory=dict)     # status code -> what failed (Program.checks)
 
     def role(self, role: Role) -> list[Slot]:
         return [s for s in self.slots if s.role == role]
@@ -40,15 +41,23 @@ class EntryLayout:
     def of(program: Program) -> "EntryLayout":
         slots = tuple(Slot(b.name, program.values.get(b.name, b.name), tuple(b.shape), b.dtype, b.role)
                       for b in entry_buffers(program))
-        return EntryLayout(program.name, slots, tuple(program.sizes), dict(program.lifetimes))
+        return EntryLayout(program.name, slots, tuple(program.sizes), dict(program.lifetimes), dict(program.checks))
 
     def to_json(self) -> str:
         return json.dumps({"name": self.name, "sizes": list(self.sizes),
                            "lifetimes": {k: list(v) for k, v in self.lifetimes.items()},
+                           "checks": {str(k): v for k, v in self.checks.items()},
                            "slots": [[s.name, s.value, list(s.shape), s.dtype.value, s.role.value] for s in self.slots]})
 
     @staticmethod
     def from_json(text: str) -> "EntryLayout":
         d = json.loads(text)
         slots = tuple(Slot(n, v, tuple(shape), DType(dt), Role(r)) for n, v, shape, dt, r in d["slots"])
-        return EntryLayout(d["name"], slots, tuple(d["sizes"]), {k: tuple(v) for k, v in d["lifetimes"].items()})
+        return EntryLayout(d["name"], slots, tuple(d["sizes"]), {k: tuple(v) for k, v in d["lifetimes"].items()},
+                           {int(k): v for k, v in d.get("checks", {}).items()})
+
+    def data_error(self, code: int, value: int) -> "DataError":
+        """The error a status word of ``[code, value]`` reports (code != 0)."""
+        from minic.errors import DataError
+        what = self.checks.get(code, f"data check {code}")
+        return DataError(f"{self.name}: {what.replace('{value}', str(value))}")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from minic.errors import UserError
-from minic.ir.compute import Rule
+from minic.ir.compute import Checks, Rule
 from minic.ir.types import Dim, DType, TensorType
 from minic.registry import Registry
 
@@ -59,6 +59,7 @@ class OpDef:
     # ("nn.functional.gelu") called with the inputs, or fn(call, *inputs).
     torch: str | Callable[..., Any] | None = None
     sample: str | None = None               # the random graphs' spec, when not named after the op
+    checks: Checks | None = None            # the input data its result is undefined for (compute.DataCheck)
 
     def check_attrs(self, attrs: Any) -> None:
         """Raise UserError unless ``attrs`` is this op's attribute dataclass with valid fields."""

@@ -9,8 +9,8 @@ from typing import Callable
 
 import numpy as np
 
-from minic.errors import UnsupportedError
-from minic.ir.compute import Operand, Site, broadcast_index, fconst
+from minic.errors import DataError, UnsupportedError
+from minic.ir.compute import DataCheck, Operand, Site, broadcast_index, fconst
 from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
@@ -102,22 +102,34 @@ for _name in ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C semantics: round toward zero; exact in integers (a float quotient loses u64/i64 digits)."""
-    a, b = np.broadcast_arrays(a, b)
-    if a.dtype.kind == "u":
-        return np.floor_divide(a, b)
-    q = np.floor_divide(np.abs(a), np.abs(b))
-    return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+    """C semantics: round toward zero; exact in integers (a float quotient loses u64/i64 digits,
+    and |MIN| does not exist); a zero divisor is a DataError."""
+    if np.any(np.asarray(b) == 0):
+        raise DataError("div: integer division by zero")
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, b)
+        return (q + ((a - q * b != 0) & ((a < 0) != (b < 0)))).astype(a.dtype)
+
+
+def _div_checks(site: Site) -> list[DataCheck]:
+    """Integer division needs a nonzero divisor (float division gives inf or nan)."""
+    if site.out.dtype.is_float:
+        return []
+    b = site.inputs[1]
+    divisor = lambda index: arg(b, index)
+    return [DataCheck(site.out.shape, lambda index: BinOp("eq", divisor(index), const(0, b.type.dtype)),
+                      lambda index: Cast(DType.i64, divisor(index)) if b.type.dtype != DType.i64 else divisor(index),
+                      "integer division by zero")]
 
 
 def binary(name: str, reference: Callable, loop_op: str, torch: str, result: DType | None = None,
-           sample: str = "arithmetic", infer=None) -> None:
+           sample: str = "arithmetic", infer=None, checks=None) -> None:
     """out = a ∘ b with broadcasting; the rule is the Loop IR operator ``loop_op``."""
     cast = result is None and infer is None                 # arithmetic keeps a's dtype
     define(name, OpKind.ELEMENTWISE, infer or _binary_infer(result),
            (lambda attrs, a, b: reference(a, b).astype(a.dtype)) if cast else (lambda attrs, a, b: reference(a, b)),
            lambda site, index: BinOp(loop_op, *(arg(x, index) for x in site.inputs)), arity=(2, 2),
-           doc=f"{name}(a, b), elementwise with broadcasting", torch=torch, sample=sample)
+           doc=f"{name}(a, b), elementwise with broadcasting", torch=torch, sample=sample, checks=checks)
 
 
 binary("add", np.add, "add", "add")
@@ -126,7 +138,7 @@ binary("mul", np.multiply, "mul", "mul")
 binary("max", np.maximum, "max", "maximum")
 binary("min", np.minimum, "min", "minimum")
 binary("div", lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f" else _int_div(a, b), "div", "div",
-       sample="div")
+       sample="div", checks=_div_checks)
 binary("eq", np.equal, "eq", "eq", DType.bool, "compare")
 binary("lt", np.less, "lt", "lt", DType.bool, "compare")
 binary("gt", np.greater, "gt", "gt", DType.bool, "compare")

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.errors import UnsupportedError
-from minic.ir.compute import Site, broadcast_index, clamp, in_range
+from minic.errors import DataError, UnsupportedError
+from minic.ir.compute import DataCheck, Operand, Site, broadcast_index, clamp, in_range
 from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
@@ -17,8 +17,10 @@ from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_
 END = 2**63 - 1                          # a slice end meaning "to the end of the axis"
 
 
-def _layout(name: str, infer, reference, compute, attrs: type, doc: str, torch, arity=(1, 1), sample=None) -> None:
-    define(name, OpKind.LAYOUT, infer, reference, compute, attrs, arity=arity, doc=doc, torch=torch, sample=sample)
+def _layout(name: str, infer, reference, compute, attrs: type, doc: str, torch, arity=(1, 1), sample=None,
+            checks=None) -> None:
+    define(name, OpKind.LAYOUT, infer, reference, compute, attrs, arity=arity, doc=doc, torch=torch, sample=sample,
+           checks=checks)
 
 
 def _groups(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> list[tuple[list[int], list[int]]] | None:
@@ -364,22 +366,44 @@ def _gather_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
 def _gather(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
     n = data.shape[attrs.axis]
     if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexError(f"gather: index out of range [{-n}, {n}) on axis {attrs.axis}")
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise DataError(f"gather: index {bad} is out of range [{-n}, {n}) on axis {attrs.axis}")
     return np.take(data, idx, axis=attrs.axis)
+
+
+def _index(idx: Operand, at: tuple[Expr, ...], n: Dim) -> Expr:
+    """An index read from ``idx``, as i64, negative ones counted from the end."""
+    i = idx.at(at)
+    if i.dtype != DType.i64:
+        i = Cast(DType.i64, i)
+    return Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i)
 
 
 def gather_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
     k = idx.type.rank
-    i = idx.at(index[axis:axis + k])
-    if i.dtype != DType.i64:
-        i = Cast(DType.i64, i)
     n = data.type.shape[axis]
-    # Negative indices count from the end; anything still outside is clamped so
-    # that a bad token id can never read outside the table.
-    i = Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i)
+    # An index still outside is reported by gather_checks; clamped here so that a
+    # bad token id never reads outside the table while the kernel finishes.
+    i = _index(idx, index[axis:axis + k], n)
     return data.at(index[:axis] + (clamp(i, n),) + index[axis + k:])
+
+
+def gather_checks(site: Site) -> list[DataCheck]:
+    """Every index inside [-n, n): one test per index, not per element gathered."""
+    data, idx = site.inputs
+    axis = norm_axis(site.attrs.axis, data.type.rank)
+    n = data.type.shape[axis]
+
+    def value(at: tuple[Expr, ...]) -> Expr:
+        i = idx.at(at)
+        return i if i.dtype == DType.i64 else Cast(DType.i64, i)
+
+    def outside(at: tuple[Expr, ...]) -> Expr:
+        i = value(at)
+        return BinOp("or", BinOp("lt", i, BinOp("sub", const(0), dim_expr(n))), BinOp("ge", i, dim_expr(n)))
+    return [DataCheck(idx.type.shape, outside, value, f"index {{value}} is out of range [-{n}, {n}) on axis {axis}")]
 
 
 def _torch_gather(t, x, idx):
@@ -390,7 +414,7 @@ def _torch_gather(t, x, idx):
 
 _layout("gather", _gather_infer, _gather, gather_rule, AxisAttrs,
         "gather(data, idx, axis)[..., i..., ...] = data[..., idx[i...], ...] (embedding is axis 0)", _torch_gather,
-        arity=(2, 2))
+        arity=(2, 2), checks=gather_checks)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from minic.ir.loops import BinOp, Expr, Select, const, substitute
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
 from minic.ir.types import TensorType
+from minic.limits import ensure_array_fits
 
 
 def pooled_size(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int, ceil_mode: bool) -> int:
@@ -28,6 +29,7 @@ def windows(xp: np.ndarray, k: tuple[int, int], stride: tuple[int, int], dilatio
             out: tuple[int, int]) -> np.ndarray:
     """All windows of padded NCHW ``xp``, as an array [N, C, KH, KW, OH, OW]."""
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k, stride, dilation, out
+    ensure_array_fits(xp.shape[:2] + (kh, kw, oh, ow), xp.dtype, "the windows of a convolution or pool")
     cols = np.empty(xp.shape[:2] + (kh, kw, oh, ow), xp.dtype)
     for i in range(kh):
         for j in range(kw):

@@ -1,0 +1,104 @@
+"""Data a model cannot compute on (a token id past the embedding table, an integer
+division by zero) is a DataError naming the node, on every path: never a clamped
+answer without a word, never a signal.  Compiled code tests the data once per index
+and reports through its status word (minic/ir/compute.py, DataCheck)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minic
+from minic.errors import DataError
+from minic.ir.loops_interp import run_program
+from minic.ir.text import parse_graph
+from minic.runtime import CompileOptions, prepare
+
+BAD = (10**6, -10**6)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    source = minic.load("llama-tiny", size="small")
+    return source, {b: minic.compile(source, backend=b) for b in ("minic", "interp", "torch", "onnxruntime")}
+
+
+@pytest.mark.parametrize("bad", BAD)
+@pytest.mark.parametrize("backend", ["minic", "interp", "torch", "onnxruntime"])
+def test_a_token_id_past_the_table_is_an_error_on_every_path(llama, backend, bad):
+    source, runs = llama
+    ids = source.example_inputs[0].copy()
+    ids[1, 3] = bad
+    words = {"minic": rf"node #\d+ \(%embedding = gather\(%embed.weight, %input_ids\)\): index {bad} is out of "
+                      r"range \[-256, 256\) on axis 0",
+             "interp": rf"gather\(%embed.weight, %input_ids\)\): gather: index {bad} is out of range \[-256, 256\)",
+             "torch": "PyTorch .*index out of range", "onnxruntime": "ONNX Runtime: .*out of"}[backend]
+    with pytest.raises(DataError, match=words):
+        runs[backend](ids)
+
+
+def test_after_an_error_the_compiled_model_runs_good_data(llama):
+    source, runs = llama
+    ids = source.example_inputs[0].copy()
+    good = runs["minic"](ids)
+    ids[0, 0] = 10**6
+    with pytest.raises(DataError):
+        runs["minic"](ids)
+    np.testing.assert_array_equal(runs["minic"](source.example_inputs[0]), good)
+    np.testing.assert_allclose(good, runs["torch"](source.example_inputs[0]), rtol=1e-4, atol=1e-4)
+
+
+GATHER = """graph @emb(%w: f32[10, 4], %ids: i64[N]) -> (f32[N, 4]) {
+  %one = add(%ids, %ids) : i64[N]
+  %idx = sub(%one, %ids) : i64[N]
+  %y = gather(%w, %idx) {axis = 0} : f32[N, 4]
+  %z = relu(%y) : f32[N, 4]
+  return %z
+}"""
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_a_gather_whose_indices_are_computed_in_its_kernel(backend):
+    """The indices come from arithmetic fused into the gather's kernel: the check recomputes them."""
+    run = minic.compile(parse_graph(GATHER), backend=backend)
+    w = np.arange(40, dtype=np.float32).reshape(10, 4) - 20
+    np.testing.assert_array_equal(run(w, np.array([0, -1, 9, -10])), np.maximum(w[[0, -1, 9, -10]], 0))
+    for bad in BAD + (10, -11):
+        with pytest.raises(DataError, match=rf"emb: node #2 \(%y = gather\(%w, %idx\)\): .*index {bad} is out "
+                                            r"of range \[-10, 10\) on axis 0"):
+            run(w, np.array([1, bad, 2]))
+
+
+def test_the_loop_interpreter_reports_the_check_too():
+    program = prepare(parse_graph(GATHER), CompileOptions(use_cache=False))
+    w = np.zeros((10, 4), np.float32)
+    with pytest.raises(DataError, match="index 1000000 is out of range"):
+        run_program(program, [w, np.array([10**6])])
+
+
+DIV = """graph @d(%a: i64[N], %b: i64[N]) -> (i64[N]) {
+  %y = div(%a, %b) : i64[N]
+  return %y
+}"""
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_integer_division_by_zero_is_an_error_and_never_a_signal(backend):
+    run = minic.compile(parse_graph(DIV), backend=backend)
+    low = np.iinfo(np.int64).min
+    a = np.array([7, -7, low, low], np.int64)
+    # C's truncating division, exactly; MIN / -1 wraps to MIN (x86's idiv would trap)
+    np.testing.assert_array_equal(run(a, np.array([2, 2, 3, -1])), [3, -3, low // 3 + 1, low])
+    with pytest.raises(DataError, match="integer division by zero"):
+        run(a, np.array([1, 0, 2, 1]))
+
+
+def test_an_aarch64_build_reports_a_bad_index_under_qemu(tmp_path):
+    from minic.backends import ModelSource
+    from minic.aarch64.backend import compile_emulated
+    graph = parse_graph(GATHER)
+    source = ModelSource("emb", (np.zeros((10, 4), np.float32), np.array([1])), graph=graph)
+    run = compile_emulated(source)
+    w = np.arange(40, dtype=np.float32).reshape(10, 4)
+    np.testing.assert_array_equal(run(w, np.array([3, -1])), w[[3, -1]])
+    with pytest.raises(DataError, match=r"node #2 \(%y = gather\(%w, %idx\)\): index -1000000 is out of range"):
+        run(w, np.array([3, -10**6]))
