@@ -150,6 +150,18 @@ class DataCheck:
 Checks = Callable[[Site], list[DataCheck]]          # checks(site) -> what the node's data must meet
 
 
+def as_i64(e: Expr) -> Expr:
+    return e if e.dtype == DType.i64 else Cast(DType.i64, e)
+
+
+def index_check(shape: tuple[Dim, ...], index: Callable[[tuple[Expr, ...]], Expr], n: Dim, where: str) -> DataCheck:
+    """Every ``index(at)``, for ``at`` over ``shape``, inside [-n, n) (negative ones count from the end)."""
+    def fails(at: tuple[Expr, ...]) -> Expr:
+        i = as_i64(index(at))
+        return BinOp("or", BinOp("lt", i, BinOp("sub", const(0), dim_expr(n))), BinOp("ge", i, dim_expr(n)))
+    return DataCheck(shape, fails, lambda at: as_i64(index(at)), f"index {{value}} is out of range [-{n}, {n}){where}")
+
+
 def reduce_axes(site: Site, x: Operand, axes: tuple[int, ...], keep: bool,
                 index: tuple[Expr, ...]) -> tuple[tuple[tuple[Var, Expr], ...], tuple[Expr, ...]]:
     """Fresh reduction variables for ``axes`` of ``x`` and the input index built from

@@ -102,3 +102,30 @@ def test_an_aarch64_build_reports_a_bad_index_under_qemu(tmp_path):
     np.testing.assert_array_equal(run(w, np.array([3, -1])), w[[3, -1]])
     with pytest.raises(DataError, match=r"node #2 \(%y = gather\(%w, %idx\)\): index -1000000 is out of range"):
         run(w, np.array([3, -10**6]))
+
+
+INDEXING = {   # op: (graph, index shape, where a bad index goes)
+    "gather_elements": ("graph @g(%d: f32[3, 4], %i: i64[3, 2]) -> (f32[3, 2]) {\n"
+                        "  %y = gather_elements(%d, %i) {axis = 1} : f32[3, 2]\n  return %y\n}", (3, 2), "axis 1"),
+    "gather_nd": ("graph @g(%d: f32[3, 4], %i: i64[5, 2]) -> (f32[5]) {\n"
+                  "  %y = gather_nd(%d, %i) : f32[5]\n  return %y\n}", (5, 2), "axis 1"),
+    "scatter_elements": ("graph @g(%d: f32[3, 4], %i: i64[3, 2], %u: f32[3, 2]) -> (f32[3, 4]) {\n"
+                         "  %y = scatter_elements(%d, %i, %u) {axis = 1} : f32[3, 4]\n  return %y\n}", (3, 2), "axis 1"),
+}
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+@pytest.mark.parametrize("op", sorted(INDEXING))
+def test_the_other_indexing_ops_check_their_indices(op, backend):
+    text, shape, where = INDEXING[op]
+    graph = parse_graph(text)
+    run = minic.compile(graph, backend=backend)
+    args = [np.arange(12, dtype=np.float32).reshape(3, 4), np.zeros(shape, np.int64)]
+    if len(graph.inputs) == 3:
+        args.append(np.ones(shape, np.float32))
+    run(*args)
+    for bad in BAD:
+        args[1] = np.zeros(shape, np.int64)
+        args[1].flat[3] = bad
+        with pytest.raises(DataError, match=rf"node #0 \(%y = {op}\(.*index {bad} is out of range"):
+            run(*args)

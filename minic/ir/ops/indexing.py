@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Operand, Reduce, Site, clamp, highest, lowest
+from minic.errors import DataError
+from minic.ir.compute import DataCheck, Operand, Reduce, Site, clamp, highest, index_check, lowest
 from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg
@@ -166,8 +167,23 @@ class ScatterAttrs:
 
 def _in_range(idx: np.ndarray, n: int, what: str) -> np.ndarray:
     if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexError(f"{what}: index out of range [{-n}, {n})")
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise DataError(f"{what}: index {bad} is out of range [{-n}, {n})")
     return np.where(idx < 0, idx + n, idx)
+
+
+# The data checks (compute.DataCheck): the index tensors, one test per index.
+def _along_axis_checks(site: Site) -> list[DataCheck]:        # gather_elements, scatter_elements
+    data, idx = site.inputs[:2]
+    axis = norm_axis(site.attrs.axis, data.type.rank)
+    return [index_check(idx.type.shape, idx.at, data.type.shape[axis], f" on axis {axis}")]
+
+
+def _nd_checks(site: Site) -> list[DataCheck]:                # gather_nd, scatter_nd: each component of a point
+    data, idx = site.inputs[:2]
+    b, q, m = getattr(site.attrs, "batch_dims", 0), idx.type.shape[-1], idx.type.rank - 1
+    return [index_check(idx.type.shape[:m], lambda at, k=k: idx.at(tuple(at) + (const(k),)), data.type.shape[b + k],
+                        f" on axis {b + k}") for k in range(q)]
 
 
 def _gather_elements_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -186,6 +202,7 @@ def gather_elements(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.n
 
 
 define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs, arity=(2, 2),
+       checks=_along_axis_checks,
                doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
 
 
@@ -215,6 +232,7 @@ def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd
 
 
 define("scatter_elements", OpKind.CONTRACTION, _scatter_elements_infer, scatter_elements, scatter_elements_rule, ScatterAttrs,
+       checks=_along_axis_checks,
                arity=(3, 3), doc="scatter_elements(data, idx, upd, axis): data with upd[j] written (or reduced) "
                                  "at j with j[axis] replaced by idx[j]")
 
@@ -241,7 +259,7 @@ def gather_nd(attrs: BatchDimsAttrs, data: np.ndarray, idx: np.ndarray) -> np.nd
     return out
 
 
-define("gather_nd", OpKind.LAYOUT, _gather_nd_infer, gather_nd, gather_nd_rule, BatchDimsAttrs, arity=(2, 2),
+define("gather_nd", OpKind.LAYOUT, _gather_nd_infer, gather_nd, gather_nd_rule, BatchDimsAttrs, arity=(2, 2), checks=_nd_checks,
                doc="gather_nd(data, idx)[p] = data[p[:b], idx[p, :]] (b = batch_dims)")
 
 
@@ -262,6 +280,7 @@ def scatter_nd(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.n
 
 
 define("scatter_nd", OpKind.CONTRACTION, _scatter_nd_infer, scatter_nd, scatter_nd_rule, ScatterAttrs, arity=(3, 3),
+       checks=_nd_checks,
                doc="scatter_nd(data, idx, upd): data with upd[p] written (or reduced) at data[idx[p, :]]")
 
 

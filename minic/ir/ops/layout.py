@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import DataError, UnsupportedError
-from minic.ir.compute import DataCheck, Operand, Site, broadcast_index, clamp, in_range
+from minic.ir.compute import DataCheck, Operand, Site, broadcast_index, clamp, in_range, index_check
 from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
@@ -394,16 +394,7 @@ def gather_checks(site: Site) -> list[DataCheck]:
     """Every index inside [-n, n): one test per index, not per element gathered."""
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
-    n = data.type.shape[axis]
-
-    def value(at: tuple[Expr, ...]) -> Expr:
-        i = idx.at(at)
-        return i if i.dtype == DType.i64 else Cast(DType.i64, i)
-
-    def outside(at: tuple[Expr, ...]) -> Expr:
-        i = value(at)
-        return BinOp("or", BinOp("lt", i, BinOp("sub", const(0), dim_expr(n))), BinOp("ge", i, dim_expr(n)))
-    return [DataCheck(idx.type.shape, outside, value, f"index {{value}} is out of range [-{n}, {n}) on axis {axis}")]
+    return [index_check(idx.type.shape, idx.at, data.type.shape[axis], f" on axis {axis}")]
 
 
 def _torch_gather(t, x, idx):
