@@ -179,8 +179,9 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
     for _ in range(max_sweeps):
         changed = False
         producers = g.producers()
+        present = {id(n) for n in g.nodes}          # a set: `node in g.nodes` made each sweep quadratic
         for node in list(g.nodes):
-            if node not in g.nodes:
+            if id(node) not in present:
                 continue
             for r in by_op.get(node.op, ()):
                 m = Match(g, node, producers)
@@ -197,6 +198,7 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
                             replace_uses(g, old, new)
                 else:
                     forward(g, node, result)
+                present = {id(n) for n in g.nodes}  # a rewrite costs O(nodes) anyway (replace_uses)
                 changed = True
                 break
         if not changed:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import DataError, UnsupportedError
-from minic.ir.compute import DataCheck, Operand, Site, broadcast_index, clamp, in_range, index_check
+from minic.ir.compute import DataCheck, Site, broadcast_index, clamp, in_range, index_check
 from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
@@ -371,22 +371,18 @@ def _gather(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.take(data, idx, axis=attrs.axis)
 
 
-def _index(idx: Operand, at: tuple[Expr, ...], n: Dim) -> Expr:
-    """An index read from ``idx``, as i64, negative ones counted from the end."""
-    i = idx.at(at)
-    if i.dtype != DType.i64:
-        i = Cast(DType.i64, i)
-    return Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i)
-
-
 def gather_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
     k = idx.type.rank
+    i = idx.at(index[axis:axis + k])
+    if i.dtype != DType.i64:
+        i = Cast(DType.i64, i)
     n = data.type.shape[axis]
-    # An index still outside is reported by gather_checks; clamped here so that a
-    # bad token id never reads outside the table while the kernel finishes.
-    i = _index(idx, index[axis:axis + k], n)
+    # Negative indices count from the end.  An index still outside is reported by
+    # gather_checks; clamped here, so that a bad token id never reads outside the
+    # table while the kernel finishes.
+    i = Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i)
     return data.at(index[:axis] + (clamp(i, n),) + index[axis + k:])
 
 
