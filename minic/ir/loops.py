@@ -59,6 +59,13 @@ class Buffer:
 STATUS = Buffer("minic_status", (2,), DType.i64, Role.STATUS)
 
 
+def data_error(name: str, checks: dict[int, str], code: int, value: int):
+    """The DataError that a status word of ``[code, value]`` (code != 0) of program ``name`` reports."""
+    from minic.errors import DataError
+    what = checks.get(code, f"data check {code}")
+    return DataError(f"{name}: {what.replace('{value}', str(value))}")
+
+
 # --- expressions ----------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.ir.interpret import bind_symbols
-from minic.ir.loops import (STATUS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
+from minic.ir.loops import (STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
                             Program, Role, Select, Seq, Stmt, Store, Var)
 from minic.ir.types import DType, dim_eval
 
@@ -152,6 +152,5 @@ def run_program(p: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         run_function(k, memory, sizes)
         status = memory[STATUS.name]
         if status[0]:
-            from minic.runtime.layout import EntryLayout
-            raise EntryLayout(p.name, (), (), {}, p.checks).data_error(int(status[0]), int(status[1]))
+            raise data_error(p.name, p.checks, int(status[0]), int(status[1]))
     return [memory[b.name] for b in p.outputs]

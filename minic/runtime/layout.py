@@ -58,6 +58,5 @@ class EntryLayout:
 
     def data_error(self, code: int, value: int) -> "DataError":
         """The error a status word of ``[code, value]`` reports (code != 0)."""
-        from minic.errors import DataError
-        what = self.checks.get(code, f"data check {code}")
-        return DataError(f"{self.name}: {what.replace('{value}', str(value))}")
+        from minic.ir.loops import data_error
+        return data_error(self.name, self.checks, code, value)
