@@ -32,9 +32,11 @@ def _ints(a) -> tuple[int, ...]:
 _SAME_NAME = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
               "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin", "Cos": "cos", "Tan": "tan",
               "Floor": "floor", "Ceil": "ceil", "Round": "round", "Asin": "asin", "Acos": "acos", "Atan": "atan",
-              "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Not": "not", "Identity": "identity"}
+              "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Not": "not", "BitwiseNot": "not",
+              "Identity": "identity"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Equal": "eq", "Less": "lt",
-           "Greater": "gt", "And": "and", "Or": "or", "Xor": "xor"}
+           "Greater": "gt", "And": "and", "Or": "or", "Xor": "xor",
+           "BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}     # and/or/xor are bitwise on integers
 
 
 @converts(*_SAME_NAME)
