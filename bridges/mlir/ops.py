@@ -327,6 +327,38 @@ def gather(em, node, attrs):
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
 
 
+def gather_elements(em, node, attrs):
+    """out[i] = data[i with i[axis] replaced by idx[i]] (tensor.extract in the body)."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg, tensor
+    data, idx = node.inputs
+    out_shape = em.shape(node.outputs[0])
+    rank = len(out_shape)
+    axis = attrs.axis % rank
+    n = em.shape(data)[axis]
+    dv = em.values[data]
+
+    def body(i, _out):
+        i = arith.index_cast(ir.IndexType.get(), i)
+        size = arith.ConstantOp(ir.IndexType.get(), n).result
+        zero = arith.ConstantOp(ir.IndexType.get(), 0).result
+        i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+        loops = [linalg.IndexOp(d).result for d in range(rank)]
+        return tensor.extract(dv, loops[:axis] + [i] + loops[axis + 1:])
+    return em.generic([em.values[idx]], [ir.AffineMap.get_identity(rank)], out_shape, data.type.dtype, body)
+
+
+def range_rule(em, node, attrs):
+    """With the symbols bound a range's values are known: a constant, from the op's reference."""
+    from mlir import ir
+    from mlir.dialects import arith
+    from minic.ir import ops
+    from minic.ir.interpret import resolve
+    values = ops.get("range").reference(resolve(attrs, em.env))
+    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=em.tensor_type(values.shape, attrs.dtype))
+    return arith.ConstantOp(attr.type, attr).result
+
+
 def pad(em, node, attrs):
     """constant: ``x`` inserted at the low pads into a filled tensor.  reflect/edge: one
     generic reading ``x`` at a source index per axis, looked up in a constant table made
@@ -393,6 +425,6 @@ RULES = Registry.of("op of the MLIR bridge (linalg)", {
     "global_avg_pool": global_avg_pool,
     **{n: reshape_rule for n in ("reshape", "flatten", "squeeze", "unsqueeze")},
     "transpose": transpose, "expand": expand, "slice": slice_rule, "concat": concat,
-    "split": split, "gather": gather, "pad": pad, "shape": shape_rule, "reshape_dynamic": reshape_dynamic,
+    "split": split, "gather": gather, "gather_elements": gather_elements, "range": range_rule, "pad": pad, "shape": shape_rule, "reshape_dynamic": reshape_dynamic,
     "conv2d": window.conv2d, "max_pool2d": window.max_pool2d, "avg_pool2d": window.avg_pool2d,
 }, UnsupportedError)
