@@ -178,12 +178,12 @@ def markdown(rows: list[Row]) -> str:
 
 
 def load_libraries() -> None:
-    """Load the MLIR bindings, torch-mlir and IREE's runtime (and run torch.export once) before
-    anything is timed, so that the first row's compile time is not the cost of loading them."""
+    """Load the MLIR bindings and IREE's runtime (and run torch.export once) before anything
+    is timed, so that the first row's compile time is not the cost of loading them.  (torch-mlir
+    and iree-turbine load in a child process per import: their compile times include it.)"""
     import iree.runtime  # noqa: F401
     import mlir.execution_engine  # noqa: F401
     import torch
-    import torch_mlir.fx  # noqa: F401
     torch.export.export(torch.nn.ReLU(), (torch.ones(2),))     # torch.export's own first-call setup
 
 

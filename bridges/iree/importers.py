@@ -1,17 +1,21 @@
 """torch -> MLIR text, the production way: torch-mlir's FX importer or iree-turbine.
 
-torch-mlir (``torch_mlir.fx.export_and_import``) runs in this process -- it has its
-own copy of MLIR's Python bindings, which loads beside xtc's and IREE's runtime.
-It decomposes the ``torch.export`` program and lowers the torch dialect to one of::
+Both run in a child process (``bridges/iree/child.py``, one per batch of programs),
+which reads the ``torch.export`` programs from ``.pt2`` files: torch-mlir and IREE's
+compiler each carry their own copy of MLIR/LLVM, and neither can load beside the
+xtc MLIR bindings (docs/production-bugs.md: torch-mlir-xtc-mlir-bindings-clash,
+iree-xtc-mlir-bindings-clash).
+
+torch-mlir (``torch_mlir.fx.export_and_import``) decomposes the ``torch.export``
+program and lowers the torch dialect to one of::
 
     stablehlo   the StableHLO dialect (what JAX, TensorFlow and PyTorch/XLA emit)
     linalg      linalg on tensors (+ arith, tensor, math): upstream MLIR's own
     tosa        TOSA (IREE 3.13 rejects torch-mlir's form: docs/production-bugs.md)
     torch       the torch dialect itself (aten ops as MLIR ops)
 
-iree-turbine's ``aot.export`` imports IREE's compiler, so it runs in a child
-process (``bridges/iree/child.py``) that reads the ``torch.export`` program from
-a ``.pt2`` file; its output is torch dialect, which ``iree-compile`` lowers itself.
+iree-turbine's ``aot.export`` outputs the torch dialect, which ``iree-compile``
+lowers itself.
 """
 from __future__ import annotations
 
@@ -51,23 +55,23 @@ def keep_non_persistent_buffers(program) -> None:
         program.state_dict.setdefault(name, program.constants[name])
 
 
-def torch_mlir_module(module, inputs: Sequence[np.ndarray], dialect: str):
-    """torch-mlir's module (its own ``ir.Module``) for ``module`` in ``dialect``."""
-    from torch_mlir import fx
-    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
-
+def check_dialect(dialect: str) -> None:
+    """A user's dialect name, or the error that lists them."""
     if dialect not in DIALECTS:
         raise UnsupportedError(f"torch-mlir: unknown dialect '{dialect}'; choose from {', '.join(DIALECTS)}")
-    program = exported(module, inputs).run_decompositions(get_decomposition_table())
-    keep_non_persistent_buffers(program)
-    # decomposition_table={}: decomposed above already (an empty table skips the step).
-    return fx.export_and_import(program, output_type=DIALECTS[dialect], func_name=FUNC_NAME,
-                                decomposition_table={})
+
+
+def torch_mlir_texts(programs: Sequence[tuple[object, Sequence[np.ndarray], str]]) -> list[str]:
+    """torch-mlir's MLIR text (weights included, as resource blobs) for each ``(module, inputs,
+    dialect)``, all imported in one child process."""
+    for _, _, dialect in programs:
+        check_dialect(dialect)
+    return child_texts("torch-mlir", [((DIALECTS[d],), m, x) for m, x, d in programs], "torch-mlir import")
 
 
 def torch_mlir_text(module, inputs: Sequence[np.ndarray], dialect: str) -> str:
-    """The MLIR text (weights included, as resource blobs) of ``torch_mlir_module``."""
-    return str(torch_mlir_module(module, inputs, dialect))
+    """torch-mlir's MLIR text in ``dialect`` for ``module``, imported in a child process."""
+    return torch_mlir_texts([(module, inputs, dialect)])[0]
 
 
 def child_env() -> dict[str, str]:
@@ -79,22 +83,31 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def turbine_texts(models: Sequence[tuple[object, Sequence[np.ndarray]]]) -> list[str]:
-    """iree-turbine's MLIR text for each ``(module, inputs)``, all exported in one child process."""
+def child_texts(command: str, jobs: Sequence[tuple[tuple[str, ...], object, Sequence[np.ndarray]]],
+                what: str) -> list[str]:
+    """Run ``python -m bridges.iree.child COMMAND`` once for every ``(args, module, inputs)``
+    (each program passed as ``args MODEL.pt2 OUT.mlir``, a ``torch.export.save`` file) and
+    return each program's MLIR text."""
     import torch
 
-    with tempfile.TemporaryDirectory(prefix="minic-turbine-") as tmp:
-        args = []
-        for i, (module, inputs) in enumerate(models):
+    with tempfile.TemporaryDirectory(prefix="minic-iree-child-") as tmp:
+        argv, outs = [], []
+        for i, (args, module, inputs) in enumerate(jobs):
             program, out = Path(tmp) / f"model{i}.pt2", Path(tmp) / f"model{i}.mlir"
             torch.export.save(exported(module, inputs), str(program))
-            args += [str(program), str(out)]
-        proc = subprocess.run([sys.executable, "-m", "bridges.iree.child", "turbine", *args],
+            argv += [*args, str(program), str(out)]
+            outs.append(out)
+        proc = subprocess.run([sys.executable, "-m", "bridges.iree.child", command, *argv],
                               capture_output=True, text=True, env=child_env())
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-            raise UnsupportedError(f"iree-turbine export: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
-        return [Path(out).read_text() for out in args[1::2]]
+            raise UnsupportedError(f"{what}: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
+        return [out.read_text() for out in outs]
+
+
+def turbine_texts(models: Sequence[tuple[object, Sequence[np.ndarray]]]) -> list[str]:
+    """iree-turbine's MLIR text for each ``(module, inputs)``, all exported in one child process."""
+    return child_texts("turbine", [((), m, x) for m, x in models], "iree-turbine export")
 
 
 def turbine_text(module, inputs: Sequence[np.ndarray]) -> str:
