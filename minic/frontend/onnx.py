@@ -328,7 +328,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     from minic.frontend.onnx_functions import expansion
     from minic.frontend.onnx_ops import CONVERTERS
     for i, node in enumerate(nodes):
-        label = node.name or f"#{i}"
+        label = _text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
         b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
@@ -404,11 +404,12 @@ def _check_schema(node, opset: int, where: str) -> None:
             raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
 
 
-def onnx_scope(node_name: str) -> str:
+def onnx_scope(node_name: str | bytes) -> str:
     """The module path in a node name torch.onnx.export wrote: ``/layers.0/attention/wq/MatMul``
     -> ``layers.0.attention.wq``.  The path's parts are module attributes, up to the first part
     that is an op (CamelCase); ONNX Runtime's fused names (``fused /fc1/Gemm``,
     ``/norm/Mul_1/SimplifiedLayerNormFusion/``) keep the first node's path."""
+    node_name = _text(node_name)
     if "/" not in node_name:
         return ""
     parts = []
@@ -419,12 +420,16 @@ def onnx_scope(node_name: str) -> str:
     return ".".join(parts)
 
 
+def _text(name: str | bytes) -> str:
+    """A name from the file as text: a corrupt file can hold names that are not UTF-8
+    (protobuf then hands over bytes)."""
+    return name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+
+
 def clean_name(name: str) -> str:
     """An ONNX name as a minic value name: letters, digits, '_' and '.' only
     (``/fc1/Gemm_output_0`` -> ``fc1.Gemm_output_0``, ``onnx::MatMul_7`` -> ``onnx.MatMul_7``)."""
-    if isinstance(name, bytes):          # a corrupt file can hold names that are not UTF-8
-        name = name.decode("utf-8", "replace")
-    cleaned = re.sub(r"[^A-Za-z0-9_.]+", ".", name).strip(".")
+    cleaned = re.sub(r"[^A-Za-z0-9_.]+", ".", _text(name)).strip(".")
     return cleaned or "v"
 
 
