@@ -316,15 +316,21 @@ def gather(em, node, attrs):
     dv = em.values[data]
 
     def body(i, _out):
-        i = arith.index_cast(ir.IndexType.get(), i)
-        size = arith.ConstantOp(ir.IndexType.get(), n).result
-        zero = arith.ConstantOp(ir.IndexType.get(), 0).result
-        # Negative indices count from the end, as in numpy.
-        i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+        i = _from_end(i, n)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         where = loops[:axis] + [i] + loops[axis + len(ishape):]
         return tensor.extract(dv, where)
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
+
+
+def _from_end(i, n: int):
+    """An integer index as an MLIR index, negative ones counted from the end (as numpy does)."""
+    from mlir import ir
+    from mlir.dialects import arith
+    i = arith.index_cast(ir.IndexType.get(), i)
+    size = arith.ConstantOp(ir.IndexType.get(), n).result
+    zero = arith.ConstantOp(ir.IndexType.get(), 0).result
+    return arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
 
 
 def gather_elements(em, node, attrs):
@@ -339,10 +345,7 @@ def gather_elements(em, node, attrs):
     dv = em.values[data]
 
     def body(i, _out):
-        i = arith.index_cast(ir.IndexType.get(), i)
-        size = arith.ConstantOp(ir.IndexType.get(), n).result
-        zero = arith.ConstantOp(ir.IndexType.get(), 0).result
-        i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+        i = _from_end(i, n)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         return tensor.extract(dv, loops[:axis] + [i] + loops[axis + 1:])
     return em.generic([em.values[idx]], [ir.AffineMap.get_identity(rank)], out_shape, data.type.dtype, body)
