@@ -157,6 +157,9 @@ class Emitter:
         on x86): a zero divisor runs as 1 (the graph's data check reports it, see
         ops/elementwise.py), and a signed c = -1 is done as a negation (MIN / -1 wraps to MIN)."""
         b = self.b
+        if isinstance(c, ir.Constant) and c.constant not in (0, -1):     # index arithmetic: no guard needed
+            return {("div", False): b.sdiv, ("mod", False): b.srem,
+                    ("div", True): b.udiv, ("mod", True): b.urem}[op, unsigned](a, c)
         zero, one, minus = (ir.Constant(c.type, k) for k in (0, 1, -1))
         if unsigned:
             safe = b.select(b.icmp_unsigned("==", c, zero), one, c)
