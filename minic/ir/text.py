@@ -147,6 +147,8 @@ def _element_text(x: np.generic) -> str:
             text = f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}"   # a NaN with a payload
         return text
     text = str(x)                        # numpy's shortest spelling for this dtype: 0.1, 1e-08
+    if text.lstrip("-").isdigit():
+        text += ".0"                     # bf16 spells -0.0 as "-0", which would read back as the int 0
     if _float_of(text, x.dtype).tobytes() != x.tobytes():
         text = float(x).hex()            # exact, though not as readable
     return text

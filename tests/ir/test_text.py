@@ -134,6 +134,14 @@ def test_every_f16_bit_pattern_round_trips():
     assert reparse_constant(bits.view(np.float16)).view(np.uint16).tolist() == bits.tolist()
 
 
+def test_every_bf16_bit_pattern_round_trips():
+    # bf16 prints -0.0 as "-0": read as an integer it would come back as +0 (a CI find)
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    data = bits.view(DType.bf16.numpy)
+    assert reparse_constant(data).view(np.uint16).tolist() == bits.tolist()
+    assert reparse_constant(np.full(17, -0.0, DType.bf16.numpy)).view(np.uint16).tolist() == [0x8000] * 17
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, (1 << 32) - 1), min_size=2, max_size=20))
 def test_f32_bit_patterns_round_trip(words):
