@@ -10,7 +10,7 @@ shifted), the constant into the border, so no element tests whether it is inside
 from __future__ import annotations
 
 from minic.ir.graph import Node, Value
-from minic.ir.loops import (STATUS, BinOp, Buffer, Expr, For, ForKind, Function, If, Load, Role, Stmt, Store, Var,
+from minic.ir.loops import (STATUS, BinOp, Buffer, Expr, Function, If, Load, Role, Stmt, Store, Var,
                             const, dim_expr, seq, stmt_exprs, walk, walk_stmts)
 from minic.errors import UnsupportedError
 from minic.ir import ops
@@ -69,7 +69,7 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         for check in (rule(site(node)) if rule is not None and checks is not None else ()):
             code = len(checks) + 1
             checks[code] = f"{describe(node)}: {check.message}"
-            nests.append(check_nest(check, code))
+            nests.append(check_nest(check, code, fresh))
     for v in stores:
         out = buffers[v]
         node, k = produced[v]
@@ -85,15 +85,15 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
     return Function(name, _params(body, [buffers[v] for v in stores]), sizes, body, origin)
 
 
-def check_nest(check: DataCheck, code: int) -> Stmt:
-    """for c... in check.shape: if check fails at c: status = [code, value]."""
+def check_nest(check: DataCheck, code: int, fresh: Fresh) -> Stmt:
+    """for c... in check.shape: if check fails at c: status = [code, value].  The tested
+    data may itself be a fused reduction (a cumsum as gather index): ``emit`` computes it."""
     loops = [(Var(f"c{a}"), dim_expr(d)) for a, d in enumerate(check.shape)]
     index = tuple(v for v, _ in loops)
-    body: Stmt = If(check.fails(index), seq(Store(STATUS, (const(0),), const(code)),
-                                            Store(STATUS, (const(1),), check.value(index))))
-    for var, extent in reversed(loops):
-        body = For(var, const(0), extent, ForKind.SERIAL, body)
-    return body
+
+    def record(value: Expr) -> Stmt:
+        return seq(Store(STATUS, (const(0),), const(code)), Store(STATUS, (const(1),), value))
+    return emit(loops, lambda fails: If(fails, emit([], record, check.value(index), fresh)), check.fails(index), fresh)
 
 
 def padded_nests(out: Buffer, node: Node, x: Operand, fresh: Fresh) -> list[Stmt]:

@@ -68,6 +68,27 @@ def test_a_gather_whose_indices_are_computed_in_its_kernel(backend):
             run(w, np.array([1, bad, 2]))
 
 
+POSITIONS = """graph @pos(%w: f32[10, 4], %mask: i64[B, T]) -> (f32[B, T, 4]) {
+  %c = cumsum(%mask) {axis = 1} : i64[B, T]
+  %p = mul(%c, %mask) : i64[B, T]
+  %y = gather(%w, %p) {axis = 0} : f32[B, T, 4]
+  return %y
+}"""
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_a_gather_whose_indices_are_a_fused_reduction(backend):
+    """OPT's position ids: a cumsum of the mask, fused into the gather's kernel, so the
+    check itself has to compute the running sum (an accumulator inside the check's loop)."""
+    run = minic.compile(parse_graph(POSITIONS), backend=backend)
+    w = np.arange(40, dtype=np.float32).reshape(10, 4)
+    mask = np.array([[1, 1, 0, 1], [0, 1, 1, 1]])
+    positions = np.cumsum(mask, 1) * mask
+    np.testing.assert_array_equal(run(w, mask), w[positions])
+    with pytest.raises(DataError, match=r"index 10 is out of range \[-10, 10\)"):
+        run(w, np.ones((1, 10), np.int64))
+
+
 def test_the_loop_interpreter_reports_the_check_too():
     program = prepare(parse_graph(GATHER), CompileOptions(use_cache=False))
     w = np.zeros((10, 4), np.float32)

@@ -22,13 +22,7 @@ def test_corpus_is_broad():
     assert len(kinds) >= 10 and {"encoder", "decoder", "vision"} <= set(kinds)
 
 
-# OPT's position ids (cumsum of the mask, fused with a select) leave a Reduce inside a stored
-# expression since the last merges of the session: a lowering bug, recorded here until fixed.
-LOWERING_BUG = {"opt": "cumsum fused under a select keeps a Reduce in the stored expression"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=LOWERING_BUG[n]))
-                                  if n in LOWERING_BUG else n for n in corpus.names()])
+@pytest.mark.parametrize("name", corpus.names())
 def test_corpus_model(name, tmp_path):
     info = corpus.info(name)
     module, example = corpus.get(name)
