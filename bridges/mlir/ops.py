@@ -68,6 +68,29 @@ def gelu(em, node, attrs):
     return em.elementwise(node, body)
 
 
+def mod(em, node, attrs):
+    """fmod: the remainder (arith.rem*); Python's %: plus the divisor when the signs differ.
+    An integer x mod 0 is 0, as in minic's reference."""
+    from mlir.dialects import arith
+    dt = node.inputs[0].type.dtype
+    zero = em.const(0, dt)
+    if dt.is_float:
+        rem, lt, ne = arith.remf, lambda a, b: arith.cmpf(arith.CmpFPredicate.OLT, a, b), \
+            lambda a, b: arith.cmpf(arith.CmpFPredicate.UNE, a, b)
+    else:
+        rem, lt, ne = arith.remsi, lambda a, b: arith.cmpi(arith.CmpIPredicate.slt, a, b), \
+            lambda a, b: arith.cmpi(arith.CmpIPredicate.ne, a, b)
+
+    def body(a, b):
+        by_zero = None if dt.is_float else arith.cmpi(arith.CmpIPredicate.eq, b, zero)
+        r = rem(a, b if by_zero is None else arith.select(by_zero, em.const(1, dt), b))
+        if not attrs.fmod:
+            fix = arith.andi(ne(r, zero), arith.xori(lt(r, zero), lt(b, zero)))
+            r = arith.select(fix, (arith.addf if dt.is_float else arith.addi)(r, b), r)
+        return r if by_zero is None else arith.select(by_zero, zero, r)
+    return em.elementwise(node, body)
+
+
 def passthrough(em, node, attrs):
     return em.values[node.inputs[0]]
 
@@ -351,6 +374,32 @@ def gather_elements(em, node, attrs):
     return em.generic([em.values[idx]], [ir.AffineMap.get_identity(rank)], out_shape, data.type.dtype, body)
 
 
+def running(neutral: float, combine_f: str, combine_i: str):
+    """cumsum / cumprod: one generic with a reduction loop k over the axis; the body takes
+    x[.., k, ..] where k <= i (exclusive: k < i; reverse: k >= i, k > i) and the neutral
+    element elsewhere, so out[.., i, ..] combines exactly the elements it runs over."""
+    def rule(em, node, attrs):
+        from mlir import ir
+        from mlir.dialects import arith, linalg
+        x = node.inputs[0]
+        shape, dt = em.shape(x), x.type.dtype
+        rank, axis = len(shape), attrs.axis % len(shape)
+        d = ir.AffineDimExpr.get
+        x_map = ir.AffineMap.get(rank + 1, 0, [d(rank) if a == axis else d(a) for a in range(rank)])
+        out_map = ir.AffineMap.get(rank + 1, 0, [d(a) for a in range(rank)])
+        pred = {(False, False): "ule", (True, False): "ult", (False, True): "uge", (True, True): "ugt"}
+        pred = getattr(arith.CmpIPredicate, pred[attrs.exclusive, attrs.reverse])
+        combine = getattr(arith, combine_f if dt.is_float else combine_i)
+        unit = em.const(neutral, dt)
+
+        def body(v, acc):
+            taken = arith.cmpi(pred, linalg.IndexOp(rank).result, linalg.IndexOp(axis).result)
+            return combine(acc, arith.select(taken, v, unit))
+        return em.generic([em.values[x]], [x_map], shape, dt, body, reduce_dims=(rank,),
+                          init=em.filled(shape, dt, neutral), out_map=out_map)
+    return rule
+
+
 def range_rule(em, node, attrs):
     """With the symbols bound a range's values are known: a constant, from the op's reference."""
     from mlir import ir
@@ -420,7 +469,7 @@ RULES = Registry.of("op of the MLIR bridge (linalg)", {
     **{n: _binary(n) for n in ("add", "sub", "mul", "div", "pow", "max", "min")},
     **{n: _compare(n) for n in ("eq", "lt", "gt")},
     **{n: _logical(n) for n in ("and", "or", "xor")},
-    "not": not_, "where": where, "cast": cast, "gelu": gelu, "identity": passthrough,
+    "not": not_, "where": where, "mod": mod, "cast": cast, "gelu": gelu, "identity": passthrough,
     "dropout": passthrough, "batch_norm": batch_norm,
     "matmul": matmul, "gemm": gemm,
     **{f"reduce_{k}": _reduce(k) for k in ("sum", "mean", "max", "min")},
@@ -428,6 +477,7 @@ RULES = Registry.of("op of the MLIR bridge (linalg)", {
     "global_avg_pool": global_avg_pool,
     **{n: reshape_rule for n in ("reshape", "flatten", "squeeze", "unsqueeze")},
     "transpose": transpose, "expand": expand, "slice": slice_rule, "concat": concat,
-    "split": split, "gather": gather, "gather_elements": gather_elements, "range": range_rule, "pad": pad, "shape": shape_rule, "reshape_dynamic": reshape_dynamic,
+    "split": split, "gather": gather, "gather_elements": gather_elements,
+    "cumsum": running(0, "addf", "addi"), "cumprod": running(1, "mulf", "muli"), "range": range_rule, "pad": pad, "shape": shape_rule, "reshape_dynamic": reshape_dynamic,
     "conv2d": window.conv2d, "max_pool2d": window.max_pool2d, "avg_pool2d": window.avg_pool2d,
 }, UnsupportedError)

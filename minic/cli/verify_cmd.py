@@ -21,7 +21,8 @@ from minic.errors import UserError
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="cross-check models on every backend against PyTorch")
-    p.add_argument("models", nargs="*", help="zoo names, .onnx or .mc files (default: the whole zoo)")
+    p.add_argument("models", nargs="*", help="zoo names, .onnx or .mc files (default: the whole zoo); "
+                                             "with --corpus: corpus names (default: the whole corpus)")
     p.add_argument("--backends", help="comma-separated backends (default: all but the reference)")
     p.add_argument("--size", choices=("small", "full"), default="small")
     p.add_argument("--seed", type=int, default=0, help="zoo weights/inputs, or the random graphs' run")
@@ -150,13 +151,15 @@ def handle(args: argparse.Namespace) -> int:
     if args.corpus:
         from minic.models import corpus
         from minic.verify.corpus_matrix import verify_corpus
-        names = corpus.names()
+        names = args.models or corpus.names()
+        for name in names:
+            corpus.info(name)                        # unknown names fail before any work
         chosen = chosen or [b for b in backends.names() if b != "torch"]
     total = len(names) * (len(chosen) if chosen else len(backends.names()) - 1)
     with progress_bar("verify", total) as advance:
         if args.corpus:
             cells = verify_corpus(chosen, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"),
-                                  tol_of=lambda b, t: backend_tolerance(b, t))
+                                  tol_of=lambda b, t: backend_tolerance(b, t), names=names)
         else:
             cells = verify_models(names, chosen, args.size, args.seed,
                                   progress=lambda c: advance(f"{c.model}/{c.backend}"))

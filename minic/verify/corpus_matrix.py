@@ -13,12 +13,14 @@ from minic.verify.tolerance import tolerance
 
 
 def verify_corpus(backend_names: list[str], seed: int = 0, progress: Callable[[Cell], None] | None = None,
-                  tol_of: Callable[[str, float], float] = lambda b, t: t) -> list[Cell]:
+                  tol_of: Callable[[str, float], float] = lambda b, t: t,
+                  names: list[str] | None = None) -> list[Cell]:
+    """The cells of ``names`` (default: the whole corpus) on ``backend_names``."""
     import torch
     from minic.api import _arrays
     from minic.models import corpus
     cells = []
-    for name in corpus.names():
+    for name in names or corpus.names():
         info = corpus.info(name)
         module, _ = corpus.get(name, seed=seed)
         lengths = (7, corpus.SECOND_T) if 1 in info.dynamic_axes[0] else (7,)

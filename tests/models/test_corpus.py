@@ -39,3 +39,12 @@ def test_corpus_model(name, tmp_path):
         for path, got in (("interp", interpret(graph, arrays)[0]), ("minic", compiled(*arrays))):
             assert got.shape == want.shape, (path, t)
             assert errors(got, want).within(tolerance(want.dtype)), (path, t, errors(got, want))
+
+
+def test_verify_corpus_runs_the_named_models_only(capsys):
+    from minic.cli import main
+    assert main(["verify", "--corpus", "transformers", "convnext", "--backends", "interp", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| convnext | ok " in out and "bert" not in out
+    assert main(["verify", "--corpus", "transformers", "gpt5", "--backends", "interp"]) != 0
+    assert capsys.readouterr().err.strip().startswith("error: unknown corpus model 'gpt5'; available: bert,")

@@ -146,3 +146,64 @@ def test_cli_model_from_tosa_down_to_linalg_and_run(capsys):
 def test_avg_pool_divisors(kwargs, via):
     torch.manual_seed(4)
     check(torch.nn.AvgPool2d(**kwargs), (torch.randn(1, 2, 7, 8),), via=via)
+
+
+class Positions(torch.nn.Module):
+    """What the corpus decoders and RoBERTa build from token ids: position ids from a cumsum
+    of the padding mask, an arange-based causal mask, and a gather of the embeddings."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = torch.nn.Embedding(16, 4)
+
+    def forward(self, ids):
+        mask = ids.ne(1).int()
+        pos = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1   # RoBERTa's position ids
+        t = torch.arange(ids.shape[1])
+        causal = (t[None, :] <= t[:, None]).float()
+        h = torch.gather(self.pos(pos), 2, pos[..., None].expand(-1, -1, 4) % 4)
+        return causal @ h + torch.cumsum(h, dim=-1)
+
+
+def test_masks_and_positions_from_data_match_torch_at_two_lengths():
+    torch.manual_seed(5)
+    module = Positions().eval()
+    run, _ = check(module, (torch.randint(0, 5, (2, 7)),), dynamic_axes=({0: "B", 1: "T"},))
+    ids = torch.randint(0, 5, (2, 11))
+    np.testing.assert_allclose(run(ids.numpy()), module(ids).detach().numpy(), atol=1e-5, rtol=0)
+
+
+def one_node(op, arrays, **attrs):
+    """A one-node graph of ``op`` on ``arrays``: the MLIR path's result and the op's reference."""
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value
+    from minic.ir.types import DType, TensorType
+    from minic.ir.verify import infer_node
+    from bridges.mlir.backend import MlirModel
+    inputs = [Value(f"x{k}", TensorType(a.shape, DType.of(a.dtype))) for k, a in enumerate(arrays)]
+    node = Node(op, inputs, [], ops.get(op).make_attrs(**attrs))
+    node.outputs = [Value("y", infer_node(node)[0])]
+    return MlirModel(Graph(op, inputs, node.outputs, [node]))(*arrays), ops.get(op).reference(node.attrs, *arrays)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_running_ops_match_the_reference_for_every_direction(op, dtype):
+    x = np.random.default_rng(6).integers(-3, 4, (3, 5, 4)).astype(dtype)
+    for axis in (1, -1):
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                attrs = dict(axis=axis, exclusive=exclusive, reverse=reverse)
+                got, want = one_node(op, [x], **attrs)
+                np.testing.assert_array_equal(got, want, err_msg=str(attrs))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_mod_matches_the_reference_both_ways(dtype):
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(-9, 10, (4, 6)).astype(dtype), rng.integers(-4, 5, (6,)).astype(dtype)
+    if dtype == np.float32:
+        a, b = a * 0.75, np.where(b == 0, 2.5, b).astype(dtype)
+    for fmod in (False, True):
+        got, want = one_node("mod", [a, b], fmod=fmod)
+        np.testing.assert_allclose(got, want, atol=1e-6, err_msg=f"fmod={fmod}")
