@@ -18,6 +18,10 @@ Every tool runs this one pipeline: compiling (``minic.runtime.compile_graph``),
 
 A stage runs at most once per Compilation, and only when a later one needs it;
 ``asm`` and ``object`` both start from the optimized LLVM module, built once.
+A compilation may also start at a later stage, from IR made elsewhere (the
+tuner's variants of a kernel, a hand-written Program):
+
+    run(program, "asm", options, start="scheduled")
 """
 from __future__ import annotations
 
@@ -46,11 +50,12 @@ class PassOptions:
 
 @dataclass
 class Compilation:
-    """One graph down the pipeline; ``run(stage)`` gives that stage's IR."""
-    graph: Graph
+    """One graph (or the IR of stage ``start``) down the pipeline; ``run(stage)`` gives that stage's IR."""
+    graph: Graph | Any
     options: CompileOptions = field(default_factory=CompileOptions)
     passes: PassOptions = field(default_factory=PassOptions)
     tuning: Any = None                       # schedule.records.Tuning, read once by the caller; None: read here
+    start: str = "graph"                     # the stage whose IR ``graph`` is
     trace: list[str] = field(default_factory=list)           # the stages run, in order
     seconds: dict[str, float] = field(default_factory=dict)  # time spent in each
     _ir: dict[str, Any] = field(default_factory=dict)
@@ -58,12 +63,16 @@ class Compilation:
     def __post_init__(self) -> None:
         if self.options.precision not in PRECISIONS:
             raise UserError(f"unknown precision '{self.options.precision}'; available: {', '.join(PRECISIONS)}")
-        self._ir["graph"] = self.graph
+        if self.start not in STAGES:
+            raise UserError(f"unknown stage '{self.start}'; the stages are: {', '.join(STAGES)}")
+        self._ir[self.start] = self.graph
 
     def run(self, stage: str) -> Any:
         """The IR of ``stage``, running the stages before it that have not run yet."""
         if stage not in STAGES:
             raise UserError(f"unknown stage '{stage}'; the stages are: {', '.join(STAGES)}")
+        if STAGES.index(stage) < STAGES.index(self.start):
+            raise UserError(f"stage '{stage}' comes before '{self.start}', where this compilation starts")
         if stage not in self._ir:
             make, source = _STEPS[stage]
             ir = self.run(source) if source in STAGES else self._machine()
@@ -121,13 +130,13 @@ def _llvm(c: Compilation, program):
 
 
 def _asm(c: Compilation, module) -> str:
-    from minic.codegen.target import target_machine
-    return target_machine(c.options).emit_assembly(module)
+    from minic.codegen.module import emit_assembly
+    return emit_assembly(module, c.options)
 
 
 def _object(c: Compilation, module) -> bytes:
-    from minic.codegen.target import target_machine
-    return target_machine(c.options).emit_object(module)
+    from minic.codegen.module import emit_object
+    return emit_object(module, c.options)
 
 
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)
@@ -138,7 +147,7 @@ _STEPS: dict[str, tuple[Callable[[Compilation, Any], Any], str]] = {
 }
 
 
-def run(graph: Graph, stage: str, options: CompileOptions | None = None,
-        passes: PassOptions | None = None) -> Any:
-    """``graph`` taken down the pipeline to ``stage``: that stage's IR."""
-    return Compilation(graph, options or CompileOptions(), passes or PassOptions()).run(stage)
+def run(ir: Graph | Any, stage: str, options: CompileOptions | None = None,
+        passes: PassOptions | None = None, start: str = "graph") -> Any:
+    """``ir`` (a graph, or the IR of stage ``start``) taken down the pipeline to ``stage``: that stage's IR."""
+    return Compilation(ir, options or CompileOptions(), passes or PassOptions(), start=start).run(stage)

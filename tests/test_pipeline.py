@@ -51,6 +51,16 @@ def test_a_stage_is_computed_once_and_shared(calls):
     assert calls.count("fused") == 1 and calls.count("pass fuse-groups") == 1
 
 
+def test_a_compilation_may_start_at_a_later_stage():
+    options = CompileOptions(use_cache=False)
+    program = pipeline.run(graph_of(load("mlp", size="small")), "scheduled", options)
+    c = pipeline.Compilation(program, options, start="scheduled")
+    assert "minic_entry" in c.run("asm") and c.run("object")[:4] == b"\x7fELF"
+    assert c.trace == ["llvm", "asm", "object"]
+    with pytest.raises(UserError, match="stage 'loops' comes before 'scheduled'"):
+        c.run("loops")
+
+
 def test_unknown_stage_and_precision_are_user_errors():
     graph = graph_of(load("mlp", size="small"))
     with pytest.raises(UserError, match="unknown stage 'lops'"):

@@ -1,6 +1,6 @@
 """Cross-compile a Graph into a folder: object, weights, harness, static executable.
 
-    DIR/model.o        the model for the target (LLVM, via minic.codegen.elf)
+    DIR/model.o        the model for the target (the pipeline's object stage)
     DIR/weights.bin    the constants, each at a 64-byte boundary
     DIR/harness.c      main(): tensor file in, minic_entry, tensor file out
     DIR/layout.json    the entry layout and the options (what the files were built from)
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minic import tools
-from minic.codegen.elf import cross_object
+from minic import pipeline, tools
 from minic.options import CompileOptions
 from minic.aarch64.harness import ALIGN, harness_source
 from minic.errors import UserError
@@ -57,13 +56,13 @@ def weights_blob(program: Program, layout: EntryLayout) -> tuple[bytes, list[int
 
 def cross_compile(graph: Graph, options: CompileOptions, directory: Path, link_now: bool = True) -> CrossBuild:
     """Compile ``graph`` for ``options.triple`` into ``directory`` (and link, if asked)."""
-    from minic.runtime import prepare
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise UserError(f"{directory}: exists and is not a folder")
-    program = prepare(graph, options)
+    compilation = pipeline.Compilation(graph, options)
+    program = compilation.run("scheduled")
     layout = EntryLayout.of(program)
-    obj = cross_object(program, options)
+    obj = compilation.run("object")          # checked to be for options.triple's machine
     blob, offsets = weights_blob(program, layout)
     write_atomic(directory / "model.o", obj)
     write_atomic(directory / "weights.bin", blob)

@@ -4,8 +4,13 @@ Read in this order: ``options.py`` (CompileOptions), ``target.py`` (the target
 machine), ``emit.py`` (statements and expressions), ``parallel.py`` (parallel
 loops on threads), ``module.py`` (kernels + the one
 entry point, optimisation, object code), ``jit.py`` (loading it here).
+
+The pipeline's llvm, asm and object stages call ``module.py``; to get one of them
+for a Program, run the pipeline from there: ``pipeline.run(program, "asm", options,
+start="scheduled")``.
 """
-from minic.codegen.module import ENTRY, assembly, entry_buffers, llvm_ir, object_code
+from minic.codegen.module import ENTRY, build_module, emit_assembly, emit_object, entry_buffers, optimize_module
 from minic.options import CompileOptions
 
-__all__ = ["ENTRY", "CompileOptions", "assembly", "entry_buffers", "llvm_ir", "object_code"]
+__all__ = ["ENTRY", "CompileOptions", "build_module", "emit_assembly", "emit_object", "entry_buffers",
+           "optimize_module"]

@@ -2,20 +2,17 @@
 
 Nothing in lowering or emission depends on the target; only the target
 machine does (``target.py`` sets up every LLVM target when the triple is not
-the host's).  The result is a relocatable ELF object holding ``minic_entry``
-and its kernels, to be linked with a harness (``minic.aarch64``); this module
-also reads the ELF header back, so a caller can check that the object really
-is for the machine it asked for.
+the host's).  The pipeline's object stage is then a relocatable ELF object holding
+``minic_entry`` and its kernels, to be linked with a harness (``minic.aarch64``);
+this module reads the ELF header back, so that the object stage can check that
+the object really is for the machine it asked for.
 """
 from __future__ import annotations
 
 import struct
 
-from minic.codegen.module import object_code
-from minic.options import CompileOptions
-from minic.codegen.target import is_host
 from minic.errors import UserError
-from minic.ir.loops import Program
+from minic.options import CompileOptions
 
 # ELF e_machine numbers of the architectures a triple may start with.
 ELF_MACHINES = {"aarch64": 183, "arm": 40, "x86_64": 62, "riscv64": 243, "i686": 3}
@@ -43,14 +40,9 @@ def elf_machine(obj: bytes) -> int:
     return struct.unpack_from(f"{order}H", obj, 18)[0]
 
 
-def cross_object(program: Program, options: CompileOptions) -> bytes:
-    """An ELF object for ``options.triple`` (which must not be the host), checked
-    to carry the right machine number."""
-    if is_host(options):
-        raise UserError("cross_object needs a target triple other than this machine's")
-    obj = object_code(program, options)
-    arch = options.triple.split("-")[0]
+def check_machine(obj: bytes, triple: str) -> None:
+    """A UserError unless ``obj`` carries the ELF machine number of ``triple``'s architecture."""
+    arch = triple.split("-")[0]
     want = ELF_MACHINES.get(arch)
     if want is not None and elf_machine(obj) != want:
         raise UserError(f"LLVM emitted an object for ELF machine {elf_machine(obj)}, not {arch} ({want})")
-    return obj

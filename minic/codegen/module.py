@@ -1,5 +1,5 @@
 """A whole Program -> one LLVM module with one entry point, optimised and
-turned into machine code.
+turned into machine code: the pipeline's llvm, asm and object stages (minic/pipeline.py).
 
 The entry point is ``void minic_entry(ptr buffers, ptr sizes)``: ``buffers`` is
 an array of pointers in ``entry_buffers(program)`` order, ``sizes`` an array of
@@ -13,7 +13,8 @@ from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter
 from minic.options import CompileOptions
-from minic.codegen.target import target_machine, triple
+from minic.codegen.elf import check_machine
+from minic.codegen.target import is_host, target_machine, triple
 from minic.ir.loops import STATUS, Buffer, Function, Program, Role, Store, structure, walk_stmts
 
 ENTRY = "minic_entry"
@@ -86,19 +87,6 @@ def build_module(program: Program, options: CompileOptions) -> ir.Module:
     return module
 
 
-def llvm_ir(program: Program, options: CompileOptions | None = None, optimized: bool = False) -> str:
-    """The textual LLVM IR of ``program`` (optionally after the ``opt_level`` pipeline)."""
-    options = options or CompileOptions()
-    if not optimized:
-        return str(build_module(program, options))
-    return str(optimized_module(program, options))
-
-
-def optimized_module(program: Program, options: CompileOptions) -> llvm.ModuleRef:
-    """Parse, verify and optimise (new pass manager, ``options.opt_level``)."""
-    return optimize_module(build_module(program, options), options)
-
-
 def optimize_module(module: ir.Module, options: CompileOptions) -> llvm.ModuleRef:
     """An IR module (e.g. one a profiler changed) parsed, verified and optimised."""
     tm = target_machine(options)
@@ -113,12 +101,15 @@ def optimize_module(module: ir.Module, options: CompileOptions) -> llvm.ModuleRe
     return mod
 
 
-def object_code(program: Program, options: CompileOptions) -> bytes:
-    """Machine code (an object file) for ``options``' target."""
-    return target_machine(options).emit_object(optimized_module(program, options))
+def emit_object(module: llvm.ModuleRef, options: CompileOptions) -> bytes:
+    """Machine code (an object file) of an optimised module for ``options``' target; one
+    for another machine is checked to carry that machine's ELF number."""
+    obj = target_machine(options).emit_object(module)
+    if not is_host(options):
+        check_machine(obj, options.triple)
+    return obj
 
 
-def assembly(program: Program, options: CompileOptions | None = None) -> str:
-    """The target's assembly for ``program``."""
-    options = options or CompileOptions()
-    return target_machine(options).emit_assembly(optimized_module(program, options))
+def emit_assembly(module: llvm.ModuleRef, options: CompileOptions) -> str:
+    """The target's assembly of an optimised module."""
+    return target_machine(options).emit_assembly(module)

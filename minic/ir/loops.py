@@ -29,7 +29,7 @@ from typing import Callable, Iterator, Union
 
 import numpy as np
 
-from minic.ir.types import DType, Dim, _monomial, dim_eval
+from minic.ir.types import DType, Dim, _monomial
 
 # --- buffers --------------------------------------------------------------------
 
@@ -370,13 +370,6 @@ def seq(*stmts: Stmt) -> Stmt:
     for s in stmts:
         flat.extend(s.stmts if isinstance(s, Seq) else (s,))
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
-
-
-def shape_numel(shape: tuple[Dim, ...], env: dict[str, int]) -> int:
-    n = 1
-    for d in shape:
-        n *= dim_eval(d, env)
-    return n
 
 
 # --- printing (pseudo-C) ----------------------------------------------------------

@@ -174,10 +174,6 @@ def symbols(d: Dim) -> set[str]:
     return set(_monomial(d)[1])
 
 
-def dim_str(d: Dim) -> str:
-    return str(d)
-
-
 @dataclass(frozen=True)
 class TensorType:
     shape: Shape

@@ -17,10 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from minic.codegen.jit import Loaded
-from minic.codegen.module import build_module, entry_buffers, optimize_module
+from minic.codegen.module import build_module, emit_object, entry_buffers, optimize_module
 from minic.ir.loops import structure
 from minic.options import CompileOptions
-from minic.codegen.target import target_machine
 from minic.errors import UserError
 from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
@@ -58,7 +57,7 @@ def _kernel_object(program: Program, options: CompileOptions) -> Loaded:
     module = build_module(program, options)
     for name in set(function_names(program).values()):
         module.get_global(name).linkage = ""            # external: the optimizer keeps a callable copy
-    obj = target_machine(options).emit_object(optimize_module(module, options))
+    obj = emit_object(optimize_module(module, options), options)
     return Loaded(obj, options)
 
 

@@ -25,7 +25,8 @@ from typing import Callable
 import numpy as np
 
 from minic.codegen.jit import Loaded
-from minic.codegen.module import ENTRY, entry_buffers, object_code
+from minic import pipeline
+from minic.codegen.module import ENTRY, entry_buffers
 from minic.options import CompileOptions
 from minic.ir.loops import Function, Program, Role
 from minic.ir.types import dim_eval
@@ -68,7 +69,7 @@ def compile_kernel(f: Function, options: CompileOptions):
     """Native code for ``f`` alone: (run(arrays, sizes), compile seconds)."""
     program = kernel_program(f)
     t0 = time.perf_counter()
-    code = Loaded(object_code(program, options), options)
+    code = Loaded(pipeline.run(program, "object", options, start="scheduled"), options)
     seconds = time.perf_counter() - t0
     entry = _ENTRY_TYPE(code.address(ENTRY))
     order = [b.name for b in entry_buffers(program)]

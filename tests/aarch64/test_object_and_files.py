@@ -4,8 +4,8 @@ import re
 import numpy as np
 import pytest
 
-from minic import codegen
-from minic.codegen.elf import cross_object, cross_options, elf_machine, full_triple
+from minic import pipeline
+from minic.codegen.elf import check_machine, cross_options, elf_machine, full_triple
 from minic.aarch64 import tensor_file
 from minic.aarch64.harness import c_string, harness_source
 from minic.errors import UserError
@@ -16,15 +16,16 @@ A55 = cross_options("aarch64", "cortex-a55")
 
 
 def test_object_is_an_aarch64_elf(scale_shift):
-    obj = cross_object(prepare(scale_shift, A55), A55)
+    obj = pipeline.run(scale_shift, "object", A55)
     assert obj[:4] == b"\x7fELF" and obj[4] == 2          # ELFCLASS64
     assert elf_machine(obj) == 183                        # EM_AARCH64
     assert b"minic_entry" in obj
 
 
-def test_cross_object_refuses_the_host(scale_shift):
-    with pytest.raises(UserError, match="other than this machine"):
-        cross_object(prepare(scale_shift), CompileOptions())
+def test_an_object_for_another_machine_is_refused(scale_shift):
+    host = pipeline.run(scale_shift, "object", CompileOptions(use_cache=False))
+    with pytest.raises(UserError, match="not aarch64 \\(183\\)"):
+        check_machine(host, "aarch64-linux-gnu")
 
 
 def test_short_target_names():
@@ -33,7 +34,7 @@ def test_short_target_names():
 
 
 def test_cortex_a55_assembly_has_neon_for_an_elementwise_kernel(scale_shift):
-    asm = codegen.assembly(prepare(scale_shift, A55), A55)
+    asm = pipeline.run(prepare(scale_shift, A55), "asm", A55, start="scheduled")
     # NEON (ASIMD): four f32 lanes of a 128-bit v register per instruction.
     vector_ops = set(re.findall(r"\b(fmla|fmul|fadd|fmax)\s+v\d+\.4s", asm))
     assert {"fmax"} <= vector_ops and vector_ops & {"fmla", "fmul", "fadd"}, sorted(vector_ops)

@@ -1,7 +1,8 @@
 """The stage printers of `show --emit`: loops, LLVM IR, assembly (host and aarch64)."""
 import numpy as np
 
-from minic.codegen import CompileOptions, assembly, llvm_ir
+from minic import pipeline
+from minic.codegen import CompileOptions
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, TensorType
@@ -24,15 +25,16 @@ def test_loops_print_with_a_parallel_outer_loop():
 
 
 def test_llvm_ir_has_the_entry_point_kernels_and_threads():
-    text = llvm_ir(program(), CompileOptions(num_threads=2))
+    text = str(pipeline.run(program(), "llvm", CompileOptions(num_threads=2), start="scheduled"))
     assert "define void @\"minic_entry\"(ptr" in text
     assert "pthread_create" in text and "llvm.tanh" in text
 
 
 def test_host_assembly():
-    assert "minic_entry" in assembly(program(), CompileOptions(num_threads=2))
+    assert "minic_entry" in pipeline.run(program(), "asm", CompileOptions(num_threads=2), start="scheduled")
 
 
 def test_aarch64_assembly_is_a_codegen_option():
-    text = assembly(program(), CompileOptions(triple="aarch64-linux-gnu", cpu="cortex-a55", num_threads=2))
+    a55 = CompileOptions(triple="aarch64-linux-gnu", cpu="cortex-a55", num_threads=2)
+    text = pipeline.run(program(), "asm", a55, start="scheduled")
     assert "minic_entry" in text and ("fmla" in text or "fmul" in text or "fmadd" in text)

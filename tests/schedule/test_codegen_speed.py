@@ -38,7 +38,7 @@ def test_vector_exp_is_accurate_and_keeps_special_values():
 def test_vector_erf_is_accurate_and_keeps_special_values():
     """GELU's erf runs as a polynomial on the whole vector, not a libm call per lane."""
     import math
-    from minic.codegen.module import llvm_ir
+    from minic import pipeline
     f = kernel_of(graph_of("erf", [(3, 40)]))
     g = vectorize(split(f, "i1", 16, tail="overlap"), "i1i")
     x = np.concatenate([np.linspace(-5, 5, 117), [np.nan, np.inf, -np.inf]]).astype(np.float32).reshape(3, 40)
@@ -48,7 +48,7 @@ def test_vector_erf_is_accurate_and_keeps_special_values():
     assert np.max(np.abs(got[finite] - want[finite])) < 2e-7
     assert np.isnan(got[2, 37]) and got[2, 38] == 1.0 and got[2, 39] == -1.0
     gelu = graph_of("gelu", [(4, 768)])
-    text = llvm_ir(prepare(gelu, OPTIONS), OPTIONS)
+    text = str(pipeline.run(gelu, "llvm", OPTIONS))
     assert "vectorized" in print_function(prepare(gelu, OPTIONS).kernels[0]) and "erff" not in text
     x = np.random.default_rng(0).standard_normal((4, 768)).astype(np.float32) * 3
     np.testing.assert_allclose(compile_graph(gelu, OPTIONS)(x), interpret(gelu, [x])[0], rtol=1e-5, atol=1e-6)
