@@ -113,6 +113,22 @@ def test_integer_division_by_zero_is_an_error_and_never_a_signal(backend):
         run(a, np.array([1, 0, 2, 1]))
 
 
+MOD = """graph @m(%a: i32[N], %b: i32[]) -> (i32[N]) {
+  %y = mod(%a, %b) : i32[N]
+  return %y
+}"""
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_integer_mod_by_zero_is_an_error_too(backend):
+    """torch.remainder raises on an integer zero divisor; numpy's silent 0 would be a wrong answer."""
+    run = minic.compile(parse_graph(MOD), backend=backend)
+    a = np.array([7, -7, 5], np.int32)
+    np.testing.assert_array_equal(run(a, np.array(3, np.int32)), [1, 2, 2])     # Python's %: the divisor's sign
+    with pytest.raises(DataError, match=r"node #0 \(%y = mod\(%a, %b\)\): (mod: )?integer division by zero"):
+        run(a, np.array(0, np.int32))
+
+
 def test_an_aarch64_build_reports_a_bad_index_under_qemu(tmp_path):
     from minic.backends import ModelSource
     from minic.aarch64.backend import compile_emulated

@@ -111,8 +111,8 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (q + ((a - q * b != 0) & ((a < 0) != (b < 0)))).astype(a.dtype)
 
 
-def _div_checks(site: Site) -> list[DataCheck]:
-    """Integer division needs a nonzero divisor (float division gives inf or nan)."""
+def div_checks(site: Site) -> list[DataCheck]:
+    """Integer division (div, mod) needs a nonzero divisor (float division gives inf or nan)."""
     if site.out.dtype.is_float:
         return []
     b = site.inputs[1]
@@ -138,7 +138,7 @@ binary("mul", np.multiply, "mul", "mul")
 binary("max", np.maximum, "max", "maximum")
 binary("min", np.minimum, "min", "minimum")
 binary("div", lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f" else _int_div(a, b), "div", "div",
-       sample="div", checks=_div_checks)
+       sample="div", checks=div_checks)
 binary("eq", np.equal, "eq", "eq", DType.bool, "compare")
 binary("lt", np.less, "lt", "lt", DType.bool, "compare")
 binary("gt", np.greater, "gt", "gt", DType.bool, "compare")

@@ -14,7 +14,7 @@ from minic.errors import DataError
 from minic.ir.compute import DataCheck, Operand, Reduce, Site, clamp, highest, index_check, lowest
 from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
-from minic.ir.ops.elementwise import arg
+from minic.ir.ops.elementwise import arg, div_checks
 from minic.ir.ops.layout import delinearize, linearize
 from minic.ir.ops.shapes import broadcast, norm_axis, require
 from minic.ir.types import DType, Dim, TensorType
@@ -130,12 +130,12 @@ def mod_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     a, b = (arg(x, index) for x in site.inputs)
     zero, one = const(0, a.dtype), const(1, a.dtype)
     is_zero = BinOp("eq", b, zero)
-    safe = b if a.dtype.is_float else Select(is_zero, one, b)   # an integer x % 0 would trap; it is 0
+    safe = b if a.dtype.is_float else Select(is_zero, one, b)   # an integer x % 0 would trap (the check reports it)
     r = BinOp("mod", a, safe)                   # frem / srem: C's fmod, the sign of the dividend
     if not site.attrs.fmod:                     # Python's %: the sign of the divisor
         wrong_sign = BinOp("and", BinOp("ne", r, zero), BinOp("ne", BinOp("lt", r, zero), BinOp("lt", safe, zero)))
         r = Select(wrong_sign, BinOp("add", r, safe), r)
-    return r if a.dtype.is_float else Select(is_zero, zero, r)
+    return r
 
 
 def shift_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
@@ -363,13 +363,13 @@ def _mod_infer(attrs: ModAttrs, ts: list[TensorType]) -> list[TensorType]:
 def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.fmod(a, b) if attrs.fmod else np.mod(a, b)
-    if a.dtype.kind != "f":
-        out = np.where(b == 0, 0, out)                  # numpy's integer x % 0, and minic's compiled code
+    if a.dtype.kind != "f" and np.any(np.asarray(b) == 0):
+        raise DataError("mod: integer division by zero")   # numpy would say 0, torch.remainder raises
     return out.astype(a.dtype)
 
 
-define("mod", OpKind.ELEMENTWISE, _mod_infer, mod, mod_rule, ModAttrs, arity=(2, 2),
-               doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); integer x mod 0 is 0")
+define("mod", OpKind.ELEMENTWISE, _mod_infer, mod, mod_rule, ModAttrs, arity=(2, 2), checks=div_checks,
+       doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); an integer x mod 0 is a DataError")
 
 
 
