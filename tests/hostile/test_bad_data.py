@@ -129,6 +129,24 @@ def test_integer_mod_by_zero_is_an_error_too(backend):
         run(a, np.array(0, np.int32))
 
 
+RESHAPE = """graph @r(%x: f32[B, 8], %s: i64[2]) -> (f32[B, 8]) {
+  %y = reshape_dynamic(%x, %s) {shape = [B, 8]} : f32[B, 8]
+  %z = relu(%y) : f32[B, 8]
+  return %z
+}"""
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_a_run_time_shape_tensor_must_agree_with_the_declared_shape(backend):
+    run = minic.compile(parse_graph(RESHAPE), backend=backend)
+    x = np.arange(-8, 8, dtype=np.float32).reshape(2, 8)
+    for shape in ([2, 8], [0, 8], [-1, 8], [2, -1], [0, -1]):      # ONNX: 0 copies x's size, -1 infers
+        np.testing.assert_array_equal(run(x, np.array(shape)), np.maximum(x, 0))
+    for shape in ([4, 4], [8, 2], [16, 1]):
+        with pytest.raises(DataError, match=r"reshape_dynamic.*the shape tensor (holds|asks for)"):
+            run(x, np.array(shape))
+
+
 def test_an_aarch64_build_reports_a_bad_index_under_qemu(tmp_path):
     from minic.backends import ModelSource
     from minic.aarch64.backend import compile_emulated

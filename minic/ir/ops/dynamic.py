@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.errors import UserError
-from minic.ir.compute import Site
+from minic.errors import DataError
+from minic.ir.compute import DataCheck, Site
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.layout import ShapeAttrs, reshape_rule
 from minic.ir.ops.shapes import require
 from minic.ir.types import DType, TensorType, canon, dim_prod
 
-def shape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
-    dims = site.inputs[0].type.shape
-    result: Expr = dim_expr(dims[-1]) if dims else const(0)
-    for k in range(len(dims) - 2, -1, -1):
-        result = Select(BinOp("eq", index[0], const(k)), dim_expr(dims[k]), result)
+def _pick(sizes: list[Expr], k: Expr) -> Expr:
+    """sizes[k] for a run-time k (the last size when k is out of range)."""
+    result = sizes[-1] if sizes else const(0)
+    for j in range(len(sizes) - 2, -1, -1):
+        result = Select(BinOp("eq", k, const(j)), sizes[j], result)
     return result
+
+
+def shape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    return _pick([dim_expr(d) for d in site.inputs[0].type.shape], index[0])
 
 
 define("shape", OpKind.LAYOUT, lambda attrs, ts: [TensorType((ts[0].rank,), DType.i64)],
@@ -35,7 +39,7 @@ def onnx_target(shape: np.ndarray, x_shape: tuple[int, ...]) -> tuple[int, ...]:
     position, -1 is the one size inferred from the element count."""
     dims = [x_shape[i] if d == 0 else int(d) for i, d in enumerate(shape.tolist())]
     if dims.count(-1) > 1:
-        raise UserError(f"reshape_dynamic: shape {shape.tolist()} has more than one -1")
+        raise DataError(f"reshape_dynamic: shape {shape.tolist()} has more than one -1")
     if -1 in dims:
         known = int(np.prod([d for d in dims if d != -1]))
         dims[dims.index(-1)] = int(np.prod(x_shape)) // known if known else 0
@@ -55,14 +59,30 @@ def _reshape_dynamic_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[Tens
 def _reshape_dynamic(attrs: ShapeAttrs, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
     target = onnx_target(shape, x.shape)
     if target != tuple(attrs.shape):
-        raise UserError(f"reshape_dynamic: the shape tensor asks for {list(target)}, "
+        raise DataError(f"reshape_dynamic: the shape tensor asks for {list(target)}, "
                         f"the node declares {list(attrs.shape)}")
     return x.reshape(target)
+
+
+def _reshape_dynamic_checks(site: Site) -> list[DataCheck]:
+    """Compiled code tests what the reference tests: element k of the shape tensor is the
+    declared size k, or -1, or 0 where x's size k is the declared one."""
+    x, s = site.inputs
+    declared = site.out.shape
+    want = [dim_expr(d) for d in declared]
+    copied = [dim_expr(x.type.shape[k]) if k < x.type.rank else const(-2) for k in range(len(declared))]
+
+    def fails(at: tuple[Expr, ...]) -> Expr:
+        v, k = s.at(at), at[0]
+        differs = BinOp("and", BinOp("ne", v, _pick(want, k)), BinOp("ne", v, const(-1)))
+        return BinOp("and", differs, BinOp("or", BinOp("ne", v, const(0)), BinOp("ne", _pick(copied, k), _pick(want, k))))
+    return [DataCheck((len(declared),), fails, lambda at: s.at(at),
+                      f"the shape tensor holds {{value}}, the node declares {list(declared)}")]
 
 
 # The result type cannot come from the shape tensor (inference sees types, not
 # values), so the node declares it, in the graph's symbols, as a static reshape
 # does; the reference checks the declaration against the tensor at run time.
 define("reshape_dynamic", OpKind.LAYOUT, _reshape_dynamic_infer, _reshape_dynamic, reshape_rule, ShapeAttrs,
-       arity=(2, 2), doc="reshape_dynamic(x, s) {shape} = reshape(x, s) read as ONNX does (0 copies, -1 infers); "
+       arity=(2, 2), checks=_reshape_dynamic_checks, doc="reshape_dynamic(x, s) {shape} = reshape(x, s) read as ONNX does (0 copies, -1 infers); "
                          "{shape} declares the result")
