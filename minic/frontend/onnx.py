@@ -208,7 +208,7 @@ class Builder:
         if data is not None:
             return tuple(int(e) for e in data.reshape(-1))
         from minic.passes.shape_chains import ShapeValues
-        found = ShapeValues(self.graph).of(v) if v is not None else None
+        found = ShapeValues(self.graph.producers()).of(v) if v is not None else None
         if found is None:
             raise NeedsConstantError(f"{self.where}: {what} must be known at compile time for minic", self.sources(v))
         return tuple(found)

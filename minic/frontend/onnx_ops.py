@@ -359,7 +359,7 @@ def _reshape(b: Builder, x: list[Value], a: dict) -> list[Value]:
         # result from what the types tell about the chain; fold-constant-gather
         # later turns the node into a static reshape.
         from minic.passes.shape_chains import ShapeValues, static_reshape
-        entries = ShapeValues(b.graph).of(x[1])
+        entries = ShapeValues(b.graph.producers()).of(x[1])
         declared = static_reshape(v, entries) if entries is not None else None
         if declared is None:
             raise NeedsConstantError(f"{b.where}: the target shape is computed from values unknown at compile time",

@@ -5,10 +5,10 @@ import math
 
 from minic.errors import UserError
 from minic.ir import ops
-from minic.ir.graph import Graph, Node
+from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import resolve
 from minic.limits import ensure_values_fit
-from minic.passes.rewrite import clone, to_constants
+from minic.passes.rewrite import Match, rewrite, rule
 
 # Folding expand(@c, [4096, 4096]) would bake a large array into the model that
 # the compiled code could compute cheaply; results above this many elements are
@@ -30,14 +30,15 @@ def foldable(node: Node) -> bool:
     return size <= max(SMALL, sum(v.data.size for v in node.inputs))
 
 
+@rule()
+def fold(m: Match) -> tuple[Value, ...] | None:
+    """op(@c1, @c2, ...) -> @op(c1, c2, ...)"""
+    return m.folded(evaluate(m.node)) if foldable(m.node) else None
+
+
 def fold_constants(graph: Graph) -> Graph:
     """op(@c1, @c2, ...) -> @op(c1, c2, ...): run nodes whose inputs are all constants once, now."""
-    g = clone(graph)
-    for node in list(g.nodes):
-        if not foldable(node):
-            continue
-        to_constants(g, node, evaluate(node))
-    return g
+    return rewrite(graph, [fold])
 
 
 def evaluate(node: Node) -> tuple:

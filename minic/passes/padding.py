@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
-from minic.passes.rewrite import clone, fresh_name
+from minic.passes.rewrite import Match, fresh_name, rewrite, rule
 
 # The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max.
 PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
@@ -29,21 +29,23 @@ def _can_pad(node: Node) -> bool:
     return all(isinstance(d, int) for d in node.inputs[0].type.shape[2:])
 
 
+@rule(*PAD_VALUE)
+def pad_apart(m: Match) -> Node | None:
+    """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0};  max_pool2d alike with -inf"""
+    node = m.node
+    if not _can_pad(node):
+        return None
+    x = node.inputs[0]
+    top, left, bottom, right = node.attrs.padding
+    key = ("pad", id(x), node.attrs.padding, PAD_VALUE[node.op])   # two windows may share one pad
+    if key not in m.memo:
+        attrs = ops.get("pad").make_attrs(pads=(0, 0, top, left, 0, 0, bottom, right), value=PAD_VALUE[node.op])
+        padded = Value(fresh_name(m.graph, f"{x.name}_padded"), ops.get("pad").infer(attrs, [x.type])[0])
+        m.memo[key] = m.insert(Node("pad", [x], [padded], attrs, node.group))
+    return Node(node.op, [m.memo[key]] + node.inputs[1:], node.outputs, replace(node.attrs, padding=(0, 0, 0, 0)),
+                node.group)
+
+
 def explicit_padding(graph: Graph) -> Graph:
     """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0}; max_pool2d alike with -inf."""
-    g = clone(graph)
-    made: dict[tuple, Value] = {}       # one pad per (input, widths, value): two windows may share it
-    for node in list(g.nodes):
-        if not _can_pad(node):
-            continue
-        x = node.inputs[0]
-        top, left, bottom, right = node.attrs.padding
-        key = (id(x), node.attrs.padding, PAD_VALUE[node.op])
-        if key not in made:
-            attrs = ops.get("pad").make_attrs(pads=(0, 0, top, left, 0, 0, bottom, right), value=PAD_VALUE[node.op])
-            made[key] = Value(fresh_name(g, f"{x.name}_padded"), ops.get("pad").infer(attrs, [x.type])[0])
-            g.nodes.insert(g.nodes.index(node), Node("pad", [x], [made[key]], attrs, node.group))
-        at = g.nodes.index(node)
-        g.nodes[at] = Node(node.op, [made[key]] + node.inputs[1:], node.outputs,
-                           replace(node.attrs, padding=(0, 0, 0, 0)), node.group)
-    return g
+    return rewrite(graph, [pad_apart])

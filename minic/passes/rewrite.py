@@ -54,21 +54,6 @@ def replace_uses(graph: Graph, old: Value, new: Value) -> None:
             old.name, new.name = new.name, old.name
 
 
-def forward(graph: Graph, node: Node, value: Value) -> None:
-    """Remove a one-output ``node`` whose result equals ``value``: ``node(...) -> value``."""
-    graph.nodes.remove(node)
-    replace_uses(graph, node.outputs[0], value)
-
-
-def to_constants(graph: Graph, node: Node, arrays: Iterable[np.ndarray]) -> None:
-    """Remove ``node``; its outputs become constants holding ``arrays`` (same names,
-    so no user changes)."""
-    graph.nodes.remove(node)
-    for out, array in zip(node.outputs, arrays):
-        out.data = np.asarray(np.asarray(array, dtype=out.type.dtype.numpy), order="C")
-        graph.constants.append(out)
-
-
 def fresh_name(graph: Graph, base: str) -> str:
     """``base``, or ``base_1``, ``base_2``, ... : the first name no value of ``graph`` has."""
     taken = {v.name for v in graph.values()}
@@ -124,7 +109,8 @@ class Match:
     graph: Graph
     node: Node
     producers: dict[Value, Node]
-    retired: list[Value] = field(default_factory=list)
+    retired: list[Node | Value] = field(default_factory=list)   # shared by every match of one rewrite
+    memo: dict = field(default_factory=dict)                    # likewise: what a pass's rules remember
 
     def producer(self, v: Value, *ops: str) -> Node | None:
         """The node computing ``v``, when it is one of ``ops`` (any op if none named)."""
@@ -137,20 +123,34 @@ class Match:
     def constant(self, base: str, data: np.ndarray) -> Value:
         return add_constant(self.graph, base, data)
 
-    def retire(self, *values: Value) -> None:
-        """Constants the replacement no longer reads: dropped at the end unless shared."""
-        self.retired.extend(values)
+    def folded(self, arrays: Iterable[np.ndarray]) -> tuple[Value, ...]:
+        """New constants holding ``arrays``, under the names of the node's outputs (which they replace)."""
+        made = tuple(Value(v.name, v.type, np.asarray(np.asarray(a, dtype=v.type.dtype.numpy), order="C"))
+                     for v, a in zip(self.node.outputs, arrays))
+        self.graph.constants.extend(made)
+        return made
+
+    def insert(self, node: Node) -> Value:
+        """Put a new one-output ``node`` before the matched one (for the replacement to read)."""
+        self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
+        self.producers[node.outputs[0]] = node
+        return node.outputs[0]
+
+    def retire(self, *items: Node | Value) -> None:
+        """Nodes and constants the replacement no longer reads: dropped at the end unless read."""
+        self.retired.extend(items)
 
 
-# A rule returns what the node's output becomes -- an existing Value, or a new Node
-# (computing the node's outputs, or new Values of the same types that take over
-# their uses) -- or None where the identity does not apply.
-RuleFn = Callable[[Match], "Value | Node | None"]
+# A rule returns what the node's outputs become -- an existing Value (of a one-output node),
+# a tuple of Values (one per output), or a new Node (computing the node's outputs, or new
+# Values of the same types that take over their uses) -- or None where the identity does not apply.
+RuleFn = Callable[[Match], "Value | tuple[Value, ...] | Node | None"]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """``fn`` tried at every node whose op is one of ``ops``; ``fn.__doc__`` states the identity."""
+    """``fn`` tried at every node whose op is one of ``ops`` (every node when ``ops`` is empty);
+    ``fn.__doc__`` states the identity."""
     ops: tuple[str, ...]
     fn: RuleFn
 
@@ -160,7 +160,7 @@ class Rule:
 
 
 def rule(*ops: str) -> Callable[[RuleFn], Rule]:
-    """Decorator: the function is a rewrite rule rooted at nodes of ``ops``."""
+    """Decorator: the function is a rewrite rule rooted at nodes of ``ops`` (of any op if none)."""
     return lambda fn: Rule(tuple(ops), fn)
 
 
@@ -168,14 +168,12 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
     """A copy of ``graph`` with ``rules`` applied until none applies (MLIR's greedy
     pattern driver, tinygrad's graph_rewrite): sweeps in node order, the first rule
     that applies at a node wins.  Nodes a rewrite leaves unread (the inner node of a
-    fused pair) and constants a rule retires are removed at the end."""
+    fused pair) and what rules retire are removed at the end."""
     g = clone(graph)
-    by_op: dict[str, list[Rule]] = {}
-    for r in rules:
-        for op in r.ops:
-            by_op.setdefault(op, []).append(r)
-    inners: list[Node] = []
-    retired: list[Value] = []
+    rules = list(rules)
+    by_op: dict[str, list[Rule]] = {}               # op -> the rules tried at its nodes, in table order
+    retired: list[Node | Value] = []
+    memo: dict = {}
     for _ in range(max_sweeps):
         changed = False
         producers = g.producers()
@@ -183,13 +181,13 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
         for node in list(g.nodes):
             if id(node) not in present:
                 continue
-            for r in by_op.get(node.op, ()):
-                m = Match(g, node, producers)
-                result = r.fn(m)
+            if node.op not in by_op:
+                by_op[node.op] = [r for r in rules if not r.ops or node.op in r.ops]
+            for r in by_op[node.op]:
+                result = r.fn(Match(g, node, producers, retired, memo))
                 if result is None:
                     continue
-                inners += [p for v in node.inputs if (p := producers.get(v)) is not None]
-                retired += m.retired
+                retired += [p for v in node.inputs if (p := producers.get(v)) is not None]
                 if isinstance(result, Node):         # in the node's place; new outputs take over its uses
                     g.nodes[g.nodes.index(node)] = result
                     producers.update((v, result) for v in result.outputs)
@@ -197,11 +195,13 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
                         if old is not new:
                             replace_uses(g, old, new)
                 else:
-                    forward(g, node, result)
+                    g.nodes.remove(node)
+                    for old, new in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
+                        replace_uses(g, old, new)
                 present = {id(n) for n in g.nodes}  # a rewrite costs O(nodes) anyway (replace_uses)
                 changed = True
                 break
         if not changed:
-            drop_unused(g, inners, retired)
+            drop_unused(g, [n for n in retired if isinstance(n, Node)], [v for v in retired if isinstance(v, Value)])
             return g
     raise RuntimeError(f"rewrite of @{graph.name} did not reach a fixpoint in {max_sweeps} sweeps")

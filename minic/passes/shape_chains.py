@@ -13,7 +13,7 @@ from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.types import DType, Dim, canon, dim_div, dim_mul, dim_prod
 from minic.passes.fold_constants import evaluate, foldable
-from minic.passes.rewrite import clone, drop_unused, to_constants
+from minic.passes.rewrite import Match, rewrite, rule
 
 # The ops of a shape program: each maps vectors of entries to a vector of entries.
 CHAIN_OPS = {"shape", "gather", "unsqueeze", "squeeze", "concat", "slice", "identity", "cast",
@@ -37,10 +37,10 @@ def arithmetic(op: str, a: Dim, b: Dim) -> Dim | None:
 class ShapeValues:
     """The entries of i64 vectors (and scalars) that are known from types alone."""
 
-    def __init__(self, graph: Graph) -> None:
-        self.producers = graph.producers()
+    def __init__(self, producers: dict[Value, Node], seen: list | None = None) -> None:
+        self.producers = producers
         self.memo: dict[Value, list[Dim] | None] = {}
-        self.seen: list[Node] = []                 # the chain nodes looked through
+        self.seen = [] if seen is None else seen   # the chain nodes looked through are appended here
 
     def of(self, v: Value) -> list[Dim] | None:
         """The entries of ``v`` in row-major order, or None when some entry is unknown."""
@@ -92,27 +92,47 @@ def static_reshape(x: Value, entries: list[Dim]) -> tuple[Dim, ...] | None:
     return tuple(canon(d) for d in dims) if None not in dims else None
 
 
+def _known(m: Match) -> ShapeValues:
+    """The rewrite's one ShapeValues: what it learns lasts the whole pass; the chain nodes it looks
+    through are retired (dropped at the end when nothing reads them any more)."""
+    if "shapes" not in m.memo:
+        m.memo["shapes"] = ShapeValues(m.producers, m.retired)
+    return m.memo["shapes"]
+
+
+@rule("reshape_dynamic")
+def static_target(m: Match) -> Node | None:
+    """reshape_dynamic(x, s) -> reshape(x, [entries of s]) when types tell every entry"""
+    x, out = m.node.inputs[0], m.node.outputs[0]
+    entries = _known(m).of(m.node.inputs[1])
+    target = static_reshape(x, entries) if entries is not None else None
+    if target is None or target != out.type.shape:             # the declared type must be proven
+        return None
+    return Node("reshape", [x], [out], ops.get("reshape").make_attrs(shape=target), m.node.group)
+
+
+@rule("gather")
+def constant_gather(m: Match) -> tuple[Value, ...] | None:
+    """gather(@c, @i) -> @c[i]"""
+    if not foldable(m.node):
+        return None
+    made = m.folded(evaluate(m.node))
+    m.retire(*made)                                 # dropped at the end when the chain is gone
+    return made
+
+
+@rule(*CHAIN_OPS)
+def static_entries(m: Match) -> tuple[Value, ...] | None:
+    """shape(x) -> @[x's static dims];  a shape program over such entries -> @[its entries]"""
+    out = m.node.outputs[0]
+    entries = _known(m).of(out)
+    if entries is None or not all(isinstance(e, int) for e in entries):
+        return None
+    made = m.folded([np.array(entries, dtype=np.int64).reshape(out.type.shape)])
+    m.retire(*made)
+    return made
+
+
 def fold_constant_gather(graph: Graph) -> Graph:
     """reshape_dynamic(x, s) -> reshape(x, [entries of s]) when types tell every entry; gather(@c, @i) -> @c[i]."""
-    g = clone(graph)
-    known = ShapeValues(g)
-    folded: list[Value] = []
-    for node in list(g.nodes):
-        out = node.outputs[0]
-        if node.op == "reshape_dynamic":
-            entries = known.of(node.inputs[1])
-            target = static_reshape(node.inputs[0], entries) if entries is not None else None
-            if target is not None and target == out.type.shape:   # the declared type is proven
-                attrs = ops.get("reshape").make_attrs(shape=target)
-                g.nodes[g.nodes.index(node)] = Node("reshape", [node.inputs[0]], [out], attrs, node.group)
-        elif node.op == "gather" and foldable(node):
-            to_constants(g, node, evaluate(node))
-            folded.append(out)
-        elif node.op in CHAIN_OPS:
-            entries = known.of(out)
-            if entries is not None and all(isinstance(e, int) for e in entries):
-                to_constants(g, node, [np.array(entries, dtype=np.int64).reshape(out.type.shape)])
-                folded.append(out)
-    # The shape programs (and the constants folded inside them) that nothing reads any more.
-    drop_unused(g, known.seen, folded)
-    return g
+    return rewrite(graph, [static_target, constant_gather, static_entries])
