@@ -8,7 +8,10 @@ temporary folder; each side then runs in its own worker process of ``minic bench
 blocks, round after round (``minic.bench.harness``).  A change in the machine's
 load hits both sides of a round alike, so the figure is the median over rounds of
 the paired ratio work / base (below 1: the working tree is faster), with the
-lowest and highest round.  Prints the date, machine and load average with it.
+lowest and highest round.  The last column pairs the sides' CPU seconds per call the
+same way: at one thread it leaves out the time the OS gave other processes, so on a
+loaded machine it is the figure to read (both revisions must record it: the base's
+worker too).  Prints the date, machine and load average with it.
 """
 from __future__ import annotations
 
@@ -49,8 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     timing = Timing(args.rounds, args.calls, args.warmup)
     conditions = Conditions.now(timing)
-    lines = [f"| model | B | threads | base ({args.base}) | work | work / base, paired by round |",
-             "| --- | --- | --- | ---: | ---: | ---: |"]
+    lines = [f"| model | B | threads | base ({args.base}) | work | work / base, paired by round | "
+             "CPU time: work / base |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     with tempfile.TemporaryDirectory() as tmp:
         export(args.base, Path(tmp))
         mine = resolve("minic")
@@ -61,11 +64,14 @@ def main() -> None:
                     base, work = run_config(Config(model, batch, threads, args.size), paths, timing)
                     if not (base.blocks and work.blocks):
                         lines.append(f"| {model} | {batch} | {threads} | {base.status} {base.detail[:60]} | "
-                                     f"{work.status} {work.detail[:60]} | – |")
+                                     f"{work.status} {work.detail[:60]} | – | – |")
                         continue
                     ratios = [w / b for w, b in zip(work.block_medians, base.block_medians)]
+                    cpu = [statistics.median(w) / statistics.median(b)
+                           for w, b in zip(work.cpu_blocks, base.cpu_blocks) if w and b]
                     lines.append(f"| {model} | {batch} | {threads} | {cell(base)} | {cell(work)} | "
-                                 f"{statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}] |")
+                                 f"{statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}] | "
+                                 + (f"{statistics.median(cpu):.3f} [{min(cpu):.3f}-{max(cpu):.3f}] |" if cpu else "– |"))
                     print(lines[-1], flush=True)
     conditions.finish()
     print("\n".join(conditions.lines()) + "\n\n" + "\n".join(lines))

@@ -92,15 +92,21 @@ def fmt_ratio(x: float, digits: int = 3) -> str:
     return f"{x:.{decimals}f}"
 
 
-def timed_block(call: Callable[[], Any], calls: int, budget_s: float = math.inf) -> list[float]:
+def timed_block(call: Callable[[], Any], calls: int, budget_s: float = math.inf,
+                cpu: list[float] | None = None) -> list[float]:
     """One block of a path's timing: an untimed call (it absorbs what ran before: another
     process's threads, caches full of other data), then up to ``calls`` timed calls, fewer
-    once ``budget_s`` is spent, but at least one."""
+    once ``budget_s`` is spent, but at least one.  Each call's CPU seconds (every thread
+    of the process) go to ``cpu`` when given: on one thread that figure leaves out the
+    time the OS ran other processes, so it moves far less with the machine's load than
+    the wall-clock one (it still counts what they cost in shared caches)."""
     call()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < calls and (not times or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         call()
         times.append(time.perf_counter() - t0)
+        if cpu is not None:
+            cpu.append(time.process_time() - c0)
     return times

@@ -61,6 +61,7 @@ class Result:
     compile_s: float = 0.0
     max_abs_err: float | None = None
     blocks: list[list[float]] = field(default_factory=list)
+    cpu_blocks: list[list[float]] = field(default_factory=list)    # CPU seconds of the same calls
     rss_base_mb: float = 0.0        # after torch, the model and the reference: before the path's build
     rss_peak_mb: float = 0.0        # peak of the whole worker: build and every call
     pid: int = 0                    # the worker's process
@@ -76,6 +77,13 @@ class Result:
         return statistics.median(medians) if medians else 0.0
 
     @property
+    def cpu_median(self) -> float:
+        """Median over rounds of the block medians of CPU seconds per call (every thread of
+        the worker): the load-robust figure of a one-thread run."""
+        medians = [statistics.median(b) for b in self.cpu_blocks if b]
+        return statistics.median(medians) if medians else 0.0
+
+    @property
     def spread(self) -> tuple[float, float]:
         medians = self.block_medians
         return (min(medians), max(medians)) if medians else (0.0, 0.0)
@@ -85,6 +93,7 @@ class Result:
                 "threads": self.config.threads, "status": self.status, "detail": self.detail,
                 "compile_s": self.compile_s, "max_abs_err": self.max_abs_err, "median_s": self.median,
                 "spread_s": list(self.spread), "block_medians_s": self.block_medians, "blocks_s": self.blocks,
+                "cpu_blocks_s": self.cpu_blocks, "cpu_median_s": self.cpu_median,
                 "rss_base_mb": self.rss_base_mb, "rss_peak_mb": self.rss_peak_mb}
 
 
@@ -169,8 +178,9 @@ def run_config(config: Config, paths: list[BenchPath], timing: Timing,
                     continue
                 time.sleep(timing.settle_s)
                 try:
-                    result.blocks.append(worker.ask({"cmd": "block", "calls": timing.calls,
-                                                     "budget_s": timing.budget_s})["times"])
+                    block = worker.ask({"cmd": "block", "calls": timing.calls, "budget_s": timing.budget_s})
+                    result.blocks.append(block["times"])
+                    result.cpu_blocks.append(block.get("cpu", []))
                 except WorkerDied as e:
                     result.status, result.detail = "crash", str(e)
         for worker, result in live:

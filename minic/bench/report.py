@@ -114,5 +114,30 @@ def markdown(results: list[Result], paths: list[str]) -> str:
         lat.append(f"| {c.model} | {c.batch} | {c.threads} | " + " | ".join(cells) + f" | {ratio} |")
         rss = [f"{by[(c, p)].rss_peak_mb:,.0f}" if (c, p) in by and by[(c, p)].status == "ok" else "–" for p in paths]
         mem.append(f"| {c.model} | {c.batch} | {c.threads} | " + " | ".join(rss) + " |")
-    return ("Latency, ms: median over rounds [lowest-highest block median]\n\n" + "\n".join(lat) +
+    text = ("Latency, ms: median over rounds [lowest-highest block median]\n\n" + "\n".join(lat) +
             "\n\nPeak RSS of the worker (build + every call), MB\n\n" + "\n".join(mem) + "\n")
+    cpu = cpu_table([c for c in keys if c.threads == 1], by, paths)
+    return text + ("\nOne thread: CPU ms per call (the worker's threads; median over rounds of the block "
+                   "medians), the figure that moves least with the machine's load\n\n" + cpu + "\n" if cpu else "")
+
+
+def cpu_table(keys: list[Config], by: dict[tuple[Config, str], Result], paths: list[str]) -> str:
+    """CPU milliseconds per call of the one-thread configurations, minic's ratio to the
+    rival that is best by this figure."""
+    lines = []
+    for c in keys:
+        timed = {p: by[(c, p)] for p in paths if (c, p) in by and by[(c, p)].cpu_median}
+        if not timed:
+            continue
+        rivals = [r for p, r in timed.items() if p in RIVALS]
+        rival = min(rivals, key=lambda r: r.cpu_median) if rivals else None
+        cells = [(lambda t: f"**{t}**" if timed.get(p) is rival else t)(fmt_ratio(timed[p].cpu_median * 1e3))
+                 if p in timed else "–" for p in paths]
+        mine = timed.get("minic")
+        ratio = fmt_ratio(mine.cpu_median / rival.cpu_median) if mine and rival else "–"
+        lines.append(f"| {c.model} | {c.batch} | {c.threads} | " + " | ".join(cells) + f" | {ratio} |")
+    if not lines:
+        return ""
+    head = ["model", "B", "threads", *paths, "minic / best rival"]
+    return "\n".join(["| " + " | ".join(head) + " |",
+                      "| " + " | ".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + " |", *lines])

@@ -7,7 +7,8 @@ the path, checks the path's output against it, runs the warm-up calls, and answe
 the parent's requests on its private pipe, one JSON line each:
 
     (after build)                      -> {"status": "ok", "compile_s": ..., "max_abs_err": ..., "rss_base_mb": ...}
-    {"cmd": "block", "calls": N, ...}  -> {"times": [...]}      one untimed call, then up to N timed calls
+    {"cmd": "block", "calls": N, ...}  -> {"times": [...], "cpu": [...]}   one untimed call, then up to N timed
+                                                                            calls (wall and CPU seconds each)
     {"cmd": "stop"}                    -> {"rss_peak_mb": ...}   peak RSS of the whole process: build and run
 
 Everything the libraries print goes to stderr: the worker keeps the original stdout
@@ -105,7 +106,9 @@ def serve(spec: dict[str, Any], answers) -> None:
     for line in sys.stdin:
         request = json.loads(line)
         if request["cmd"] == "block":
-            say({"times": timed_block(lambda: runner(*inputs), request["calls"], request.get("budget_s", 1e9))})
+            cpu: list[float] = []
+            times = timed_block(lambda: runner(*inputs), request["calls"], request.get("budget_s", 1e9), cpu)
+            say({"times": times, "cpu": cpu})
         elif request["cmd"] == "stop":
             say({"rss_peak_mb": peak_rss_mb()})
             return

@@ -28,6 +28,8 @@ def test_each_path_runs_in_its_own_process_and_is_checked_against_torch():
     for r in results:
         assert r.status == "ok" and r.max_abs_err is not None and r.max_abs_err < 1e-4
         assert len(r.blocks) == 1 and len(r.blocks[0]) == 2 and r.median == statistics.median(r.blocks[0])
+        assert len(r.cpu_blocks) == 1 and len(r.cpu_blocks[0]) == 2 and all(t >= 0 for t in r.cpu_blocks[0])
+        assert r.cpu_median == statistics.median(r.cpu_blocks[0])
         assert 0 < r.rss_base_mb <= r.rss_peak_mb
     assert results[0].max_abs_err == 0.0            # eager against eager: the check ran
 
@@ -129,6 +131,20 @@ def test_the_table_shows_small_ratios_and_the_best_rival():
     table = markdown(results, ["torch", "onnxruntime", "openvino", "minic"])
     assert "| tiny | 1 | 1 | 2.00 [2.00-2.00] | **0.00400 [0.00400-0.00400]** |" in table
     assert table.splitlines()[4].endswith("| 1.25 |")
+    assert "CPU ms per call" not in table                # no CPU figures recorded: no such table
+
+
+def test_one_thread_rows_get_a_cpu_time_table_with_the_best_rival_by_that_figure():
+    config = Config("tiny", threads=1)
+    two = Config("tiny", threads=2)
+    results = [Result("onnxruntime", config, "ok", blocks=[[4e-3]], cpu_blocks=[[3e-3]]),
+               Result("openvino", config, "ok", blocks=[[3e-3]], cpu_blocks=[[6e-3]]),
+               Result("minic", config, "ok", blocks=[[5e-3]], cpu_blocks=[[1.5e-3]]),
+               Result("minic", two, "ok", blocks=[[5e-3]], cpu_blocks=[[9e-3]])]
+    table = markdown(results, ["onnxruntime", "openvino", "minic"])
+    cpu = table[table.index("CPU ms per call"):].splitlines()
+    assert "| tiny | 1 | 1 | **3.00** | 6.00 | 1.50 | 0.500 |" in cpu     # ONNX Runtime best by CPU time
+    assert not any(line.startswith("| tiny | 1 | 2 |") for line in cpu)   # two threads: CPU time is no latency
 
 
 def test_an_unknown_model_is_one_line(capsys):
