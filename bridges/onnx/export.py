@@ -37,6 +37,14 @@ class Exported:
     example_inputs: tuple[np.ndarray, ...]
 
 
+def _raised_in_torch_onnx(e: BaseException) -> bool:
+    """Whether the innermost frame of ``e`` is torch.onnx's own code (a conversion it refuses)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "/torch/onnx/" in Path(tb.tb_frame.f_code.co_filename).as_posix()
+
+
 def export_module(module, example_inputs: tuple, *, input_names: tuple[str, ...],
                   dynamic_axes: tuple[dict[int, str], ...], opset: int = DEFAULT_OPSET,
                   output_names: tuple[str, ...] = ("output",)) -> Exported:
@@ -60,8 +68,12 @@ def export_module(module, example_inputs: tuple, *, input_names: tuple[str, ...]
             torch.onnx.export(module, inputs, buffer, opset_version=opset, dynamo=False,
                               input_names=list(input_names), output_names=list(output_names),
                               dynamic_axes=axes, do_constant_folding=True)
-        except torch.onnx.errors.UnsupportedOperatorError as e:   # e.g. aten::sinh at opset 17
-            raise UnsupportedError(f"torch.onnx.export: {str(e).splitlines()[0]}") from None
+        except (torch.onnx.errors.OnnxExporterError, AssertionError) as e:   # e.g. aten::sinh at opset 17
+            # The exporter refuses some conversions with a bare AssertionError (SDPA with
+            # enable_gqa=True); one raised by the model's own code stays what it is.
+            if not isinstance(e, torch.onnx.errors.OnnxExporterError) and not _raised_in_torch_onnx(e):
+                raise
+            raise UnsupportedError(f"torch.onnx.export: {str(e).strip().splitlines()[0]}") from None
     model = onnx.load_from_string(buffer.getvalue())
     check(model)
     return Exported(model, tuple(input_names), tuple(output_names), tuple(dynamic_axes),

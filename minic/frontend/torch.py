@@ -35,8 +35,9 @@ from torch import fx
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_ops import HANDLERS
-import minic.frontend.torch_attention  # noqa: F401  (these two register their handlers)
+import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
 import minic.frontend.torch_ops_core  # noqa: F401
+import minic.frontend.torch_ops_window  # noqa: F401
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import Dim, DType, TensorType, canon

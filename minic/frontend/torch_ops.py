@@ -216,41 +216,6 @@ def _param(cx, node, arg, fill: float, shape, x: Value, role: str) -> Value:
 
 # --- pooling and reductions -------------------------------------------------------
 
-@handles(aten.max_pool2d.default, aten.max_pool2d_with_indices.default)
-def _max_pool(cx, node, a):
-    kernel = _pair(a["kernel_size"])
-    ph, pw = _pair(a["padding"])
-    attrs = cx.attrs("max_pool2d", kernel=kernel, stride=_pair(a["stride"] or kernel), padding=(ph, pw, ph, pw),
-                     dilation=_pair(a["dilation"]), ceil_mode=bool(a["ceil_mode"]))
-    out = cx.emit("max_pool2d", [cx.value(a["self"])], attrs)
-    return out if node.target == aten.max_pool2d.default else (out, None)
-
-
-@handles(aten.avg_pool2d.default)
-def _avg_pool(cx, node, a):
-    if a["divisor_override"] is not None:
-        raise UserError("avg_pool2d with divisor_override is not supported")
-    kernel = _pair(a["kernel_size"])
-    ph, pw = _pair(a["padding"])
-    attrs = cx.attrs("avg_pool2d", kernel=kernel, stride=_pair(a["stride"] or kernel), padding=(ph, pw, ph, pw),
-                     ceil_mode=bool(a["ceil_mode"]), count_include_pad=bool(a["count_include_pad"]))
-    return cx.emit("avg_pool2d", [cx.value(a["self"])], attrs)
-
-
-@handles(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
-def _adaptive_avg_pool(cx, node, a):
-    """To 1x1 it is global_avg_pool; to an output that divides the input, an avg_pool2d."""
-    x = cx.value(a["self"])
-    out_h, out_w = _pair(a["output_size"])
-    if (out_h, out_w) == (1, 1):
-        return cx.emit("global_avg_pool", [x])
-    h, w = x.type.shape[2:]
-    if not (isinstance(h, int) and isinstance(w, int) and h % out_h == 0 and w % out_w == 0):
-        raise UserError(f"adaptive_avg_pool2d from {h}x{w} to {out_h}x{out_w} is not supported")
-    kernel = (h // out_h, w // out_w)
-    return cx.emit("avg_pool2d", [x], cx.attrs("avg_pool2d", kernel=kernel, stride=kernel))
-
-
 REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
           aten.sum.dim_IntList: "reduce_sum", aten.sum.default: "reduce_sum",
           aten.amax.default: "reduce_max", aten.amin.default: "reduce_min"}

@@ -66,6 +66,34 @@ def _composed(cx, node, a):
     return cx.emit("where", [_e(cx, node, "eq", [x, x], role="num"), s, x]) if x.type.dtype.is_float else s
 
 
+INVERSE = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
+           aten.asinh.default: "asinh", aten.acosh.default: "acosh", aten.atanh.default: "atanh"}
+
+
+@handles(*INVERSE)
+def _inverse_trig(cx, node, a):
+    return cx.emit(INVERSE[node.target], [_x(cx, node, a)])        # integers are read as the float result
+
+
+@handles(aten.atan2.default)
+def _atan2(cx, node, a):
+    """atan2(y, x) = atan(y / x), plus ±π where x < 0 (the sign of y's), ±π/2 or 0 where x = 0."""
+    dtype = _out_dtype(cx, node)
+    y, x = (cx.cast(cx.value(a[n]), dtype) for n in ("self", "other"))
+    zero = _c(cx, node, 0, "zero")
+    x_zero, x_neg = _e(cx, node, "eq", [x, zero], role="x0"), _e(cx, node, "lt", [x, zero], role="xneg")
+    y_neg = _e(cx, node, "lt", [y, zero], role="yneg")
+    safe = _e(cx, node, "where", [x_zero, _c(cx, node, 1, "one"), x], role="safe")
+    base = _e(cx, node, "atan", [_e(cx, node, "div", [y, safe], role="q")], role="base")
+    turn = _e(cx, node, "where", [y_neg, _c(cx, node, -math.pi, "mpi"), _c(cx, node, math.pi, "pi")], role="turn")
+    shifted = _e(cx, node, "where", [x_neg, _e(cx, node, "add", [base, turn], role="turned"), base], role="shifted")
+    y_pos = _e(cx, node, "gt", [y, zero], role="ypos")
+    half = _e(cx, node, "where", [y_pos, _c(cx, node, math.pi / 2, "hpi"),
+                                  _e(cx, node, "where", [y_neg, _c(cx, node, -math.pi / 2, "mhpi"), zero], role="axis")],
+              role="half")
+    return cx.emit("where", [x_zero, half, shifted])
+
+
 @handles(aten.isnan.default, aten.isinf.default)
 def _isnan_isinf(cx, node, a):
     x = cx.value(a["self"])
@@ -185,7 +213,7 @@ def _copy(cx, node, a):
     return src if src.type.shape == shape else cx.emit("expand", [src], cx.attrs("expand", shape=shape))
 
 
-@handles(aten.fill.Scalar, aten.empty.memory_format, aten.scalar_tensor.default)
+@handles(aten.fill.Scalar, aten.empty.memory_format, aten.empty_strided.default, aten.scalar_tensor.default)
 def _filled(cx, node, a):
     from minic.frontend.torch import _fold
     shape = cx.shape(node.meta["val"].shape)

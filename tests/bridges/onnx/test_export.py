@@ -60,3 +60,24 @@ def test_load_rejects_missing_and_corrupt_files(tmp_path):
     bad.write_bytes(b"\x08\x99\xff not protobuf")
     with pytest.raises(UserError, match="not a readable ONNX model"):
         load(bad)
+
+
+class GroupedQueryAttention(torch.nn.Module):
+    def forward(self, q, kv):
+        return torch.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
+
+
+class Asserts(torch.nn.Module):
+    def forward(self, x):
+        assert x.shape[0] == 3, "the model's own check"
+        return x + 1
+
+
+def test_a_conversion_the_exporter_refuses_is_unsupported_with_its_own_words():
+    q, kv = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8)
+    with pytest.raises(UnsupportedError) as info:
+        export_module(GroupedQueryAttention(), (q, kv), input_names=("q", "kv"), dynamic_axes=({}, {}))
+    assert str(info.value) == ("torch.onnx.export: conversion of scaled_dot_product_attention "
+                               "not implemented if enable_gqa is True")
+    with pytest.raises(AssertionError, match="the model's own check"):     # the model's, not the exporter's
+        export_module(Asserts(), (torch.randn(2, 4),), input_names=("x",), dynamic_axes=({},))
