@@ -70,7 +70,8 @@ def gelu(em, node, attrs):
 
 def mod(em, node, attrs):
     """fmod: the remainder (arith.rem*); Python's %: plus the divisor when the signs differ.
-    An integer x mod 0 is 0, as in minic's reference."""
+    An integer x mod 0 gives 0 here rather than trapping (this bridge has no data checks;
+    minic's own paths raise a DataError for it)."""
     from mlir.dialects import arith
     dt = node.inputs[0].type.dtype
     zero = em.const(0, dt)

@@ -37,6 +37,7 @@ from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_ops import HANDLERS
 import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
 import minic.frontend.torch_ops_core  # noqa: F401
+import minic.frontend.torch_ops_index  # noqa: F401
 import minic.frontend.torch_ops_window  # noqa: F401
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant

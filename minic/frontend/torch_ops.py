@@ -350,19 +350,6 @@ def _index_select(cx, node, a):
     return cx.emit("gather", [x, cx.value(a["index"])], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
 
 
-@handles(aten.index.Tensor)
-def _index(cx, node, a):
-    """x[..., idx, ...] with one index tensor (the others None): a gather on that axis."""
-    x, indices = cx.value(a["self"]), list(a["indices"])
-    picked = [i for i, t in enumerate(indices) if t is not None]
-    if len(picked) != 1:
-        raise UserError(f"indexing with {len(picked)} index tensors is not supported (only one)")
-    idx = cx.value(indices[picked[0]])
-    if idx.type.dtype == DType.bool:
-        raise UserError("indexing with a bool mask is not supported (its size depends on the data)")
-    return cx.emit("gather", [x, idx], cx.attrs("gather", axis=picked[0]))
-
-
 @handles(aten.cumsum.default)
 def _cumsum(cx, node, a):
     x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))      # ints and bools sum in i64, as torch does

@@ -42,15 +42,26 @@ class Call(torch.nn.Module):
         return self.fn(x)
 
 
+def convert(fn, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_torch(Call(fn), (x,))
+
+
+def assert_matches_eager(fn, x, cache_dir) -> None:
+    """fn(x) converted, on the interpreter and compiled, equals eager (every output, shape and dtype)."""
+    want = fn(x)
+    want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
+    graph = convert(fn, x)
+    for path, got in (("interp", interpret(graph, [x.numpy()])),
+                      ("minic", compile_graph(graph, CompileOptions(cache_dir=cache_dir))(x.numpy()))):
+        got = got if isinstance(got, (tuple, list)) else [got]
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype, path
+            np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5, err_msg=path)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_window_and_resampling_ops_match_eager(name, tmp_path):
     fn, shape = CASES[name]
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    want = fn(x).numpy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        graph = from_torch(Call(fn), (x,))
-    for path, got in (("interp", interpret(graph, [x.numpy()])[0]),
-                      ("minic", compile_graph(graph, CompileOptions(cache_dir=tmp_path))(x.numpy()))):
-        assert got.shape == want.shape, path
-        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5, err_msg=path)
+    assert_matches_eager(fn, torch.randn(*shape, generator=torch.Generator().manual_seed(0)), tmp_path)

@@ -1,0 +1,329 @@
+"""Sorting, advanced indexing and scatters of views for the torch frontend, each
+spelled in minic ops that exist:
+
+* ``sort`` and ``topk`` by ranks: element i's rank along the axis is how many
+  elements come before it (smaller, or equal and earlier: a stable order, NaN
+  last as torch puts it), a sum over an [n, n] comparison; output k then picks
+  the element whose rank is k (``gather_elements``).  O(n²) work per row, no new op.
+* ``index.Tensor`` / ``index_put`` with several index tensors: the indexed axes
+  moved to the front, the indices stacked on a last axis, one ``gather_nd`` /
+  ``scatter_nd``, and torch's placement of the broadcast index axes.
+* ``select_scatter``, ``slice_scatter``, ``diagonal``, ``as_strided``,
+  ``masked_scatter``, ``cdist``/``pdist``: concatenations, masks and gathers of
+  constant indices, and broadcasting arithmetic.
+
+The conventions are ``torch_ops``'s (one handler per overload, ``cx.emit``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.errors import UserError
+from minic.frontend.torch_ops import _axis, _out_dtype, aten, handles
+from minic.ir.ops.layout import END
+from minic.ir.types import DType, dim_mul
+
+
+def _transpose(cx, x, perm):
+    perm = tuple(perm)
+    return x if perm == tuple(range(len(perm))) else cx.emit("transpose", [x], cx.attrs("transpose", perm=perm))
+
+
+def _inverse(perm) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argsort(perm))
+
+
+def _last(rank: int, axis: int) -> tuple[int, ...]:
+    """The permutation that moves ``axis`` to the end."""
+    return tuple(a for a in range(rank) if a != axis) + (axis,)
+
+
+def _reshape(cx, x, shape):
+    return cx.emit("reshape", [x], cx.attrs("reshape", shape=tuple(shape)))
+
+
+def _unsqueeze(cx, x, axis: int):
+    return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(axis % (x.type.rank + 1),)))
+
+
+def _static(x, axis: int, what: str) -> int:
+    size = x.type.shape[axis]
+    if not isinstance(size, int):
+        raise UserError(f"{what} over a symbolic axis ({size}) is not supported")
+    return size
+
+
+def _const(cx, name: str, data) -> object:
+    return cx.add_constant(f"{cx.current.name}_{name}", np.asarray(data))
+
+
+# --- sort and topk by ranks ---------------------------------------------------------------
+
+def _ranks(cx, xt, descending: bool):
+    """rank[..., i] = #{j : x_j before x_i}, for xt [..., n] (stable; NaN after every number)."""
+    n = xt.type.shape[-1]
+    a, b = _unsqueeze(cx, xt, -1), _unsqueeze(cx, xt, -2)            # x_i [.., n, 1], x_j [.., 1, n]
+    before = cx.emit("gt" if descending else "lt", [b, a])
+    same = cx.emit("eq", [a, b])
+    if xt.type.dtype.is_float:                                       # NaN is the largest value
+        nan_a = cx.emit("not", [cx.emit("eq", [a, a])])
+        nan_b = cx.emit("not", [cx.emit("eq", [b, b])])
+        bigger_nan = (nan_b, nan_a) if descending else (nan_a, nan_b)
+        before = cx.emit("or", [before, cx.emit("and", [bigger_nan[0], cx.emit("not", [bigger_nan[1]])])])
+        same = cx.emit("or", [same, cx.emit("and", [nan_a, nan_b])])
+    pos = cx.emit("range", [], cx.attrs("range", shape=(n,), dtype=DType.i64))
+    earlier = cx.emit("lt", [_unsqueeze(cx, pos, 0), _unsqueeze(cx, pos, 1)])   # [n, n]: j < i
+    counted = cx.emit("or", [before, cx.emit("and", [same, earlier])])
+    ranks = cx.emit("reduce_sum", [cx.cast(counted, DType.i64)], cx.attrs("reduce_sum", axes=(xt.type.rank,),
+                                                                       keepdims=False))
+    return ranks, pos
+
+
+def sorted_along(cx, x, axis: int, descending: bool, k=None):
+    """(values, indices) of the first ``k`` (default all) elements of x sorted along ``axis``."""
+    if x.type.dtype == DType.bool:                   # compared as 0/1
+        values, indices = sorted_along(cx, cx.cast(x, DType.u8), axis, descending, k)
+        return cx.cast(values, DType.bool), indices
+    rank = x.type.rank
+    if rank == 0:
+        return x, cx.scalar(0, DType.i64, f"{cx.current.name}_index")
+    perm = _last(rank, axis)
+    xt = _transpose(cx, x, perm)
+    ranks, pos = _ranks(cx, xt, descending)
+    wanted = pos if k is None else cx.emit("range", [], cx.attrs("range", shape=(k,), dtype=DType.i64))
+    hit = cx.emit("eq", [_unsqueeze(cx, ranks, -2), _unsqueeze(cx, wanted, 1)])      # [.., k, n]
+    zero = cx.scalar(0, DType.i64, f"{cx.current.name}_zero")
+    indices = cx.emit("reduce_sum", [cx.emit("where", [hit, pos, zero])],
+                      cx.attrs("reduce_sum", axes=(rank,), keepdims=False))        # [.., k]
+    values = cx.emit("gather_elements", [xt, indices], cx.attrs("gather_elements", axis=rank - 1))
+    back = _inverse(perm)
+    return _transpose(cx, values, back), _transpose(cx, indices, back)
+
+
+@handles(aten.sort.default, aten.sort.stable)
+def _sort(cx, node, a):
+    x = cx.value(a["self"])
+    return sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
+
+
+@handles(aten.topk.default)
+def _topk(cx, node, a):
+    """The k largest (smallest) in order; with sorted=False torch leaves the order open, this keeps it."""
+    x = cx.value(a["self"])
+    return sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
+
+
+# --- advanced indexing -------------------------------------------------------------------
+
+def _advanced(cx, x, indices):
+    """x with its indexed axes first, the index tensors broadcast and stacked on a last axis,
+    and where torch puts the broadcast index axes in the result (``lead``: after that many
+    plain axes when the indexed axes are adjacent, else first)."""
+    picked = [i for i, t in enumerate(indices) if t is not None]
+    rest = [i for i in range(x.type.rank) if i not in picked]
+    idx = [cx.value(indices[i]) for i in picked]
+    if any(v.type.dtype == DType.bool for v in idx):
+        raise UserError("indexing with a bool mask is not supported (its size depends on the data)")
+    shapes = [tuple(v.type.shape) for v in idx]
+    if all(isinstance(d, int) for s in shapes for d in s):
+        shape = tuple(np.broadcast_shapes(*shapes))
+    elif len(set(shapes)) == 1:
+        shape = shapes[0]
+    else:
+        raise UserError(f"index tensors of symbolic shapes {shapes} that differ are not supported")
+    parts = []
+    for v in idx:
+        v = cx.cast(v, DType.i64)
+        if v.type.shape != shape:
+            v = cx.emit("expand", [v], cx.attrs("expand", shape=shape))
+        parts.append(_unsqueeze(cx, v, -1))
+    stacked = parts[0] if len(parts) == 1 else cx.emit("concat", parts, cx.attrs("concat", axis=len(shape)))
+    adjacent = picked == list(range(picked[0], picked[-1] + 1))
+    lead = sum(1 for r in rest if r < picked[0]) if adjacent else 0
+    return _transpose(cx, x, picked + rest), stacked, len(shape), lead
+
+
+def _place(rank: int, nb: int, lead: int) -> tuple[int, ...]:
+    """From [*broadcast (nb), *plain] to torch's order: plain[:lead], broadcast, plain[lead:]."""
+    plain = list(range(nb, rank))
+    return tuple(plain[:lead] + list(range(nb)) + plain[lead:])
+
+
+@handles(aten.index.Tensor)
+def _index(cx, node, a):
+    x, indices = cx.value(a["self"]), list(a["indices"])
+    picked = [i for i, t in enumerate(indices) if t is not None]
+    if len(picked) == 1:                                  # one index tensor: a gather on that axis
+        idx = cx.value(indices[picked[0]])
+        if idx.type.dtype == DType.bool:
+            raise UserError("indexing with a bool mask is not supported (its size depends on the data)")
+        return cx.emit("gather", [x, idx], cx.attrs("gather", axis=picked[0]))
+    xt, stacked, nb, lead = _advanced(cx, x, indices)
+    out = cx.emit("gather_nd", [xt, stacked])
+    return _transpose(cx, out, _place(out.type.rank, nb, lead))
+
+
+@handles(aten.index_put.default)
+def _index_put(cx, node, a):
+    """x[indices] = values (accumulate: +=) as one scatter_nd; one bool mask with values that do
+    not depend on how many it selects is a where."""
+    x, indices = cx.value(a["self"]), list(a["indices"])
+    values = cx.cast(cx.value(a["values"]), x.type.dtype)
+    masks = [cx.value(t) for t in indices if t is not None and cx.value(t).type.dtype == DType.bool]
+    if masks:
+        return _masked_put(cx, x, indices, masks, values, bool(a["accumulate"]))
+    xt, stacked, nb, lead = _advanced(cx, x, indices)
+    target = tuple(stacked.type.shape[:-1]) + tuple(xt.type.shape[stacked.type.shape[-1]:])
+    torch_order = _place(len(target), nb, lead)
+    as_torch = tuple(target[i] for i in torch_order)       # the shape of x[indices] as torch lays it out
+    if values.type.shape != as_torch:
+        values = cx.emit("expand", [values], cx.attrs("expand", shape=as_torch))
+    values = _transpose(cx, values, _inverse(torch_order))
+    out = cx.emit("scatter_nd", [xt, stacked, values],
+                  cx.attrs("scatter_nd", reduction="add" if a["accumulate"] else "none"))
+    picked = [i for i, t in enumerate(indices) if t is not None]
+    return _transpose(cx, out, _inverse(picked + [i for i in range(x.type.rank) if i not in picked]))
+
+
+def _masked_put(cx, x, indices, masks, values, accumulate: bool):
+    if len(masks) != 1 or indices[0] is None or len([t for t in indices if t is not None]) != 1:
+        raise UserError("index_put with a bool mask among other indices is not supported")
+    mask = masks[0]
+    rest = tuple(x.type.shape[mask.type.rank:])
+    if values.type.rank > len(rest) and values.type.shape[0] != 1:
+        raise UserError("index_put of one value per selected element (x[mask] = v) is not supported "
+                        "(that count depends on the data); masked_scatter is")
+    if values.type.rank > len(rest):
+        values = _reshape(cx, values, values.type.shape[1:])
+    m = _reshape(cx, mask, tuple(mask.type.shape) + (1,) * len(rest))
+    new = cx.emit("add", [x, values]) if accumulate else values
+    new = new if new.type.shape == x.type.shape else cx.emit("expand", [new], cx.attrs("expand", shape=x.type.shape))
+    return cx.emit("where", [m, new, x])
+
+
+@handles(aten.masked_scatter.default)
+def _masked_scatter(cx, node, a):
+    """out = x where not mask; where mask, source's elements in order: source.flat[cumsum(mask) - 1]."""
+    x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), _out_dtype(cx, node))
+    if mask.type.shape != x.type.shape:
+        mask = cx.emit("expand", [mask], cx.attrs("expand", shape=x.type.shape))
+    n = 1
+    for d in x.type.shape:
+        n = dim_mul(n, d)
+    taken = cx.emit("cumsum", [cx.cast(_reshape(cx, mask, (n,)), DType.i64)], cx.attrs("cumsum", axis=0))
+    one = cx.scalar(1, DType.i64, f"{node.name}_one")
+    slot = cx.emit("max", [cx.emit("sub", [taken, one]), cx.scalar(0, DType.i64, f"{node.name}_zero")])
+    m = 1
+    for d in source.type.shape:
+        m = dim_mul(m, d)
+    picked = cx.emit("gather", [_reshape(cx, source, (m,)), slot], cx.attrs("gather", axis=0))
+    return cx.emit("where", [mask, _reshape(cx, picked, x.type.shape), x])
+
+
+# --- scatters into views, and strided views ----------------------------------------------
+
+def _slice(cx, x, axis: int, start, end, step: int = 1):
+    return cx.emit("slice", [x], cx.attrs("slice", axes=(axis,), starts=(start,), ends=(end,), steps=(step,)))
+
+
+def _spliced(cx, x, src, axis: int, start: int, end: int):
+    """x with x[start:end] along axis replaced by src (a concatenation of up to three parts)."""
+    parts = ([_slice(cx, x, axis, 0, start)] if start > 0 else []) + [src]
+    size = x.type.shape[axis]
+    if not (isinstance(size, int) and end >= size):
+        parts.append(_slice(cx, x, axis, end, END))
+    return parts[0] if len(parts) == 1 else cx.emit("concat", parts, cx.attrs("concat", axis=axis))
+
+
+@handles(aten.select_scatter.default)
+def _select_scatter(cx, node, a):
+    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
+    axis, index = _axis(int(a["dim"]), x.type.rank), int(a["index"])
+    if index < 0:
+        index += _static(x, axis, "select_scatter with a negative index")
+    return _spliced(cx, x, _unsqueeze(cx, src, axis), axis, index, index + 1)
+
+
+@handles(aten.slice_scatter.default)
+def _slice_scatter(cx, node, a):
+    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
+    axis, step = _axis(int(a["dim"]), x.type.rank), int(a["step"])
+    n = _static(x, axis, "slice_scatter")
+    start, end, _ = slice(a["start"], a["end"], step).indices(n)
+    if step == 1:
+        return _spliced(cx, x, src, axis, start, max(end, start))
+    # Every step-th position from start: a mask along the axis and src gathered to full length.
+    positions = np.arange(n)
+    hit = (positions >= start) & (positions < end) & ((positions - start) % step == 0)
+    source = np.clip((positions - start) // step, 0, max(src.type.shape[axis] - 1, 0))
+    gathered = cx.emit("gather", [src, _const(cx, "source", source.astype(np.int64))], cx.attrs("gather", axis=axis))
+    mask = _const(cx, "mask", hit.reshape((n,) + (1,) * (x.type.rank - 1 - axis)))
+    return cx.emit("where", [mask, gathered, x])
+
+
+@handles(aten.diagonal.default)
+def _diagonal(cx, node, a):
+    """x's (dim1, dim2) diagonal as a last axis: both moved last, flattened, a gather of i·(n2+1) + offset."""
+    x = cx.value(a["self"])
+    d1, d2, offset = _axis(int(a["dim1"]), x.type.rank), _axis(int(a["dim2"]), x.type.rank), int(a["offset"])
+    n1, n2 = _static(x, d1, "diagonal"), _static(x, d2, "diagonal")
+    rest = [i for i in range(x.type.rank) if i not in (d1, d2)]
+    flat = _reshape(cx, _transpose(cx, x, rest + [d1, d2]), tuple(x.type.shape[i] for i in rest) + (n1 * n2,))
+    rows = np.arange(max(0, -offset), min(n1, n2 - offset)) if n2 - offset > 0 else np.arange(0)
+    if rows.size == 0:
+        raise UserError("diagonal: an empty diagonal is not supported")
+    return cx.emit("gather", [flat, _const(cx, "cells", rows * n2 + rows + offset)], cx.attrs("gather", axis=len(rest)))
+
+
+@handles(aten.as_strided.default)
+def _as_strided(cx, node, a):
+    """out[i] = x.flat[offset + Σ i_k·stride_k], x read as its contiguous storage (a gather of constant cells)."""
+    x = cx.value(a["self"])
+    numel = 1
+    for k in range(x.type.rank):
+        numel *= _static(x, k, "as_strided")
+    size, stride = [int(s) for s in a["size"]], [int(s) for s in a["stride"]]
+    offset = int(a.get("storage_offset") or 0)
+    cells = offset + sum(np.arange(n).reshape([-1 if j == k else 1 for j in range(len(size))]) * s
+                         for k, (n, s) in enumerate(zip(size, stride))) if size else np.array(offset)
+    cells = np.broadcast_to(cells, size).astype(np.int64)
+    if cells.size and cells.max() >= numel:
+        raise UserError(f"as_strided reads cell {int(cells.max())} of a tensor of {numel}")
+    return cx.emit("gather", [_reshape(cx, x, (numel,)), _const(cx, "cells", cells)], cx.attrs("gather", axis=0))
+
+
+# --- distances ---------------------------------------------------------------------------
+
+def _distances(cx, node, x1, x2, p: float):
+    """‖x1[.., i, :] - x2[.., j, :]‖_p for every (i, j): broadcasting differences, one reduction."""
+    d = cx.emit("sub", [_unsqueeze(cx, x1, -2), _unsqueeze(cx, x2, -3)])
+    last = (d.type.rank - 1,)
+    if p == 0:
+        ne = cx.emit("not", [cx.emit("eq", [d, cx.scalar(0.0, d.type.dtype, f"{node.name}_zero")])])
+        return cx.emit("reduce_sum", [cx.cast(ne, d.type.dtype)], cx.attrs("reduce_sum", axes=last, keepdims=False))
+    mag = cx.emit("abs", [d])
+    if p == float("inf"):
+        return cx.emit("reduce_max", [mag], cx.attrs("reduce_max", axes=last, keepdims=False))
+    if p == 2:
+        total = cx.emit("reduce_sum", [cx.emit("mul", [d, d])], cx.attrs("reduce_sum", axes=last, keepdims=False))
+        return cx.emit("sqrt", [total])
+    powered = mag if p == 1 else cx.emit("pow", [mag, cx.scalar(p, d.type.dtype, f"{node.name}_p")])
+    total = cx.emit("reduce_sum", [powered], cx.attrs("reduce_sum", axes=last, keepdims=False))
+    return total if p == 1 else cx.emit("pow", [total, cx.scalar(1.0 / p, d.type.dtype, f"{node.name}_inv_p")])
+
+
+@handles(aten._cdist_forward.default)
+def _cdist(cx, node, a):
+    return _distances(cx, node, cx.value(a["x1"]), cx.value(a["x2"]), float(a["p"]))
+
+
+@handles(aten._pdist_forward.default)
+def _pdist(cx, node, a):
+    """The distances of rows i < j, in row-major order: the full matrix's upper triangle, gathered."""
+    x = cx.value(a["self"])
+    n = _static(x, 0, "pdist")
+    full = _reshape(cx, _distances(cx, node, x, x, float(a["p"])), (n * n,))
+    i, j = np.triu_indices(n, 1)
+    if i.size == 0:
+        raise UserError("pdist of fewer than two rows is empty, which is not supported")
+    return cx.emit("gather", [full, _const(cx, "pairs", (i * n + j).astype(np.int64))], cx.attrs("gather", axis=0))

@@ -1,0 +1,82 @@
+"""Sorting, advanced indexing, scatters into views, strided views and distances from
+torch, against eager on the interpreter and the compiled path."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from minic.errors import UnsupportedError
+from tests.frontend.test_torch_windows import assert_matches_eager, convert
+
+aten = torch.ops.aten
+NAN_TIES = torch.tensor([[3.0, float("nan"), 1.0, 3.0, -2.0, 1.0], [0.5, 0.5, float("nan"), -1.0, float("nan"), 2.0]])
+IDS = torch.tensor([[0, 2], [3, -1]])
+
+CASES = {
+    "sort": (lambda x: torch.sort(x, dim=1), (3, 7, 2)),
+    "sort_descending_nan_ties": (lambda x: torch.sort(NAN_TIES + 0 * x.sum(), descending=True), (1,)),
+    "sort_nan_ties": (lambda x: torch.sort(NAN_TIES + 0 * x.sum(), stable=True), (1,)),
+    "sort_ints": (lambda x: torch.sort((x * 3).long(), dim=0), (6, 3)),
+    "topk": (lambda x: torch.topk(x, 3, dim=-2), (2, 6, 4)),
+    "topk_smallest": (lambda x: torch.topk(x, 2, largest=False), (4, 5)),
+    "index_two_adjacent": (lambda x: x[:, IDS, IDS.T], (2, 4, 5, 3)),
+    "index_two_apart": (lambda x: x[IDS, :, IDS], (4, 3, 5)),
+    "index_put": (lambda x: aten.index_put(x, [None, IDS, IDS.T], torch.ones(2, 2, 3)), (2, 4, 5, 3)),
+    "index_put_accumulate": (lambda x: aten.index_put(x, [torch.tensor([1, 1, -1])], x[:3] * 2, True), (4, 3)),
+    "index_put_mask": (lambda x: aten.index_put(x, [x[:, 0] > 0], torch.arange(3.0)), (5, 3)),
+    "slice_scatter": (lambda x: aten.slice_scatter(x, x[:, 1:3] * 5, 1, 2, 4), (3, 6)),
+    "slice_scatter_step": (lambda x: aten.slice_scatter(x, x[1:7:3] - 4, 0, 1, 7, 3), (8, 2)),
+    "select_scatter": (lambda x: aten.select_scatter(x, x[:, 0] + 9, 1, -1), (3, 4, 2)),
+    "diagonal": (lambda x: torch.diagonal(x, 1, 0, 2) + torch.diagonal(x, -1, 2, 0), (4, 3, 5)),
+    "as_strided": (lambda x: torch.as_strided(x, (3, 2, 2), (2, 1, 3), 1), (4, 4)),
+    "masked_scatter": (lambda x: x.masked_scatter(x[:, :1] > 0, -x.T.flip(0)), (4, 4)),
+    "cdist": (lambda x: sum(torch.cdist(x, x[:, :2] + 1, p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))), (2, 5, 3)),
+    "pdist": (lambda x: torch.nn.functional.pdist(x, 1.5), (5, 3)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_indexing_and_sorting_ops_match_eager(name, tmp_path):
+    fn, shape = CASES[name]
+    assert_matches_eager(fn, torch.randn(*shape, generator=torch.Generator().manual_seed(0)), tmp_path)
+
+
+def test_a_mask_selecting_data_dependent_counts_is_one_line():
+    with pytest.raises(UnsupportedError) as err:
+        convert(lambda x: aten.index_put(x, [x[:, 0] > 0], x * 2), torch.randn(5, 3))
+    assert str(err.value).startswith("aten.index_put.default at ") and "\n" not in str(err.value)
+    assert "x[mask] = v" in str(err.value)
+
+
+class Spectrum(torch.nn.Module):
+    def forward(self, x):
+        return torch.fft.rfft(x).abs()
+
+
+class Where(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0).float()
+
+
+class Sample(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.grid_sample(x, x[:, :2].permute(0, 2, 3, 1), align_corners=False)
+
+
+# Core ATen ops minic still lacks: each is a one-line error naming the op and the user's source line.
+MISSING = {"aten._fft_r2c.default": (Spectrum, (8,), "return torch.fft.rfft(x).abs()"),
+           "aten.nonzero.default": (Where, (5,), "return torch.nonzero(x > 0).float()"),
+           "aten.grid_sampler_2d.default": (Sample, (1, 2, 4, 4), "return torch.nn.functional.grid_sample(")}
+
+
+@pytest.mark.parametrize("op", MISSING)
+def test_a_missing_core_aten_op_is_one_line_naming_it_and_the_source(op):
+    from minic.frontend.core_aten import coverage
+    from minic.frontend.torch import from_torch
+    assert op in coverage().missing
+    module, shape, line = MISSING[op]
+    with pytest.raises(UnsupportedError) as err:
+        from_torch(module(), (torch.randn(*shape),))
+    message = str(err.value)
+    assert message.startswith(f"unsupported ATen op {op} at ") and "test_torch_indexing.py:" in message
+    assert f"({line}" in message and "\n" not in message
