@@ -226,13 +226,21 @@ def _fill_where_used(loop: For) -> For:
 
 def default_knobs(f: Function) -> Knobs:
     """The untuned knobs: 32 lanes, and the register-row count (4..8) that wastes the
-    fewest rows on the last tile (a conv2d's 56/28/14/7 columns get 7; 64 rows get 8)."""
+    fewest rows on the last tile (a conv2d's 28/14/7 columns get 7; 56 columns and 64 rows
+    get 8).  A 1x1 conv2d whose columns split into rows of 8 (resnet50's 56-column stage)
+    takes 16 lanes: measured on its seven such kernels, 16 x 8 tiles ran 7-25 % faster than
+    32 x 8 (one thread, thread CPU time; RESULTS.md), while 3x3 ones and those with 7 rows
+    lost with 16 lanes."""
     c = find_contraction(unique_loops(f))
     row = next((t for t in c.spatial if t.var.name == c.row), None) if c else None
     if row is None or not isinstance(row.extent, Const):
         return Knobs()
     n = row.extent.value
     rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
+    one_by_one = "conv2d" in f.origin and all(isinstance(t.extent, Const) and t.extent.value == 1
+                                             for t in c.reduction[1:])
+    if one_by_one and len(c.reduction) > 1 and rows == 8 <= n:
+        return Knobs(rows=8, lanes=16)
     return Knobs(rows=min(rows, n))
 
 
