@@ -22,6 +22,7 @@ from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, Dim, TensorType
 from minic.limits import ensure_values_fit, fewer_collections
+from minic.frontend.onnx_storage import STORAGE_OPS, refuse_use, storage_of
 
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
 
@@ -94,6 +95,7 @@ class Builder:
     producer: dict[Value, Node] = field(default_factory=dict)
     values: dict[Value, np.ndarray] = field(default_factory=dict)   # what known() has computed
     input_names: dict[Value, str] = field(default_factory=dict)     # graph input -> its ONNX name
+    storage: dict[Value, Any] = field(default_factory=dict)         # carrier -> its storage type (onnx_storage)
     names: Counter = field(default_factory=Counter)         # value name -> values that have it (see taken)
     counted: tuple[int, int, int] = (0, 0, 0)                # inputs, constants, nodes counted in names
 
@@ -279,24 +281,34 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     b = Builder(graph, opset)
     for init in g.initializer:
         b.where = f"initializer '{init.name}'"
-        _dtype(init.data_type, b.where)
+        st = storage_of(init.data_type)
+        if st is None:
+            _dtype(init.data_type, b.where)
         try:
             array = numpy_helper.to_array(init)
         except (ValueError, TypeError) as e:
             raise OnnxImportError(f"{b.where} is malformed: {e}") from None
-        v = constant(clean_name(init.name), array)
+        v = constant(clean_name(init.name), array if st is None else st.to_carrier(array))
+        if st is not None:
+            b.storage[v] = st
         graph.constants.append(v)
         b.env[init.name] = v
     for inp in g.input:
         if inp.name in b.env:
             continue                      # an initializer listed as an input (old exporters)
+        st = storage_of(inp.type.tensor_type.elem_type) if inp.type.HasField("tensor_type") else None
         if bind and inp.name in bind:
-            v = constant(clean_name(inp.name), np.asarray(bind[inp.name]))
+            data = np.asarray(bind[inp.name])
+            v = constant(clean_name(inp.name), data if st is None else st.to_carrier(data))
             graph.constants.append(v)
             b.env[inp.name] = v
+            if st is not None:
+                b.storage[v] = st
             continue
-        t = TensorType(_dims(inp.type, inp.name), _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'"))
-        v = Value(clean_name(inp.name), t)
+        dtype = st.carrier if st is not None else _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'")
+        v = Value(clean_name(inp.name), TensorType(_dims(inp.type, inp.name), dtype))
+        if st is not None:
+            b.storage[v] = st
         graph.inputs.append(v)
         b.env[inp.name] = v
         b.input_names[v] = inp.name
@@ -344,6 +356,9 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                                       "(a dangling input, or the graph has a cycle / is not in topological order)")
             else:
                 inputs.append(b.env[name_])
+        stored = next((b.storage[v] for v in inputs if v is not None and v in b.storage), None)
+        if stored is not None and (domain or node.op_type not in STORAGE_OPS):
+            raise refuse_use(b.where, stored)
         first = len(b.graph.nodes)
         refusal: UnsupportedError | None = None
         if convert is not None:
@@ -371,6 +386,8 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             outs = [b.env.get(name_) for name_ in node.output]
         for made in b.graph.nodes[first:]:           # where each minic node came from
             made.source, made.scope = label, onnx_scope(node.name)
+        if node.op_type == "Identity" and stored is not None:
+            b.storage[outs[0]] = stored
         for out_name, v in zip(node.output, outs):
             if out_name and v is not None:
                 b.env[out_name] = _named(b, v, out_name)

@@ -8,6 +8,7 @@ import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
 from minic.frontend.onnx import NeedsConstantError, from_onnx, graph_input_names
+from minic.frontend.onnx_storage import Storage, storage_of
 
 
 class MinicRep(BackendRep):
@@ -20,6 +21,10 @@ class MinicRep(BackendRep):
     def __init__(self, model, backend: str):
         self.model, self.backend = model, backend
         self.names = graph_input_names(model)
+        # graph inputs and outputs of a storage-only type (f8, int4, ...) travel as their carriers
+        initializers = {i.name for i in model.graph.initializer}
+        self.in_storage = [_storage(i) for i in model.graph.input if i.name not in initializers]
+        self.out_storage = [_storage(o) for o in model.graph.output]
         self.specialised: dict[tuple, Any] = {}
         self.bound: frozenset[str] = frozenset()        # the inputs that decide shapes
         try:
@@ -48,13 +53,20 @@ class MinicRep(BackendRep):
         return self.specialised[key], [a for n, a in zip(self.names, arrays) if n not in bind]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
-        arrays = [np.asarray(x) for x in inputs]
+        kinds = self.in_storage + [None] * max(0, len(inputs) - len(self.in_storage))
+        arrays = [np.asarray(x) if st is None else st.to_carrier(x) for x, st in zip(inputs, kinds)]
         if self.general is not None:
             out = self.general(*arrays)
         else:
             run, rest = self._specialised(arrays)
             out = run(*rest)
-        return tuple(out) if isinstance(out, tuple) else (out,)
+        out = tuple(out) if isinstance(out, tuple) else (out,)
+        return tuple(y if st is None else st.from_carrier(y) for y, st in zip(out, self.out_storage))
+
+
+def _storage(value_info) -> Storage | None:
+    t = value_info.type
+    return storage_of(t.tensor_type.elem_type) if t.HasField("tensor_type") else None
 
 
 class MinicBackend(Backend):

@@ -17,6 +17,7 @@ import numpy as np
 from minic.errors import UnsupportedError
 from minic.frontend.onnx import ONNX_DTYPES, Builder
 from minic.frontend.onnx_ops import CONVERTERS, converts
+from minic.frontend.onnx_storage import STORAGE, Storage, narrow, widen
 from minic.ir.graph import Value
 from minic.ir.types import DType
 
@@ -58,16 +59,24 @@ def dequantize(b: Builder, x: Value, scale: Value, zp: Value | None, axis: int =
     return _float(b, y, dtype)
 
 
-def quantize(b: Builder, x: Value, scale: Value, zp: Value | None, out: DType, axis: int = 1, block: int = 0) -> Value:
-    if not out.is_int:
+def quantize(b: Builder, x: Value, scale: Value, zp: Value | None, out: DType | Storage, axis: int = 1,
+             block: int = 0, saturate: bool = True) -> Value:
+    """``out`` an integer type, or a storage type (its carrier comes back): f8/f4 round
+    ``x / scale + zero_point`` to nearest as a cast does, integers round then clip."""
+    stored = out if isinstance(out, Storage) else None
+    if stored is None and not out.is_int:
         raise UnsupportedError(f"{b.where}: quantizing to {out.value} is not supported")
     compute = DType.f32 if not x.type.dtype.is_float or x.type.dtype.is_storage_float else x.type.dtype
-    q = b.one("round", b.one("div", _float(b, x, compute), _per_element(b, _float(b, scale, compute), x, axis, block)))
+    q = b.one("div", _float(b, x, compute), _per_element(b, _float(b, scale, compute), x, axis, block))
+    if stored is None or not stored.is_float:
+        q = b.one("round", q)
     if zp is not None:
         q = b.one("add", q, _per_element(b, _float(b, zp, compute), x, axis, block))
-    info = np.iinfo(out.numpy)
-    q = b.one("min", b.one("max", q, b.const(info.min, like=q)), b.const(info.max, like=q))
-    return b.one("cast", q, dtype=out)
+    if stored is not None and stored.is_float:
+        return narrow(b, q, stored, saturate)
+    lo, hi = (stored.lo, stored.hi) if stored is not None else (np.iinfo(out.numpy).min, np.iinfo(out.numpy).max)
+    q = b.one("min", b.one("max", q, b.const(lo, like=q)), b.const(hi, like=q))
+    return b.one("cast", q, dtype=stored.carrier if stored is not None else out)
 
 
 def _dtype_attr(b: Builder, a: dict, name: str = "output_dtype") -> DType | None:
@@ -82,14 +91,27 @@ def _dtype_attr(b: Builder, a: dict, name: str = "output_dtype") -> DType | None
 @converts("DequantizeLinear")
 def _dequantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
     zp = x[2] if len(x) > 2 else None
-    return [dequantize(b, x[0], x[1], zp, a.get("axis", 1), a.get("block_size", 0), _dtype_attr(b, a))]
+    v, zp = (_widened(b, u) for u in (x[0], zp))
+    return [dequantize(b, v, x[1], zp, a.get("axis", 1), a.get("block_size", 0), _dtype_attr(b, a))]
+
+
+def _widened(b: Builder, v: Value | None) -> Value | None:
+    """A storage-typed (f8, int4, ...) value as f32; any other as it is."""
+    st = b.storage.get(v) if v is not None else None
+    return v if st is None else widen(b, v, st, DType.f32)
 
 
 @converts("QuantizeLinear")
 def _quantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
     zp = x[2] if len(x) > 2 else None
-    out = zp.type.dtype if zp is not None else (_dtype_attr(b, a) or DType.u8)
-    return [quantize(b, x[0], x[1], zp, out, a.get("axis", 1), a.get("block_size", 0))]
+    code = a.get("output_dtype", 0)
+    out = (b.storage.get(zp) or zp.type.dtype if zp is not None else
+           STORAGE[code] if code in STORAGE else _dtype_attr(b, a) or DType.u8)
+    y = quantize(b, x[0], x[1], _widened(b, zp), out, a.get("axis", 1), a.get("block_size", 0),
+                 bool(a.get("saturate", 1)))
+    if isinstance(out, Storage):
+        b.storage[y] = out
+    return [y]
 
 
 def _shifted(b: Builder, v: Value, zp: Value | None, axis: int | None = None) -> Value:

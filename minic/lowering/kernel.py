@@ -10,12 +10,13 @@ shifted), the constant into the border, so no element tests whether it is inside
 from __future__ import annotations
 
 from minic.ir.graph import Node, Value
-from minic.ir.loops import (STATUS, BinOp, Buffer, Expr, Function, If, Load, Role, Stmt, Store, Var,
+from minic.ir.loops import (STATUS, BinOp, Buffer, Cast, Const, Expr, Function, If, Load, Role, Stmt, Store, Var,
                             const, dim_expr, seq, stmt_exprs, walk, walk_stmts)
 from minic.errors import UnsupportedError
 from minic.ir import ops
 from minic.ir.compute import DataCheck, Fresh, Operand, Site
 from minic.ir.loops_simplify import simplify_stmt
+from minic.ir.types import DType
 from minic.lowering.compute import emit, fill_border
 
 BIG = 2**62                      # an upper bound for symbolic sizes in range analysis
@@ -50,8 +51,15 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
             return Operand(v.type, lambda index: c, v.data)
         if v in produced and v not in stores:
             node, k = produced[v]
-            return Operand(v.type, lambda index: compute(node, k, index), v.data)
+            return Operand(v.type, lambda index: rounded(v, compute(node, k, index)), v.data)
         return Operand(v.type, lambda index: Load(buffers[v], tuple(index)), v.data)
+
+    def rounded(v: Value, e: Expr) -> Expr:
+        # An inlined f16/bf16 value is rounded to its type as if stored: the op's result *is* f16,
+        # whatever precision its arithmetic used (a load or a literal is that type already).  Spelled
+        # as a round trip through f32, which simplification keeps and widening turns into a rounding.
+        t = v.type.dtype
+        return Cast(t, Cast(DType.f32, e)) if t.is_storage_float and not isinstance(e, (Load, Const)) else e
 
     def compute(node: Node, k: int, index: tuple[Expr, ...]) -> Expr:
         rule = ops.get(node.op).compute
