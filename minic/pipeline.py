@@ -115,8 +115,10 @@ def _loops(c: Compilation, graph: Graph):
     from minic.ir.types import DType
     from minic.lowering import lower_graph
     from minic.lowering.precision import widen
-    # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.
-    return widen(lower_graph(graph), DType.f16 if c.options.precision == "f16-acc" else DType.f32)
+    # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.  A graph's
+    # own f16 values are rounded where a kernel uses them; those that precision="f16" made stay f32.
+    return widen(lower_graph(graph, round_inlined=c.options.precision == "f32"),
+                 DType.f16 if c.options.precision == "f16-acc" else DType.f32)
 
 
 def _scheduled(c: Compilation, program):

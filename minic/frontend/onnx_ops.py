@@ -194,13 +194,17 @@ def _cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Dropout")
 def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    if len(b.node.output) > 1 and b.node.output[1]:
-        raise UnsupportedError(f"{b.where}: the dropout mask output is not supported (inference only)")
     training = a.get("is_test", 1) == 0 if b.opset < 7 else (
         len(x) > 2 and x[2] is not None and bool(b.need_known(x[2], "training_mode")))
     if training:
-        raise UnsupportedError(f"{b.where}: training-mode dropout is not supported (inference only)")
-    return [b.one("identity", x[0])]
+        ratio = a.get("ratio", 0.5) if b.opset < 12 else (
+            float(b.need_known(x[1], "the ratio").reshape(-1)[0]) if len(x) > 1 and x[1] is not None else 0.5)
+        if ratio != 0:
+            raise UnsupportedError(f"{b.where}: training-mode dropout (random, ratio {ratio}) is not supported")
+    y = b.one("identity", x[0])                # inference, or a ratio of 0: nothing is dropped
+    if len(b.node.output) > 1 and b.node.output[1]:
+        return [y, b.one("expand", b.const(np.ones((), bool)), shape=x[0].type.shape)]
+    return [y]
 
 
 # --- reductions and normalisations ------------------------------------------------------
@@ -575,3 +579,4 @@ def _shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
 from minic.frontend import onnx_ops_index  # noqa: E402,F401  (registers its converters)
 from minic.frontend import onnx_resize  # noqa: E402,F401  (registers Resize, Upsample)
 from minic.frontend import onnx_quant  # noqa: E402,F401  (registers the quantization ops)
+from minic.frontend import onnx_compose  # noqa: E402,F401  (registers TopK, Einsum, Col2Im, LpPool, ...)

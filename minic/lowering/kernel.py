@@ -36,7 +36,7 @@ def _params(body: Stmt, outputs: list[Buffer]) -> tuple[Buffer, ...]:
 
 def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dict[Value, Buffer],
                  sizes: tuple[str, ...], checks: dict[int, str] | None = None,
-                 describe=lambda node: node.op) -> Function:
+                 describe=lambda node: node.op, round_inlined: bool = True) -> Function:
     """The kernel computing ``stores`` (values of ``nodes``) into their buffers.
 
     The data checks of its nodes' ops (``OpDef.checks``) come first, one small loop
@@ -59,7 +59,8 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         # whatever precision its arithmetic used (a load or a literal is that type already).  Spelled
         # as a round trip through f32, which simplification keeps and widening turns into a rounding.
         t = v.type.dtype
-        return Cast(t, Cast(DType.f32, e)) if t.is_storage_float and not isinstance(e, (Load, Const)) else e
+        rounded_already = isinstance(e, (Load, Const)) or (isinstance(e, Cast) and e.to == t)
+        return Cast(t, Cast(DType.f32, e)) if round_inlined and t.is_storage_float and not rounded_already else e
 
     def compute(node: Node, k: int, index: tuple[Expr, ...]) -> Expr:
         rule = ops.get(node.op).compute

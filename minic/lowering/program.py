@@ -55,8 +55,12 @@ class _Names:
         return out
 
 
-def lower_graph(graph: Graph) -> Program:
-    """Lower every fusion group of ``graph`` to a kernel; see the module docstring."""
+def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
+    """Lower every fusion group of ``graph`` to a kernel; see the module docstring.
+
+    ``round_inlined``: an f16/bf16 value computed inside a kernel (not stored) is rounded to
+    its type where it is used, as the graph means and the interpreter does.  ``False`` keeps
+    it in f32 registers: what ``precision="f16"`` wants of the f16 values it made (docs/f16.md)."""
     verify(graph)
     sizes = tuple(sorted(set().union(*(symbols(d) for v in graph.inputs for d in v.type.shape))))
     name = _Names()
@@ -98,7 +102,8 @@ def lower_graph(graph: Graph) -> Program:
         if not stores:
             continue                             # nothing uses the group: dead code
         label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
-        kernels.append(build_kernel(f"k{len(kernels)}_{label}", nodes, stores, buffers, sizes, checks, describe))
+        kernels.append(build_kernel(f"k{len(kernels)}_{label}", nodes, stores, buffers, sizes, checks, describe,
+                                    round_inlined))
     for v, target in copies:
         if v not in buffers:                     # a scalar constant returned as is
             buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.CONST)

@@ -1,0 +1,90 @@
+"""The ONNX ops composed at import (minic/frontend/onnx_compose.py) against ONNX's reference,
+on inputs the node suite does not try: ties, other axes, more equations, other block layouts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from minic.frontend.onnx_backend import MinicBackend
+
+_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
+          np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL}
+
+
+def _check(op: str, inputs: dict[str, np.ndarray], n_out: int = 1, backend: str = "interp", **attrs):
+    node = helper.make_node(op, list(inputs), [f"y{i}" for i in range(n_out)], **attrs)
+    graph = helper.make_graph(
+        [node], "compose", [helper.make_tensor_value_info(k, _TYPES[v.dtype], v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.UNDEFINED, None) for i in range(n_out)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    want = ReferenceEvaluator(model).run(None, inputs)
+    got = MinicBackend.prepare(model, backend=backend).run(list(inputs.values()))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("largest", [1, 0])
+def test_top_k_with_ties_on_any_axis(axis, largest):
+    x = np.random.default_rng(0).integers(0, 4, (5, 6, 7)).astype(np.float32)    # many ties
+    _check("TopK", {"x": x, "k": np.array([3], np.int64)}, 2, axis=axis, largest=largest)
+
+
+def test_top_k_compiled():
+    x = np.random.default_rng(1).standard_normal((4, 9)).astype(np.float32)
+    _check("TopK", {"x": x, "k": np.array([9], np.int64)}, 2, backend="minic")
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bkj->bik", [(2, 3, 4), (2, 5, 4)]),
+    ("ii", [(4, 4)]),                                 # implicit output: the trace
+    ("iij->ji", [(3, 3, 2)]),
+    ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]),      # broadcast ellipsis, implicit output
+    ("i,j->ij", [(3,), (4,)]),
+    ("abc,cd,de->aeb", [(2, 3, 4), (4, 5), (5, 2)]),
+])
+def test_einsum(equation, shapes):
+    rng = np.random.default_rng(2)
+    inputs = {f"x{i}": rng.standard_normal(s) for i, s in enumerate(shapes)}
+    _check("Einsum", inputs, equation=equation)
+
+
+def test_einsum_compiled():
+    rng = np.random.default_rng(3)
+    _check("Einsum", {"a": rng.standard_normal((2, 3, 4)), "b": rng.standard_normal((4, 3))}, backend="minic",
+           equation="bij,ji->b")
+
+
+def test_col2im_3_spatial_axes_with_strides_pads_dilations():
+    x = np.random.default_rng(4).standard_normal((1, 2 * 8, 18)).astype(np.float32)
+    _check("Col2Im", {"x": x, "image": np.array([4, 5, 6], np.int64), "block": np.array([2, 2, 2], np.int64)},
+           strides=[2, 2, 2], pads=[1, 0, 1, 1, 0, 0], dilations=[1, 2, 1])
+
+
+def test_reverse_sequence_and_compress_and_shrink():
+    x = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    _check("ReverseSequence", {"x": x, "lens": np.array([4, 1, 2], np.int64)}, time_axis=0, batch_axis=1)
+    _check("Compress", {"x": x, "c": np.array([True, False, True], bool)}, axis=1)
+    _check("Compress", {"x": x, "c": np.array([False, True] * 5, bool)})
+    _check("Shrink", {"x": np.linspace(-3, 3, 13, dtype=np.float32)}, lambd=1.0, bias=0.5)
+
+
+def test_lp_normalization_keeps_a_zero_slice_zero():
+    x = np.array([[3.0, -4.0, 0.0], [0.0, 0.0, 0.0]], np.float32)
+    _check("LpNormalization", {"x": x}, axis=1, p=2)
+
+
+def test_l1_normalization_divides_by_the_sum_of_magnitudes():
+    # ONNX's reference (onnx 1.23) sums x**p without abs, so for p=1 a negative entry lowers the norm
+    # (its own node cases have none); the spec's L1 norm is sum |x|, which minic computes.
+    x = np.array([[3.0, -4.0, 1.0], [0.0, 0.0, 0.0]], np.float32)
+    node = helper.make_node("LpNormalization", ["x"], ["y"], axis=1, p=1)
+    graph = helper.make_graph([node], "l1", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    got = MinicBackend.prepare(model, backend="interp").run([x])[0]
+    np.testing.assert_allclose(got, [[3 / 8, -4 / 8, 1 / 8], [0, 0, 0]], rtol=1e-6)
