@@ -8,7 +8,8 @@
 - ``Einsum``: every operand transposed and unsqueezed onto the equation's
   letters, multiplied, summed over the letters the output drops; a letter
   repeated in one operand (a diagonal) is an identity mask and a sum.
-- ``Col2Im``: a constant 0/1 matrix from (block offset, block) to pixel, one matmul.
+- ``Col2Im``: a constant 0/1 matrix from (block offset, block) to pixel, one matmul;
+  ``ConvTranspose`` as ONNX defines it: W^T x per input pixel, then that Col2Im.
 - ``Shrink``, ``LpNormalization``, ``LpPool`` (a sum pool of |x|^p), ``Compress``
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
   computed from the lengths at run time).
@@ -144,24 +145,89 @@ def _col2im(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
     image, block = _ints(b.need_known(x[1], "image_shape")), _ints(b.need_known(x[2], "block_shape"))
     d = len(image)
-    dil = _ints(a.get("dilations", (1,) * d))
-    pads = _ints(a.get("pads", (0,) * 2 * d))
-    strides = _ints(a.get("strides", (1,) * d))
-    counts = [(image[i] + pads[i] + pads[i + d] - dil[i] * (block[i] - 1) - 1) // strides[i] + 1 for i in range(d)]
-    n_block, n_pos = int(np.prod(block)), int(np.prod(counts))
-    if v.type.shape[2] != n_pos or v.type.shape[1] % n_block:
+    window = _Window(image, block, _ints(a.get("strides", (1,) * d)), _ints(a.get("dilations", (1,) * d)),
+                     _ints(a.get("pads", (0,) * 2 * d)))
+    n, k = v.type.shape[0], int(np.prod(block))
+    if v.type.shape[2] != window.positions or v.type.shape[1] % k:
         raise OnnxImportError(f"{b.where}: input {list(v.type.shape)} does not fit blocks {list(block)} "
                               f"over image {list(image)}")
-    matrix = np.zeros((n_block, n_pos, int(np.prod(image))), np.float32)
-    for k, off in enumerate(itertools.product(*(range(s) for s in block))):
-        for l, pos in enumerate(itertools.product(*(range(c) for c in counts))):
-            pixel = [pos[i] * strides[i] + off[i] * dil[i] - pads[i] for i in range(d)]
-            if all(0 <= pixel[i] < image[i] for i in range(d)):
-                matrix[k, l, np.ravel_multi_index(pixel, image)] = 1
-    channels = v.type.shape[1] // n_block
-    flat = b.one("reshape", v, shape=(v.type.shape[0], channels, n_block * n_pos))
-    m = b.const(matrix.reshape(n_block * n_pos, -1).astype(v.type.dtype.numpy))
-    return [b.one("reshape", b.one("matmul", flat, m), shape=(v.type.shape[0], channels) + image)]
+    return [_scatter_blocks(b, b.one("reshape", v, shape=(n, v.type.shape[1] // k, k * window.positions)), window)]
+
+
+@converts("ConvTranspose")
+def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Each input pixel's contribution (W^T x, a block of kernel size per output channel)
+    scattered onto the output, as ONNX defines it (a matmul, then Col2Im)."""
+    v, w = x[0], x[1]
+    spatial = v.type.rank - 2
+    if spatial < 1 or any(not isinstance(d, int) for d in v.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: ConvTranspose needs static (N, C, spatial...) sizes, got {list(v.type.shape)}")
+    groups = int(a.get("group", 1))
+    kernel = tuple(w.type.shape[2:])
+    strides = _ints(a.get("strides", (1,) * spatial))
+    dil = _ints(a.get("dilations", (1,) * spatial))
+    extra = _ints(a.get("output_padding", (0,) * spatial))
+    inside = v.type.shape[2:]
+    span = [strides[i] * (inside[i] - 1) + extra[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(spatial)]
+    auto = a.get("auto_pad", "NOTSET")
+    if auto not in ("SAME_UPPER", "SAME_LOWER") and ("pads" in a or "output_shape" not in a):
+        pads = _ints(a.get("pads", (0,) * 2 * spatial))
+        image = tuple(span[i] - pads[i] - pads[i + spatial] for i in range(spatial))
+        if "output_shape" in a:
+            image = _ints(a["output_shape"])[-spatial:]
+    else:
+        image = _ints(a["output_shape"])[-spatial:] if "output_shape" in a else \
+            tuple(inside[i] * strides[i] for i in range(spatial))
+        total = [span[i] - image[i] for i in range(spatial)]
+        first = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+        pads = tuple(first) + tuple(t - f for t, f in zip(total, first))
+    window = _Window(image, kernel, strides, dil, pads)
+    n, c_in = v.type.shape[:2]
+    c_out, k, positions = w.type.shape[1] * groups, int(np.prod(kernel)), int(np.prod(inside))
+    if window.positions != positions:
+        raise OnnxImportError(f"{b.where}: output {list(image)} does not fit the input {list(inside)}")
+    wt = b.one("transpose", b.one("reshape", w, shape=(groups, c_in // groups, (c_out // groups) * k)), perm=(0, 2, 1))
+    xs = b.one("reshape", v, shape=(n, groups, c_in // groups, positions))
+    cols = b.one("matmul", wt, xs)                                   # [n, groups, c_out/groups * k, positions]
+    y = _scatter_blocks(b, b.one("reshape", cols, shape=(n, c_out, k * positions)), window)
+    if len(x) > 2 and x[2] is not None:
+        y = b.one("add", y, b.one("reshape", x[2], shape=(c_out,) + (1,) * spatial))
+    return [y]
+
+
+class _Window:
+    """Blocks of ``block`` (strides, dilations, pads) laid over an image of ``image``."""
+
+    MAX_MATRIX = 1 << 24              # entries of the scatter matrix minic builds
+
+    def __init__(self, image, block, strides, dilations, pads):
+        self.image, self.block, self.strides, self.dil, self.pads = image, block, strides, dilations, pads
+        d = len(image)
+        self.counts = [(image[i] + pads[i] + pads[i + d] - dilations[i] * (block[i] - 1) - 1) // strides[i] + 1
+                       for i in range(d)]
+        self.positions = int(np.prod(self.counts))
+
+    def matrix(self, where: str) -> np.ndarray:
+        """0/1 [block offsets × positions, pixels]: which pixel each (offset, position) lands on."""
+        d, k = len(self.image), int(np.prod(self.block))
+        size = k * self.positions * int(np.prod(self.image))
+        if size > self.MAX_MATRIX:
+            raise UnsupportedError(f"{where}: the scatter matrix would have {size} entries (minic composes this op "
+                                   f"as one matmul; at most {self.MAX_MATRIX})")
+        m = np.zeros((k, self.positions, int(np.prod(self.image))), np.float32)
+        for j, off in enumerate(itertools.product(*(range(s) for s in self.block))):
+            for l, pos in enumerate(itertools.product(*(range(c) for c in self.counts))):
+                pixel = [pos[i] * self.strides[i] + off[i] * self.dil[i] - self.pads[i] for i in range(d)]
+                if all(0 <= pixel[i] < self.image[i] for i in range(d)):
+                    m[j, l, np.ravel_multi_index(pixel, self.image)] += 1
+        return m.reshape(k * self.positions, -1)
+
+
+def _scatter_blocks(b: Builder, cols: Value, window: _Window) -> Value:
+    """[N, C, blocks × positions] summed onto [N, C, *image] (Col2Im)."""
+    m = b.const(window.matrix(b.where).astype(cols.type.dtype.numpy))
+    n, c = cols.type.shape[:2]
+    return b.one("reshape", b.one("matmul", cols, m), shape=(n, c) + tuple(window.image))
 
 
 @converts("Einsum")

@@ -369,9 +369,12 @@ def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @_as_2d
 def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    _need_2d(b, v)
     if len(b.node.output) > 1 and b.node.output[1]:
         raise UnsupportedError(f"{b.where}: the MaxPool Indices output is not supported")
+    if v.type.rank > 4 and v.type.dtype.is_float:
+        from minic.frontend.onnx_windows import pool_nd
+        return [pool_nd(b, v, a, "max" if b.node.op_type == "MaxPool" else "avg")]
+    _need_2d(b, v)
     kernel = _window_ints(b, a, "kernel_shape", 2, 1)
     stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
     pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
