@@ -3,14 +3,18 @@
 Lowering composes index maps (a reshape of a transpose of a slice ...), which
 leaves terms like ``(i * 64 + j) / 64`` with ``0 <= j < 64``.  ``simplify``
 folds constants, drops neutral elements and, knowing the range of each loop
-variable, resolves such divisions, remainders, clamps and comparisons.  It only
+variable, resolves such divisions, remainders, clamps and comparisons: a table
+of rules (``minic.ir.rules``, the graph passes' mechanism), each stating its
+identity, tried at every expression once its operands are simple.  It only
 makes the code shorter to read and cheaper to run: LLVM would get most of it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
-from minic.ir.loops import BinOp, Cast, Const, Expr, Select, Var, children, const, rebuild
+from minic.ir.loops import ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, Var, children, const, rebuild
+from minic.ir.rules import Rules, rule
 from minic.ir.types import DType
 
 Range = tuple[int, int]            # inclusive bounds of an integer expression
@@ -104,80 +108,117 @@ def _mul(a: Expr, b: Expr) -> Expr:
     return BinOp("mul", a, b)
 
 
-def _fold(e: BinOp) -> Expr | None:
-    """Evaluate a BinOp of two constants (None when it is not one)."""
-    a, b = e.a, e.b
-    if not (isinstance(a, Const) and isinstance(b, Const)):
+@dataclass(slots=True)                 # made at every expression: kept cheap
+class At:
+    """What a simplifier rule sees: an expression whose operands are simplified
+    already, and the ranges of the loop variables around it."""
+    e: Expr
+    ranges: Mapping[str, Range]
+
+
+def _ints(at: At) -> bool:
+    return isinstance(at.e, BinOp) and _is_int(at.e.a)
+
+
+def _is(x: Expr, value: float) -> bool:
+    return isinstance(x, Const) and x.value == value
+
+
+@rule(*ARITH_OPS, *COMPARE_OPS, *LOGIC_OPS)
+def constant_operands(at: At) -> Expr | None:
+    """c1 op c2 -> c  (integer and bool operands: floats are left to LLVM)"""
+    e = at.e
+    if not (isinstance(e.a, Const) and isinstance(e.b, Const)) or not (_is_int(e.a) or e.a.dtype == DType.bool):
         return None
     from minic.ir.loops_interp import _binop
-    return Const(e.dtype.numpy.type(_binop(e.op, a.dtype.numpy.type(a.value),
-                                           b.dtype.numpy.type(b.value), a.dtype)).item(), e.dtype)
+    return Const(e.dtype.numpy.type(_binop(e.op, e.a.dtype.numpy.type(e.a.value),
+                                           e.b.dtype.numpy.type(e.b.value), e.a.dtype)).item(), e.dtype)
 
 
-def _simplify_binop(e: BinOp, ranges: Mapping[str, Range]) -> Expr:
-    folded = _fold(e) if (_is_int(e.a) or e.a.dtype == DType.bool) else None
-    if folded is not None:
-        return folded
-    a, b = e.a, e.b
-    if not _is_int(a):
-        if e.op == "mul" and isinstance(b, Const) and b.value == 1.0:
-            return a
-        if e.op in ("add", "sub") and isinstance(b, Const) and b.value == 0.0:
-            return a
-        return e
-    if e.op == "add":
-        return _add(a, b)
+@rule("mul", "add", "sub")
+def float_neutral(at: At) -> Expr | None:
+    """x * 1.0 -> x;  x + 0.0 -> x;  x - 0.0 -> x  (floats)"""
+    e = at.e
+    if _is_int(e.a) or not _is(e.b, 1.0 if e.op == "mul" else 0.0):
+        return None
+    return e.a
+
+
+@rule("add", "sub", "mul")
+def integer_arithmetic(at: At) -> Expr | None:
+    """c1 + c2 -> c;  x + 0 -> x;  x - 0 -> x;  x * 1 -> x;  x * 0 -> 0;  (x * c1) * c2 -> x * (c1·c2)"""
+    e = at.e
+    if not _ints(at):
+        return None
     if e.op == "sub":
-        return a if isinstance(b, Const) and b.value == 0 else e
-    if e.op == "mul":
-        return _mul(a, b)
-    ra, rb = value_range(a, ranges), value_range(b, ranges)
-    if e.op in ("div", "mod") and isinstance(b, Const) and b.value > 0:
-        c = b.value
-        if c == 1:
-            return a if e.op == "div" else const(0)
-        terms = _terms(a)
-        whole = [t for t in terms if _coefficient(t) % c == 0]
-        rest = [t for t in terms if _coefficient(t) % c != 0]
-        ranges_ok = all((r := value_range(t, ranges)) is not None and r[0] >= 0 for t in terms)
-        rest_range = value_range(_sum(rest, a.dtype), ranges)
-        if ranges_ok and rest_range is not None and rest_range[1] < c:
-            if e.op == "div":
-                return _sum([_divide_term(t, c) for t in whole], a.dtype)
-            return _sum(rest, a.dtype)
-        return e
-    if e.op in ("max", "min") and ra and rb:
-        if e.op == "max":
-            return a if ra[0] >= rb[1] else b if rb[0] >= ra[1] else e
-        return a if ra[1] <= rb[0] else b if rb[1] <= ra[0] else e
-    if e.op in ("lt", "le", "gt", "ge") and ra and rb:
-        lo, hi = ra[0] - rb[1], ra[1] - rb[0]          # bounds of a - b
-        truth = {"lt": (hi < 0, lo >= 0), "le": (hi <= 0, lo > 0),
-                 "gt": (lo > 0, hi <= 0), "ge": (lo >= 0, hi < 0)}[e.op]
-        if truth[0]:
-            return const(True, DType.bool)
-        if truth[1]:
-            return const(False, DType.bool)
-    if e.op == "and" and e.dtype == DType.bool and isinstance(a, Const):
-        return b if a.value else a
-    if e.op == "and" and e.dtype == DType.bool and isinstance(b, Const):
-        return a if b.value else b
-    return e
+        return e.a if _is(e.b, 0) else None
+    return (_add if e.op == "add" else _mul)(e.a, e.b)
+
+
+@rule("div", "mod")
+def whole_terms(at: At) -> Expr | None:
+    """(c·q + r) / c -> q and (c·q + r) % c -> r  when every term is >= 0 and 0 <= r < c;  x / 1 -> x, x % 1 -> 0"""
+    e, a, b = at.e, at.e.a, at.e.b
+    if not _ints(at) or not isinstance(b, Const) or b.value <= 0:
+        return None
+    c = b.value
+    if c == 1:
+        return a if e.op == "div" else const(0)
+    terms = _terms(a)
+    whole = [t for t in terms if _coefficient(t) % c == 0]
+    rest = [t for t in terms if _coefficient(t) % c != 0]
+    if not all((r := value_range(t, at.ranges)) is not None and r[0] >= 0 for t in terms):
+        return None
+    rest_range = value_range(_sum(rest, a.dtype), at.ranges)
+    if rest_range is None or rest_range[1] >= c:
+        return None
+    return _sum([_divide_term(t, c) for t in whole], a.dtype) if e.op == "div" else _sum(rest, a.dtype)
+
+
+@rule("max", "min", "lt", "le", "gt", "ge")
+def decided_by_ranges(at: At) -> Expr | None:
+    """max(a, b) -> a when a >= b over the loops' ranges, -> b when b >= a (min alike);
+    a < b -> true when it holds over the ranges, -> false when it never does (<=, >, >= alike)"""
+    e = at.e
+    ra, rb = (value_range(e.a, at.ranges), value_range(e.b, at.ranges)) if _ints(at) else (None, None)
+    if not (ra and rb):
+        return None
+    if e.op == "max":
+        return e.a if ra[0] >= rb[1] else e.b if rb[0] >= ra[1] else None
+    if e.op == "min":
+        return e.a if ra[1] <= rb[0] else e.b if rb[1] <= ra[0] else None
+    lo, hi = ra[0] - rb[1], ra[1] - rb[0]          # bounds of a - b
+    always, never = {"lt": (hi < 0, lo >= 0), "le": (hi <= 0, lo > 0),
+                     "gt": (lo > 0, hi <= 0), "ge": (lo >= 0, hi < 0)}[e.op]
+    return const(True, DType.bool) if always else const(False, DType.bool) if never else None
+
+
+@rule("select")
+def constant_condition(at: At) -> Expr | None:
+    """select(true, a, b) -> a;  select(false, a, b) -> b"""
+    e = at.e
+    return (e.a if e.cond.value else e.b) if isinstance(e.cond, Const) else None
+
+
+@rule("cast")
+def same_type_cast(at: At) -> Expr | None:
+    """cast(x: t, t) -> x"""
+    return at.e.value if at.e.value.dtype == at.e.to else None
+
+
+RULES = Rules([constant_operands, float_neutral, integer_arithmetic, whole_terms, decided_by_ranges,
+               constant_condition, same_type_cast])
 
 
 def simplify(e: Expr, ranges: Mapping[str, Range] | None = None) -> Expr:
-    """An equal expression, simpler where the rules above apply."""
+    """An equal expression, simpler where the rules above apply (operands first, then one rule at the root)."""
     ranges = ranges or {}
     kids = children(e)
     if kids:
         e = rebuild(e, tuple(simplify(k, ranges) for k in kids))
-    if isinstance(e, BinOp):
-        return _simplify_binop(e, ranges)
-    if isinstance(e, Select) and isinstance(e.cond, Const):
-        return e.a if e.cond.value else e.b
-    if isinstance(e, Cast) and e.value.dtype == e.to:
-        return e.value
-    return e
+    op = e.op if isinstance(e, BinOp) else type(e).__name__.lower()
+    result = RULES.apply(op, At(e, ranges))
+    return e if result is None else result
 
 
 def simplify_stmt(s, ranges: Mapping[str, Range] | None = None):

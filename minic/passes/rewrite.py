@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from minic.ir.graph import Graph, Node, Value, constant
+from minic.ir.rules import Rule, Rules, rule  # noqa: F401 - the passes import rule from here
 
 
 def clone(graph: Graph) -> Graph:
@@ -105,7 +106,11 @@ def drop_dead(graph: Graph) -> Graph:
 
 @dataclass
 class Match:
-    """What a rule sees: the node it is tried at, and the graph around it."""
+    """What a graph rule (``minic.ir.rules``) sees: the node it is tried at, and the graph
+    around it.  The rule returns what the node's outputs become: an existing Value (of a
+    one-output node), a tuple of Values (one per output), or a new Node (computing the
+    node's outputs, or new Values of the same types that take over their uses) -- or
+    None where its identity does not apply."""
     graph: Graph
     node: Node
     producers: dict[Value, Node]
@@ -141,37 +146,13 @@ class Match:
         self.retired.extend(items)
 
 
-# A rule returns what the node's outputs become -- an existing Value (of a one-output node),
-# a tuple of Values (one per output), or a new Node (computing the node's outputs, or new
-# Values of the same types that take over their uses) -- or None where the identity does not apply.
-RuleFn = Callable[[Match], "Value | tuple[Value, ...] | Node | None"]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """``fn`` tried at every node whose op is one of ``ops`` (every node when ``ops`` is empty);
-    ``fn.__doc__`` states the identity."""
-    ops: tuple[str, ...]
-    fn: RuleFn
-
-    @property
-    def identity(self) -> str:
-        return (self.fn.__doc__ or "").strip().splitlines()[0]
-
-
-def rule(*ops: str) -> Callable[[RuleFn], Rule]:
-    """Decorator: the function is a rewrite rule rooted at nodes of ``ops`` (of any op if none)."""
-    return lambda fn: Rule(tuple(ops), fn)
-
-
 def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph:
     """A copy of ``graph`` with ``rules`` applied until none applies (MLIR's greedy
     pattern driver, tinygrad's graph_rewrite): sweeps in node order, the first rule
     that applies at a node wins.  Nodes a rewrite leaves unread (the inner node of a
     fused pair) and what rules retire are removed at the end."""
     g = clone(graph)
-    rules = list(rules)
-    by_op: dict[str, list[Rule]] = {}               # op -> the rules tried at its nodes, in table order
+    table = Rules(rules)
     retired: list[Node | Value] = []
     memo: dict = {}
     for _ in range(max_sweeps):
@@ -181,26 +162,22 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
         for node in list(g.nodes):
             if id(node) not in present:
                 continue
-            if node.op not in by_op:
-                by_op[node.op] = [r for r in rules if not r.ops or node.op in r.ops]
-            for r in by_op[node.op]:
-                result = r.fn(Match(g, node, producers, retired, memo))
-                if result is None:
-                    continue
-                retired += [p for v in node.inputs if (p := producers.get(v)) is not None]
-                if isinstance(result, Node):         # in the node's place; new outputs take over its uses
-                    g.nodes[g.nodes.index(node)] = result
-                    producers.update((v, result) for v in result.outputs)
-                    for old, new in zip(node.outputs, result.outputs):
-                        if old is not new:
-                            replace_uses(g, old, new)
-                else:
-                    g.nodes.remove(node)
-                    for old, new in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
+            result = table.apply(node.op, Match(g, node, producers, retired, memo))
+            if result is None:
+                continue
+            retired += [p for v in node.inputs if (p := producers.get(v)) is not None]
+            if isinstance(result, Node):             # in the node's place; new outputs take over its uses
+                g.nodes[g.nodes.index(node)] = result
+                producers.update((v, result) for v in result.outputs)
+                for old, new in zip(node.outputs, result.outputs):
+                    if old is not new:
                         replace_uses(g, old, new)
-                present = {id(n) for n in g.nodes}  # a rewrite costs O(nodes) anyway (replace_uses)
-                changed = True
-                break
+            else:
+                g.nodes.remove(node)
+                for old, new in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
+                    replace_uses(g, old, new)
+            present = {id(n) for n in g.nodes}      # a rewrite costs O(nodes) anyway (replace_uses)
+            changed = True
         if not changed:
             drop_unused(g, [n for n in retired if isinstance(n, Node)], [v for v in retired if isinstance(v, Value)])
             return g
