@@ -21,7 +21,13 @@ class Denied:
     outcome: str = "refused"
 
 
+_F32_FFT_NOISE = (
+    "the expected imaginary parts that are exactly 0 hold 1.9e-7, the round-off of numpy's single-precision "
+    "FFT (numpy >= 2 keeps complex64 in single precision), past the case's atol of 1e-7; ONNX does not say in "
+    "what precision a DFT computes, and minic's (in f64) gives |im| < 1e-14 there")
+
 DENYLIST: list[Denied] = [
+    Denied(r"^test_dft_inverse(_opset19)?$", _F32_FFT_NOISE, outcome="wrong"),
     # --- refused ---
     Denied(r"^test_(flexattention$|flexattention_causal_mask$|flexattention_diff_head_sizes$|flexattention_double$|flexattention_fp16$|flexattention_gqa$|flexattention_prob_mod$|flexattention_relative_positional$|flexattention_scaled$|flexattention_score_mod$|flexattention_soft_cap$)", 'ONNX has no FlexAttention at opset 26'),
     Denied(r"^test_resize_downsample_sizes_nearest_not_smaller(_|$)", 'Resize to 2 along axis 2 with keep_aspect_ratio_policy is not reproducible one axis at a time (its c'),
@@ -30,14 +36,11 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_cast_e8m0(_|$)", 'element type FLOAT8E8M0'),
     Denied(r"^test_(ai_onnx_ml_label(_|$)|equal_string(_|$)|regex(_|$)|string(_|$)|strnormalizer(_|$))", 'element type STRING'),
     Denied(r"^test_bitcast(_|$)", 'op BitCast: not in minic'),
-    Denied(r"^test_dft(_|$)", 'op DFT: not in minic'),
     Denied(r"^test_(basic_deform(_|$)|deform(_|$))", 'op DeformConv: not in minic'),
     Denied(r"^test_det(_|$)", 'op Det: not in minic'),
-    Denied(r"^test_gru(_|$)", 'op GRU: not in minic'),
     Denied(r"^test_gridsample(_|$)", 'op GridSample: not in minic'),
     Denied(r"^test_(affine(_|$)|if(_|$))", 'op If: not in minic'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),
-    Denied(r"^test_lstm(_|$)", 'op LSTM: not in minic'),
     Denied(r"^test_(loop11(_|$)|range_bfloat16_type_positive_delta_expanded(_|$)|range_float16_type_positive_delta_expanded(_|$)|range_float_type_positive_delta_expanded(_|$)|range_int32_type_negative_delta_expanded(_|$))", 'op Loop: not in minic'),
     Denied(r"^test_maxunpool(_|$)", 'op MaxUnpool: not in minic'),
     Denied(r"^test_melweightmatrix(_|$)", 'op MelWeightMatrix: not in minic'),
@@ -45,10 +48,8 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_nonzero(_|$)", 'op NonZero: not in minic'),
     Denied(r"^test_optional_get_element_tensor(_|$)", 'op OptionalGetElement: not in minic'),
     Denied(r"^test_optional_has_element_empty_no(_|$)", 'op OptionalHasElement: not in minic'),
-    Denied(r"^test_(rnn(_|$)|simple(_|$))", 'op RNN: not in minic'),
     Denied(r"^test_bernoulli(_|$)", 'op RandomUniformLike: not in minic'),
     Denied(r"^test_roialign(_|$)", 'op RoiAlign: not in minic'),
-    Denied(r"^test_stft(_|$)", 'op STFT: not in minic'),
     Denied(r"^test_(linear(_|$)|scan9(_|$)|scan(_|$))", 'op Scan: not in minic'),
     Denied(r"^test_split_to(_|$)", 'op SplitToSequence: not in minic'),
     Denied(r"^test_tensorscatter(_|$)", 'op TensorScatter: not in minic'),

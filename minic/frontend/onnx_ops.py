@@ -583,3 +583,5 @@ from minic.frontend import onnx_ops_index  # noqa: E402,F401  (registers its con
 from minic.frontend import onnx_resize  # noqa: E402,F401  (registers Resize, Upsample)
 from minic.frontend import onnx_quant  # noqa: E402,F401  (registers the quantization ops)
 from minic.frontend import onnx_compose  # noqa: E402,F401  (registers TopK, Einsum, Col2Im, LpPool, ...)
+from minic.frontend import onnx_recurrent  # noqa: E402,F401  (registers RNN, GRU, LSTM)
+from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STFT)

@@ -1,0 +1,161 @@
+"""ONNX's recurrent layers (RNN, GRU, LSTM), unrolled at import over their static sequence length.
+
+One driver serves the three: it splits the weights per direction, walks the time
+steps forward (or backward), and hands each step to the layer's cell, which
+computes the new state from ``x_t W^T + h R^T + biases`` in the gate order ONNX
+fixes (GRU: z r h; LSTM: i o f c).  ``sequence_lens`` masks a step that is past a
+batch entry's length: its state is carried over and its output is 0.  Outputs
+``Y`` [T, D, B, H] (``layout`` 1: [B, T, D, H]), ``Y_h`` and ``Y_c`` [D, B, H]
+(``layout`` 1: [B, D, H]).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minic.errors import UnsupportedError
+from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend.onnx_ops import converts
+from minic.ir.graph import Value
+from minic.ir.types import DType
+
+_ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
+_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+_DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
+
+
+@dataclass
+class _Step:
+    """What a cell sees at one time step of one direction."""
+    b: Builder
+    x: Value                        # [B, I]
+    h: Value                        # [B, H]
+    c: Value | None                 # [B, H] (LSTM)
+    w: list[Value]                  # per gate [H, I], transposed for x @ w: [I, H]
+    r: list[Value]                  # per gate [H, H] -> [H, H]
+    wb: list[Value | None]          # per gate [H]
+    rb: list[Value | None]
+    p: list[Value] | None           # LSTM peepholes i, o, f: [H]
+    act: list[str]
+    linear_before_reset: bool = False
+
+    def linear(self, v: Value, weights: Value, bias: Value | None) -> Value:
+        y = self.b.one("matmul", v, weights)
+        return y if bias is None else self.b.one("add", y, bias)
+
+    def gate(self, k: int) -> Value:
+        return self.b.one("add", self.linear(self.x, self.w[k], self.wb[k]), self.linear(self.h, self.r[k], self.rb[k]))
+
+    def f(self, name: str, v: Value) -> Value:
+        return self.b.one(name, v)
+
+
+def _rnn(s: _Step) -> tuple[Value, Value | None]:
+    return s.f(s.act[0], s.gate(0)), None
+
+
+def _gru(s: _Step) -> tuple[Value, Value | None]:
+    b = s.b
+    z, r = s.f(s.act[0], s.gate(0)), s.f(s.act[0], s.gate(1))
+    xh = s.linear(s.x, s.w[2], s.wb[2])
+    if s.linear_before_reset:
+        hh = b.one("mul", r, s.linear(s.h, s.r[2], s.rb[2]))
+    else:
+        hh = s.linear(b.one("mul", r, s.h), s.r[2], s.rb[2])
+    cand = s.f(s.act[1], b.one("add", xh, hh))
+    one = b.const(1, like=z)
+    return b.one("add", b.one("mul", b.one("sub", one, z), cand), b.one("mul", z, s.h)), None
+
+
+def _lstm(s: _Step) -> tuple[Value, Value | None]:
+    b = s.b
+    pre = [s.gate(k) for k in range(4)]                 # i o f c
+    if s.p is not None:
+        pre[0] = b.one("add", pre[0], b.one("mul", s.p[0], s.c))
+        pre[2] = b.one("add", pre[2], b.one("mul", s.p[2], s.c))
+    i, f = s.f(s.act[0], pre[0]), s.f(s.act[0], pre[2])
+    c = b.one("add", b.one("mul", f, s.c), b.one("mul", i, s.f(s.act[1], pre[3])))
+    if s.p is not None:
+        pre[1] = b.one("add", pre[1], b.one("mul", s.p[1], c))
+    o = s.f(s.act[0], pre[1])
+    return b.one("mul", o, s.f(s.act[2], c)), c
+
+
+_CELLS = {"RNN": _rnn, "GRU": _gru, "LSTM": _lstm}
+
+
+def _row(b: Builder, v: Value, d: int) -> Value:
+    """Direction ``d`` of a [D, ...] input, without its leading axis."""
+    return b.one("squeeze", b.one("slice", v, axes=(0,), starts=(d,), ends=(d + 1,), steps=(1,)), axes=(0,))
+
+
+def _pieces(b: Builder, v: Value, n: int, axis: int) -> list[Value]:
+    size = v.type.shape[axis] // n
+    return list(b.emit("split", [v], axis=axis, sizes=(size,) * n))
+
+
+@converts("RNN", "GRU", "LSTM")
+def _recurrent(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    op = b.node.op_type
+    x = x + [None] * (8 - len(x))
+    X, W, R, B, lens, h0, c0, P = x
+    gates, hidden = _GATES[op], int(a["hidden_size"])
+    if a.get("clip") is not None:
+        raise UnsupportedError(f"{b.where}: the clip attribute is not supported")
+    direction = a.get("direction", "forward")
+    dirs = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}.get(direction)
+    if dirs is None:
+        raise OnnxImportError(f"{b.where}: unknown direction '{direction}'")
+    names = list(a.get("activations", [])) or list(_DEFAULTS[op]) * len(dirs)
+    if any(n not in _ACTIVATIONS for n in names):
+        raise UnsupportedError(f"{b.where}: activations {names} (minic has {', '.join(_ACTIVATIONS)})")
+    per_dir = len(_DEFAULTS[op])
+    layout = int(a.get("layout", 0))
+    if layout:
+        X = b.one("transpose", X, perm=(1, 0, 2))
+        h0 = b.one("transpose", h0, perm=(1, 0, 2)) if h0 is not None else None
+        c0 = b.one("transpose", c0, perm=(1, 0, 2)) if c0 is not None else None
+    steps, batch = X.type.shape[0], X.type.shape[1]
+    if not isinstance(steps, int):
+        raise UnsupportedError(f"{b.where}: minic unrolls {op} and needs a static sequence length, got {steps}")
+    xs = [b.one("squeeze", p, axes=(0,)) for p in _pieces(b, X, steps, 0)] if steps else []
+    zero = b.one("expand", b.const(np.zeros((), X.type.dtype.numpy)), shape=(batch, hidden))
+    length = b.one("reshape", b.one("cast", lens, dtype=DType.i64), shape=(batch, 1)) if lens is not None else None
+    ys, hs, cs = [], [], []
+    for d, backward in enumerate(dirs):
+        w = [b.one("transpose", g, perm=(1, 0)) for g in _pieces(b, _row(b, W, d), gates, 0)]
+        r = [b.one("transpose", g, perm=(1, 0)) for g in _pieces(b, _row(b, R, d), gates, 0)]
+        biases = _pieces(b, _row(b, B, d), 2 * gates, 0) if B is not None else [None] * (2 * gates)
+        peep = _pieces(b, _row(b, P, d), 3, 0) if P is not None else None
+        h = _row(b, h0, d) if h0 is not None else zero
+        c = (_row(b, c0, d) if c0 is not None else zero) if op == "LSTM" else None
+        out: list[Value | None] = [None] * steps
+        for t in (reversed(range(steps)) if backward else range(steps)):
+            step = _Step(b, xs[t], h, c, w, r, biases[:gates], biases[gates:], peep,
+                         [_ACTIVATIONS[n] for n in names[d * per_dir:(d + 1) * per_dir]],
+                         bool(a.get("linear_before_reset", 0)))
+            h_new, c_new = _CELLS[op](step)
+            if length is not None:              # past a sequence's end: state kept, output 0
+                live = b.one("lt", b.const(np.asarray(t, np.int64)), length)
+                out[t] = b.one("where", live, h_new, zero)
+                h_new = b.one("where", live, h_new, h)
+                c_new = b.one("where", live, c_new, c) if c_new is not None else None
+            else:
+                out[t] = h_new
+            h, c = h_new, c_new
+        ys.append(out)
+        hs.append(h)
+        cs.append(c)
+    results = []
+    if b.node.output and b.node.output[0]:
+        frames = [b.one("concat", *[b.one("unsqueeze", ys[d][t], axes=(0,)) for d in range(len(dirs))], axis=0)
+                  for t in range(steps)]                                   # each [D, B, H]
+        y = b.one("concat", *[b.one("unsqueeze", f, axes=(0,)) for f in frames], axis=0)   # [T, D, B, H]
+        results.append(b.one("transpose", y, perm=(2, 0, 1, 3)) if layout else y)
+    else:
+        results.append(None)
+    for states in (hs, cs)[:2 if op == "LSTM" else 1]:
+        s = b.one("concat", *[b.one("unsqueeze", v, axes=(0,)) for v in states], axis=0)       # [D, B, H]
+        results.append(b.one("transpose", s, perm=(1, 0, 2)) if layout else s)
+    return results

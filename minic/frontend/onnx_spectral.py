@@ -1,0 +1,115 @@
+"""ONNX's DFT and STFT as constant linear maps (matmuls) along the transformed axis.
+
+A DFT of length N is linear in the real and imaginary parts of its input:
+``out_re = re·A + im·B`` and ``out_im = re·C + im·D`` with A..D the cosine and
+sine tables (N×N, or the first N/2+1 bins when ``onesided``; scaled by 1/N and
+conjugated when ``inverse``).  An inverse one-sided DFT (irfft) reads half a
+spectrum and writes a real signal: each bin but the first and the Nyquist one
+counts twice.  Inputs shorter than N are zero-padded, longer ones cut, as
+numpy's ``n=`` does.  STFT gathers its frames with one constant index, applies
+the window, and runs the same DFT along the frame.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.errors import UnsupportedError
+from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend.onnx_ops import converts
+from minic.ir.graph import Value
+from minic.ir.types import DType
+
+
+def _tables(n_in: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, ...]:
+    """A, B, C, D (rows: input index; columns: output index) and whether the output is real."""
+    if inverse and onesided:                       # irfft: n_in bins -> `length` real samples
+        used = min(n_in, length // 2 + 1)
+        j, k = np.arange(used)[:, None], np.arange(length)[None, :]
+        weight = np.where((j == 0) | ((length % 2 == 0) & (j == length // 2)), 1.0, 2.0)
+        angle = 2 * np.pi * j * k / length
+        a, b = weight * np.cos(angle) / length, -weight * np.sin(angle) / length
+        pad = np.zeros((n_in - used, length))
+        return np.vstack([a, pad]), np.vstack([b, pad]), None, None
+    outs = length // 2 + 1 if onesided else length
+    used = min(n_in, length)
+    j, k = np.arange(used)[:, None], np.arange(outs)[None, :]
+    angle = 2 * np.pi * j * k / length
+    sign, scale = (1.0, 1.0 / length) if inverse else (-1.0, 1.0)
+    cos, sin = np.cos(angle) * scale, sign * np.sin(angle) * scale
+    pad = np.zeros((n_in - used, outs))
+    cos, sin = np.vstack([cos, pad]), np.vstack([sin, pad])
+    return cos, -sin, sin, cos                      # (re + i im)(cos + i sin) = re cos - im sin + i (re sin + im cos)
+
+
+def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, onesided: bool) -> Value:
+    """ONNX's DFT of ``x`` [..., 1 | 2] along ``axis`` (an axis before the last)."""
+    rank = x.type.rank
+    axis %= rank
+    if axis == rank - 1:
+        raise OnnxImportError(f"{b.where}: the axis of a DFT cannot be the last (real/imaginary) one")
+    n_in = x.type.shape[axis]
+    if not isinstance(n_in, int):
+        raise UnsupportedError(f"{b.where}: a DFT needs a static length along axis {axis}, got {n_in}")
+    if length is None:
+        length = 2 * (n_in - 1) if inverse and onesided else n_in
+    parts = x.type.shape[-1]
+    if parts not in (1, 2):
+        raise OnnxImportError(f"{b.where}: the last axis of a DFT input has 1 (real) or 2 (complex) entries, got {parts}")
+    last = rank - 2                                  # the axis index once the real/imag axis is gone
+    perm = tuple(i for i in range(rank - 1) if i != axis) + (axis,)
+    back = tuple(int(i) for i in np.argsort(perm))
+
+    # In f64 whatever the input's float type, as ONNX's reference (numpy's FFT) computes: a bin that
+    # cancels to about 0 comes out at the input's rounding, not at the f32 sum's.
+    wide = x if x.type.dtype == DType.f64 else b.one("cast", x, dtype=DType.f64)
+
+    def component(k: int) -> Value:
+        v = b.one("squeeze", b.one("slice", wide, axes=(rank - 1,), starts=(k,), ends=(k + 1,), steps=(1,)),
+                  axes=(rank - 1,))
+        return v if axis == last else b.one("transpose", v, perm=perm)
+    re = component(0)
+    im = component(1) if parts == 2 else None
+    a, bt, c, d = _tables(n_in, length, inverse, onesided)
+
+    def apply(p: np.ndarray, q: np.ndarray) -> Value:
+        y = b.one("matmul", re, b.const(p))
+        if im is not None:
+            y = b.one("add", y, b.one("matmul", im, b.const(q)))
+        y = y if axis == last else b.one("transpose", y, perm=back)
+        return b.one("unsqueeze", y, axes=(rank - 1,))
+    y = apply(a, bt) if c is None else b.one("concat", apply(a, bt), apply(c, d), axis=rank - 1)  # real: [..., 1]
+    return y if y.type.dtype == x.type.dtype else b.one("cast", y, dtype=x.type.dtype)
+
+
+@converts("DFT")
+def _dft(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    x = x + [None] * (3 - len(x))
+    length = int(b.need_known(x[1], "dft_length").reshape(-1)[0]) if x[1] is not None else None
+    if b.opset >= 20:
+        axis = int(b.need_known(x[2], "the axis").reshape(-1)[0]) if x[2] is not None else -2
+    else:
+        axis = a.get("axis", 1)
+    return [dft(b, x[0], axis, length, bool(a.get("inverse", 0)), bool(a.get("onesided", 0)))]
+
+
+@converts("STFT")
+def _stft(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    x = x + [None] * (4 - len(x))
+    signal, step_v, window, length_v = x
+    step = int(b.need_known(step_v, "frame_step").reshape(-1)[0])
+    if length_v is not None:
+        frame = int(b.need_known(length_v, "frame_length").reshape(-1)[0])
+    elif window is not None and isinstance(window.type.shape[0], int):
+        frame = window.type.shape[0]
+    else:
+        raise OnnxImportError(f"{b.where}: STFT needs a window or a frame_length")
+    n = signal.type.shape[1]
+    if not isinstance(n, int) or frame > n or step < 1:
+        raise OnnxImportError(f"{b.where}: frames of {frame} every {step} do not fit a signal of {n}")
+    frames = (n - frame) // step + 1
+    index = np.arange(frames)[:, None] * step + np.arange(frame)[None, :]
+    framed = b.one("gather", signal, b.const(index.astype(np.int64)), axis=1)      # [B, frames, frame, 1|2]
+    if window is not None:
+        framed = b.one("mul", framed, b.one("reshape", window, shape=(frame, 1)))
+    onesided = bool(a.get("onesided", 1))
+    return [dft(b, framed, 2, frame, False, onesided)]
