@@ -460,9 +460,16 @@ def print_program(p: Program) -> str:
 
 def structure(k: Function) -> str:
     """``k``'s code with the kernel and its parameters named by position: equal strings,
-    equal machine code."""
-    import re
-    text = print_function(replace(k, name="kernel", origin=""))
-    for i, b in sorted(enumerate(k.params), key=lambda p: -len(p[1].name)):
-        text = re.sub(rf"\b{re.escape(b.name)}\b", f"%p{i}", text)
-    return text
+    equal machine code.  The parameters are renamed in the tree, not in the text: a
+    buffer may be named like a function it calls (``ceil = ceil(x)``, ``atan = atan(x)``)."""
+    named = {b.name: replace(b, name=f"%p{i}") for i, b in enumerate(k.params)}
+
+    def expr(e: Expr) -> Expr:
+        return map_expr(e, lambda x: Load(named[x.buffer.name], x.index)
+                        if isinstance(x, Load) and x.buffer.name in named else None)
+
+    def stmt(s: Stmt) -> Stmt:
+        s = map_stmt(s, expr, stmt)
+        return Store(named[s.buffer.name], s.index, s.value) if isinstance(s, Store) and s.buffer.name in named else s
+
+    return print_function(replace(k, name="kernel", origin="", params=tuple(named.values()), body=stmt(k.body)))

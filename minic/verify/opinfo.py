@@ -7,6 +7,10 @@ nothing is folded at import); it is exported, converted, and run on the
 interpreter and the compiled path against eager, within the tolerance policy.
 The overloads each export actually reached are recorded: a case only tests the
 overloads it reaches.
+
+``run_batch`` puts many cases in one module (a submodule each): one export and
+one compile for all of them, which is most of the time a case takes.  Each FX
+node names its submodule, so what a case reached, and a refusal's case, stay known.
 """
 from __future__ import annotations
 
@@ -97,10 +101,108 @@ class Samples(torch.nn.Module):
         return tuple(outs)
 
 
-def run(case: Case, core: set[str], cache_dir) -> Outcome:
-    from minic.frontend.torch import Converter, _export, numpy_of
+def _reached(program, core: set[str]) -> set[str]:
+    return {str(n.target) for n in program.graph.nodes if n.op == "call_function"} & core
+
+
+def _judge(name: str, reached: set[str], results: dict, want: list) -> Outcome:
+    """Each path's outputs against eager's: count, dtype, shape, tolerance."""
+    for path, got in results.items():
+        if len(got) != len(want):
+            return Outcome(name, reached, "mismatch", f"{path}: {len(got)} outputs, eager has {len(want)}")
+        for k, (g, w) in enumerate(zip(got, want)):
+            if g.shape != w.shape or g.dtype != w.dtype:
+                return Outcome(name, reached, "mismatch", f"{path} output {k}: {g.dtype}{list(g.shape)} "
+                                                           f"vs eager {w.dtype}{list(w.shape)}")
+            e = errors(g.astype(np.float64), w.astype(np.float64))
+            if not e.within(tolerance(w.dtype)):
+                return Outcome(name, reached, "mismatch", f"{path} output {k}: {e}")
+    return Outcome(name, reached, "ok")
+
+
+def _paths(graph, arrays, cache_dir) -> dict[str, list[np.ndarray]]:
     from minic.ir.interpret import interpret
     from minic.runtime import CompileOptions, compile_graph
+    results = {"interp": interpret(graph, arrays),
+               "minic": compile_graph(graph, CompileOptions(cache_dir=cache_dir))(*arrays)}
+    return {p: list(g) if isinstance(g, (tuple, list)) else [g] for p, g in results.items()}
+
+
+class Batch(torch.nn.Module):
+    """Several cases' modules side by side: submodule ``parts.i`` is case i."""
+
+    def __init__(self, cases: list[Case]) -> None:
+        super().__init__()
+        self.parts = torch.nn.ModuleList(Samples(c) for c in cases)
+        self.inputs = [t for p in self.parts for t in p.inputs]
+
+    def forward(self, *xs):
+        outs, k = [], 0
+        for part in self.parts:
+            outs += part(*xs[k:k + len(part.inputs)])
+            k += len(part.inputs)
+        return tuple(outs)
+
+
+def _part(node) -> int | None:
+    """Which case (submodule ``parts.i``) an FX node came from."""
+    for path, _ in (node.meta.get("nn_module_stack") or {}).values():
+        if path.startswith("parts."):
+            return int(path.split(".")[1])
+    return None
+
+
+def run_batch(batch: list[Case], core: set[str], cache_dir) -> list[Outcome]:
+    """``run`` for many cases with one export and one compile.  A case the converter refuses is
+    taken out (its outcome says why) and the rest go again; anything else unattributable
+    (an export or run-time failure) falls back to one ``run`` per case."""
+    from minic.frontend.torch import Converter, _export, numpy_of
+    outcomes, live, wants = [], [], []
+    for case in batch:
+        try:
+            with torch.no_grad():
+                module = Samples(case)
+                wants.append([numpy_of(t) for t in module(*module.inputs)])
+            live.append(case)
+        except Exception as e:                  # noqa: BLE001 - eager rejects the sample
+            outcomes.append(Outcome(case.name, set(), "skipped", f"{type(e).__name__}: {str(e)[:120]}"))
+    while live:
+        module = Batch(live)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = _export(module, tuple(module.inputs), None)
+        except Exception:                       # noqa: BLE001 - which case torch.export rejects is unknown
+            return outcomes + [run(c, core, cache_dir) for c in live]
+        reached = [set() for _ in live]
+        for n in program.graph.nodes:
+            if n.op == "call_function" and str(n.target) in core and (i := _part(n)) is not None:
+                reached[i].add(str(n.target))
+        converter = Converter(program, "cases", None)
+        try:
+            graph = converter.run()
+        except UserError as e:
+            culprit = _part(converter.current)
+            if culprit is None:
+                return outcomes + [run(c, core, cache_dir) for c in live]
+            outcomes.append(Outcome(live[culprit].name, reached[culprit], "refused", str(e).splitlines()[0]))
+            del live[culprit], wants[culprit]
+            continue
+        try:
+            results = _paths(graph, [numpy_of(t) for t in module.inputs], cache_dir)
+        except UserError:
+            return outcomes + [run(c, core, cache_dir) for c in live]
+        start = 0
+        for case, want, seen in zip(live, wants, reached):
+            part = {p: got[start:start + len(want)] for p, got in results.items()}
+            outcomes.append(_judge(case.name, seen, part, want))
+            start += len(want)
+        return outcomes
+    return outcomes
+
+
+def run(case: Case, core: set[str], cache_dir) -> Outcome:
+    from minic.frontend.torch import Converter, _export, numpy_of
     module = Samples(case)
     inputs = tuple(module.inputs)
     try:
@@ -111,23 +213,10 @@ def run(case: Case, core: set[str], cache_dir) -> Outcome:
             program = _export(module, inputs, None)
     except Exception as e:                      # noqa: BLE001 - eager or torch.export rejects the sample
         return Outcome(case.name, set(), "skipped", f"{type(e).__name__}: {str(e)[:120]}")
-    reached = {str(n.target) for n in program.graph.nodes if n.op == "call_function"} & core
+    reached = _reached(program, core)
     try:
         graph = Converter(program, "case", None).run()
-        arrays = [numpy_of(t) for t in inputs]
-        results = {"interp": interpret(graph, arrays),
-                   "minic": compile_graph(graph, CompileOptions(cache_dir=cache_dir))(*arrays)}
+        results = _paths(graph, [numpy_of(t) for t in inputs], cache_dir)
     except UserError as e:
         return Outcome(case.name, reached, "refused", str(e).splitlines()[0])
-    for path, got in results.items():
-        got = list(got) if isinstance(got, (tuple, list)) else [got]
-        if len(got) != len(want):
-            return Outcome(case.name, reached, "mismatch", f"{path}: {len(got)} outputs, eager has {len(want)}")
-        for k, (g, w) in enumerate(zip(got, want)):
-            if g.shape != w.shape or g.dtype != w.dtype:
-                return Outcome(case.name, reached, "mismatch", f"{path} output {k}: {g.dtype}{list(g.shape)} "
-                                                                f"vs eager {w.dtype}{list(w.shape)}")
-            e = errors(g.astype(np.float64), w.astype(np.float64))
-            if not e.within(tolerance(w.dtype)):
-                return Outcome(case.name, reached, "mismatch", f"{path} output {k}: {e}")
-    return Outcome(case.name, reached, "ok")
+    return _judge(case.name, reached, results, want)

@@ -38,3 +38,20 @@ def test_aarch64_assembly_is_a_codegen_option():
     a55 = CompileOptions(triple="aarch64-linux-gnu", cpu="cortex-a55", num_threads=2)
     text = pipeline.run(program(), "asm", a55, start="scheduled")
     assert "minic_entry" in text and ("fmla" in text or "fmul" in text or "fmadd" in text)
+
+
+def test_kernels_share_a_function_only_when_their_code_is_equal():
+    """Repeated layers share one function; a buffer named like the function it calls
+    (torch names outputs after their op: ``ceil = ceil(x)``) does not make two kernels equal."""
+    from minic.ir.interpret import interpret
+    from minic.runtime import compile_graph
+    shape = TensorType((4, 8), DType.f32)
+    ins = [Value(n, shape) for n in ("a", "b", "c", "d")]
+    outs = [Value(n, shape) for n in ("atan", "ceil", "sin", "sin_1")]
+    nodes = [Node(op, [x], [y], ops.get(op).make_attrs()) for op, x, y in zip(("atan", "ceil", "sin", "sin"), ins, outs)]
+    graph = Graph("m", ins, outs, nodes)
+    text = str(pipeline.run(lower_graph(graph), "llvm", CompileOptions(num_threads=1), start="loops"))
+    assert text.count("define internal void") == 3                # the two sin kernels share one
+    xs = [np.random.default_rng(k).standard_normal((4, 8)).astype(np.float32) * 3 for k in range(4)]
+    for got, want in zip(compile_graph(graph, CompileOptions(num_threads=1))(*xs), interpret(graph, xs)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
