@@ -73,42 +73,39 @@ class Compilation:
             raise UserError(f"unknown stage '{stage}'; the stages are: {', '.join(STAGES)}")
         if STAGES.index(stage) < STAGES.index(self.start):
             raise UserError(f"stage '{stage}' comes before '{self.start}', where this compilation starts")
-        if stage not in self._ir:
-            make, source = _STEPS[stage]
-            ir = self.run(source) if source in STAGES else self._machine()
-            start = time.perf_counter()
-            self._ir[stage] = make(self, ir)
-            self.seconds[stage] = time.perf_counter() - start
-            self.trace.append(stage)
-        return self._ir[stage]
+        return self._make(stage)
 
-    def _machine(self):
-        """The LLVM module after LLVM's optimizer (what asm and object are made from)."""
-        if "optimized" not in self._ir:
-            from minic.codegen.module import optimize_module
-            module = self.run("llvm")
+    def _make(self, step: str) -> Any:
+        """The IR of ``step`` (a stage, or "optimized": the LLVM module after LLVM's optimizer)."""
+        if step not in self._ir:
+            make, source = _STEPS[step]
+            ir = self._make(source)
             start = time.perf_counter()
-            self._ir["optimized"] = optimize_module(module, self.options)
-            self.seconds["optimized"] = time.perf_counter() - start
-        return self._ir["optimized"]
+            self._ir[step] = make(self, ir)
+            self.seconds[step] = time.perf_counter() - start
+            if step in STAGES:
+                self.trace.append(step)
+        return self._ir[step]
+
+
+def _passes(c: Compilation, graph: Graph, names: list[str]) -> Graph:
+    from minic.passes import optimize
+    p = c.passes
+    return optimize(graph, passes=names, verify_each=p.verify_each, print_after=p.print_after,
+                    stats=p.stats, out=p.out or sys.stdout)
 
 
 def _opt(c: Compilation, graph: Graph) -> Graph:
-    from minic.passes import optimize, pipeline
+    from minic.passes import pipeline
     from minic.passes.to_f16 import to_f16
-    p = c.passes
-    names = [n for n in pipeline(c.options.graph_opt_level if p.level is None else p.level, p.passes)
-             if n != "fuse-groups"]          # the fused stage runs it
-    graph = optimize(graph, passes=names, verify_each=p.verify_each, print_after=p.print_after,
-                     stats=p.stats, out=p.out or sys.stdout)
+    level = c.options.graph_opt_level if c.passes.level is None else c.passes.level
+    names = [n for n in pipeline(level, c.passes.passes) if n != "fuse-groups"]    # the fused stage runs it
+    graph = _passes(c, graph, names)
     return to_f16(graph) if c.options.precision != "f32" else graph     # f16 storage, docs/f16.md
 
 
 def _fused(c: Compilation, graph: Graph) -> Graph:
-    from minic.passes import optimize
-    p = c.passes
-    return optimize(graph, passes=["fuse-groups"], verify_each=p.verify_each, print_after=p.print_after,
-                    stats=p.stats, out=p.out or sys.stdout)
+    return _passes(c, graph, ["fuse-groups"])
 
 
 def _loops(c: Compilation, graph: Graph):
@@ -131,6 +128,11 @@ def _llvm(c: Compilation, program):
     return build_module(program, c.options)
 
 
+def _optimized(c: Compilation, module):
+    from minic.codegen.module import optimize_module
+    return optimize_module(module, c.options)
+
+
 def _asm(c: Compilation, module) -> str:
     from minic.codegen.module import emit_assembly
     return emit_assembly(module, c.options)
@@ -144,7 +146,7 @@ def _object(c: Compilation, module) -> bytes:
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)
 _STEPS: dict[str, tuple[Callable[[Compilation, Any], Any], str]] = {
     "opt": (_opt, "graph"), "fused": (_fused, "opt"), "loops": (_loops, "fused"),
-    "scheduled": (_scheduled, "loops"), "llvm": (_llvm, "scheduled"),
+    "scheduled": (_scheduled, "loops"), "llvm": (_llvm, "scheduled"), "optimized": (_optimized, "llvm"),
     "asm": (_asm, "optimized"), "object": (_object, "optimized"),
 }
 

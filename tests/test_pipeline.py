@@ -38,7 +38,7 @@ def test_run_visits_each_stage_once_in_order(calls, capsys, tmp_path, monkeypatc
     code, out, err = cli(capsys, "run", "llama-tiny", "--size", "small", "--repeat", "1")
     assert code == 0, err
     stages = [c for c in calls if not c.startswith("pass ")]
-    assert stages == ["opt", "fused", "loops", "scheduled", "llvm", "object"]
+    assert stages == ["opt", "fused", "loops", "scheduled", "llvm", "optimized", "object"]   # LLVM's optimizer once
     passes = [c[5:] for c in calls if c.startswith("pass ")]
     assert passes == registry.LEVELS[2]                           # each pass of -O2 once, fuse-groups last
 
