@@ -22,7 +22,10 @@ import torch
 
 from minic.errors import UserError
 
-HIDDEN = 32                 # small everything: hidden 32, 2 layers, 4 heads, vocab 96
+HIDDEN = 32                 # small everything: hidden 32, 1 layer, 4 heads, vocab 96
+# One layer: every layer runs the same code (torch.export's time grows with the layers).
+# ALBERT keeps two (one shared layer, used twice) and GPT-Neo two (a global, then a local one).
+LAYERS = 1
 SECOND_T = 11               # the second sequence length (the first is the example's, 7)
 
 
@@ -61,7 +64,7 @@ def _image(channels: int = 3, size: int = 32):
     return make
 
 
-_TEXT = dict(vocab_size=96, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=4,
+_TEXT = dict(vocab_size=96, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4,
              intermediate_size=64, max_position_embeddings=64)
 
 
@@ -83,10 +86,11 @@ MODELS: list[CorpusModel] = [
     CorpusModel("bert", "encoder", _model("BertModel", "BertConfig", **_TEXT), _ids()),
     CorpusModel("roberta", "encoder", _model("RobertaModel", "RobertaConfig", **_TEXT, pad_token_id=1), _ids()),
     CorpusModel("distilbert", "encoder", _model("DistilBertModel", "DistilBertConfig", vocab_size=96, dim=HIDDEN,
-                                                n_layers=2, n_heads=4, hidden_dim=64,
+                                                n_layers=LAYERS, n_heads=4, hidden_dim=64,
                                                 max_position_embeddings=64), _ids()),
-    CorpusModel("albert", "encoder", _model("AlbertModel", "AlbertConfig", **_TEXT, embedding_size=16), _ids()),
-    CorpusModel("gpt2", "decoder", _model("GPT2LMHeadModel", "GPT2Config", vocab_size=96, n_embd=HIDDEN, n_layer=2,
+    CorpusModel("albert", "encoder", _model("AlbertModel", "AlbertConfig", **dict(_TEXT, num_hidden_layers=2),
+                                            embedding_size=16), _ids()),
+    CorpusModel("gpt2", "decoder", _model("GPT2LMHeadModel", "GPT2Config", vocab_size=96, n_embd=HIDDEN, n_layer=LAYERS,
                                           n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0), _ids()),
     CorpusModel("llama", "decoder", _model("LlamaForCausalLM", "LlamaConfig", **_LLAMA_LIKE), _ids()),
     CorpusModel("mistral", "decoder", _model("MistralForCausalLM", "MistralConfig", **_LLAMA_LIKE,
@@ -94,12 +98,12 @@ MODELS: list[CorpusModel] = [
     CorpusModel("qwen2", "decoder", _model("Qwen2ForCausalLM", "Qwen2Config", **_LLAMA_LIKE), _ids()),
     CorpusModel("phi", "decoder", _model("PhiForCausalLM", "PhiConfig", **_LLAMA_LIKE), _ids()),
     CorpusModel("opt", "decoder", _model("OPTForCausalLM", "OPTConfig", vocab_size=96, hidden_size=HIDDEN,
-                                         num_hidden_layers=2, num_attention_heads=4, ffn_dim=64,
+                                         num_hidden_layers=LAYERS, num_attention_heads=4, ffn_dim=64,
                                          max_position_embeddings=64, word_embed_proj_dim=HIDDEN), _ids()),
     CorpusModel("gpt-neo", "decoder", _model("GPTNeoForCausalLM", "GPTNeoConfig", vocab_size=96, hidden_size=HIDDEN,
                                              num_layers=2, num_heads=4, max_position_embeddings=64,
                                              attention_types=[[["global", "local"], 1]], window_size=4), _ids()),
-    CorpusModel("vit", "vision", _model("ViTModel", "ViTConfig", hidden_size=HIDDEN, num_hidden_layers=2,
+    CorpusModel("vit", "vision", _model("ViTModel", "ViTConfig", hidden_size=HIDDEN, num_hidden_layers=LAYERS,
                                         num_attention_heads=4, intermediate_size=64, image_size=32, patch_size=8),
                 _image(), dynamic_axes=({0: "B"},), input_names=("pixel_values",)),
     CorpusModel("resnet", "vision", _model("ResNetModel", "ResNetConfig", embedding_size=16, hidden_sizes=[16, 32],
