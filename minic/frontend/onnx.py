@@ -305,8 +305,9 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             if st is not None:
                 b.storage[v] = st
             continue
+        dims = _dims(inp.type, inp.name)              # a sequence or optional input is refused here
         dtype = st.carrier if st is not None else _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'")
-        v = Value(clean_name(inp.name), TensorType(_dims(inp.type, inp.name), dtype))
+        v = Value(clean_name(inp.name), TensorType(dims, dtype))
         if st is not None:
             b.storage[v] = st
         graph.inputs.append(v)

@@ -556,7 +556,10 @@ def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Range")
 def _range(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    start, limit, delta = (b.need_known(v, "range bounds") for v in x)
+    bounds = [b.need_known(v, "range bounds") for v in x]
+    if any(np.size(v) != 1 for v in bounds):
+        raise OnnxImportError(f"{b.where}: Range takes scalars, got shapes {[list(np.shape(v)) for v in bounds]}")
+    start, limit, delta = (np.asarray(v).reshape(()) for v in bounds)     # a 1-element array counts, as in numpy
     if delta == 0:
         raise UserError(f"{b.where}: Range with delta 0 never reaches its limit")
     ensure_array_fits((max(0, math.ceil((limit - start) / delta)),), start.dtype, f"{b.where}: the constant Range makes")
@@ -585,3 +588,4 @@ from minic.frontend import onnx_quant  # noqa: E402,F401  (registers the quantiz
 from minic.frontend import onnx_compose  # noqa: E402,F401  (registers TopK, Einsum, Col2Im, LpPool, ...)
 from minic.frontend import onnx_recurrent  # noqa: E402,F401  (registers RNN, GRU, LSTM)
 from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STFT)
+from minic.frontend import onnx_control  # noqa: E402,F401  (registers If, Scan, Loop)

@@ -1,0 +1,133 @@
+"""ONNX's control flow (If, Scan, Loop), inlined at import: minic's graphs have no sub-graphs.
+
+- ``If`` whose condition is known at import (a constant, or computed from
+  constants and static shapes) becomes the nodes of its taken branch; a condition
+  computed from a graph input makes the backend specialise on that input's value
+  (``NeedsConstantError``), as for a shape-deciding input.
+- ``Scan`` is unrolled over its static sequence length: each iteration converts
+  the body with the states and the slices of the scan inputs bound, and the
+  per-iteration outputs are stacked.
+- ``Loop`` is unrolled while its trip count and condition are known at import
+  (a condition that depends on run-time data is refused); its scan outputs are
+  stacked like Scan's.
+
+A body sees the outer graph's values by name; its own names shadow them only
+while it is converted.  At most ``MAX_ITERATIONS`` iterations are unrolled.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minic.errors import UnsupportedError
+from minic.frontend.onnx import Builder, NeedsConstantError, OnnxImportError
+from minic.frontend.onnx_ops import converts
+from minic.ir.graph import Value
+
+MAX_ITERATIONS = 1024
+
+
+def inline(b: Builder, body, bindings: dict[str, Value]) -> list[Value]:
+    """The values of ``body``'s outputs, its nodes converted with its inputs bound to ``bindings``."""
+    from minic.frontend.onnx import _convert_nodes, constant, clean_name
+    from onnx import numpy_helper
+    saved = dict(b.env), b.node, b.where, b.opset
+    try:
+        for init in body.initializer:
+            v = constant(clean_name(b.fresh(init.name)), numpy_helper.to_array(init))
+            b.graph.constants.append(v)
+            b.env[init.name] = v
+        b.env.update(bindings)
+        _convert_nodes(b, list(body.node), b.opset, {})
+        missing = [o.name for o in body.output if o.name not in b.env]
+        if missing:
+            raise OnnxImportError(f"{saved[2]}: its body does not produce {missing}")
+        return [b.env[o.name] for o in body.output]
+    finally:
+        b.env, b.node, b.where, b.opset = saved
+
+
+def _bound(b: Builder, names, values) -> dict[str, Value]:
+    return {p.name: v for p, v in zip(names, values)}
+
+
+@converts("If")
+def _if(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    cond = b.known(x[0])
+    if cond is None:
+        raise NeedsConstantError(f"{b.where}: the condition is computed from values unknown at compile time",
+                                 b.sources(x[0]))
+    branch = a["then_branch"] if bool(np.asarray(cond).reshape(-1)[0]) else a["else_branch"]
+    return inline(b, branch, {})
+
+
+def _slice(b: Builder, v: Value, axis: int, t: int) -> Value:
+    piece = b.one("slice", v, axes=(axis,), starts=(t,), ends=(t + 1,), steps=(1,))
+    return b.one("squeeze", piece, axes=(axis,))
+
+
+def _stack(b: Builder, frames: list[Value], axis: int) -> Value:
+    return b.one("concat", *[b.one("unsqueeze", f, axes=(axis,)) for f in frames], axis=axis)
+
+
+@converts("Scan")
+def _scan(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    body, m = a["body"], int(a["num_scan_inputs"])
+    if b.opset < 9:
+        raise UnsupportedError(f"{b.where}: Scan before opset 9 (with a batch axis) is not supported")
+    states, scanned = x[:len(x) - m], x[len(x) - m:]
+    in_axes = [ax % v.type.rank for ax, v in zip(a.get("scan_input_axes", [0] * m), scanned)]
+    in_dirs = a.get("scan_input_directions", [0] * m)
+    lengths = {v.type.shape[ax] for v, ax in zip(scanned, in_axes)}
+    if len(lengths) != 1 or not isinstance(next(iter(lengths)), int):
+        raise UnsupportedError(f"{b.where}: minic unrolls Scan and needs one static sequence length, got {lengths}")
+    steps = lengths.pop()
+    if steps > MAX_ITERATIONS:
+        raise UnsupportedError(f"{b.where}: {steps} iterations (minic unrolls at most {MAX_ITERATIONS})")
+    n = len(states)
+    outs: list[list[Value]] = []
+    for t in range(steps):
+        elems = [_slice(b, v, ax, steps - 1 - t if d else t) for v, ax, d in zip(scanned, in_axes, in_dirs)]
+        results = inline(b, body, _bound(b, body.input, list(states) + elems))
+        states = results[:n]
+        outs.append(results[n:])
+    k = len(body.output) - n
+    out_axes = a.get("scan_output_axes", [0] * k)
+    out_dirs = a.get("scan_output_directions", [0] * k)
+    stacked = []
+    for j in range(k):
+        frames = [o[j] for o in outs]
+        if out_dirs[j]:
+            frames = frames[::-1]
+        stacked.append(_stack(b, frames, out_axes[j] % (frames[0].type.rank + 1)))
+    return list(states) + stacked
+
+
+@converts("Loop")
+def _loop(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    body = a["body"]
+    x = x + [None] * (2 - len(x))
+    trip, cond, carried = x[0], x[1], list(x[2:])
+    limit = int(b.need_known(trip, "the trip count").reshape(-1)[0]) if trip is not None else None
+    going = bool(b.need_known(cond, "the condition").reshape(-1)[0]) if cond is not None else True
+    if limit is None and cond is None:
+        raise UnsupportedError(f"{b.where}: a Loop without trip count or condition never ends")
+    n = len(carried)
+    outs: list[list[Value]] = []
+    i = 0
+    while going and (limit is None or i < limit):
+        if i >= MAX_ITERATIONS:
+            raise UnsupportedError(f"{b.where}: more than {MAX_ITERATIONS} iterations (minic unrolls Loop)")
+        counter = b.const(np.asarray(i, np.int64))
+        flag = b.const(np.asarray(going))
+        results = inline(b, body, _bound(b, body.input, [counter, flag] + carried))
+        known = b.known(results[0])
+        if known is None:
+            raise UnsupportedError(f"{b.where}: the loop condition depends on run-time data (minic unrolls Loop)")
+        going = bool(np.asarray(known).reshape(-1)[0])
+        carried = results[1:1 + n]
+        outs.append(results[1 + n:])
+        i += 1
+    k = len(body.output) - 1 - n
+    if k and not outs:
+        raise UnsupportedError(f"{b.where}: a Loop that runs 0 times has empty scan outputs (not supported)")
+    return carried + [_stack(b, [o[j] for o in outs], 0) for j in range(k)]
