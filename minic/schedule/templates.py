@@ -227,10 +227,13 @@ def _fill_where_used(loop: For) -> For:
 def default_knobs(f: Function) -> Knobs:
     """The untuned knobs: 32 lanes, and the register-row count (4..8) that wastes the
     fewest rows on the last tile (a conv2d's 28/14/7 columns get 7; 56 columns and 64 rows
-    get 8).  A 1x1 conv2d whose columns split into rows of 8 (resnet50's 56-column stage)
-    takes 16 lanes: measured on its seven such kernels, 16 x 8 tiles ran 7-25 % faster than
-    32 x 8 (one thread, thread CPU time; RESULTS.md), while 3x3 ones and those with 7 rows
-    lost with 16 lanes."""
+    get 8).  A 1x1 conv2d (its only reduction the input channels) has short reductions
+    and a transposed epilogue per tile, and does better with other tile shapes where its
+    columns allow them: 16 lanes x 8 rows when they split into rows of 8 (resnet50's
+    56 columns), else 64 lanes x 4 rows when they split into rows of 4 (28 columns).
+    Measured on resnet50's 17 such kernels at one thread (thread CPU time, RESULTS.md):
+    10 % and 8 % less time than 32 x 8 and 32 x 7; its 3x3 convolutions and its 14- and
+    7-column stages did best with the general choice."""
     c = find_contraction(unique_loops(f))
     row = next((t for t in c.spatial if t.var.name == c.row), None) if c else None
     if row is None or not isinstance(row.extent, Const):
@@ -239,8 +242,12 @@ def default_knobs(f: Function) -> Knobs:
     rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
     one_by_one = "conv2d" in f.origin and all(isinstance(t.extent, Const) and t.extent.value == 1
                                              for t in c.reduction[1:])
-    if one_by_one and len(c.reduction) > 1 and rows == 8 <= n:
-        return Knobs(rows=8, lanes=16)
+    lane = next(t for t in c.spatial if t.var.name == c.lane)
+    channels = lane.extent.value if isinstance(lane.extent, Const) else 0
+    if one_by_one and len(c.reduction) > 1:
+        for split, shape in ((8, Knobs(rows=8, lanes=16)), (4, Knobs(rows=4, lanes=64))):
+            if n % split == 0 and channels >= shape.lanes:
+                return shape
     return Knobs(rows=min(rows, n))
 
 
