@@ -60,7 +60,7 @@ def main() -> None:
     step("stage object")
     program = c.run("scheduled")
     constants = {program.values[name]: data for name, data in program.constants.items()}
-    model = CompiledModel(EntryLayout.of(program), constants, Loaded(obj, options))
+    model = CompiledModel(EntryLayout.of(program), constants, Loaded(obj, options.target))
     step("object code loaded (JIT)")
     model(*source.example_inputs)
     step("first run")

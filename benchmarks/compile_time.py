@@ -38,7 +38,7 @@ def main() -> None:
         c = Compilation(graph, options)
         obj = c.run("object")
         t0 = time.perf_counter()
-        Loaded(obj, options)
+        Loaded(obj, options.target)
         rows.append({**c.seconds, "load (JIT)": time.perf_counter() - t0})
         rows[-1]["total"] = sum(rows[-1].values())
     for label in rows[0]:

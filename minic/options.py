@@ -1,4 +1,6 @@
-"""CompileOptions: the one explicit options object of the minic backend."""
+"""CompileOptions: the one explicit options object of the minic backend, and the part of
+it that the codegen stage is handed (``Target``): codegen sees the machine and LLVM's
+level, never the cache, the graph passes or the tuning records."""
 from __future__ import annotations
 
 import os
@@ -13,6 +15,16 @@ def default_cache_dir() -> Path:
 
 
 PRECISIONS = ("f32", "f16", "f16-acc")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The codegen stage's options: the machine the code is for, LLVM's level, the threads."""
+    triple: str = ""                     # "" = this machine (the JIT)
+    cpu: str = ""                        # "" = the host CPU (for the host triple)
+    features: str = ""                   # "" = the host CPU's features (for the host triple)
+    opt_level: int = 2
+    threads: int = 1                     # threads of parallel loops (CompileOptions.threads)
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,11 @@ class CompileOptions:
         # the CPUs we may run on, not the machine's: under `taskset -c 0` a second
         # thread would only take turns with the first
         return self.num_threads or len(os.sched_getaffinity(0)) or 1
+
+    @property
+    def target(self) -> Target:
+        """What the codegen stage is handed (``minic/pipeline.py``)."""
+        return Target(self.triple, self.cpu, self.features, self.opt_level, self.threads)
 
     @property
     def cache_path(self) -> Path:

@@ -125,22 +125,22 @@ def _scheduled(c: Compilation, program):
 
 def _llvm(c: Compilation, program):
     from minic.codegen.module import build_module
-    return build_module(program, c.options)
+    return build_module(program, c.options.target)
 
 
 def _optimized(c: Compilation, module):
     from minic.codegen.module import optimize_module
-    return optimize_module(module, c.options)
+    return optimize_module(module, c.options.target)
 
 
 def _asm(c: Compilation, module) -> str:
     from minic.codegen.module import emit_assembly
-    return emit_assembly(module, c.options)
+    return emit_assembly(module, c.options.target)
 
 
 def _object(c: Compilation, module) -> bytes:
     from minic.codegen.module import emit_object
-    return emit_object(module, c.options)
+    return emit_object(module, c.options.target)
 
 
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)

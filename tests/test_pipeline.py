@@ -61,6 +61,15 @@ def test_a_compilation_may_start_at_a_later_stage():
         c.run("loops")
 
 
+def test_codegen_is_handed_its_part_of_the_options(monkeypatch):
+    from minic.codegen import module
+    from minic.options import Target
+    seen, real = [], module.build_module
+    monkeypatch.setattr(module, "build_module", lambda program, target: seen.append(target) or real(program, target))
+    pipeline.run(graph_of(load("mlp", size="small")), "llvm", CompileOptions(use_cache=False, num_threads=3))
+    assert seen == [Target(opt_level=2, threads=3)]
+
+
 def test_unknown_stage_and_precision_are_user_errors():
     graph = graph_of(load("mlp", size="small"))
     with pytest.raises(UserError, match="unknown stage 'lops'"):

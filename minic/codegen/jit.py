@@ -11,7 +11,7 @@ import ctypes
 
 import llvmlite.binding as llvm
 
-from minic.options import CompileOptions
+from minic.options import Target
 from minic.codegen.pool import STOP_FN
 from minic.codegen.target import is_host, target_machine
 from minic.errors import UserError
@@ -20,7 +20,7 @@ from minic.errors import UserError
 class Loaded:
     """Machine code loaded in this process; keep it alive while its functions may run."""
 
-    def __init__(self, obj: bytes, options: CompileOptions) -> None:
+    def __init__(self, obj: bytes, options: Target) -> None:
         if not is_host(options):
             raise UserError(f"cannot run code for target '{options.triple}' on this machine")
         tm = target_machine(options)

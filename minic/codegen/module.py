@@ -12,7 +12,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter
-from minic.options import CompileOptions
+from minic.options import Target
 from minic.codegen.elf import check_machine
 from minic.codegen.target import is_host, target_machine, triple
 from minic.ir.loops import STATUS, Buffer, Function, Program, Role, Store, structure, walk_stmts
@@ -59,7 +59,7 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     return fn
 
 
-def build_module(program: Program, options: CompileOptions) -> ir.Module:
+def build_module(program: Program, options: Target) -> ir.Module:
     """The LLVM IR module (unoptimised) of ``program``."""
     module = ir.Module(name=program.name)
     module.triple = triple(options)
@@ -87,7 +87,7 @@ def build_module(program: Program, options: CompileOptions) -> ir.Module:
     return module
 
 
-def optimize_module(module: ir.Module, options: CompileOptions) -> llvm.ModuleRef:
+def optimize_module(module: ir.Module, options: Target) -> llvm.ModuleRef:
     """An IR module (e.g. one a profiler changed) parsed, verified and optimised."""
     tm = target_machine(options)
     mod = llvm.parse_assembly(str(module))
@@ -101,7 +101,7 @@ def optimize_module(module: ir.Module, options: CompileOptions) -> llvm.ModuleRe
     return mod
 
 
-def emit_object(module: llvm.ModuleRef, options: CompileOptions) -> bytes:
+def emit_object(module: llvm.ModuleRef, options: Target) -> bytes:
     """Machine code (an object file) of an optimised module for ``options``' target; one
     for another machine is checked to carry that machine's ELF number."""
     obj = target_machine(options).emit_object(module)
@@ -110,6 +110,6 @@ def emit_object(module: llvm.ModuleRef, options: CompileOptions) -> bytes:
     return obj
 
 
-def emit_assembly(module: llvm.ModuleRef, options: CompileOptions) -> str:
+def emit_assembly(module: llvm.ModuleRef, options: Target) -> str:
     """The target's assembly of an optimised module."""
     return target_machine(options).emit_assembly(module)

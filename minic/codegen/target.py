@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
-from minic.options import CompileOptions
+from minic.options import Target
 from minic.errors import UserError
 
 
@@ -23,15 +23,15 @@ def _init(all_targets: bool) -> None:
         llvm.initialize_all_asmprinters()
 
 
-def triple(options: CompileOptions) -> str:
+def triple(options: Target) -> str:
     return options.triple or llvm.get_process_triple()
 
 
-def is_host(options: CompileOptions) -> bool:
+def is_host(options: Target) -> bool:
     return not options.triple or options.triple == llvm.get_process_triple()
 
 
-def target_machine(options: CompileOptions) -> llvm.TargetMachine:
+def target_machine(options: Target) -> llvm.TargetMachine:
     """The target machine for ``options`` (host CPU and features unless given)."""
     host = is_host(options)
     _init(not host)

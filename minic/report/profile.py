@@ -54,11 +54,11 @@ def function_names(program: Program) -> dict[str, str]:
 
 
 def _kernel_object(program: Program, options: CompileOptions) -> Loaded:
-    module = build_module(program, options)
+    target = options.target
+    module = build_module(program, target)
     for name in set(function_names(program).values()):
         module.get_global(name).linkage = ""            # external: the optimizer keeps a callable copy
-    obj = emit_object(optimize_module(module, options), options)
-    return Loaded(obj, options)
+    return Loaded(emit_object(optimize_module(module, target), target), target)
 
 
 def _buffers(program: Program, inputs: Sequence[np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, int]]:

@@ -41,7 +41,7 @@ def compile_graph(graph: Graph, options: CompileOptions | None = None) -> Compil
         layout, obj, derived = hit
         constants = {**given, **derived}
         if all(s.value in constants for s in layout.role(Role.CONST)):
-            return CompiledModel(layout, constants, Loaded(obj, options))
+            return CompiledModel(layout, constants, Loaded(obj, options.target))
     compilation = pipeline.Compilation(graph, options, tuning=tuning)
     program, obj = compilation.run("scheduled"), compilation.run("object")
     layout = EntryLayout.of(program)
@@ -50,4 +50,4 @@ def compile_graph(graph: Graph, options: CompileOptions | None = None) -> Compil
     derived = {k: v for k, v in constants.items() if given.get(k) is not v}
     if path is not None:
         cache.store(path, layout, obj, derived)
-    return CompiledModel(layout, constants, Loaded(obj, options))
+    return CompiledModel(layout, constants, Loaded(obj, options.target))

@@ -69,7 +69,7 @@ def compile_kernel(f: Function, options: CompileOptions):
     """Native code for ``f`` alone: (run(arrays, sizes), compile seconds)."""
     program = kernel_program(f)
     t0 = time.perf_counter()
-    code = Loaded(pipeline.run(program, "object", options, start="scheduled"), options)
+    code = Loaded(pipeline.run(program, "object", options, start="scheduled"), options.target)
     seconds = time.perf_counter() - t0
     entry = _ENTRY_TYPE(code.address(ENTRY))
     order = [b.name for b in entry_buffers(program)]
