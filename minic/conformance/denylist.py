@@ -38,7 +38,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_bitcast(_|$)", 'op BitCast: not in minic'),
     Denied(r"^test_(basic_deform(_|$)|deform(_|$))", 'op DeformConv: not in minic'),
     Denied(r"^test_det(_|$)", 'op Det: not in minic'),
-    Denied(r"^test_gridsample(_|$)", 'op GridSample: not in minic'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),
     Denied(r"^test_maxunpool(_|$)", 'op MaxUnpool: not in minic'),
     Denied(r"^test_melweightmatrix(_|$)", 'op MelWeightMatrix: not in minic'),

@@ -589,3 +589,4 @@ from minic.frontend import onnx_compose  # noqa: E402,F401  (registers TopK, Ein
 from minic.frontend import onnx_recurrent  # noqa: E402,F401  (registers RNN, GRU, LSTM)
 from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STFT)
 from minic.frontend import onnx_control  # noqa: E402,F401  (registers If, Scan, Loop)
+from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridSample)
