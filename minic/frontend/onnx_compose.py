@@ -290,3 +290,38 @@ def _diagonals(b: Builder, v: Value, subs: str) -> tuple[Value, str]:
         v = b.one("reduce_sum", b.one("mul", v, eye), axes=(q,))
         subs = subs[:q] + subs[q + 1:]
     return v, subs
+
+
+def wrap_pad(b: Builder, v: Value, pads) -> Value:
+    """Pad mode 'wrap' (circular): each axis grows by its own last and first entries."""
+    rank = v.type.rank
+    for ax in range(rank):
+        lo, hi, n = pads[ax], pads[ax + rank], v.type.shape[ax]
+        if not lo and not hi:
+            continue
+        if not isinstance(n, int) or lo > n or hi > n:
+            raise UnsupportedError(f"{b.where}: 'wrap' pads ({lo}, {hi}) beyond axis {ax} of size {n}")
+        cut = lambda s, e: b.one("slice", v, axes=(ax,), starts=(s,), ends=(e,), steps=(1,))
+        parts = ([cut(n - lo, n)] if lo else []) + [v] + ([cut(0, hi)] if hi else [])
+        v = b.one("concat", *parts, axis=ax)
+    return v
+
+
+MAX_DET = 6          # n! products: 720 at 6 x 6
+
+
+@converts("Det")
+def _det(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Leibniz's expansion: the signed sum over permutations p of prod_i A[i, p(i)] (one gather)."""
+    v = x[0]
+    n = v.type.shape[-1]
+    if not isinstance(n, int) or v.type.shape[-2] != n or n > MAX_DET:
+        raise UnsupportedError(f"{b.where}: Det of {list(v.type.shape)}: minic expands square matrices "
+                               f"up to {MAX_DET} x {MAX_DET}")
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)          # [n!, n]
+    signs = np.array([np.linalg.det(np.eye(n)[list(p)]) for p in perms]).round()
+    flat = b.one("reshape", v, shape=tuple(v.type.shape[:-2]) + (n * n,))
+    picked = b.one("gather", flat, b.const(np.arange(n) * n + perms), axis=v.type.rank - 2)   # [..., n!, n]
+    terms = b.one("reduce_prod", picked, axes=(v.type.rank - 1,))
+    signed = b.one("mul", terms, b.const(signs.astype(v.type.dtype.numpy)))
+    return [b.one("reduce_sum", signed, axes=(v.type.rank - 2,))]

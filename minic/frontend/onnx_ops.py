@@ -225,6 +225,9 @@ def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
     def red(kind: str, t: Value, keepdims: bool = keep) -> Value:
         return b.one(kind, t, axes=axes, keepdims=keepdims)
+    if v.type.dtype == DType.bool and op in ("ReduceMax", "ReduceMin"):      # any / all, on 0/1
+        return [b.one("cast", red("reduce_max" if op == "ReduceMax" else "reduce_min", b.one("cast", v, dtype=DType.u8)),
+                      dtype=DType.bool)]
     if op in ("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin"):
         return [red({"ReduceSum": "reduce_sum", "ReduceProd": "reduce_prod", "ReduceMean": "reduce_mean",
                      "ReduceMax": "reduce_max", "ReduceMin": "reduce_min"}[op], v)]
@@ -374,6 +377,10 @@ def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if v.type.rank > 4 and v.type.dtype.is_float:
         from minic.frontend.onnx_windows import pool_nd
         return [pool_nd(b, v, a, "max" if b.node.op_type == "MaxPool" else "avg")]
+    if b.node.op_type == "MaxPool" and v.type.dtype in (DType.u8, DType.i8, DType.u16, DType.i16):
+        # minic's pools take floats; f32 holds every 8- and 16-bit integer exactly
+        wide = _pool(b, [b.one("cast", v, dtype=DType.f32)] + x[1:], a)[0]
+        return [b.one("cast", wide, dtype=v.type.dtype)]
     _need_2d(b, v)
     kernel = _window_ints(b, a, "kernel_shape", 2, 1)
     stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
@@ -530,7 +537,11 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
             pads = tuple(full)
     if min(pads, default=0) < 0:
         raise UnsupportedError(f"{b.where}: negative pads (cropping) are not supported")
+    if mode == "wrap":
+        from minic.frontend.onnx_compose import wrap_pad
+        return [wrap_pad(b, v, pads)]
     return [b.one("pad", v, pads=pads, mode=mode, value=value)]
+
 
 
 # --- constants and shapes ---------------------------------------------------------------------

@@ -140,3 +140,23 @@ def test_a_max_pool_over_four_spatial_axes():
     windows = np.lib.stride_tricks.sliding_window_view(x, (2, 1, 2, 2), axis=(2, 3, 4, 5))[:, :, :, ::2, ::2, :]
     np.testing.assert_array_equal(MinicBackend.prepare(model, backend="interp").run([x])[0],
                                   windows.max(axis=(-4, -3, -2, -1)))
+
+
+def test_det_of_a_batch_of_4x4_matrices():
+    x = np.random.default_rng(10).standard_normal((3, 2, 4, 4))
+    _check("Det", {"x": x})
+
+
+def test_wrap_pad_bool_reduce_and_integer_max_pool():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    _check("Pad", {"x": x, "pads": np.array([1, 3, 2, 0], np.int64)}, mode="wrap")
+    m = np.random.default_rng(11).random((3, 4, 5)) > 0.5
+    _check("ReduceMax", {"m": m, "axes": np.array([1], np.int64)}, keepdims=0)
+    _check("ReduceMin", {"m": m, "axes": np.array([0, 2], np.int64)})
+    q = np.random.default_rng(12).integers(0, 255, (1, 2, 5, 5)).astype(np.uint8)
+    node = helper.make_node("MaxPool", ["q"], ["y"], kernel_shape=[2, 2], strides=[2, 1], pads=[0, 1, 1, 0])
+    graph = helper.make_graph([node], "u8", [helper.make_tensor_value_info("q", TensorProto.UINT8, q.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    got = MinicBackend.prepare(model, backend="interp").run([q])[0]
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, {"q": q})[0])
