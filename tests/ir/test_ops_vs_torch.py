@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minic.errors import DataError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import interpret
@@ -232,8 +233,10 @@ def test_indexing_ops():
     close(run_op("cumprod", [x], axis=0, reverse=True)[0], torch.flip(torch.cumprod(torch.flip(t(x), [0]), 0), [0]))
     close(run_op("cumsum", [x], axis=1, exclusive=True)[0], torch.cumsum(t(x), 1) - t(x))
     close(run_op("reduce_prod", [x], axes=(1,))[0], torch.prod(t(x), 1))
-    a, b = np.array([5, -5, 7, -7], np.int64), np.array([3, 3, -2, 0], np.int64)
-    close(run_op("mod", [a, b])[0], np.where(b == 0, 0, torch.remainder(t(a), t(np.where(b == 0, 1, b))).numpy()))
+    a, b = np.array([5, -5, 7, -7], np.int64), np.array([3, 3, -2, 4], np.int64)
+    close(run_op("mod", [a, b])[0], torch.remainder(t(a), t(b)))
+    with pytest.raises(DataError, match="integer division by zero"):      # as torch.remainder raises
+        run_op("mod", [a, np.array([3, 3, -2, 0], np.int64)])
     close(run_op("mod", [x, x[::-1].copy()], fmod=True)[0], torch.fmod(t(x), t(x[::-1].copy())))
     u, s = np.array([1, 200, 7, 255], np.uint8), np.array([1, 2, 0, 8], np.uint8)
     close(run_op("bit_shift", [u, s], direction="left")[0], np.where(s < 8, t(u) << t(s), 0))
