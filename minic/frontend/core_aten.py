@@ -27,9 +27,10 @@ EXCLUDED = (
 )
 _TRAINING = {torch.ops.aten._native_batch_norm_legit.default, torch.ops.aten._native_batch_norm_legit.no_stats}
 
-# Overloads that return sizes, not tensors: the frontend reads them as symbolic dims.
+# Overloads that return sizes or layout facts, not tensors: the frontend reads them from the
+# traced metadata as symbolic dims (a contiguity test is a guard torch has already decided).
 SHAPE_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default, torch.ops.aten.sym_stride.int,
-             torch.ops.aten.sym_storage_offset.default}
+             torch.ops.aten.sym_storage_offset.default, torch.ops.aten.sym_is_contiguous.default}
 
 
 @cache

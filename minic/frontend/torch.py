@@ -52,7 +52,8 @@ aten = torch.ops.aten
 # with dynamic B and T: "Cannot view a tensor with shape [s77, s27, 32] and strides
 # (32, 32*s77, 1)"), and whole, its mask and GQA arguments read plainly.
 KEEP = (aten.linear.default, aten.matmul.default, aten.silu.default,
-        aten.adaptive_avg_pool2d.default, aten.max_pool2d.default, aten.scaled_dot_product_attention.default)
+        aten.adaptive_avg_pool2d.default, aten.max_pool2d.default, aten.scaled_dot_product_attention.default,
+        aten.col2im.default)        # fold: one scatter-add, not index_put plus a cropping pad
 
 _DTYPES = {torch.float64: DType.f64, torch.float32: DType.f32, torch.float16: DType.f16,
            torch.bfloat16: DType.bf16, torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16,

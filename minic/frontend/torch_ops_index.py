@@ -327,3 +327,43 @@ def _pdist(cx, node, a):
     if i.size == 0:
         raise UserError("pdist of fewer than two rows is empty, which is not supported")
     return cx.emit("gather", [full, _const(cx, "pairs", (i * n + j).astype(np.int64))], cx.attrs("gather", axis=0))
+
+
+@handles(aten._embedding_bag.default, aten._embedding_bag_forward_only.default)   # the latter: under no_grad
+def _embedding_bag(cx, node, a):
+    """Each bag's rows of weight (sum, mean or max): bag b holds indices offsets[b] .. offsets[b+1]-1;
+    a [bags, L] membership mask (times per_sample_weights) matmul the gathered rows, or masks a max."""
+    weight, ids, offsets = cx.value(a["weight"]), cx.value(a["indices"]), cx.value(a["offsets"])
+    mode, dtype = int(a["mode"]), weight.type.dtype
+    if ids.type.rank != 1:
+        raise UserError("embedding_bag with 2-D indices and offsets is not supported")
+    bags = offsets.type.shape[0] - (1 if a["include_last_offset"] else 0)
+    length = ids.type.shape[0]
+    pos = cx.emit("range", [], cx.attrs("range", shape=(length,), dtype=DType.i64))
+    started = cx.emit("not", [cx.emit("gt", [_unsqueeze(cx, cx.cast(offsets, DType.i64), 1), _unsqueeze(cx, pos, 0)])])
+    bag = cx.emit("sub", [cx.emit("reduce_sum", [cx.cast(started, DType.i64)], cx.attrs("reduce_sum", axes=(0,),
+                                                                                         keepdims=False)),
+                          cx.scalar(1, DType.i64, f"{node.name}_one")])                  # [L]: the bag of each index
+    member = cx.emit("eq", [_unsqueeze(cx, bag, 0),
+                            _unsqueeze(cx, cx.emit("range", [], cx.attrs("range", shape=(bags,), dtype=DType.i64)), 1)])
+    padding = int(a["padding_idx"]) if a["padding_idx"] is not None else -1
+    if padding >= 0:
+        kept = cx.emit("not", [cx.emit("eq", [cx.cast(ids, DType.i64), cx.scalar(padding, DType.i64, f"{node.name}_pad")])])
+        member = cx.emit("and", [member, _unsqueeze(cx, kept, 0)])
+    rows = cx.emit("gather", [weight, ids], cx.attrs("gather", axis=0))                  # [L, D]
+    weights = cx.cast(member, dtype)
+    if a["per_sample_weights"] is not None:
+        weights = cx.emit("mul", [weights, _unsqueeze(cx, cx.value(a["per_sample_weights"]), 0)])
+    if mode == 2:
+        lowest = cx.scalar(-np.inf, dtype, f"{node.name}_lowest")
+        best = cx.emit("reduce_max", [cx.emit("where", [_unsqueeze(cx, member, 2), _unsqueeze(cx, rows, 0), lowest])],
+                       cx.attrs("reduce_max", axes=(1,), keepdims=False))
+        any_row = cx.emit("reduce_max", [cx.cast(member, DType.i64)], cx.attrs("reduce_max", axes=(1,), keepdims=True))
+        found = cx.emit("gt", [any_row, cx.scalar(0, DType.i64, f"{node.name}_none")])
+        out = cx.emit("where", [found, best, cx.scalar(0, dtype, f"{node.name}_empty")])   # an empty bag is 0
+    else:
+        out = cx.emit("matmul", [weights, rows])
+        if mode == 1:
+            count = cx.emit("reduce_sum", [cx.cast(member, dtype)], cx.attrs("reduce_sum", axes=(1,), keepdims=True))
+            out = cx.emit("div", [out, cx.emit("max", [count, cx.scalar(1, dtype, f"{node.name}_least")])])
+    return (out, None, None, None)                       # offset2bag, bag sizes, argmax: for the backward

@@ -195,3 +195,29 @@ def _upsample(cx, node, a):
         else:
             y = _weigh(cx, y, 2 + k, linear_weights(s, o, bool(a["align_corners"]), f))
     return y if y is not x else cx.emit("identity", [x])
+
+
+@handles(aten.col2im.default)
+def _col2im(cx, node, a):
+    """fold: each column cell added into the output position its window places it at; one
+    scatter_elements (add) into [N, C, H·W + 1], whose last cell takes what falls outside."""
+    x = cx.value(a["self"])
+    batched = x.type.rank == 3
+    if not batched:
+        x = _reshape(cx, x, (1, *x.type.shape))
+    (h, w), (kh, kw) = _ints(a["output_size"], 2), _ints(a["kernel_size"], 2)
+    (dh, dw), (ph, pw), (sh, sw) = _ints(a["dilation"], 2), _ints(a["padding"], 2), _ints(a["stride"], 2)
+    n, ckk, length = x.type.shape
+    c = ckk // (kh * kw)
+    blocks_w = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    ki, kj, ll = np.meshgrid(np.arange(kh), np.arange(kw), np.arange(length), indexing="ij")
+    y, z = (ll // blocks_w) * sh - ph + ki * dh, (ll % blocks_w) * sw - pw + kj * dw
+    cell = np.where((y >= 0) & (y < h) & (z >= 0) & (z < w), y * w + z, h * w).reshape(-1)
+    src = _reshape(cx, x, (n, c, kh * kw * length))
+    idx = cx.emit("expand", [cx.add_constant(f"{node.name}_cells", cell.astype(np.int64))],
+                  cx.attrs("expand", shape=src.type.shape))
+    zero = cx.scalar(0, x.type.dtype, f"{node.name}_zero")
+    base = cx.emit("expand", [zero], cx.attrs("expand", shape=(n, c, h * w + 1)))
+    summed = cx.emit("scatter_elements", [base, idx, src], cx.attrs("scatter_elements", axis=2, reduction="add"))
+    inside = cx.emit("slice", [summed], cx.attrs("slice", axes=(2,), starts=(0,), ends=(h * w,), steps=(1,)))
+    return _reshape(cx, inside, (n, c, h, w) if batched else (c, h, w))

@@ -80,3 +80,23 @@ def test_a_missing_core_aten_op_is_one_line_naming_it_and_the_source(op):
     message = str(err.value)
     assert message.startswith(f"unsupported ATen op {op} at ") and "test_torch_indexing.py:" in message
     assert f"({line}" in message and "\n" not in message
+
+
+BAG_IDS, BAG_OFFSETS = torch.tensor([4, 2, 0, 5, 2, 9, 1]), torch.tensor([0, 3, 3, 5])
+FOLD = dict(output_size=(5, 6), kernel_size=(2, 3), dilation=(1, 2), padding=(1, 0), stride=(2, 1))
+MORE = {
+    "embedding_bag_sum": (lambda x: torch.nn.functional.embedding_bag(BAG_IDS, x, BAG_OFFSETS, mode="sum",
+                                                                      per_sample_weights=torch.arange(7.0)), (10, 3)),
+    "embedding_bag_mean": (lambda x: torch.nn.functional.embedding_bag(BAG_IDS, x, BAG_OFFSETS, mode="mean",
+                                                                       padding_idx=2), (10, 3)),
+    "embedding_bag_max": (lambda x: torch.nn.functional.embedding_bag(     # the last offset: len(indices)
+        BAG_IDS, x, torch.tensor([0, 3, 3, 7]), mode="max", include_last_offset=True), (10, 3)),
+    "col2im": (lambda x: torch.nn.functional.fold(x, **FOLD), (2, 2 * 6, 3 * 2)),
+    "crop": (lambda x: torch.nn.functional.pad(x, (-1, 2, 0, -2)), (2, 5, 4)),      # negative pads crop
+}
+
+
+@pytest.mark.parametrize("name", MORE)
+def test_bags_and_folds_match_eager(name, tmp_path):
+    fn, shape = MORE[name]
+    assert_matches_eager(fn, torch.randn(*shape, generator=torch.Generator().manual_seed(1)), tmp_path)
