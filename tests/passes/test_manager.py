@@ -128,3 +128,18 @@ def test_fresh_names_do_not_collide():
     assert rewrite.fresh_name(g, "w") == "w"
     c = rewrite.add_constant(g, "a", np.zeros(2, np.float32))
     assert c.name == "a_1" and rewrite.fresh_name(g, "a") == "a_2"
+
+
+def test_every_rewrite_rule_states_its_identity():
+    """Each rule of the graph passes and of the Loop IR simplifier says what it rewrites: ``lhs -> rhs``."""
+    import importlib
+    import pkgutil
+
+    import minic.passes
+    from minic.ir import loops_simplify
+    from minic.ir.rules import Rule
+    modules = [importlib.import_module(f"minic.passes.{m.name}") for m in pkgutil.iter_modules(minic.passes.__path__)]
+    rules = [r for m in modules + [loops_simplify] for r in vars(m).values() if isinstance(r, Rule)]
+    assert len(rules) >= 20
+    for r in rules:
+        assert "->" in r.identity, f"{r.fn.__module__}.{r.fn.__name__}: docstring states no identity"
