@@ -250,9 +250,21 @@ def _dims(type_proto, name: str) -> tuple[Dim, ...]:
 def _dtype(elem_type: int, what: str) -> DType:
     if elem_type not in ONNX_DTYPES:
         import onnx
-        raise UnsupportedError(f"{what}: element type {onnx.TensorProto.DataType.Name(elem_type)} is not supported "
+        known = elem_type in onnx.TensorProto.DataType.values()
+        name = onnx.TensorProto.DataType.Name(elem_type) if known else f"{elem_type} (not an ONNX element type)"
+        raise UnsupportedError(f"{what}: element type {name} is not supported "
                                f"(minic has {', '.join(d.value for d in DType)})")
     return ONNX_DTYPES[elem_type]
+
+
+def tensor_array(proto, where: str) -> np.ndarray:
+    """The numpy array of a TensorProto (an initializer, a Constant's value); a malformed
+    one (a file corrupted on disk) is a user error naming where it is."""
+    from onnx import numpy_helper
+    try:
+        return numpy_helper.to_array(proto)
+    except (ValueError, TypeError) as e:
+        raise OnnxImportError(f"{where} is malformed: {e}") from None
 
 
 def _default_opset(model) -> int:
@@ -269,8 +281,6 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for ops outside the default domain (see bridges/onnx's custom-op demonstration).
     ``bind`` turns the named graph inputs into constants with the given values
     (specialisation, for inputs minic needs as attributes: axes, pads, shapes)."""
-    from onnx import numpy_helper
-
     from minic.frontend.onnx_ops import CONVERTERS
     model = _upgraded(model)
     opset = _default_opset(model)
@@ -284,10 +294,7 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
         st = storage_of(init.data_type)
         if st is None:
             _dtype(init.data_type, b.where)
-        try:
-            array = numpy_helper.to_array(init)
-        except (ValueError, TypeError) as e:
-            raise OnnxImportError(f"{b.where} is malformed: {e}") from None
+        array = tensor_array(init, b.where)
         v = constant(clean_name(init.name), array if st is None else st.to_carrier(array))
         if st is not None:
             b.storage[v] = st
@@ -364,7 +371,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
         refusal: UnsupportedError | None = None
         if convert is not None:
             try:
-                outs = convert(b, inputs, _attributes(node))
+                outs = convert(b, inputs, _attributes(node, b.where))
             except UnsupportedError as e:
                 refusal = e
         if convert is None or refusal is not None:
@@ -463,16 +470,17 @@ def _named(b: Builder, v: Value, name: str) -> Value:
     return v
 
 
-def _attributes(node) -> dict[str, Any]:
-    from onnx import helper, numpy_helper
+def _attributes(node, where: str) -> dict[str, Any]:
+    from onnx import helper
     out = {}
     for a in node.attribute:
-        value = helper.get_attribute_value(a)
-        if a.type == a.TENSOR:
-            value = numpy_helper.to_array(value)
-        elif isinstance(value, bytes):
-            value = value.decode()
-        elif isinstance(value, list) and value and isinstance(value[0], bytes):
-            value = [x.decode() for x in value]
-        out[a.name] = value
+        try:
+            value = helper.get_attribute_value(a)
+            if isinstance(value, bytes):
+                value = value.decode()
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                value = [x.decode() for x in value]
+        except (ValueError, TypeError) as e:       # UnicodeDecodeError is a ValueError
+            raise OnnxImportError(f"{where}: attribute '{a.name}' is malformed: {e}") from None
+        out[a.name] = tensor_array(value, f"{where}: attribute '{a.name}'") if a.type == a.TENSOR else value
     return out

@@ -28,12 +28,11 @@ MAX_ITERATIONS = 1024
 
 def inline(b: Builder, body, bindings: dict[str, Value]) -> list[Value]:
     """The values of ``body``'s outputs, its nodes converted with its inputs bound to ``bindings``."""
-    from minic.frontend.onnx import _convert_nodes, constant, clean_name
-    from onnx import numpy_helper
+    from minic.frontend.onnx import _convert_nodes, clean_name, constant, tensor_array
     saved = dict(b.env), b.node, b.where, b.opset
     try:
         for init in body.initializer:
-            v = constant(clean_name(b.fresh(init.name)), numpy_helper.to_array(init))
+            v = constant(clean_name(b.fresh(init.name)), tensor_array(init, f"{b.where}: initializer '{init.name}'"))
             b.graph.constants.append(v)
             b.env[init.name] = v
         b.env.update(bindings)
