@@ -17,9 +17,11 @@
   any text.  Progress lines (``[2/6] verify: ...``) count only in a block that
   shows one.  A line that is a bare boolean (``True``, ``minic True``) fails: show
   the real thing.
-* ```` ```console not-run: REASON ```` (or ``python``/``bash``) is shown, not run: an
-  expensive command, a fragment; the reason is required.
-* anything else (IR excerpts, ```` ```text ````) is illustration and not run.
+* ```` ```console not-run: REASON ```` (or ``python``/``bash``/``text``/...) is shown,
+  not run: an expensive command, a fragment, an excerpt of a long benchmark's
+  output; the reason is required.  Every other block is run: a fence of any
+  other kind (```` ```text ````, an unnamed one) fails, so no excerpt in a page
+  can drift from the command that makes it.
 
 Everything runs in one scratch folder per page, in document order.
 ``python tests/docs/docrun.py PAGE...`` runs pages and prints what fails;
@@ -210,7 +212,7 @@ def cut(line: str) -> str:
 def shown_text(output: str, cwd: Path, progress: bool = False) -> list[str]:
     """The lines ``--update`` writes for ``output`` (progress lines only with ``progress``)."""
     lines = [cut(line.rstrip().replace(str(cwd), "/tmp/scratch")) for line in output.strip("\n").splitlines()
-             if progress or not PROGRESS.match(line)]
+             if progress or not PROGRESS.match(line.strip())]
     if len(lines) > MAX_SHOWN:
         lines = lines[:MAX_SHOWN - 12] + ["..."] + lines[-10:]
     return lines
@@ -237,9 +239,17 @@ def run_page(path: Path, cwd: Path, edits: list[Edit] | None = None) -> list[str
             following = items[i + 1] if i + 1 < len(items) else None
             output_block = following if following and following.lang == "text" and following.info == "output" \
                 else None
-            if block.lang in ("python", "bash", "console") and block.info.startswith("not-run"):
+            if block.info.startswith("not-run"):
                 if not block.info.partition(":")[2].strip():
                     failures.append(f"{where}: a not-run block says why (```{block.lang} not-run: REASON)")
+            elif block.lang == "text" and block.info == "output":
+                before = items[i - 1] if i else None        # (after a console block: reported there)
+                if not before or not (before.lang in ("bash", "console") or
+                                      before.lang == "python" and not before.info):
+                    failures.append(f"{where}: a text output block follows the python block it is the output of")
+            elif block.lang not in ("python", "bash", "console"):
+                failures.append(f"{where}: a ```{block.lang} block is neither run nor marked: show a command's "
+                                f"output under it (console), or say why not (```{block.lang or 'text'} not-run: REASON)")
             elif block.lang == "python":
                 session = session or PythonSession(cwd)
                 ok, output = session.run(block.text, where)

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 # The READMEs whose command blocks run too (a console block there is run unless marked not-run).
-READMES = [ROOT / "bridges" / "qnn" / "README.md", ROOT / "bridges" / "iree" / "README.md",
-           ROOT / "minic" / "aarch64" / "README.md"]
+READMES = [ROOT / "bridges" / name / "README.md" for name in ("onnx", "tvm", "mlir", "qnn", "iree")] + \
+    [ROOT / "minic" / "aarch64" / "README.md"]
 
 
 def test_the_walkthrough_is_all_there():
@@ -80,12 +80,16 @@ def test_runner_reports_failures(tmp_path):
                     "```python\nraise ValueError('broken block')\n```\n"
                     "```console\n$ echo hi\nbye\n```\n```bash\nfalse\n```\n"
                     "```console\n$ python -m minic models --no-such-flag\n```\n"
-                    "```console not-run:\n$ false\n```\n```console not-run: takes an hour\n$ false\n```\n")
+                    "```console not-run:\n$ false\n```\n```console not-run: takes an hour\n$ false\n```\n"
+                    "```\nan excerpt\n```\n```text not-run: from a benchmark\nshown\n```\n"
+                    "```python not-run: a sketch\nprint(1)\n```\n```text output\n1\n```\n")
     failures = run_page(page, tmp_path)
-    assert len(failures) == 6, failures
+    assert len(failures) == 8, failures
     assert "output differs" in failures[0] and "no" in failures[0]
     assert "bad.md:16" in failures[1] and "broken block" in failures[1]
     assert "`echo hi` output differs" in failures[2]
     assert "`false` exited 1" in failures[3]
     assert "no-such-flag" in failures[4]
     assert "says why" in failures[5]
+    assert "neither run nor marked" in failures[6]             # an unmarked excerpt: it could drift
+    assert "follows the python block" in failures[7]
