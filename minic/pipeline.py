@@ -119,8 +119,8 @@ def _loops(c: Compilation, graph: Graph):
 
 
 def _scheduled(c: Compilation, program):
-    from minic.schedule import default_schedule
-    return default_schedule(program, c.options, c.tuning)
+    from minic.schedule import default_schedule, records
+    return default_schedule(program, c.options.target, c.tuning or records.load(c.options))
 
 
 def _llvm(c: Compilation, program):

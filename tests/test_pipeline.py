@@ -61,13 +61,16 @@ def test_a_compilation_may_start_at_a_later_stage():
         c.run("loops")
 
 
-def test_codegen_is_handed_its_part_of_the_options(monkeypatch):
+def test_schedule_and_codegen_are_handed_their_part_of_the_options(monkeypatch):
+    import minic.schedule
     from minic.codegen import module
     from minic.options import Target
-    seen, real = [], module.build_module
-    monkeypatch.setattr(module, "build_module", lambda program, target: seen.append(target) or real(program, target))
+    seen, build, schedule = [], module.build_module, minic.schedule.default_schedule
+    monkeypatch.setattr(module, "build_module", lambda program, target: seen.append(target) or build(program, target))
+    monkeypatch.setattr(minic.schedule, "default_schedule",
+                        lambda program, target, tuning: seen.append(target) or schedule(program, target, tuning))
     pipeline.run(graph_of(load("mlp", size="small")), "llvm", CompileOptions(use_cache=False, num_threads=3))
-    assert seen == [Target(opt_level=2, threads=3)]
+    assert seen == [Target(opt_level=2, threads=3)] * 2
 
 
 def test_unknown_stage_and_precision_are_user_errors():

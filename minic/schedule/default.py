@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.options import CompileOptions
+from minic.options import CompileOptions, Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, walk_stmts
 from minic.schedule.nest import ScheduleError, the_loop, unique_loops
@@ -102,7 +102,7 @@ def _fuse_outer(k: Function, threads: int) -> Function:
     return k
 
 
-def schedule_kernel(k: Function, options: CompileOptions, knobs: Knobs | None = None) -> Function:
+def schedule_kernel(k: Function, options: Target, knobs: Knobs | None = None) -> Function:
     """``k`` scheduled: the contraction template (``knobs``, else the defaults), vector
     lanes for element-wise loops, then parallel loops."""
     k = unique_loops(k)
@@ -118,11 +118,12 @@ def schedule_kernel(k: Function, options: CompileOptions, knobs: Knobs | None = 
     return replace(k, body=_parallelize(_fuse_outer(k, options.threads).body))
 
 
-def default_schedule(program: Program, options: CompileOptions | None = None,
+def default_schedule(program: Program, options: Target | CompileOptions | None = None,
                      tuning: records.Tuning | None = None) -> Program:
-    """``program`` scheduled kernel by kernel; a contraction with a tuning record for this
-    target (in ``tuning``, else read from ``options.records`` or the cache folder's) uses
-    the recorded knobs."""
+    """``program`` scheduled kernel by kernel for ``options`` (the pipeline hands the
+    schedule its Target: threads and the machine); a contraction with a tuning record for
+    this target (in ``tuning``, else read from the CompileOptions' records) uses the
+    recorded knobs."""
     options = options or CompileOptions()
     tuned = (tuning or records.load(options)).best
     target = records.target_of(options)

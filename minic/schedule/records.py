@@ -25,7 +25,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from minic.options import CompileOptions
+from minic.options import CompileOptions, Target
 from minic.files import locked, write_atomic
 
 FILE = "tuning.jsonl"
@@ -80,7 +80,7 @@ def load(options: CompileOptions) -> Tuning:
     return Tuning(hashlib.sha256(data).digest(), best(parse(data.decode(), path)))
 
 
-def target_of(options: CompileOptions) -> str:
+def target_of(options: Target) -> str:
     """What a record was measured on: the triple and the CPU."""
     import llvmlite.binding as llvm
     cpu = options.cpu or (llvm.get_host_cpu_name() if not options.triple else "generic")

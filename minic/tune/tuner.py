@@ -204,7 +204,7 @@ def _confirm(f: Function, sizes: dict[str, int], options: CompileOptions, search
 
 def as_record(result: TuneResult, options: CompileOptions) -> records.Record:
     c = result.comparison
-    return records.Record(result.signature, records.target_of(options), result.best.knobs.to_json(),
+    return records.Record(result.signature, records.target_of(options.target), result.best.knobs.to_json(),
                           result.best.seconds, result.default.seconds, result.gflops(result.best),
                           len(result.trials), result.kernel, date.today().isoformat(),
                           kept_default=result.kept_default, gain=c.gain if c else 0.0,
