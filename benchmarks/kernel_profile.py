@@ -1,6 +1,7 @@
 """Where a model's time goes: every kernel of minic's program timed on its own.
 
     python benchmarks/kernel_profile.py llama-tiny [--top 15]
+    python benchmarks/kernel_profile.py resnet50 --threads 1 --cpu-time     # on a loaded machine
 
 Prints each kernel's median time, its share of the sum, and GFLOPS for
 contractions (multiply-adds x 2 / time); and how many kernels hand work to the
@@ -10,6 +11,7 @@ warmer than inside the model: the sum is a lower bound of the model's latency.
 from __future__ import annotations
 
 import argparse
+import time
 import warnings
 
 from minic.api import graph_of, load
@@ -29,7 +31,12 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--size", default="full", choices=("small", "full"))
     parser.add_argument("--threads", type=int, default=0, help="threads of parallel loops (0: all cores)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time each kernel by its thread's CPU seconds (with --threads 1): the figure "
+                             "that leaves out the time the OS ran other processes, for a loaded machine")
     args = parser.parse_args()
+    if args.cpu_time and args.threads != 1:
+        parser.error("--cpu-time needs --threads 1 (other threads' work is not the caller's CPU time)")
     source = load(args.model, size=args.size)
     options = CompileOptions(use_cache=False, num_threads=args.threads)
     c = Compilation(graph_of(source), options)
@@ -37,7 +44,8 @@ def main() -> None:
     sizes = bind_symbols([Value(b.name, TensorType(b.shape, b.dtype)) for b in program.inputs], source.example_inputs)
     rows = []
     for k, raw in zip(program.kernels, unscheduled.kernels):
-        t = measure(k, sizes, options, repeat=10, budget_s=1.0)
+        t = measure(k, sizes, options, repeat=10, budget_s=1.0,
+                    clock=time.thread_time if args.cpu_time else time.perf_counter)
         fl = flops(raw, sizes)
         rows.append((t.seconds, k.name, fl / t.seconds / 1e9 if fl else 0.0))
     total = sum(r[0] for r in rows)

@@ -96,3 +96,12 @@ def test_interleaved_lets_a_call_over_its_budget_sit_out():
                          repeat=6, block=1, budget_s=0.015)
     assert len(blocks[0].times) == 6 and len(blocks[1].times) == 2
     assert "".join(order) == "aa" + "ssss" + "aa" * 5     # s in rounds 0 and 1 (reversed), then out
+
+
+def test_median_latency_times_by_the_clock_it_is_given():
+    """kernel_profile --cpu-time passes time.thread_time: a call that sleeps costs
+    wall time but next to no CPU time."""
+    from minic.timing import median_latency
+    wall = median_latency(time.sleep, (0.01,), repeat=3, warmup=0)
+    cpu = median_latency(time.sleep, (0.01,), repeat=3, warmup=0, clock=time.thread_time)
+    assert wall >= 0.01 > 10 * cpu

@@ -111,10 +111,10 @@ def ready(f: Function, sizes: dict[str, int], options: CompileOptions,
 
 
 def measure(f: Function, sizes: dict[str, int], options: CompileOptions, repeat: int = 10,
-            budget_s: float = 2.0, cold_bytes: int = 0) -> Timed:
-    """Compile ``f`` and time it (median of ``repeat`` calls after a warm-up), see ``ready``."""
+            budget_s: float = 2.0, cold_bytes: int = 0, clock: Callable[[], float] = time.perf_counter) -> Timed:
+    """Compile ``f`` and time it (median of ``repeat`` calls after a warm-up, by ``clock``), see ``ready``."""
     call, compile_s = ready(f, sizes, options, cold_bytes)
-    return Timed(median_latency(call, (), repeat=repeat, warmup=1, budget_s=budget_s), compile_s)
+    return Timed(median_latency(call, (), repeat=repeat, warmup=1, budget_s=budget_s, clock=clock), compile_s)
 
 
 def flops(f: Function, sizes: dict[str, int]) -> float:
