@@ -192,8 +192,8 @@ class Converter:
 
     def _call(self, node: fx.Node) -> None:
         val = node.meta.get("val")
-        if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)) or (
-                val is None and node.target in _ASSERTS):
+        if (isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
+                and node.target != aten._local_scalar_dense.default) or (val is None and node.target in _ASSERTS):
             return                      # shape arithmetic and guards: sizes are read from meta on use
         if node.target in HANDLERS:
             convert = HANDLERS[node.target]

@@ -261,6 +261,23 @@ def _max_dim(cx, node, a):
     return (values, _e(cx, node, arg, [x], cx.attrs(arg, axis=axis, keepdims=keep), role="indices"))
 
 
+@handles(aten._local_scalar_dense.default)
+def _item(cx, node, a):
+    """x.item(): the number stays the 0-d tensor it was read from; ops taking it as a scalar
+    argument read that tensor (a size computed from it would depend on the data: refused there)."""
+    x = cx.value(a["self"])
+    if x.type.rank != 0:
+        raise UserError(f"item() of a tensor of shape {list(x.type.shape)}")
+    return x
+
+
+@handles(aten.max.default, aten.min.default)
+def _max_all(cx, node, a):
+    x = cx.value(a["self"])
+    op = "reduce_max" if node.target == aten.max.default else "reduce_min"
+    return x if x.type.rank == 0 else cx.emit(op, [x], cx.attrs(op, axes=tuple(range(x.type.rank)), keepdims=False))
+
+
 @handles(aten.prod.default, aten.prod.dim_int)
 def _prod(cx, node, a):
     x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))

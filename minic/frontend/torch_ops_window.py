@@ -221,3 +221,28 @@ def _col2im(cx, node, a):
     summed = cx.emit("scatter_elements", [base, idx, src], cx.attrs("scatter_elements", axis=2, reduction="add"))
     inside = cx.emit("slice", [summed], cx.attrs("slice", axes=(2,), starts=(0,), ends=(h * w,), steps=(1,)))
     return _reshape(cx, inside, (n, c, h, w) if batched else (c, h, w))
+
+
+class _AsOnnxBuilder:
+    """The ONNX importer's emitting calls (``one``, ``const``, ``where``) over the torch
+    Converter: an ONNX conversion whose op means the same as an ATen op serves both."""
+
+    def __init__(self, cx, what: str) -> None:
+        self.cx, self.where = cx, what
+
+    def one(self, op: str, *inputs, **attrs):
+        return self.cx.emit(op, list(inputs), self.cx.attrs(op, **attrs))
+
+    def const(self, data, like=None):
+        array = np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None)
+        return self.cx.add_constant(f"{self.cx.current.name}_c", array)
+
+
+@handles(aten.grid_sampler_2d.default)
+def _grid_sampler(cx, node, a):
+    """torch's grid_sample is ONNX's GridSample (which was modelled on it): the same conversion."""
+    from minic.frontend.onnx_grid_sample import _grid_sample
+    attrs = {"mode": ("linear", "nearest", "cubic")[int(a["interpolation_mode"])],
+             "padding_mode": ("zeros", "border", "reflection")[int(a["padding_mode"])],
+             "align_corners": int(bool(a["align_corners"]))}
+    return _grid_sample(_AsOnnxBuilder(cx, "grid_sampler_2d"), [cx.value(a["input"]), cx.value(a["grid"])], attrs)[0]
