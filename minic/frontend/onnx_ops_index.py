@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import ONNX_DTYPES, Builder
+from minic.frontend.onnx import ONNX_DTYPES, Builder, OnnxImportError
 from minic.frontend.onnx_ops import _ints, converts
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -142,3 +142,55 @@ def _lrn(b: Builder, x: list[Value], a: dict) -> list[Value]:
     mean = b.one("reshape", mean, shape=v.type.shape)
     scaled = b.one("add", b.const(a.get("bias", 1.0), like=v), b.one("mul", mean, b.const(a.get("alpha", 1e-4), like=v)))
     return [b.one("div", v, b.one("pow", scaled, b.const(a.get("beta", 0.75), like=v)))]
+
+
+@converts("TensorScatter")
+def _tensor_scatter(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """A KV-cache write: update's positions j land at write_indices[batch] + j along the axis
+    (modulo its length when circular); every other position keeps past_cache."""
+    past, update = x[0], x[1]
+    rank, axis = past.type.rank, a.get("axis", -2) % past.type.rank
+    length, span = past.type.shape[axis], update.type.shape[axis]
+    if not isinstance(length, int) or not isinstance(span, int):
+        raise UnsupportedError(f"{b.where}: TensorScatter needs a static axis, got {length} and {span}")
+    shape = [1] * rank
+    shape[0] = past.type.shape[0]
+    start = b.const(np.zeros(shape, np.int64)) if len(x) < 3 or x[2] is None else \
+        b.one("reshape", b.one("cast", x[2], dtype=DType.i64), shape=tuple(shape))
+    j = b.one("sub", _iota(b, length, axis, rank), start)              # the update position each cache slot gets
+    if a.get("mode", "linear") == "circular":
+        j = b.one("mod", j, b.const(np.int64(length)), fmod=False)
+    inside = b.one("and", b.one("not", b.one("lt", j, b.const(np.int64(0)))), b.one("lt", j, b.const(np.int64(span))))
+    index = b.one("expand", b.one("min", b.one("max", j, b.const(np.int64(0))), b.const(np.int64(span - 1))),
+                  shape=past.type.shape)
+    return [b.one("where", b.one("expand", inside, shape=past.type.shape),
+                  b.one("gather_elements", update, index, axis=axis), past)]
+
+
+@converts("MaxUnpool")
+def _max_unpool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Zeros of the output shape with each input value written at its index (MaxPool's Indices:
+    positions in the whole flattened output)."""
+    v, index = x[0], x[1]
+    spatial = v.type.rank - 2
+    kernel = tuple(a["kernel_shape"])
+    strides = tuple(a.get("strides", (1,) * spatial))
+    pads = tuple(a.get("pads", (0,) * 2 * spatial))
+    inferred = tuple(v.type.shape[:2]) + tuple((v.type.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + spatial]
+                                               + kernel[i] for i in range(spatial))
+    if any(not isinstance(d, int) for d in inferred + tuple(v.type.shape)):
+        raise UnsupportedError(f"{b.where}: MaxUnpool needs static sizes")
+    zeros = b.one("expand", b.const(np.zeros((), v.type.dtype.numpy)), shape=(int(np.prod(inferred)),))
+    flat = lambda t: b.one("reshape", t, shape=(int(np.prod(v.type.shape)),))
+    out = b.one("scatter_elements", zeros, flat(b.one("cast", index, dtype=DType.i64)), flat(v), axis=0, reduction="none")
+    out = b.one("reshape", out, shape=inferred)
+    if len(x) > 2 and x[2] is not None:
+        # an explicit output_shape: the indices still count in the inferred shape, which is padded
+        # at the end to it (as ONNX's reference does)
+        shape = tuple(int(d) for d in b.need_known(x[2], "output_shape").reshape(-1))
+        grow = [s - i for s, i in zip(shape, inferred)]
+        if len(shape) != len(inferred) or min(grow) < 0:
+            raise OnnxImportError(f"{b.where}: output_shape {list(shape)} is smaller than {list(inferred)}")
+        if any(grow):
+            out = b.one("pad", out, pads=(0,) * len(shape) + tuple(grow), mode="constant", value=0.0)
+    return [out]
