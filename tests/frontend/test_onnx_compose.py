@@ -13,12 +13,12 @@ _TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorP
           np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL}
 
 
-def _check(op: str, inputs: dict[str, np.ndarray], n_out: int = 1, backend: str = "interp", **attrs):
+def _check(op: str, inputs: dict[str, np.ndarray], n_out: int = 1, backend: str = "interp", opset: int = 21, **attrs):
     node = helper.make_node(op, list(inputs), [f"y{i}" for i in range(n_out)], **attrs)
     graph = helper.make_graph(
         [node], "compose", [helper.make_tensor_value_info(k, _TYPES[v.dtype], v.shape) for k, v in inputs.items()],
         [helper.make_tensor_value_info(f"y{i}", TensorProto.UNDEFINED, None) for i in range(n_out)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     want = ReferenceEvaluator(model).run(None, inputs)
     got = MinicBackend.prepare(model, backend=backend).run(list(inputs.values()))
     for g, w in zip(got, want):
@@ -160,3 +160,21 @@ def test_wrap_pad_bool_reduce_and_integer_max_pool():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     got = MinicBackend.prepare(model, backend="interp").run([q])[0]
     np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, {"q": q})[0])
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_on_the_middle_axis(mode):
+    rng = np.random.default_rng(13)
+    past, update = rng.standard_normal((3, 6, 2)).astype(np.float32), rng.standard_normal((3, 3, 2)).astype(np.float32)
+    _check("TensorScatter", {"past": past, "update": update, "at": np.array([0, 2, 3 if mode == "linear" else 5], np.int64)},
+           opset=24, axis=1, mode=mode)
+
+
+def test_max_unpool_puts_each_value_back_at_its_index():
+    x = np.random.default_rng(14).standard_normal((1, 2, 6, 4)).astype(np.float32)
+    pooled = helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    graph = helper.make_graph([pooled], "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in (("p", TensorProto.FLOAT),
+                                                                                     ("i", TensorProto.INT64))])
+    p, i = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])).run(None, {"x": x})
+    _check("MaxUnpool", {"p": p, "i": i}, kernel_shape=[2, 2], strides=[2, 2])
