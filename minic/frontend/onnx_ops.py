@@ -368,28 +368,6 @@ def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
                   groups=int(a.get("group", 1)))]
 
 
-@converts("MaxPool", "AveragePool")
-@_as_2d
-def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v = x[0]
-    if len(b.node.output) > 1 and b.node.output[1]:
-        raise UnsupportedError(f"{b.where}: the MaxPool Indices output is not supported")
-    if v.type.rank > 4 and v.type.dtype.is_float:
-        from minic.frontend.onnx_windows import pool_nd
-        return [pool_nd(b, v, a, "max" if b.node.op_type == "MaxPool" else "avg")]
-    if b.node.op_type == "MaxPool" and v.type.dtype in (DType.u8, DType.i8, DType.u16, DType.i16):
-        # minic's pools take floats; f32 holds every 8- and 16-bit integer exactly
-        wide = _pool(b, [b.one("cast", v, dtype=DType.f32)] + x[1:], a)[0]
-        return [b.one("cast", wide, dtype=v.type.dtype)]
-    _need_2d(b, v)
-    kernel = _window_ints(b, a, "kernel_shape", 2, 1)
-    stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
-    pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
-    op = "max_pool2d" if b.node.op_type == "MaxPool" else "avg_pool2d"
-    return [b.one(op, v, kernel=kernel, stride=stride, padding=pads, dilation=dilation,
-                  ceil_mode=bool(a.get("ceil_mode", 0)), count_include_pad=bool(a.get("count_include_pad", 0)))]
-
-
 @converts("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
@@ -601,3 +579,4 @@ from minic.frontend import onnx_recurrent  # noqa: E402,F401  (registers RNN, GR
 from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STFT)
 from minic.frontend import onnx_control  # noqa: E402,F401  (registers If, Scan, Loop)
 from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridSample)
+from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)

@@ -1,4 +1,5 @@
-"""Pooling windows over more than two spatial axes (NCDHW, ...), from minic's 2-D window ops.
+"""ONNX's MaxPool and AveragePool: 1-D and 2-D windows map onto minic's 2-D ops, windows over
+more spatial axes (NCDHW, ...) are built from them, and MaxPool's Indices output is found by taps.
 
 The last two spatial axes go to the 2-D op; every axis before them is folded in:
 the input is padded along those axes explicitly, and each offset of the window
@@ -10,6 +11,7 @@ mechanism serves 3-D, 4-D, ... windows:
     avg_pool3d(x) = (sum over kd of sum_pool2d(...)) / count        (count: a constant, from the pads)
 
 The sum pool is a 2-D convolution with a kernel of ones (exact sums, no divide and multiply).
+The Indices are the flat input position of the first tap (in scan order) that equals the maximum.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend.onnx import Builder, OnnxImportError
-from minic.frontend.onnx_ops import _ints
+from minic.frontend.onnx_ops import _as_2d, _ints, _need_2d, _spatial_pads, _window_ints, converts
+from minic.ir.types import DType
 from minic.ir.graph import Value
 
 
@@ -109,3 +112,65 @@ def pool_nd(b: Builder, v: Value, a: dict, op: str) -> Value:
         count = _counts(geom, sizes, kernel, strides, dil, bool(a.get("count_include_pad", 0)))
         y = b.one("div", y, b.const(count.astype(v.type.dtype.numpy)))
     return y
+
+
+def max_pool_indices(b: Builder, v: Value, y: Value, a: dict) -> Value:
+    """MaxPool's Indices output: where in the flattened input each window's maximum ``y`` sits
+    (the first such tap in scan order; storage_order 1 counts the spatial axes column-major)."""
+    sizes = v.type.shape[2:]
+    if any(not isinstance(d, int) for d in v.type.shape):
+        raise UnsupportedError(f"{b.where}: MaxPool's Indices need static sizes, got {list(v.type.shape)}")
+    m = len(sizes)
+    kernel = _attr(b, a, "kernel_shape", m, 1)
+    strides, dil = _attr(b, a, "strides", m, 1), _attr(b, a, "dilations", m, 1)
+    geom = _geometry(b, a, sizes, kernel, strides, dil)
+    outs = tuple(g[3] for g in geom)
+    pads = [0, 0] + [g[0] for g in geom] + [0, 0] + [g[2] for g in geom]
+    padded = b.one("pad", v, pads=tuple(pads), mode="constant", value=-np.inf) if any(pads) else v
+    n, c = v.type.shape[:2]
+    order = list(range(m))[::-1] if a.get("storage_order", 0) else list(range(m))
+    place = {ax: int(np.prod([sizes[o] for o in order[order.index(ax) + 1:]])) for ax in range(m)}
+    plane = int(np.prod(sizes))
+    base = (np.arange(n * c, dtype=np.int64) * plane).reshape((n, c) + (1,) * m)
+    index = None
+    for taps in reversed(list(itertools.product(*(range(k) for k in kernel)))):     # the first tap wins
+        starts = tuple(t * d for t, d in zip(taps, dil))
+        ends = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides))
+        value = b.one("slice", padded, axes=tuple(range(2, 2 + m)), starts=starts, ends=ends, steps=tuple(strides))
+        where = base
+        for ax in range(m):
+            pos = np.arange(outs[ax]) * strides[ax] + starts[ax] - geom[ax][0]
+            shape = [1] * (2 + m)
+            shape[2 + ax] = outs[ax]
+            where = where + (pos * place[ax]).reshape(shape)
+        here = b.const(np.broadcast_to(where, (n, c) + outs).astype(np.int64))
+        index = here if index is None else b.one("where", b.one("eq", value, y), here, index)
+    return index
+
+
+@converts("MaxPool", "AveragePool")
+@_as_2d
+def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    y = _pool_values(b, x, a)
+    if len(b.node.output) > 1 and b.node.output[1]:
+        if not x[0].type.dtype.is_float:
+            raise UnsupportedError(f"{b.where}: the MaxPool Indices output of {x[0].type.dtype.value} is not supported")
+        return [y, max_pool_indices(b, x[0], y, a)]
+    return [y]
+
+
+def _pool_values(b: Builder, x: list[Value], a: dict) -> Value:
+    v = x[0]
+    if v.type.rank > 4 and v.type.dtype.is_float:
+        return pool_nd(b, v, a, "max" if b.node.op_type == "MaxPool" else "avg")
+    if b.node.op_type == "MaxPool" and v.type.dtype in (DType.u8, DType.i8, DType.u16, DType.i16):
+        # minic's pools take floats; f32 holds every 8- and 16-bit integer exactly
+        wide = _pool_values(b, [b.one("cast", v, dtype=DType.f32)] + x[1:], a)
+        return b.one("cast", wide, dtype=v.type.dtype)
+    _need_2d(b, v)
+    kernel = _window_ints(b, a, "kernel_shape", 2, 1)
+    stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
+    pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
+    op = "max_pool2d" if b.node.op_type == "MaxPool" else "avg_pool2d"
+    return b.one(op, v, kernel=kernel, stride=stride, padding=pads, dilation=dilation,
+                 ceil_mode=bool(a.get("ceil_mode", 0)), count_include_pad=bool(a.get("count_include_pad", 0)))

@@ -178,3 +178,10 @@ def test_max_unpool_puts_each_value_back_at_its_index():
                                                                                      ("i", TensorProto.INT64))])
     p, i = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])).run(None, {"x": x})
     _check("MaxUnpool", {"p": p, "i": i}, kernel_shape=[2, 2], strides=[2, 2])
+
+
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1]),
+                                   dict(kernel_shape=[2, 2], strides=[1, 2], dilations=[2, 1], storage_order=1)])
+def test_max_pool_indices(attrs):
+    x = np.random.default_rng(15).integers(0, 5, (2, 3, 6, 5)).astype(np.float32)     # ties: the first tap wins
+    _check("MaxPool", {"x": x}, 2, **attrs)
