@@ -347,12 +347,18 @@ def _gather_elements(cx, node, a):
 @handles(aten.index_select.default)
 def _index_select(cx, node, a):
     x = cx.value(a["self"])
+    if x.type.rank == 0:                            # a 0-d tensor indexed as the one element of a [1]
+        flat = cx.emit("reshape", [x], cx.attrs("reshape", shape=(1,)), name=f"{node.name}_flat")
+        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0), name=f"{node.name}_picked")
+        return cx.emit("reshape", [picked], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
     return cx.emit("gather", [x, cx.value(a["index"])], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
 
 
 @handles(aten.cumsum.default)
 def _cumsum(cx, node, a):
     x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))      # ints and bools sum in i64, as torch does
+    if x.type.rank == 0:
+        return x                                                 # the running sum of one element
     return cx.emit("cumsum", [x], cx.attrs("cumsum", axis=_axis(int(a["dim"]), x.type.rank)))
 
 
@@ -421,6 +427,8 @@ def _any_all(cx, node, a):
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
+    if x.type.rank == 0:
+        return cx.cast(x, DType.bool)                             # any/all of one element
     attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
     return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_i32"), DType.bool)
 

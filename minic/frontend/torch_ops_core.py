@@ -237,7 +237,7 @@ def _filled(cx, node, a):
 @handles(aten.argmax.default, aten.argmin.default)
 def _argmax(cx, node, a):
     x, op = cx.value(a["self"]), "arg_max" if node.target == aten.argmax.default else "arg_min"
-    if a["dim"] is None:
+    if a["dim"] is None or x.type.rank == 0:                 # a 0-d tensor's dim 0 is the tensor itself
         flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(_numel(x),)), role="flat")
         out = _e(cx, node, op, [flat], cx.attrs(op, axis=0, keepdims=False), role="flat_arg")
         return cx.emit("reshape", [out], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape))) \
@@ -255,6 +255,8 @@ def _numel(x):
 @handles(aten.max.dim, aten.min.dim)
 def _max_dim(cx, node, a):
     x = cx.value(a["self"])
+    if x.type.rank == 0:                                     # the value itself, at index 0
+        return (x, cx.scalar(0, DType.i64, f"{node.name}_index"))
     axis, keep = _axis(int(a["dim"]), x.type.rank), bool(a["keepdim"])
     red, arg = ("reduce_max", "arg_max") if node.target == aten.max.dim else ("reduce_min", "arg_min")
     values = _e(cx, node, red, [x], cx.attrs(red, axes=(axis,), keepdims=keep), role="values")
