@@ -11,23 +11,23 @@ from typing import Callable
 import numpy as np
 
 from minic.backends import ModelSource, graph_of
-from minic.errors import UserError
+from minic.errors import DataError, UserError
 
 
 VIAS = ("linalg", "tosa")
 
 
-def emit_linalg(graph, env: dict[str, int], via: str = "linalg"):
-    """``graph`` as linalg on tensors: emitted directly, or as TOSA then lowered
-    by ``tosa-to-linalg-pipeline``."""
+def emit_linalg(graph, env: dict[str, int], via: str = "linalg") -> tuple[object, list[str]]:
+    """``graph`` as linalg on tensors, and the messages of its data checks: emitted directly
+    (with the checks), or as TOSA then lowered by ``tosa-to-linalg-pipeline`` (none)."""
     if via == "tosa":
         from bridges.mlir.tosa import tosa_to_linalg
         from bridges.mlir.tosa_emit import emit_tosa
         module = emit_tosa(graph, env)
         tosa_to_linalg(module)
-        return module
-    from bridges.mlir.emit import emit
-    return emit(graph, env)
+        return module, []
+    from bridges.mlir.emit import emit_checked
+    return emit_checked(graph, env)
 
 
 class MlirModel:
@@ -45,9 +45,9 @@ class MlirModel:
 
         key = tuple(sorted(env.items()))
         if key not in self.kernels:
-            module = emit_linalg(self.graph, env, self.via)
+            module, checks = emit_linalg(self.graph, env, self.via)
             self.kernels[key] = compile_module(module, FUNC_NAME, unroll=self.unroll,
-                                               opt_level=self.opt_level)
+                                               opt_level=self.opt_level), checks
         return self.kernels[key]
 
     def __call__(self, *arrays):
@@ -55,8 +55,13 @@ class MlirModel:
 
         arrays = [np.asarray(a, order="C") for a in arrays]
         env = bind_symbols(self.graph.inputs, arrays)
-        out = self.kernel_for(env)(*arrays)
+        kernel, checks = self.kernel_for(env)
+        out = kernel(*arrays)
         outs = out if isinstance(out, tuple) else (out,)
+        outs, flags = outs[:len(self.graph.outputs)], outs[len(self.graph.outputs):]
+        for message, flag in zip(checks, flags):
+            if flag:
+                raise DataError(f"{self.graph.name}: mlir path: {message}")
         # Bool outputs come back as the i8 they are stored as.
         outs = tuple(o.astype(v.type.dtype.numpy, copy=False) for o, v in zip(outs, self.graph.outputs))
         return outs[0] if len(outs) == 1 else outs

@@ -29,12 +29,18 @@ FUNC_NAME = "forward"
 class Emitter:
     """Emits one Graph, with its symbols bound by ``env``, into a new ``ir.Module``."""
 
-    def __init__(self, graph: Graph, env: dict[str, int]):
+    def __init__(self, graph: Graph, env: dict[str, int], checked: bool = False):
         from mlir import ir
 
         self.graph, self.env = graph, env
         self.ctx = ir.Context()
         self.values: dict[Value, object] = {}       # minic Value -> MLIR SSA value
+        # With ``checked``, data a node cannot compute on (an index out of range, an integer
+        # zero divisor) sets a flag the function returns after its outputs, and the node
+        # computes on a safe stand-in instead (never a wild load or a SIGFPE): the caller raises.
+        self.checked = checked
+        self.checks: list[tuple[str, object]] = []  # (message, tensor<i8> flag)
+        self.where = ""
 
     # ---- types -------------------------------------------------------------
     def elem(self, dtype: DType):
@@ -121,6 +127,21 @@ class Emitter:
         return tensor.expand_shape(self.tensor_type(out_shape, dtype), flat,
                                    [list(range(len(out_shape)))], [], list(out_shape))
 
+    def check(self, inputs, maps, shape, fails: Callable, message: str) -> None:
+        """A data check (checked mode only): flag = 1 if ``fails(*elements)`` anywhere in ``shape``."""
+        if not self.checked:
+            return
+        from mlir import ir
+        from mlir.dialects import arith
+        i8 = self.elem(DType.bool)
+
+        def body(*args):
+            *xs, flag = args
+            return arith.maxui(flag, arith.extui(i8, fails(*xs)))
+        flag = self.generic(inputs, maps, [], DType.bool, body, reduce_dims=tuple(range(len(shape))),
+                            init=self.filled([], DType.bool, 0), out_map=ir.AffineMap.get(len(shape), 0, []))
+        self.checks.append((f"{self.where}: {message}", flag))
+
     # ---- the module ------------------------------------------------------------
     DIALECT = "linalg"          # what the op rules emit; the TOSA emitter overrides the hooks below
 
@@ -159,6 +180,8 @@ class Emitter:
                         if rule is None:
                             raise UnsupportedError(f"MLIR bridge ({self.DIALECT}): op '{node.op}' has "
                                                    f"no emitter (node {node.outputs[0].name})")
+                        self.where = (f"{', '.join('%' + v.name for v in node.outputs)} = {node.op}("
+                                      f"{', '.join('%' + v.name for v in node.inputs)})")
                         result = rule(self, node, resolve(node.attrs, self.env))
                         results = result if isinstance(result, (list, tuple)) else [result]
                         for v, r in zip(node.outputs, results):
@@ -167,7 +190,11 @@ class Emitter:
                                 raise AssertionError(f"emit rule for '{node.op}' made {got}, "
                                                      f"the graph says {self.shape(v)} ({v.name})")
                         self.values.update(zip(node.outputs, results))
-                    func.ReturnOp([self.values[v] for v in self.graph.outputs])
+                    flags = [flag for _, flag in self.checks]
+                    if flags:
+                        out_types += [flag.type for flag in flags]
+                        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types, out_types))
+                    func.ReturnOp([self.values[v] for v in self.graph.outputs] + flags)
             module.operation.verify()
         return module
 
@@ -175,3 +202,11 @@ class Emitter:
 def emit(graph: Graph, env: dict[str, int] | None = None):
     """``graph`` (symbols bound by ``env``) as an ``ir.Module`` with ``@forward``."""
     return Emitter(graph, env or {}).emit()
+
+
+def emit_checked(graph: Graph, env: dict[str, int] | None = None) -> tuple[object, list[str]]:
+    """The module with its data checks: ``@forward`` returns one i8 flag per check after the
+    outputs; the messages say, in that order, what each flag means."""
+    emitter = Emitter(graph, env or {}, checked=True)
+    module = emitter.emit()
+    return module, [message for message, _ in emitter.checks]

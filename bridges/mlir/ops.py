@@ -26,6 +26,26 @@ def _binary(name):
     return lambda em, node, attrs: em.elementwise(node, binary_body(name, node.inputs[0].type.dtype))
 
 
+def _nonzero_divisor(em, node):
+    """Integer div and mod: the divisor checked (a zero is a flag); the stand-in divisor
+    for a zero is 1, so no x86 idiv ever traps."""
+    from mlir.dialects import arith
+    b = node.inputs[1]
+    zero = em.const(0, b.type.dtype)
+    em.check([em.values[b]], [em.broadcast_map(em.shape(b), len(em.shape(b)))], em.shape(b),
+             lambda x: arith.cmpi(arith.CmpIPredicate.eq, x, zero), "integer division by zero")
+    return lambda x: arith.select(arith.cmpi(arith.CmpIPredicate.eq, x, zero), em.const(1, b.type.dtype), x)
+
+
+def div(em, node, attrs):
+    from mlir.dialects import arith
+    dt = node.inputs[0].type.dtype
+    if dt.is_float:
+        return em.elementwise(node, arith.divf)
+    safe = _nonzero_divisor(em, node)
+    return em.elementwise(node, lambda a, b: arith.divsi(a, safe(b)))
+
+
 def _compare(name):
     return lambda em, node, attrs: em.elementwise(node, compare_body(name, node.inputs[0].type.dtype))
 
@@ -70,11 +90,12 @@ def gelu(em, node, attrs):
 
 def mod(em, node, attrs):
     """fmod: the remainder (arith.rem*); Python's %: plus the divisor when the signs differ.
-    An integer x mod 0 gives 0 here rather than trapping (this bridge has no data checks;
-    minic's own paths raise a DataError for it)."""
+    An integer x mod 0 is a data check's flag (the backend raises DataError)."""
     from mlir.dialects import arith
     dt = node.inputs[0].type.dtype
     zero = em.const(0, dt)
+    if not dt.is_float:
+        _nonzero_divisor(em, node)
     if dt.is_float:
         rem, lt, ne = arith.remf, lambda a, b: arith.cmpf(arith.CmpFPredicate.OLT, a, b), \
             lambda a, b: arith.cmpf(arith.CmpFPredicate.UNE, a, b)
@@ -338,23 +359,43 @@ def gather(em, node, attrs):
     idx_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(axis + i) for i in range(len(ishape))])
     n = dshape[axis]
     dv = em.values[data]
+    _check_indices(em, idx, n, axis)
 
     def body(i, _out):
-        i = _from_end(i, n)
+        i = _from_end(i, n, em.checked)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         where = loops[:axis] + [i] + loops[axis + len(ishape):]
         return tensor.extract(dv, where)
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
 
 
-def _from_end(i, n: int):
-    """An integer index as an MLIR index, negative ones counted from the end (as numpy does)."""
+def _check_indices(em, idx, n: int, axis: int) -> None:
+    """Every index in [-n, n), or a data check's flag."""
+    from mlir import ir
+    from mlir.dialects import arith
+    shape = em.shape(idx)
+    low, high = em.const(-n, idx.type.dtype), em.const(n, idx.type.dtype)
+
+    def fails(i):
+        lt, ge = arith.CmpIPredicate.slt, arith.CmpIPredicate.sge
+        return arith.ori(arith.cmpi(lt, i, low), arith.cmpi(ge, i, high))
+    em.check([em.values[idx]], [ir.AffineMap.get_identity(len(shape))], shape, fails,
+             f"index out of range [-{n}, {n}) on axis {axis}")
+
+
+def _from_end(i, n: int, clamp: bool = False):
+    """An integer index as an MLIR index, negative ones counted from the end (as numpy does);
+    with ``clamp`` (checked mode: a bad index is flagged) kept inside [0, n) so no load strays."""
     from mlir import ir
     from mlir.dialects import arith
     i = arith.index_cast(ir.IndexType.get(), i)
     size = arith.ConstantOp(ir.IndexType.get(), n).result
     zero = arith.ConstantOp(ir.IndexType.get(), 0).result
-    return arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+    i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+    if clamp:
+        last = arith.ConstantOp(ir.IndexType.get(), n - 1).result
+        i = arith.minsi(arith.maxsi(i, zero), last)
+    return i
 
 
 def gather_elements(em, node, attrs):
@@ -367,9 +408,10 @@ def gather_elements(em, node, attrs):
     axis = attrs.axis % rank
     n = em.shape(data)[axis]
     dv = em.values[data]
+    _check_indices(em, idx, n, axis)
 
     def body(i, _out):
-        i = _from_end(i, n)
+        i = _from_end(i, n, em.checked)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         return tensor.extract(dv, loops[:axis] + [i] + loops[axis + 1:])
     return em.generic([em.values[idx]], [ir.AffineMap.get_identity(rank)], out_shape, data.type.dtype, body)
@@ -467,7 +509,7 @@ def global_avg_pool(em, node, attrs):
 RULES = Registry.of("op of the MLIR bridge (linalg)", {
     **{n: _unary(n) for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                               "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
-    **{n: _binary(n) for n in ("add", "sub", "mul", "div", "pow", "max", "min")},
+    **{n: _binary(n) for n in ("add", "sub", "mul", "pow", "max", "min")}, "div": div,
     **{n: _compare(n) for n in ("eq", "lt", "gt")},
     **{n: _logical(n) for n in ("and", "or", "xor")},
     "not": not_, "where": where, "mod": mod, "cast": cast, "gelu": gelu, "identity": passthrough,
