@@ -90,26 +90,27 @@ def gelu(em, node, attrs):
 
 def mod(em, node, attrs):
     """fmod: the remainder (arith.rem*); Python's %: plus the divisor when the signs differ.
-    An integer x mod 0 is a data check's flag (the backend raises DataError)."""
+    An integer x mod 0 is a data check's flag (the backend raises DataError); it computes
+    on divisor 1."""
     from mlir.dialects import arith
     dt = node.inputs[0].type.dtype
     zero = em.const(0, dt)
-    if not dt.is_float:
-        _nonzero_divisor(em, node)
     if dt.is_float:
         rem, lt, ne = arith.remf, lambda a, b: arith.cmpf(arith.CmpFPredicate.OLT, a, b), \
             lambda a, b: arith.cmpf(arith.CmpFPredicate.UNE, a, b)
+        safe = lambda b: b
     else:
         rem, lt, ne = arith.remsi, lambda a, b: arith.cmpi(arith.CmpIPredicate.slt, a, b), \
             lambda a, b: arith.cmpi(arith.CmpIPredicate.ne, a, b)
+        safe = _nonzero_divisor(em, node)
 
     def body(a, b):
-        by_zero = None if dt.is_float else arith.cmpi(arith.CmpIPredicate.eq, b, zero)
-        r = rem(a, b if by_zero is None else arith.select(by_zero, em.const(1, dt), b))
+        d = safe(b)
+        r = rem(a, d)
         if not attrs.fmod:
-            fix = arith.andi(ne(r, zero), arith.xori(lt(r, zero), lt(b, zero)))
-            r = arith.select(fix, (arith.addf if dt.is_float else arith.addi)(r, b), r)
-        return r if by_zero is None else arith.select(by_zero, zero, r)
+            fix = arith.andi(ne(r, zero), arith.xori(lt(r, zero), lt(d, zero)))
+            r = arith.select(fix, (arith.addf if dt.is_float else arith.addi)(r, d), r)
+        return r
     return em.elementwise(node, body)
 
 
