@@ -18,15 +18,15 @@ VIAS = ("linalg", "tosa")
 
 
 def emit_linalg(graph, env: dict[str, int], via: str = "linalg") -> tuple[object, list[str]]:
-    """``graph`` as linalg on tensors, and the messages of its data checks: emitted directly
-    (with the checks), or as TOSA then lowered by ``tosa-to-linalg-pipeline`` (none)."""
+    """``graph`` as linalg on tensors, and the messages of its data checks: emitted directly,
+    or as TOSA then lowered by ``tosa-to-linalg-pipeline``; the same checks either way."""
+    from bridges.mlir.emit import emit_checked
     if via == "tosa":
         from bridges.mlir.tosa import tosa_to_linalg
-        from bridges.mlir.tosa_emit import emit_tosa
-        module = emit_tosa(graph, env)
+        from bridges.mlir.tosa_emit import TosaEmitter
+        module, messages = emit_checked(graph, env, TosaEmitter)
         tosa_to_linalg(module)
-        return module, []
-    from bridges.mlir.emit import emit_checked
+        return module, messages
     return emit_checked(graph, env)
 
 

@@ -150,13 +150,17 @@ class Emitter:
         from bridges.mlir import ops
         return ops.RULES
 
-    def constant(self, c: Value):
-        """A graph constant as an SSA value (bools stored as i8)."""
+    def array(self, data: np.ndarray):
+        """A constant tensor holding ``data`` (bools stored as i8)."""
         from mlir import ir
         from mlir.dialects import arith
-        data = np.asarray(c.data, dtype=c.type.dtype.numpy, order="C")
-        attr = ir.DenseElementsAttr.get(data.astype(np.int8) if data.dtype == np.bool_ else data)
+        data = np.array(data.astype(np.int8) if data.dtype == np.bool_ else data, order="C")  # keeps rank 0
+        attr = ir.DenseElementsAttr.get(data)
         return arith.ConstantOp(attr.type, attr).result
+
+    def constant(self, c: Value):
+        """A graph constant as an SSA value."""
+        return self.array(np.asarray(c.data, dtype=c.type.dtype.numpy))
 
     def emit(self):
         from mlir import ir
@@ -204,9 +208,12 @@ def emit(graph: Graph, env: dict[str, int] | None = None):
     return Emitter(graph, env or {}).emit()
 
 
-def emit_checked(graph: Graph, env: dict[str, int] | None = None) -> tuple[object, list[str]]:
+def emit_checked(graph: Graph, env: dict[str, int] | None = None,
+                 emitter_class: type[Emitter] = Emitter) -> tuple[object, list[str]]:
     """The module with its data checks: ``@forward`` returns one i8 flag per check after the
-    outputs; the messages say, in that order, what each flag means."""
-    emitter = Emitter(graph, env or {}, checked=True)
+    outputs; the messages say, in that order, what each flag means.  ``emitter_class``:
+    ``Emitter`` (linalg) or ``tosa_emit.TosaEmitter`` (TOSA ops; the checks are linalg
+    reductions there too, which tosa-to-linalg leaves as they are)."""
+    emitter = emitter_class(graph, env or {}, checked=True)
     module = emitter.emit()
     return module, [message for message, _ in emitter.checks]

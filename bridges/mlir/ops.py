@@ -26,15 +26,26 @@ def _binary(name):
     return lambda em, node, attrs: em.elementwise(node, binary_body(name, node.inputs[0].type.dtype))
 
 
-def _nonzero_divisor(em, node):
-    """Integer div and mod: the divisor checked (a zero is a flag); the stand-in divisor
-    for a zero is 1, so no x86 idiv ever traps."""
+def check_divisor(em, node) -> None:
+    """Integer div and mod (both routes): a zero divisor is a data check's flag."""
+    from mlir import ir
     from mlir.dialects import arith
     b = node.inputs[1]
-    zero = em.const(0, b.type.dtype)
-    em.check([em.values[b]], [em.broadcast_map(em.shape(b), len(em.shape(b)))], em.shape(b),
+    zero, shape = em.const(0, b.type.dtype), em.shape(b)
+    em.check([em.values[b]], [ir.AffineMap.get_identity(len(shape))], shape,
              lambda x: arith.cmpi(arith.CmpIPredicate.eq, x, zero), "integer division by zero")
-    return lambda x: arith.select(arith.cmpi(arith.CmpIPredicate.eq, x, zero), em.const(1, b.type.dtype), x)
+
+
+def _safe_divisor(em, node):
+    """The divisor the kernel divides by: 1 for a flagged 0, and 1 for -1 too (x86's idiv
+    traps on MIN / -1: div negates instead, wrapping MIN to MIN as minic's own paths do;
+    x mod -1 is 0 either way)."""
+    from mlir.dialects import arith
+    dt = node.inputs[1].type.dtype
+    check_divisor(em, node)
+    one, zero, minus_one = em.const(1, dt), em.const(0, dt), em.const(-1, dt)
+    eq = lambda x, c: arith.cmpi(arith.CmpIPredicate.eq, x, c)   # noqa: E731
+    return lambda x: arith.select(arith.ori(eq(x, zero), eq(x, minus_one)), one, x)
 
 
 def div(em, node, attrs):
@@ -42,8 +53,9 @@ def div(em, node, attrs):
     dt = node.inputs[0].type.dtype
     if dt.is_float:
         return em.elementwise(node, arith.divf)
-    safe = _nonzero_divisor(em, node)
-    return em.elementwise(node, lambda a, b: arith.divsi(a, safe(b)))
+    safe, minus_one, zero = _safe_divisor(em, node), em.const(-1, dt), em.const(0, dt)
+    return em.elementwise(node, lambda a, b: arith.select(arith.cmpi(arith.CmpIPredicate.eq, b, minus_one),
+                                                          arith.subi(zero, a), arith.divsi(a, safe(b))))
 
 
 def _compare(name):
@@ -102,7 +114,7 @@ def mod(em, node, attrs):
     else:
         rem, lt, ne = arith.remsi, lambda a, b: arith.cmpi(arith.CmpIPredicate.slt, a, b), \
             lambda a, b: arith.cmpi(arith.CmpIPredicate.ne, a, b)
-        safe = _nonzero_divisor(em, node)
+        safe = _safe_divisor(em, node)
 
     def body(a, b):
         d = safe(b)
@@ -360,7 +372,7 @@ def gather(em, node, attrs):
     idx_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(axis + i) for i in range(len(ishape))])
     n = dshape[axis]
     dv = em.values[data]
-    _check_indices(em, idx, n, axis)
+    check_indices(em, idx, n, axis)
 
     def body(i, _out):
         i = _from_end(i, n, em.checked)
@@ -370,7 +382,7 @@ def gather(em, node, attrs):
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
 
 
-def _check_indices(em, idx, n: int, axis: int) -> None:
+def check_indices(em, idx, n: int, axis: int) -> None:
     """Every index in [-n, n), or a data check's flag."""
     from mlir import ir
     from mlir.dialects import arith
@@ -409,7 +421,7 @@ def gather_elements(em, node, attrs):
     axis = attrs.axis % rank
     n = em.shape(data)[axis]
     dv = em.values[data]
-    _check_indices(em, idx, n, axis)
+    check_indices(em, idx, n, axis)
 
     def body(i, _out):
         i = _from_end(i, n, em.checked)
@@ -488,18 +500,36 @@ def pad(em, node, attrs):
 
 
 def shape_rule(em, node, attrs):
-    """Shapes are static once the symbols are bound, so ``shape(x)`` is a constant."""
-    from mlir import ir
-    from mlir.dialects import arith
-    attr = ir.DenseElementsAttr.get(np.array(em.shape(node.inputs[0]), dtype=np.int64))
-    return arith.ConstantOp(attr.type, attr).result
+    """Shapes are static once the symbols are bound, so ``shape(x)`` is a constant (both routes)."""
+    return em.array(np.array(em.shape(node.inputs[0]), dtype=np.int64))
 
 
 def reshape_dynamic(em, node, attrs):
-    """The node declares its result shape (the interpreter checks the shape tensor
-    against it); with the symbols bound that is a static reshape."""
+    """The node declares its result shape; with the symbols bound that is a static reshape,
+    and the shape tensor is checked against it."""
     x = node.inputs[0]
+    check_shape_tensor(em, node)
     return em.reshape(em.values[x], em.shape(x), em.shape(node.outputs[0]), x.type.dtype)
+
+
+def check_shape_tensor(em, node) -> None:
+    """reshape_dynamic (both routes): element k of the shape tensor is the declared size k,
+    -1 (inferred), or 0 where x's size k is the declared one (ONNX's copy), as minic's own
+    compiled check (minic/ir/ops/dynamic.py); else a data check's flag."""
+    from mlir import ir
+    from mlir.dialects import arith
+    x, s = node.inputs
+    declared, xs = em.shape(node.outputs[0]), em.shape(x)
+    if not declared:
+        return
+    # The sizes each element may hold besides -1: the declared one, and 0 where it copies.
+    other = [0 if k < len(xs) and xs[k] == n else -1 for k, n in enumerate(declared)]
+    tables = [em.array(np.array(t, dtype=np.int64)) for t in (declared, other)]
+    minus_one = em.const(-1, DType.i64)
+    ne = lambda a, b: arith.cmpi(arith.CmpIPredicate.ne, a, b)     # noqa: E731
+    em.check([em.values[s]] + tables, [ir.AffineMap.get_identity(1)] * 3, [len(declared)],
+             lambda v, want, zero: arith.andi(arith.andi(ne(v, want), ne(v, minus_one)), ne(v, zero)),
+             f"the shape tensor disagrees with the declared shape {declared}")
 
 
 def global_avg_pool(em, node, attrs):

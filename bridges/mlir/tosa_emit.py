@@ -57,9 +57,6 @@ class TosaEmitter(Emitter):
         from bridges.mlir.tosa_ops import RULES
         return RULES
 
-    def constant(self, c: Value):
-        return self.array(np.asarray(c.data, dtype=c.type.dtype.numpy))
-
     def emit(self):
         from mlir.ir import MLIRError
 
@@ -95,7 +92,8 @@ class TosaEmitter(Emitter):
         return ir.IntegerType.get_signless(1)
 
     def array(self, data: np.ndarray):
-        """A ``tosa.const`` holding ``data`` (bools as i8, like every bool tensor here)."""
+        """A ``tosa.const`` holding ``data`` (bools as i8, like every bool tensor here); the
+        graph's constants come here too (``Emitter.constant``)."""
         from mlir import ir
         from mlir.dialects import tosa
         data = np.array(data.astype(np.int8) if data.dtype == np.bool_ else data, order="C")  # keeps rank 0
@@ -171,6 +169,15 @@ class TosaEmitter(Emitter):
         if op == "equal":                  # built with results=, unlike its neighbours
             return tosa.equal(a, b, results=[ir.RankedTensorType.get(shape, self.i1())])
         return getattr(tosa, op)(t, a, b)
+
+    def select(self, cond, a, b):
+        """``tosa.select`` broadcasting its three operands (``cond``: a stored i8 bool, or an
+        i1 of full rank: a reshape of an i1 would put it in memory)."""
+        from mlir.dialects import tosa
+        rank = max(len(dims(v)) for v in (cond, a, b))
+        cond, a, b = (self.ranked(v, rank) for v in (cond, a, b))
+        shape = list(np.broadcast_shapes(*(tuple(dims(v)) for v in (cond, a, b))))
+        return tosa.select(self.like(a, shape), self.flag(cond), a, b)
 
     def cast(self, x, elem):
         from mlir.dialects import tosa

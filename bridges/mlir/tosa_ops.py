@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from bridges.mlir import tosa_layout as layout
+from bridges.mlir.ops import check_divisor
 from bridges.mlir.tosa_emit import dims
 from minic.errors import UnsupportedError
 from minic.ir.types import DType
@@ -75,10 +76,24 @@ def binary(em, node, attrs):
     if node.op == "div":
         if node.inputs[0].type.dtype.is_float:     # no float divide in TOSA
             return em.binary("mul", a, em.unary("reciprocal", b))
-        return em.binary("intdiv", a, b)           # truncates toward zero, as minic's int div
+        check_divisor(em, node)
+        return int_div(em, a, b)
     if node.op == "pow":
         _need_float(node)
     return em.binary(BINARY[node.op], a, b)
+
+
+def int_div(em, a, b):
+    """``tosa.intdiv`` truncates toward zero, as minic's div.  Its divisor is 1 where ``b`` is
+    0 (a data check's flag) or -1 (x86's idiv traps on MIN / -1), and the quotient for -1 is
+    0 - a, wrapping MIN to MIN as minic's own paths do (ops._safe_divisor, in arith)."""
+    rank = max(len(dims(a)), len(dims(b)))      # first, so that no i1 below needs a reshape
+    a, b = em.ranked(a, rank), em.ranked(b, rank)
+    one, minus_one = em.scalar(1, b), em.scalar(-1, b)
+    safe = em.select(em.binary("equal", b, em.scalar(0, b)), one, b)
+    safe = em.select(em.binary("equal", b, minus_one), one, safe)
+    q = em.binary("intdiv", a, safe)
+    return em.select(em.binary("equal", b, minus_one), em.binary("sub", em.scalar(0, a), a), q)
 
 
 def compare(em, node, attrs):
@@ -101,13 +116,7 @@ def logical(em, node, attrs):
 
 
 def where(em, node, attrs):
-    from mlir.dialects import tosa
-    c, a, b = _ins(em, node)
-    rank = max(len(dims(v)) for v in (c, a, b))
-    c, a, b = (em.ranked(v, rank) for v in (c, a, b))
-    c = em.flag(c)
-    shape = list(np.broadcast_shapes(*(tuple(dims(v)) for v in (c, a, b))))
-    return tosa.select(em.like(a, shape), c, a, b)
+    return em.select(*_ins(em, node))
 
 
 def cast(em, node, attrs):

@@ -186,28 +186,4 @@ def test_the_other_indexing_ops_check_their_indices(op, backend):
         with pytest.raises(DataError, match=rf"node #0 \(%y = {op}\(.*index {bad} is out of range"):
             run(*args)
 
-
-# --- the MLIR bridge: the same data, checked in the linalg it emits ---------------------
-
-@pytest.mark.parametrize("text, args, bad, words", [
-    (GATHER, (np.ones((10, 4), np.float32), np.array([1, 2])), 1, r"%y = gather\(%w, %idx\): index out of range \[-10, 10\)"),
-    (INDEXING["gather_elements"][0], (np.ones((3, 4), np.float32), np.zeros((3, 2), np.int64)), 1,
-     r"%y = gather_elements\(%d, %i\): index out of range \[-4, 4\) on axis 1"),
-    (DIV, (np.array([7, -7, 9], np.int64), np.array([2, 2, 3], np.int64)), 1, r"%y = div\(%a, %b\): integer division by zero"),
-    (MOD, (np.array([7, -7, 5], np.int32), np.array(3, np.int32)), 1, r"%y = mod\(%a, %b\): integer division by zero"),
-], ids=["gather", "gather_elements", "div", "mod"])
-def test_the_mlir_bridge_raises_on_bad_data_and_never_dies(text, args, bad, words):
-    """Out-of-range indices once read wild memory (SIGSEGV, or garbage) and an integer zero
-    divisor killed the process (SIGFPE): the emitted linalg now flags them and computes on
-    a safe stand-in; the backend raises."""
-    graph = parse_graph(text)
-    run, want = minic.compile(graph, backend="mlir"), minic.compile(graph, backend="interp")
-    np.testing.assert_array_equal(run(*args), want(*args))
-    args = [a.copy() for a in args]
-    args[bad].flat[-1] = 10**6 if "index" in words else 0
-    with pytest.raises(DataError, match=r"mlir path: " + words):
-        run(*args)
-    if "index" in words:
-        args[bad].flat[-1] = -10**6
-        with pytest.raises(DataError, match=words):
-            run(*args)
+# The MLIR bridge's checks, on both of its routes: test_mlir_bad_data.py.
