@@ -18,7 +18,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from minic.ir.loops import BinOp, Cast, Const, Expr, Var, children, const, dim_expr, rebuild
+from minic.errors import DataError
+from minic.ir.loops import BinOp, Cast, Const, Expr, Select, Var, children, const, dim_expr, rebuild
 from minic.ir.types import DType, Dim, TensorType, dim_prod
 
 
@@ -152,6 +153,23 @@ Checks = Callable[[Site], list[DataCheck]]          # checks(site) -> what the n
 
 def as_i64(e: Expr) -> Expr:
     return e if e.dtype == DType.i64 else Cast(DType.i64, e)
+
+
+def wrap_index(i: Expr, n: Dim) -> Expr:
+    """An index read from a tensor, as i64, a negative one counted from the end, clamped into
+    [0, n) (one still outside is reported by the op's data check; clamped, it never reads
+    outside the table while the kernel finishes)."""
+    i = as_i64(i)
+    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i), n)
+
+
+def wrap_indices(idx: np.ndarray, n: int, op: str, where: str = "") -> np.ndarray:
+    """The references' side of ``wrap_index``: ``idx`` with negative indices counted from
+    the end; one outside [-n, n) is a DataError of ``op``."""
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise DataError(f"{op}: index {bad} is out of range [{-n}, {n}){where}")
+    return np.where(idx < 0, idx + n, idx)
 
 
 def index_check(shape: tuple[Dim, ...], index: Callable[[tuple[Expr, ...]], Expr], n: Dim, where: str) -> DataCheck:

@@ -82,34 +82,21 @@ def constant(name: str, data: np.ndarray) -> Value:
 
 def structurally_equal(a: Graph, b: Graph) -> bool:
     """Same name, signature, ops, attributes, types, constants and wiring (names may differ)."""
-    if a.name != b.name or len(a.nodes) != len(b.nodes):
-        return False
-    ids: dict[int, int] = {}
-    pairs = list(zip(a.inputs, b.inputs)) if len(a.inputs) == len(b.inputs) else None
-    if pairs is None or len(a.constants) != len(b.constants) or len(a.outputs) != len(b.outputs):
-        return False
-    ca = sorted(a.constants, key=lambda v: v.name)
-    cb = sorted(b.constants, key=lambda v: v.name)
-    for x, y in zip(ca, cb):
-        if x.name != y.name or x.type != y.type or not np.array_equal(x.data, y.data, equal_nan=True):
-            return False
-        pairs.append((x, y))
-    for x, y in pairs:
-        if x.type != y.type:
-            return False
-        ids[id(x)] = id(y)
-    for na, nb in zip(a.nodes, b.nodes):
-        if (na.op, na.attrs, na.group) != (nb.op, nb.attrs, nb.group):
-            return False
-        if len(na.inputs) != len(nb.inputs) or len(na.outputs) != len(nb.outputs):
-            return False
-        if any(ids.get(id(x)) != id(y) for x, y in zip(na.inputs, nb.inputs)):
-            return False
-        for x, y in zip(na.outputs, nb.outputs):
-            if x.type != y.type:
-                return False
-            ids[id(x)] = id(y)
-    return all(ids.get(id(x)) == id(y) for x, y in zip(a.outputs, b.outputs))
+    pairs = zip(sorted(a.constants, key=_name), sorted(b.constants, key=_name))
+    return _wiring(a) == _wiring(b) and all(np.array_equal(x.data, y.data, equal_nan=True) for x, y in pairs)
+
+
+def _name(v: Value) -> str:
+    return v.name
+
+
+def _wiring(g: Graph) -> tuple:
+    """``g`` with each value named by its place: inputs, constants (by name), then node outputs."""
+    constants = sorted(g.constants, key=_name)
+    place = {v: k for k, v in enumerate(g.inputs + constants + [v for node in g.nodes for v in node.outputs])}
+    return (g.name, [v.type for v in g.inputs], [(v.name, v.type) for v in constants],
+            [(n.op, n.attrs, n.group, [place.get(v) for v in n.inputs], [v.type for v in n.outputs]) for n in g.nodes],
+            [place.get(v) for v in g.outputs])
 
 
 def attr_items(attrs: Any) -> list[tuple[str, Any]]:

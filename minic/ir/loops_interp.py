@@ -7,6 +7,7 @@ shapes, and every schedule against the unscheduled loops.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence
 
 import numpy as np
@@ -34,30 +35,25 @@ def _trunc_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b >= 0) else -q
 
 
+# Integer div and mod truncate toward zero (as C and LLVM do); the rest as numpy computes
+# on scalars of the operands' type.
+_BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+           "max": np.fmax, "min": np.fmin,           # like LLVM's maxnum: a NaN operand is ignored
+           "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+           "ne": operator.ne, "and": operator.and_, "or": operator.or_, "xor": operator.xor,  # logical on np.bool_
+           "shl": operator.lshift, "shr": operator.rshift}  # numpy: logical on unsigned, arithmetic on signed
+
+
 def _binop(op: str, a, b, dtype: DType):
-    if op == "add": return a + b
-    if op == "sub": return a - b
-    if op == "mul": return a * b
     if op == "div":
         return a / b if dtype.is_float else dtype.numpy.type(_trunc_div(int(a), int(b)))
     if op == "mod":
         if dtype.is_float:
             return np.fmod(a, b)                   # LLVM's frem
         return dtype.numpy.type(int(a) - _trunc_div(int(a), int(b)) * int(b))
-    if op == "max": return np.fmax(a, b)      # like LLVM's maxnum: a NaN operand is ignored
-    if op == "min": return np.fmin(a, b)
-    if op == "lt": return np.bool_(a < b)
-    if op == "le": return np.bool_(a <= b)
-    if op == "gt": return np.bool_(a > b)
-    if op == "ge": return np.bool_(a >= b)
-    if op == "eq": return np.bool_(a == b)
-    if op == "ne": return np.bool_(a != b)
-    if op == "and": return a & b           # logical on np.bool_, bitwise on integers
-    if op == "or": return a | b
-    if op == "xor": return a ^ b
-    if op == "shl": return a << b
-    if op == "shr": return a >> b          # numpy: logical on unsigned, arithmetic on signed, as LLVM's
-    raise ValueError(f"unknown binary op {op}")
+    if op not in _BINOPS:
+        raise ValueError(f"unknown binary op {op}")
+    return _BINOPS[op](a, b)
 
 
 class Interpreter:

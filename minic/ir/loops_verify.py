@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from minic.errors import UserError
 from minic.ir.loops import (STATUS, CALLS, COMPARE_OPS, LOGIC_OPS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr,
-                            For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str)
+                            For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str, walk)
 from minic.ir.types import DType
 
 
@@ -28,39 +28,29 @@ def _check_index(where: str, buffer: Buffer, index: tuple[Expr, ...], buffers: d
 
 
 def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]) -> None:
-    if isinstance(e, Var):
-        if e.name not in scope:
-            raise LoopVerifyError(f"{where}: variable '{e.name}' is not defined here")
-        return
-    if isinstance(e, Const):
-        return
-    if isinstance(e, BinOp):
-        if e.a.dtype != e.b.dtype:
-            raise LoopVerifyError(f"{where}: {expr_str(e)} mixes {e.a.dtype.value} and {e.b.dtype.value}")
-        if e.op in LOGIC_OPS and not (e.a.dtype == DType.bool or e.a.dtype.is_int):
-            raise LoopVerifyError(f"{where}: {e.op} needs bool or integer operands in {expr_str(e)}")
-        if e.op not in COMPARE_OPS and e.op not in LOGIC_OPS and e.a.dtype == DType.bool:
-            raise LoopVerifyError(f"{where}: arithmetic on bool in {expr_str(e)}")
-        parts: tuple[Expr, ...] = (e.a, e.b)
-    elif isinstance(e, Load):
-        _check_index(where, e.buffer, e.index, buffers)
-        parts = e.index
-    elif isinstance(e, Call):
-        if CALLS.get(e.fn) != len(e.args):
-            raise LoopVerifyError(f"{where}: unknown call {e.fn}/{len(e.args)}")
-        if e.fn not in ("neg", "abs") and not e.dtype.is_float:
-            raise LoopVerifyError(f"{where}: {e.fn} needs a float argument in {expr_str(e)}")
-        parts = e.args
-    elif isinstance(e, Select):
-        if e.cond.dtype != DType.bool or e.a.dtype != e.b.dtype:
-            raise LoopVerifyError(f"{where}: bad select {expr_str(e)}")
-        parts = (e.cond, e.a, e.b)
-    elif isinstance(e, Cast):
-        parts = (e.value,)
-    else:
-        raise LoopVerifyError(f"{where}: {type(e).__name__} is not a Loop IR expression")
-    for p in parts:
-        _check_expr(where, p, scope, buffers)
+    for x in walk(e):
+        if isinstance(x, Var):
+            if x.name not in scope:
+                raise LoopVerifyError(f"{where}: variable '{x.name}' is not defined here")
+        elif isinstance(x, BinOp):
+            if x.a.dtype != x.b.dtype:
+                raise LoopVerifyError(f"{where}: {expr_str(x)} mixes {x.a.dtype.value} and {x.b.dtype.value}")
+            if x.op in LOGIC_OPS and not (x.a.dtype == DType.bool or x.a.dtype.is_int):
+                raise LoopVerifyError(f"{where}: {x.op} needs bool or integer operands in {expr_str(x)}")
+            if x.op not in COMPARE_OPS and x.op not in LOGIC_OPS and x.a.dtype == DType.bool:
+                raise LoopVerifyError(f"{where}: arithmetic on bool in {expr_str(x)}")
+        elif isinstance(x, Load):
+            _check_index(where, x.buffer, x.index, buffers)
+        elif isinstance(x, Call):
+            if CALLS.get(x.fn) != len(x.args):
+                raise LoopVerifyError(f"{where}: unknown call {x.fn}/{len(x.args)}")
+            if x.fn not in ("neg", "abs") and not x.dtype.is_float:
+                raise LoopVerifyError(f"{where}: {x.fn} needs a float argument in {expr_str(x)}")
+        elif isinstance(x, Select):
+            if x.cond.dtype != DType.bool or x.a.dtype != x.b.dtype:
+                raise LoopVerifyError(f"{where}: bad select {expr_str(x)}")
+        elif not isinstance(x, (Const, Cast)):
+            raise LoopVerifyError(f"{where}: {type(x).__name__} is not a Loop IR expression")
 
 
 def _check_stmt(where: str, s: Stmt, scope: set[str], buffers: dict[str, Buffer]) -> None:

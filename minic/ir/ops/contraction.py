@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, broadcast_index, clamp, fconst, in_range
+from minic.ir.compute import Reduce, Site, broadcast_index, clamp, fconst
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
-from minic.ir.ops.window import pooled_size, symmetric, windows
+from minic.ir.ops.window import out_hw, symmetric, taps, windows
 from minic.ir.types import TensorType
 
 
@@ -126,12 +126,6 @@ class Conv2dAttrs:
                 f"conv2d: stride/dilation/groups must be >= 1 and padding >= 0, got {self}")
 
 
-def _conv_out(attrs: Conv2dAttrs, h: int, w: int, kh: int, kw: int) -> tuple[int, int]:
-    pt, pl, pb, pr = attrs.padding
-    return (pooled_size(h, kh, attrs.stride[0], pt, pb, attrs.dilation[0], False),
-            pooled_size(w, kw, attrs.stride[1], pl, pr, attrs.dilation[1], False))
-
-
 def _conv_infer(attrs: Conv2dAttrs, ts: list[TensorType]) -> list[TensorType]:
     x, w = ts[0], ts[1]
     require(x.rank == 4 and w.rank == 4, f"conv2d needs NCHW input and OIHW weight, got {x} and {w}")
@@ -142,7 +136,7 @@ def _conv_infer(attrs: Conv2dAttrs, ts: list[TensorType]) -> list[TensorType]:
             f"conv2d: {c} input channels, {o} filters of {w.shape[1]} channels do not fit groups={g}")
     if len(ts) == 3:
         require(ts[2].shape == (o,), f"conv2d: bias must be [{o}], got {list(ts[2].shape)}")
-    oh, ow = _conv_out(attrs, x.shape[2], x.shape[3], w.shape[2], w.shape[3])
+    oh, ow = out_hw(attrs, x.shape[2], x.shape[3], w.shape[2:])
     return [TensorType((x.shape[0], o, oh, ow), x.dtype)]
 
 
@@ -150,7 +144,7 @@ def conv2d(attrs: Conv2dAttrs, x, w, b=None) -> np.ndarray:
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     g = attrs.groups
-    out = _conv_out(attrs, x.shape[2], x.shape[3], kh, kw)
+    out = out_hw(attrs, x.shape[2], x.shape[3], (kh, kw))
     pt, pl, pb, pr = attrs.padding
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
     cols = windows(xp, (kh, kw), attrs.stride, attrs.dilation, out).reshape(n, g, cg, kh, kw, *out)
@@ -169,14 +163,10 @@ def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     per_group = out_channels // attrs.groups
     c, p, q = site.fresh.var("c"), site.fresh.var("p"), site.fresh.var("q")
     channel = c if attrs.groups == 1 else BinOp("add", BinOp("mul", BinOp("div", o, const(per_group)), const(cg)), c)
-    h = BinOp("sub", BinOp("add", BinOp("mul", oy, const(attrs.stride[0])), BinOp("mul", p, const(attrs.dilation[0]))), const(attrs.padding[0]))
-    v = BinOp("sub", BinOp("add", BinOp("mul", ox, const(attrs.stride[1])), BinOp("mul", q, const(attrs.dilation[1]))), const(attrs.padding[1]))
-    H, W = x.type.shape[2], x.type.shape[3]
-    dt = x.type.dtype
-    pixel = x.at((n, channel, clamp(h, H), clamp(v, W)))
+    h, v, inside = taps(attrs, oy, ox, p, q, x)
+    pixel = x.at((n, channel, clamp(h, x.type.shape[2]), clamp(v, x.type.shape[3])))
     if any(attrs.padding):     # taps in the zero padding contribute nothing
-        inside = BinOp("and", in_range(h, const(0), const(H)), in_range(v, const(0), const(W)))
-        pixel = Select(inside, pixel, fconst(0.0, dt))
+        pixel = Select(inside, pixel, fconst(0.0, x.type.dtype))
     loops = ((c, const(cg)), (p, const(kh)), (q, const(kw)))
     y: Expr = Reduce("sum", loops, BinOp("mul", pixel, w.at((o, c, p, q))))
     if len(site.inputs) == 3:

@@ -122,14 +122,14 @@ def div_checks(site: Site) -> list[DataCheck]:
                       "integer division by zero")]
 
 
-def binary(name: str, reference: Callable, loop_op: str, torch: str, result: DType | None = None,
-           sample: str = "arithmetic", infer=None, checks=None) -> None:
+def binary(name: str, reference: Callable, loop_op: str, torch, result: DType | None = None,
+           sample: str = "arithmetic", infer=None, checks=None, doc: str = "{}(a, b), elementwise with broadcasting") -> None:
     """out = a ∘ b with broadcasting; the rule is the Loop IR operator ``loop_op``."""
     cast = result is None and infer is None                 # arithmetic keeps a's dtype
     define(name, OpKind.ELEMENTWISE, infer or _binary_infer(result),
            (lambda attrs, a, b: reference(a, b).astype(a.dtype)) if cast else (lambda attrs, a, b: reference(a, b)),
            lambda site, index: BinOp(loop_op, *(arg(x, index) for x in site.inputs)), arity=(2, 2),
-           doc=f"{name}(a, b), elementwise with broadcasting", torch=torch, sample=sample, checks=checks)
+           doc=doc.format(name), torch=torch, sample=sample, checks=checks)
 
 
 binary("add", np.add, "add", "add")
@@ -142,20 +142,16 @@ binary("div", lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f
 binary("eq", np.equal, "eq", "eq", DType.bool, "compare")
 binary("lt", np.less, "lt", "lt", DType.bool, "compare")
 binary("gt", np.greater, "gt", "gt", DType.bool, "compare")
-def _bitwise(name: str, reference: Callable, loop_op: str, torch: str) -> None:
-    """and/or/xor: logical on bools, bitwise on integers (numpy's bitwise_* do both).
-    The torch spelling is logical_* on bools (what torch.onnx exports), bitwise_* else."""
+def _logical_torch(name: str):
+    """The torch spelling of and/or/xor: logical_* on bools (what torch.onnx exports), bitwise_* else."""
     def spelling(t, a, b):
-        return getattr(t.torch, ("logical_" if a.dtype == t.torch.bool else "bitwise_") + torch)(a, b)
-    define(name, OpKind.ELEMENTWISE, _logical_infer, lambda attrs, a, b: reference(a, b),
-           lambda site, index: BinOp(loop_op, *(arg(x, index) for x in site.inputs)), arity=(2, 2),
-           doc=f"{name}(a, b): logical on bools, bitwise on integers, with broadcasting", torch=spelling,
-           sample="logical")
+        return getattr(t.torch, ("logical_" if a.dtype == t.torch.bool else "bitwise_") + name)(a, b)
+    return spelling
 
 
-_bitwise("and", np.bitwise_and, "and", "and")
-_bitwise("or", np.bitwise_or, "or", "or")
-_bitwise("xor", np.bitwise_xor, "xor", "xor")
+for _name in ("and", "or", "xor"):          # numpy's bitwise_* are logical on bools too
+    binary(_name, getattr(np, "bitwise_" + _name), _name, _logical_torch(_name), sample="logical",
+           infer=_logical_infer, doc="{}(a, b): logical on bools, bitwise on integers, with broadcasting")
 
 
 def _not_rule(site: Site, index: tuple[Expr, ...]) -> Expr:

@@ -11,25 +11,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.compute import DataCheck, Operand, Reduce, Site, clamp, highest, index_check, lowest
-from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
+from minic.ir.compute import DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes, wrap_index, wrap_indices
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, div_checks
-from minic.ir.ops.layout import delinearize, linearize
+from minic.ir.ops.layout import delinearize, gather_checks, linearize
 from minic.ir.ops.shapes import broadcast, norm_axis, require
-from minic.ir.types import DType, Dim, TensorType
+from minic.ir.types import DType, TensorType
 
 INDEX_TYPES = (DType.i64, DType.i32)
 
 
 # --- compute rules (the ops are defined below) ---------------------------------------
-
-def _index(i: Expr, n: Dim) -> Expr:
-    """An index read from a tensor, as i64, negative ones counted from the end, clamped into [0, n)."""
-    if i.dtype != DType.i64:
-        i = Cast(DType.i64, i)
-    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i), n)
-
 
 def _all(conds: list[Expr]) -> Expr:
     out = conds[0] if conds else const(True, DType.bool)
@@ -41,7 +34,7 @@ def _all(conds: list[Expr]) -> Expr:
 def gather_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
-    i = _index(idx.at(index), data.type.shape[axis])
+    i = wrap_index(idx.at(index), data.type.shape[axis])
     return data.at(index[:axis] + (i,) + index[axis + 1:])
 
 
@@ -49,7 +42,7 @@ def gather_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     b, q = site.attrs.batch_dims, idx.type.shape[-1]
     m = idx.type.rank - 1
-    where = tuple(_index(idx.at(index[:m] + (const(k),)), data.type.shape[b + k]) for k in range(q))
+    where = tuple(wrap_index(idx.at(index[:m] + (const(k),)), data.type.shape[b + k]) for k in range(q))
     return data.at(index[:b] + where + index[m:])
 
 
@@ -76,7 +69,7 @@ def scatter_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     def at(k: Expr) -> tuple[Expr, ...]:          # the update position j: j[axis] = k, else the output's index
         return tuple(clamp(k, n) if a == axis else clamp(i, upd.type.shape[a]) for a, i in enumerate(index))
     inside = [BinOp("lt", i, dim_expr(upd.type.shape[a])) for a, i in enumerate(index) if a != axis]
-    match = _all(inside + [BinOp("eq", _index(idx.at(at(r)), data.type.shape[axis]), index[axis])])
+    match = _all(inside + [BinOp("eq", wrap_index(idx.at(at(r)), data.type.shape[axis]), index[axis])])
     return _combine(site, data.at(index), ((r, dim_expr(n)),), match, r, lambda k: upd.at(at(k)))
 
 
@@ -86,7 +79,7 @@ def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     outer = list(idx.type.shape[:-1])
     loops = tuple((site.fresh.var("r"), dim_expr(d)) for d in outer)
     p = tuple(v for v, _ in loops)
-    match = _all([BinOp("eq", _index(idx.at(p + (const(k),)), data.type.shape[k]), index[k]) for k in range(q)])
+    match = _all([BinOp("eq", wrap_index(idx.at(p + (const(k),)), data.type.shape[k]), index[k]) for k in range(q)])
     flat = linearize(list(p), outer) if p else const(0)
 
     def update(position: Expr) -> Expr:
@@ -95,35 +88,28 @@ def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     return _combine(site, data.at(index), loops, match, flat, update)
 
 
-def _along(site: Site, x: Operand, axis: int, index: tuple[Expr, ...], keep: bool):
-    """A fresh variable along ``axis`` of ``x`` and the input index it makes from the output index."""
-    v = site.fresh.var("r")
-    rest = index[:axis] + index[axis + 1:] if keep else index
-    return v, rest[:axis] + (v,) + rest[axis:]
-
-
 def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axis = norm_axis(site.attrs.axis, x.type.rank)
-    n = dim_expr(x.type.shape[axis])
-    v, row = _along(site, x, axis, index, site.attrs.keepdims)
-    best = Reduce("max" if site.op == "arg_max" else "min", ((v, n),), x.at(row))
-    w, row = _along(site, x, axis, index, site.attrs.keepdims)
+    loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
+    best = Reduce("max" if site.op == "arg_max" else "min", loops, x.at(row))
+    loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
+    (w, n), = loops
     hit = BinOp("eq", x.at(row), best)
     if site.attrs.last:
-        return Reduce("max", ((w, n),), Select(hit, w, const(-1)))
-    return Reduce("min", ((w, n),), Select(hit, w, n))
+        return Reduce("max", loops, Select(hit, w, const(-1)))
+    return Reduce("min", loops, Select(hit, w, n))
 
 
 def running_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axis = norm_axis(site.attrs.axis, x.type.rank)
-    v, row = _along(site, x, axis, index, True)
-    i = index[axis]
+    loops, row = reduce_axes(site, x, (axis,), True, index)
+    v, i = loops[0][0], index[axis]
     cmp = {(False, False): "le", (True, False): "lt", (False, True): "ge", (True, True): "gt"}
     taken = BinOp(cmp[(site.attrs.exclusive, site.attrs.reverse)], v, i)
     op, neutral = ("sum", 0) if site.op == "cumsum" else ("prod", 1)
-    return Reduce(op, ((v, dim_expr(x.type.shape[axis])),), Select(taken, x.at(row), const(neutral, x.type.dtype)))
+    return Reduce(op, loops, Select(taken, x.at(row), const(neutral, x.type.dtype)))
 
 
 def mod_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
@@ -165,20 +151,7 @@ class ScatterAttrs:
         require(self.reduction in ("none", "add", "mul", "max", "min"), f"scatter: unknown reduction '{self.reduction}'")
 
 
-def _in_range(idx: np.ndarray, n: int, what: str) -> np.ndarray:
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = idx.min() if idx.min() < -n else idx.max()
-        raise DataError(f"{what}: index {bad} is out of range [{-n}, {n})")
-    return np.where(idx < 0, idx + n, idx)
-
-
 # The data checks (compute.DataCheck): the index tensors, one test per index.
-def _along_axis_checks(site: Site) -> list[DataCheck]:        # gather_elements, scatter_elements
-    data, idx = site.inputs[:2]
-    axis = norm_axis(site.attrs.axis, data.type.rank)
-    return [index_check(idx.type.shape, idx.at, data.type.shape[axis], f" on axis {axis}")]
-
-
 def _nd_checks(site: Site) -> list[DataCheck]:                # gather_nd, scatter_nd: each component of a point
     data, idx = site.inputs[:2]
     b, q, m = getattr(site.attrs, "batch_dims", 0), idx.type.shape[-1], idx.type.rank - 1
@@ -198,11 +171,11 @@ def gather_elements(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.n
     axis = attrs.axis % data.ndim
     # Off the axis, idx may be shorter than data (torch.gather allows it): read the leading part.
     lead = data[tuple(slice(None) if a == axis else slice(0, d) for a, d in enumerate(idx.shape))]
-    return np.take_along_axis(lead, _in_range(idx, data.shape[axis], "gather_elements"), axis=axis)
+    return np.take_along_axis(lead, wrap_indices(idx, data.shape[axis], "gather_elements"), axis=axis)
 
 
 define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs, arity=(2, 2),
-       checks=_along_axis_checks,
+       checks=gather_checks,
                doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
 
 
@@ -219,7 +192,7 @@ _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimu
 
 def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
     axis = attrs.axis % data.ndim
-    idx = _in_range(idx, data.shape[axis], "scatter_elements")
+    idx = wrap_indices(idx, data.shape[axis], "scatter_elements")
     out = data.copy()
     where = list(np.indices(idx.shape, sparse=True))
     where[axis] = idx
@@ -232,7 +205,7 @@ def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd
 
 
 define("scatter_elements", OpKind.CONTRACTION, _scatter_elements_infer, scatter_elements, scatter_elements_rule, ScatterAttrs,
-       checks=_along_axis_checks,
+       checks=gather_checks,
                arity=(3, 3), doc="scatter_elements(data, idx, upd, axis): data with upd[j] written (or reduced) "
                                  "at j with j[axis] replaced by idx[j]")
 
@@ -254,7 +227,7 @@ def gather_nd(attrs: BatchDimsAttrs, data: np.ndarray, idx: np.ndarray) -> np.nd
     b, q = attrs.batch_dims, idx.shape[-1]
     out = np.empty(idx.shape[:-1] + data.shape[b + q:], data.dtype)
     for pos in np.ndindex(*idx.shape[:-1]):
-        where = tuple(int(_in_range(i, data.shape[b + k], "gather_nd")) for k, i in enumerate(idx[pos]))
+        where = tuple(int(wrap_indices(i, data.shape[b + k], "gather_nd")) for k, i in enumerate(idx[pos]))
         out[pos] = data[pos[:b] + where]
     return out
 
@@ -274,7 +247,7 @@ def _scatter_nd_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorT
 def scatter_nd(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
     out = data.copy()
     for pos in np.ndindex(*idx.shape[:-1]):
-        where = tuple(int(_in_range(i, data.shape[k], "scatter_nd")) for k, i in enumerate(idx[pos]))
+        where = tuple(int(wrap_indices(i, data.shape[k], "scatter_nd")) for k, i in enumerate(idx[pos]))
         out[where] = upd[pos] if attrs.reduction == "none" else _UFUNC[attrs.reduction](out[where], upd[pos])
     return out
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.errors import DataError, UnsupportedError
-from minic.ir.compute import DataCheck, Site, broadcast_index, clamp, in_range, index_check
-from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
+from minic.errors import UnsupportedError
+from minic.ir.compute import DataCheck, Site, broadcast_index, clamp, in_range, index_check, wrap_index, wrap_indices
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
 from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_prod
@@ -364,31 +364,21 @@ def _gather_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
 
 
 def _gather(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    n = data.shape[attrs.axis]
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = idx.min() if idx.min() < -n else idx.max()
-        raise DataError(f"gather: index {bad} is out of range [{-n}, {n}) on axis {attrs.axis}")
-    return np.take(data, idx, axis=attrs.axis)
+    return np.take(data, wrap_indices(idx, data.shape[attrs.axis], "gather", f" on axis {attrs.axis}"), axis=attrs.axis)
 
 
 def gather_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
     k = idx.type.rank
-    i = idx.at(index[axis:axis + k])
-    if i.dtype != DType.i64:
-        i = Cast(DType.i64, i)
-    n = data.type.shape[axis]
-    # Negative indices count from the end.  An index still outside is reported by
-    # gather_checks; clamped here, so that a bad token id never reads outside the
-    # table while the kernel finishes.
-    i = Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i)
-    return data.at(index[:axis] + (clamp(i, n),) + index[axis + k:])
+    i = wrap_index(idx.at(index[axis:axis + k]), data.type.shape[axis])
+    return data.at(index[:axis] + (i,) + index[axis + k:])
 
 
 def gather_checks(site: Site) -> list[DataCheck]:
-    """Every index inside [-n, n): one test per index, not per element gathered."""
-    data, idx = site.inputs
+    """Every index inside [-n, n): one test per index, not per element gathered (gather,
+    gather_elements, scatter_elements)."""
+    data, idx = site.inputs[:2]
     axis = norm_axis(site.attrs.axis, data.type.rank)
     return [index_check(idx.type.shape, idx.at, data.type.shape[axis], f" on axis {axis}")]
 

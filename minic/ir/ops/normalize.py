@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Operand, Reduce, Site, count, fconst, reduce_axes
-from minic.ir.loops import BinOp, Call, Expr, dim_expr
+from minic.ir.compute import Reduce, Site, count, fconst, reduce_axes
+from minic.ir.loops import BinOp, Call, Expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axis, require
 from minic.ir.types import TensorType
@@ -39,19 +39,13 @@ def log_softmax(attrs: AxisAttrs, x: np.ndarray) -> np.ndarray:
     return (s - np.log(np.exp(s).sum(axis=attrs.axis, keepdims=True))).astype(x.dtype)
 
 
-def _row(site: Site, x: Operand, axis: int, index: tuple[Expr, ...]):
-    """A fresh variable running along ``axis`` and the input index it gives."""
-    v = site.fresh.var("r")
-    return ((v, dim_expr(x.type.shape[axis])),), index[:axis] + (v,) + index[axis + 1:]
-
-
 def _softmax_parts(site: Site, index: tuple[Expr, ...]) -> tuple[Expr, Expr]:
     """x[index] - max x and sum exp(x - max x), along the row through ``index``."""
     x = site.inputs[0]
     axis = norm_axis(site.attrs.axis, x.type.rank)
-    loops, row = _row(site, x, axis, index)
+    loops, row = reduce_axes(site, x, (axis,), True, index)
     peak = Reduce("max", loops, x.at(row))           # subtracting the max keeps exp finite
-    loops, row = _row(site, x, axis, index)
+    loops, row = reduce_axes(site, x, (axis,), True, index)
     total = Reduce("sum", loops, Call("exp", (BinOp("sub", x.at(row), peak),)))
     return BinOp("sub", x.at(index), peak), total
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, count, reduce_axes
+from minic.ir.compute import Reduce, Site, count, highest, lowest, reduce_axes
 from minic.ir.loops import BinOp, Expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axes, require
@@ -34,14 +34,6 @@ def _infer(attrs: ReduceAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [reduced_shape(attrs, ts[0])]
 
 
-def _lowest(dtype: np.dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-
-
-def _highest(dtype: np.dtype):
-    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
-
-
 def reduction(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axes = norm_axes(site.attrs.axes, x.type.rank)
@@ -67,8 +59,8 @@ REDUCERS = {
     "reduce_sum": lambda x, axes, keep: np.sum(x, axis=axes, keepdims=keep),
     "reduce_prod": lambda x, axes, keep: np.prod(x, axis=axes, keepdims=keep),
     "reduce_mean": lambda x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
-    "reduce_max": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=_lowest(x.dtype)),
-    "reduce_min": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=_highest(x.dtype)),
+    "reduce_max": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=lowest(DType.of(x.dtype)).value),
+    "reduce_min": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=highest(DType.of(x.dtype)).value),
 }
 _LOOP_OP = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_mean": "sum", "reduce_max": "max", "reduce_min": "min"}
 _TORCH = {"reduce_sum": lambda t, x: t.torch.sum(x, dim=tuple(t.attrs.axes), keepdim=t.attrs.keepdims),

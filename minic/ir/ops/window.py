@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import Reduce, Site, clamp, count, fconst, in_range, lowest, reduce_axes
+from minic.ir.compute import Operand, Reduce, Site, clamp, count, fconst, in_range, lowest, reduce_axes
 from minic.ir.loops import BinOp, Expr, Select, const, substitute
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
@@ -54,23 +54,33 @@ class PoolAttrs:
                 f"pool: kernel/stride/dilation must be >= 1 and padding >= 0, got {self}")
 
 
-def _out_hw(attrs: PoolAttrs, h: int, w: int) -> tuple[int, int]:
+def out_hw(attrs, h: int, w: int, kernel: tuple[int, int], ceil_mode: bool = False) -> tuple[int, int]:
+    """Output height and width of the window sweep of ``attrs`` (stride, padding, dilation: a pool's or conv2d's)."""
     pt, pl, pb, pr = attrs.padding
-    return (pooled_size(h, attrs.kernel[0], attrs.stride[0], pt, pb, attrs.dilation[0], attrs.ceil_mode),
-            pooled_size(w, attrs.kernel[1], attrs.stride[1], pl, pr, attrs.dilation[1], attrs.ceil_mode))
+    return (pooled_size(h, kernel[0], attrs.stride[0], pt, pb, attrs.dilation[0], ceil_mode),
+            pooled_size(w, kernel[1], attrs.stride[1], pl, pr, attrs.dilation[1], ceil_mode))
+
+
+def taps(attrs, oy: Expr, ox: Expr, p: Expr, q: Expr, x: Operand) -> tuple[Expr, Expr, Expr]:
+    """The input row and column that tap (p, q) of the window at output (oy, ox) reads (NCHW ``x``),
+    and whether it lies inside the input (not in the padding)."""
+    h = BinOp("sub", BinOp("add", BinOp("mul", oy, const(attrs.stride[0])), BinOp("mul", p, const(attrs.dilation[0]))), const(attrs.padding[0]))
+    w = BinOp("sub", BinOp("add", BinOp("mul", ox, const(attrs.stride[1])), BinOp("mul", q, const(attrs.dilation[1]))), const(attrs.padding[1]))
+    H, W = x.type.shape[2], x.type.shape[3]
+    return h, w, BinOp("and", in_range(h, const(0), const(H)), in_range(w, const(0), const(W)))
 
 
 def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     require(x.rank == 4 and x.dtype.is_float, f"pool needs a float NCHW input, got {x}")
     require(all(isinstance(d, int) for d in x.shape[2:]), f"pool needs static spatial dims, got {x}")
-    return [TensorType(x.shape[:2] + _out_hw(attrs, x.shape[2], x.shape[3]), x.dtype)]
+    return [TensorType(x.shape[:2] + out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode), x.dtype)]
 
 
 def _padded(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> tuple[np.ndarray, tuple[int, int]]:
     """x padded by the explicit padding (``pad_value``), then by whatever the last
     ceil_mode window reaches past it (``extra_value``)."""
-    oh, ow = _out_hw(attrs, x.shape[2], x.shape[3])
+    oh, ow = out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode)
     pt, pl, pb, pr = attrs.padding
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
     need_h = (oh - 1) * attrs.stride[0] + attrs.dilation[0] * (attrs.kernel[0] - 1) + 1
@@ -101,11 +111,8 @@ def _window(site: Site, index: tuple[Expr, ...]):
     a = site.attrs
     p, q = site.fresh.var("p"), site.fresh.var("q")
     loops = ((p, const(a.kernel[0])), (q, const(a.kernel[1])))
-    h = BinOp("sub", BinOp("add", BinOp("mul", index[2], const(a.stride[0])), BinOp("mul", p, const(a.dilation[0]))), const(a.padding[0]))
-    w = BinOp("sub", BinOp("add", BinOp("mul", index[3], const(a.stride[1])), BinOp("mul", q, const(a.dilation[1]))), const(a.padding[1]))
-    H, W = x.type.shape[2], x.type.shape[3]
-    inside = BinOp("and", in_range(h, const(0), const(H)), in_range(w, const(0), const(W)))
-    element = x.at((index[0], index[1], clamp(h, H), clamp(w, W)))
+    h, w, inside = taps(a, index[2], index[3], p, q, x)
+    element = x.at((index[0], index[1], clamp(h, x.type.shape[2]), clamp(w, x.type.shape[3])))
     return loops, h, w, inside, element
 
 
