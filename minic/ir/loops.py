@@ -248,14 +248,6 @@ def dim_expr(d: Dim) -> Expr:
     return expr
 
 
-def add(a: Expr, b: Expr) -> Expr:
-    return BinOp("add", a, b)
-
-
-def mul(a: Expr, b: Expr) -> Expr:
-    return BinOp("mul", a, b)
-
-
 # --- traversal -------------------------------------------------------------------
 
 

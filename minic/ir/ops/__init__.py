@@ -54,7 +54,7 @@ class OpDef:
     attrs: type = NoAttrs
     arity: tuple[int, int] = (1, 1)         # min and max number of inputs
     doc: str = ""
-    f16_via_f32: bool = True                # register() makes f16 mean storage only (see below)
+    f16_via_f32: bool = True                # define() makes f16 mean storage only (see via_f32)
     # The torch spelling (minic/verify/to_torch.py): a name under ``torch``
     # ("nn.functional.gelu") called with the inputs, or fn(call, *inputs).
     torch: str | Callable[..., Any] | None = None
@@ -153,16 +153,13 @@ def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def register(op: OpDef) -> OpDef:
-    if op.f16_via_f32:
-        op = replace(op, reference=via_f32(op.reference))
-    return REGISTRY.put(op.name, op)
-
-
 def define(name: str, kind: OpKind, infer: Callable, reference: Callable, compute: Rule | None,
            attrs: type = NoAttrs, **more: Any) -> OpDef:
     """Declare op ``name`` (the fields of OpDef, in its order) and register it."""
-    return register(OpDef(name, kind, infer, reference, compute, attrs, **more))
+    op = OpDef(name, kind, infer, reference, compute, attrs, **more)
+    if op.f16_via_f32:
+        op = replace(op, reference=via_f32(op.reference))
+    return REGISTRY.put(op.name, op)
 
 
 def get(name: str) -> OpDef:

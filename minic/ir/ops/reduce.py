@@ -34,49 +34,42 @@ def _infer(attrs: ReduceAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [reduced_shape(attrs, ts[0])]
 
 
+# op: numpy reducer, Loop IR reducer.  Each starts from its identity, so reducing an empty axis
+# is defined (sum 0, prod 1, max -inf, min +inf; the mean of nothing is NaN, as in numpy and ONNX).
+REDUCERS = {"reduce_sum": (np.sum, "sum"), "reduce_prod": (np.prod, "prod"), "reduce_mean": (np.mean, "sum"),
+            "reduce_max": (np.max, "max"), "reduce_min": (np.min, "min")}
+
+
+def _reference(fn):
+    def run(attrs: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+        start = {np.max: lowest, np.min: highest}.get(fn)
+        initial = {} if start is None else {"initial": start(DType.of(x.dtype)).value}
+        return np.asarray(fn(x, axis=tuple(a % x.ndim for a in attrs.axes), keepdims=attrs.keepdims, **initial)).astype(x.dtype)
+    return run
+
+
 def reduction(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axes = norm_axes(site.attrs.axes, x.type.rank)
     loops, source = reduce_axes(site, x, axes, site.attrs.keepdims, index)
-    total = Reduce(_LOOP_OP[site.op], loops, x.at(source))
+    total = Reduce(REDUCERS[site.op][1], loops, x.at(source))
     if site.op == "reduce_mean":
         return BinOp("div", total, count([x.type.shape[a] for a in axes], x.type.dtype))
     return total
 
 
-def _torch_extremum(t, x):
-    # One axis at a time (from the back) with max/min over a dim, not amax/amin:
-    # TVM 0.27's torch.export frontend has no converter for amax/amin.
-    pick = t.torch.max if t.node.op == "reduce_max" else t.torch.min
+def _torch(t, x):
+    name = t.node.op[len("reduce_"):]
+    if name in ("sum", "mean"):
+        return getattr(t.torch, name)(x, dim=tuple(t.attrs.axes), keepdim=t.attrs.keepdims)
+    # One axis at a time, from the back: torch.prod takes one dim; max/min over a dim, not
+    # amax/amin (TVM 0.27's torch.export frontend has no converter for amax/amin).
     for axis in sorted((ax % x.dim() for ax in t.attrs.axes), reverse=True):
-        x = pick(x, axis, keepdim=t.attrs.keepdims).values
+        x = getattr(t.torch, name)(x, axis, keepdim=t.attrs.keepdims)
+        x = x if name == "prod" else x.values
     return x
 
 
-# Each reducer starts from its identity, so reducing an empty axis is defined
-# (sum 0, prod 1, max -inf, min +inf; the mean of nothing is NaN, as in numpy and ONNX).
-REDUCERS = {
-    "reduce_sum": lambda x, axes, keep: np.sum(x, axis=axes, keepdims=keep),
-    "reduce_prod": lambda x, axes, keep: np.prod(x, axis=axes, keepdims=keep),
-    "reduce_mean": lambda x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
-    "reduce_max": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=lowest(DType.of(x.dtype)).value),
-    "reduce_min": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=highest(DType.of(x.dtype)).value),
-}
-_LOOP_OP = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_mean": "sum", "reduce_max": "max", "reduce_min": "min"}
-_TORCH = {"reduce_sum": lambda t, x: t.torch.sum(x, dim=tuple(t.attrs.axes), keepdim=t.attrs.keepdims),
-          "reduce_mean": lambda t, x: t.torch.mean(x, dim=tuple(t.attrs.axes), keepdim=t.attrs.keepdims),
-          "reduce_prod": lambda t, x: _torch_prod(t, x),
-          "reduce_max": _torch_extremum, "reduce_min": _torch_extremum}
-
-
-def _torch_prod(t, x):
-    for axis in sorted((ax % x.dim() for ax in t.attrs.axes), reverse=True):    # torch.prod takes one dim
-        x = t.torch.prod(x, axis, keepdim=t.attrs.keepdims)
-    return x
-
-for _name, _fn in REDUCERS.items():
-    define(_name, OpKind.REDUCTION, _infer,
-           lambda attrs, x, _fn=_fn: np.asarray(_fn(x, tuple(a % x.ndim for a in attrs.axes),
-                                                    attrs.keepdims)).astype(x.dtype),
-           reduction, ReduceAttrs, doc=f"{_name}(x) over axes", torch=_TORCH[_name],
-           sample=None if _name == "reduce_prod" else "reduce")    # reduce_prod: ONNX's; the node suite checks it
+for _name, (_fn, _) in REDUCERS.items():
+    define(_name, OpKind.REDUCTION, _infer, _reference(_fn), reduction, ReduceAttrs, doc=f"{_name}(x) over axes",
+           torch=_torch, sample=None if _name == "reduce_prod" else "reduce")    # reduce_prod: ONNX's; the node suite checks it
