@@ -23,6 +23,7 @@ Checking lives beside this file: ``loops_verify.py`` (the verifier) and
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable, Iterator, Union
@@ -112,11 +113,17 @@ class Load(Expr):
         return self.buffer.dtype
 
 
-# Functions a Call may name, with their arity.  Codegen maps each to an LLVM
-# intrinsic or a libm function.
-CALLS = {"neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "erf": 1,
-         "sin": 1, "cos": 1, "tan": 1, "floor": 1, "ceil": 1, "round": 1, "pow": 2,
-         "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1}
+# Functions a Call may name, each with what it computes on scalars (the interpreter runs
+# these); pow takes two arguments, the rest one.  Codegen maps each to an LLVM intrinsic or
+# a libm function.
+CALLS = {
+    "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil,
+    "round": np.round, "pow": np.power,    # round: halves to even
+    "erf": lambda x: type(x)(math.erf(float(x))),
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+}
 
 
 @dataclass(frozen=True)
@@ -297,13 +304,18 @@ def substitute(e: Expr, env: dict[str, Expr]) -> Expr:
 
 
 def walk(e: Expr) -> Iterator[Expr]:
-    """``e`` and every expression under it, parents before children, left to right.
+    """``e`` and every expression under it, parents before children, left to right."""
+    return _preorder(e, children)
+
+
+def _preorder(root, parts: Callable) -> Iterator:
+    """``root`` and every node under it (``parts(node)``: its children), parents first, left to right.
     (A stack, not nested generators: each node costs O(1), not its depth.)"""
-    todo = [e]
+    todo = [root]
     while todo:
         x = todo.pop()
         yield x
-        todo.extend(reversed(children(x)))
+        todo.extend(reversed(parts(x)))
 
 
 def free_vars(e: Expr) -> set[str]:
@@ -349,11 +361,7 @@ def map_stmt(s: Stmt, expr: Callable[[Expr], Expr], stmt: Callable[[Stmt], Stmt]
 
 def walk_stmts(s: Stmt) -> Iterator[Stmt]:
     """``s`` and every statement nested in it, outer before inner, in order."""
-    todo = [s]
-    while todo:
-        x = todo.pop()
-        yield x
-        todo.extend(reversed(sub_stmts(x)))
+    return _preorder(s, sub_stmts)
 
 
 def seq(*stmts: Stmt) -> Stmt:

@@ -14,21 +14,9 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.ir.interpret import bind_symbols
-from minic.ir.loops import (STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
+from minic.ir.loops import (CALLS, STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
                             Program, Role, Select, Seq, Stmt, Store, Var)
 from minic.ir.types import DType, dim_eval
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-_CALLS = {
-    "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil,
-    "round": np.round, "pow": np.power,    # round: halves to even
-    "erf": lambda x: type(x)(math.erf(float(x))),
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-}
-
 
 def _trunc_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)
@@ -86,7 +74,7 @@ class Interpreter:
         if isinstance(e, Load):
             return self.memory[e.buffer.name][self.offset(e.buffer, e.index)]
         if isinstance(e, Call):
-            return e.dtype.numpy.type(_CALLS[e.fn](*(self._eval(a) for a in e.args)))
+            return e.dtype.numpy.type(CALLS[e.fn](*(self._eval(a) for a in e.args)))
         if isinstance(e, Select):
             return self._eval(e.a) if self._eval(e.cond) else self._eval(e.b)
         if isinstance(e, Cast):

@@ -296,18 +296,16 @@ class SliceAttrs:
         require(all(s != 0 for s in self.steps), "slice: a step must not be 0")
 
 
-def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+def _slice_range(d: Dim, start: Dim, end: Dim, step: int) -> tuple[int, Dim]:
+    """(first index, length) of ``[start:end:step]`` along an axis of size ``d``."""
     if all(isinstance(v, int) for v in (d, start, end)):
-        return len(range(*slice(start, end, step).indices(d)))
-    # Symbolic dims: the forms the zoo needs, x[:T] and x[s:] over a symbolic axis.
+        taken = range(*slice(start, end, step).indices(d))
+        return taken.start, len(taken)
+    # Symbolic dims: the forms the zoo needs, x[:T] and x[0:] over a symbolic axis.
     if step == 1 and start == 0 and isinstance(end, str):
-        return canon(end)
-    if step == 1 and isinstance(start, int) and start >= 0 and end == END and isinstance(d, str):
-        return d if start == 0 else _unsupported_slice(d, start, end, step)
-    return _unsupported_slice(d, start, end, step)
-
-
-def _unsupported_slice(d, start, end, step):
+        return 0, canon(end)
+    if step == 1 and start == 0 and end == END and isinstance(d, str):
+        return 0, d
     raise UnsupportedError(f"slice [{start}:{end}:{step}] of a symbolic axis of size {d} is not supported")
 
 
@@ -316,7 +314,7 @@ def _slice_infer(attrs: SliceAttrs, ts: list[TensorType]) -> list[TensorType]:
     shape = list(x.shape)
     for axis, start, end, step in zip(attrs.axes, attrs.starts, attrs.ends, attrs.steps):
         a = norm_axis(axis, x.rank)
-        shape[a] = _slice_len(shape[a], start, end, step)
+        shape[a] = _slice_range(shape[a], start, end, step)[1]
     return [TensorType(tuple(shape), x.dtype)]
 
 
@@ -332,13 +330,7 @@ def slice_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     result = list(index)
     for axis, start, end, step in zip(site.attrs.axes, site.attrs.starts, site.attrs.ends, site.attrs.steps):
         a = norm_axis(axis, x.type.rank)
-        d = x.type.shape[a]
-        if isinstance(d, int) and isinstance(start, int) and isinstance(end, int):
-            first = range(*slice(start, end, step).indices(d)).start
-        elif isinstance(start, int) and start >= 0 and step > 0:
-            first = start           # x[s:] or x[:T] on a symbolic axis (what shape inference accepts)
-        else:
-            raise UnsupportedError(f"slice [{start}:{end}:{step}] of axis {a} ({d}) is not supported by the minic backend")
+        first = _slice_range(x.type.shape[a], start, end, step)[0]     # inference accepted the slice
         result[a] = BinOp("add", const(first), BinOp("mul", index[a], const(step)))
     return x.at(tuple(result))
 
