@@ -8,6 +8,7 @@ exact without a computer-algebra system.
 """
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
@@ -154,10 +155,7 @@ def dim_div(a: Dim, b: Dim) -> Dim | None:
 
 
 def dim_prod(dims: Shape) -> Dim:
-    out: Dim = 1
-    for d in dims:
-        out = dim_mul(out, d)
-    return out
+    return functools.reduce(dim_mul, dims, 1)
 
 
 def dim_eval(d: Dim, env: Mapping[str, int]) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
 from minic.ir.compute import Operand, Reduce, Site, clamp, count, fconst, in_range, lowest, reduce_axes
@@ -30,12 +31,9 @@ def windows(xp: np.ndarray, k: tuple[int, int], stride: tuple[int, int], dilatio
     """All windows of padded NCHW ``xp``, as an array [N, C, KH, KW, OH, OW]."""
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k, stride, dilation, out
     ensure_array_fits(xp.shape[:2] + (kh, kw, oh, ow), xp.dtype, "the windows of a convolution or pool")
-    cols = np.empty(xp.shape[:2] + (kh, kw, oh, ow), xp.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            cols[:, :, i, j] = xp[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh,
-                                  j * dw: j * dw + sw * (ow - 1) + 1: sw]
-    return cols
+    spans = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))   # [N, C, y, x, span]
+    taken = spans[:, :, :sh * (oh - 1) + 1:sh, :sw * (ow - 1) + 1:sw, ::dh, ::dw]
+    return taken.transpose(0, 1, 4, 5, 2, 3).copy()
 
 
 @dataclass(frozen=True)
