@@ -76,6 +76,7 @@ class Emitter:
         self.ptrs: dict[str, ir.Value] = {}
         self.buffers: dict[str, Buffer] = {}
         self.vars: dict[str, ir.Value] = {}
+        self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed
         self.outlined = 0
 
     def finish(self) -> None:
@@ -107,6 +108,7 @@ class Emitter:
     def store(self, buffer: Buffer, index: tuple[Expr, ...], value: ir.Value) -> None:
         if buffer.dtype == DType.bool:
             value = self.b.zext(value, I8)
+        self.columns.pop(buffer.name, None)
         self.b.store(value, self.address(buffer, index))
 
     def expr(self, e: Expr) -> ir.Value:

@@ -8,7 +8,13 @@ scalar) or a vector of L lanes.
     %b = load float at &b[i]                  uniform: one scalar load, then splat
     store <16 x float> (%x * %w + splat(%b)) at &y[i, s]
 
-An access is contiguous when only its last index uses ``j``, as ``j + c``.  A load
+An access is contiguous when only its last index uses ``j``, as ``j + c``.  A column
+of a local 2-D tile (``acc[j, 5]``, the lanes running down its rows: a conv2d's
+epilogue) comes from the whole tile transposed once, with the shuffles of an 8 x 8
+transpose per block (``VectorLoop.columns``), and is reused by the other columns
+read in the same block.  A contiguous access of a lane count that is no power of two
+(7: an image row of 7 or 14 columns in tiles of 7) is one masked access of the next
+power of two (LLVM would split it into pieces of 4, 2 and 1).  A load
 whose last index steps by a small constant s (``2 * j + c``: a stride-2 pooling
 window) reads the (L - 1) * s + 1 elements from its first lane's to its last
 lane's, with a masked vector load (nothing past the last lane is touched), and
@@ -25,7 +31,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
-from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Select, Seq, Stmt, Store, Var
+from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var
 from minic.ir.loops_analysis import MAX_STRIDE, stride, uses
 from minic.ir.types import DType
 
@@ -187,17 +193,101 @@ class VectorLoop:
         s = stride(index[-1], self.var)
         return s if s is not None and 1 < s <= MAX_STRIDE else None
 
+    def tile_column(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value | None:
+        """Column c of a local tile t[rows, n] read down its rows (``t[j, c]``, j over all
+        rows, c a constant here), if the tile's shape allows a transpose (see ``columns``;
+        a tile of 4 rows or fewer would shuffle as many undefined rows as real ones, and
+        LLVM's own code for it measured as fast)."""
+        if not (buffer.role == Role.LOCAL and len(index) == 2 and index[0] == Var(self.var)
+                and isinstance(self.start, ir.Constant) and self.start.constant == 0
+                and 4 < buffer.shape[0] == self.lanes <= 8 and buffer.shape[1] % 8 == 0
+                and buffer.dtype == DType.f32 and not uses(index[1], self.var)):
+            return None
+        c = self.e.expr(index[1])
+        if not isinstance(c, ir.Constant):
+            return None
+        block, cols = self.e.columns.get(buffer.name, (None, None))
+        if block is not self.b.block:
+            cols = self.columns(buffer)
+            self.e.columns[buffer.name] = (self.b.block, cols)
+        return cols[c.constant]
+
+    def columns(self, buffer: Buffer) -> list[ir.Value]:
+        """The columns of local tile ``buffer`` [5..8 rows, n], each a vector of ``rows`` lanes:
+        the rows loaded as vectors, cut in blocks of 8 columns, each block transposed as an
+        8 x 8 matrix (missing rows undefined) with the three shuffle stages of x86's
+        unpcklps/unpckhps, shufps and vperm2f128, which LLVM selects one to one."""
+        rows, n = buffer.shape
+        f32, b = ir.FloatType(), self.b
+        row_ty, v8 = ir.VectorType(f32, n), ir.VectorType(f32, 8)
+        base = self.e.ptrs[buffer.name]
+        loaded = [b.load(b.gep(base, [ir.Constant(I64, r * n)], inbounds=True, source_etype=f32), typ=row_ty, align=4)
+                  for r in range(rows)]
+        undef = ir.Constant(v8, ir.Undefined)
+
+        def shuffle(a: ir.Value, c: ir.Value, mask: list[int]) -> ir.Value:
+            return b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, len(mask)), mask))
+        out = []
+        for block in range(n // 8):
+            r = [shuffle(loaded[i], ir.Constant(row_ty, ir.Undefined), list(range(8 * block, 8 * block + 8)))
+                 if i < rows else undef for i in range(8)]
+            t = [shuffle(r[i & ~1], r[i | 1], [0, 8, 1, 9, 4, 12, 5, 13] if i % 2 == 0 else [2, 10, 3, 11, 6, 14, 7, 15])
+                 for i in range(8)]
+            lo, hi = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+            u = [shuffle(t[4 * (i // 4) + (i % 4) // 2], t[4 * (i // 4) + (i % 4) // 2 + 2], lo if i % 2 == 0 else hi)
+                 for i in range(8)]
+            # u[0]: columns 0 and 4 of rows 0-3; u[1]: 1 and 5; u[2]: 2 and 6; u[3]: 3 and 7 (u[4..7]: rows 4-7)
+            for col in range(8):
+                k = col % 4
+                half = [0, 1, 2, 3, 8, 9, 10, 11] if col < 4 else [4, 5, 6, 7, 12, 13, 14, 15]
+                whole = shuffle(u[k], u[4 + k], half)
+                out.append(whole if rows == 8 else shuffle(whole, undef, list(range(rows))))
+        return out
+
     def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
+        column = self.tile_column(buffer, index)
+        if column is not None:
+            return column
         step = 1 if self.contiguous(buffer, index) else self.strided(index)
         if step is None:
             return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
                                  reg_type(buffer.dtype))
         ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
-        if step == 1:
+        if step == 1 and self.padded():
+            v = self.masked(ptr, buffer.dtype)
+        elif step == 1:
             v = self.b.load(ptr, typ=self.vec(mem_type(buffer.dtype)), align=buffer.dtype.numpy.itemsize)
         else:
             v = self.load_every(ptr, buffer.dtype, step)
         return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
+
+    def padded(self) -> int | None:
+        """The power of two above a lane count that is none (7 -> 8, up to 16): LLVM would
+        split a 7-lane access into pieces of 4, 2 and 1; a masked one of 8 is one instruction."""
+        n = self.lanes
+        return None if n & (n - 1) == 0 or n > 16 else 1 << n.bit_length()
+
+    def masked(self, ptr: ir.Value, dtype: DType, value: ir.Value | None = None) -> ir.Value | None:
+        """A masked load of the ``lanes`` elements at ``ptr`` (or store of ``value`` there) as
+        a vector of ``padded()`` lanes whose lanes past the last are masked off."""
+        wide_n, ty = self.padded(), mem_type(dtype)
+        wide, mask_ty = ir.VectorType(ty, wide_n), ir.VectorType(I1, wide_n)
+        mask = ir.Constant(mask_ty, [i < self.lanes for i in range(wide_n)])
+        align = ir.Constant(I32, dtype.numpy.itemsize)
+        widen = ir.Constant(ir.VectorType(I32, wide_n), [min(i, self.lanes - 1) for i in range(wide_n)])
+        if value is not None:
+            name = f"llvm.masked.store.v{wide_n}{type_suffix(ty)}.p0"
+            fn = self.e.module.globals.get(name) or ir.Function(
+                self.e.module, ir.FunctionType(ir.VoidType(), [wide, PTR, I32, mask_ty]), name)
+            self.b.call(fn, [self.b.shuffle_vector(value, ir.Constant(value.type, ir.Undefined), widen), ptr, align,
+                             mask])
+            return None
+        name = f"llvm.masked.load.v{wide_n}{type_suffix(ty)}.p0"
+        fn = self.e.module.globals.get(name) or ir.Function(
+            self.e.module, ir.FunctionType(wide, [PTR, I32, mask_ty, wide]), name)
+        v = self.b.call(fn, [ptr, align, mask, ir.Constant(wide, ir.Undefined)])
+        return self.b.shuffle_vector(v, ir.Constant(wide, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, self.lanes), list(range(self.lanes))))
 
     def load_every(self, ptr: ir.Value, dtype: DType, step: int) -> ir.Value:
         """Lane l = ptr[l * step]: one masked load of lanes * step elements whose tail past
@@ -223,10 +313,14 @@ class VectorLoop:
         if not isinstance(s, Store):
             raise TypeError(f"vectorized loop over '{self.var}' holds a {type(s).__name__}; only stores may")
         value = self.splat(self.expr(s.value))
+        self.e.columns.pop(s.buffer.name, None)
         if self.contiguous(s.buffer, s.index):
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
             ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
+            if self.padded():
+                self.masked(ptr, s.buffer.dtype, value)
+                return
             ptr = self.b.bitcast(ptr, ir.PointerType(value.type))   # typed for llvmlite's check; "ptr" in the IR
             self.b.store(value, ptr, align=s.buffer.dtype.numpy.itemsize)
             return

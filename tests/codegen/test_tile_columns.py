@@ -1,0 +1,105 @@
+"""Columns of a local tile read down its rows (``t[j, c]``, j vectorized, c unrolled: a
+conv2d's epilogue, which stores along the image columns): the tile is transposed once
+with shuffles and each column comes from that; the values must be the tile's.  And
+7-lane vectors (tiles of 7 image columns) load and store as one masked access of 8,
+touching nothing past their last lane."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from minic import pipeline
+from minic.ir.loops import (Allocate, BinOp, Buffer, For, ForKind, Function, Load, Role, Seq, Store, Var, const)
+from minic.ir.types import DType
+from minic.options import CompileOptions
+from minic.tune.measure import compile_kernel, kernel_program
+
+OPTIONS = CompileOptions(use_cache=False, num_threads=1)
+
+
+def transpose_through_tile(rows: int, n: int, bias: bool) -> Function:
+    """t[r, :] = x[r, :] (vector stores along the rows); y[c, r] = t[r, c] (+ b[c]), read by columns."""
+    x, y = Buffer("x", (rows, n), DType.f32, Role.INPUT), Buffer("y", (n, rows), DType.f32, Role.OUTPUT)
+    b = Buffer("b", (n,), DType.f32, Role.INPUT)
+    t = Buffer("t", (rows, n), DType.f32, Role.LOCAL)
+    r, c = Var("r"), Var("c")
+    fill = For(r, const(0), const(rows), ForKind.UNROLLED,
+               For(c, const(0), const(n), ForKind.VECTORIZED, Store(t, (r, c), Load(x, (r, c)))))
+    value = Load(t, (r, c))
+    if bias:
+        value = BinOp("add", value, Load(b, (c,)))
+    read = For(c, const(0), const(n), ForKind.UNROLLED,
+               For(r, const(0), const(rows), ForKind.VECTORIZED, Store(y, (c, r), value)))
+    return Function("transpose", (x, b, y), (), Allocate(t, Seq((fill, read))))
+
+
+@pytest.mark.parametrize("rows", [4, 7, 8])
+@pytest.mark.parametrize("n", [8, 16, 32])
+def test_tile_columns_are_the_tile_transposed(rows, n):
+    f = transpose_through_tile(rows, n, bias=rows == 7)
+    run, _ = compile_kernel(f, OPTIONS)
+    rng = np.random.default_rng(rows * n)
+    x, b = rng.standard_normal((rows, n)).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    arrays = {"x": x, "b": b, "y": np.zeros((n, rows), np.float32)}
+    run(arrays, {})
+    want = x.T + (b[:, None] if rows == 7 else 0)
+    np.testing.assert_array_equal(arrays["y"], want)
+
+
+def test_tile_columns_are_shuffled_not_gathered_lane_by_lane():
+    text = str(pipeline.run(kernel_program(transpose_through_tile(8, 16, bias=False)), "llvm", OPTIONS,
+                            start="scheduled"))
+    assert "shufflevector" in text and "insertelement" not in text
+
+
+def test_a_tile_the_transpose_cannot_take_is_still_read_right():
+    """9 rows (more than one 8 x 8 block holds) and 12 columns (not a whole block): lane by lane."""
+    for rows, n in ((9, 16), (8, 12)):
+        run, _ = compile_kernel(transpose_through_tile(rows, n, bias=False), OPTIONS)
+        x = np.arange(rows * n, dtype=np.float32).reshape(rows, n)
+        arrays = {"x": x, "b": np.zeros(n, np.float32), "y": np.zeros((n, rows), np.float32)}
+        run(arrays, {})
+        np.testing.assert_array_equal(arrays["y"], x.T)
+
+
+def copy7() -> Function:
+    """y[j] = x[j] + 1 for j < 7, one vectorized loop."""
+    x, y = Buffer("x", (7,), DType.f32, Role.INPUT), Buffer("y", (7,), DType.f32, Role.OUTPUT)
+    j = Var("j")
+    return Function("copy7", (x, y), (), For(j, const(0), const(7), ForKind.VECTORIZED,
+                                              Store(y, (j,), BinOp("add", Load(x, (j,)), const(1.0, DType.f32)))))
+
+
+def test_seven_lanes_are_one_masked_access_that_stops_at_the_last_lane():
+    """x and y end where an inaccessible page begins (in a child process: touching it is a
+    segmentation fault there)."""
+    assert "llvm.masked.load.v8f32" in str(pipeline.run(kernel_program(copy7()), "llvm", OPTIONS, start="scheduled"))
+    code = textwrap.dedent("""
+        import ctypes, mmap, sys
+        import numpy as np
+        from minic.options import CompileOptions
+        from minic.tune.measure import compile_kernel
+        sys.path.insert(0, sys.argv[1])
+        from test_tile_columns import copy7
+        page = mmap.PAGESIZE
+        memory = mmap.mmap(-1, 4 * page)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        libc = ctypes.CDLL(None)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        assert libc.mprotect(base + page, page, 0) == 0          # no access after x
+        assert libc.mprotect(base + 3 * page, page, 0) == 0      # nor after y
+        x = np.frombuffer(memory, dtype=np.float32, count=7, offset=page - 28)
+        y = np.frombuffer(memory, dtype=np.float32, count=7, offset=3 * page - 28)
+        x[:] = np.arange(7)
+        run, _ = compile_kernel(copy7(), CompileOptions(use_cache=False, num_threads=1))
+        run({"x": x, "y": y}, {})
+        print(y.astype(int).tolist())
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
+    assert out.stdout.split("\n")[-2] == str(list(range(1, 8)))
