@@ -14,7 +14,7 @@ epilogue) comes from the whole tile transposed once, with the shuffles of an 8 x
 transpose per block (``VectorLoop.columns``), and is reused by the other columns
 read in the same block.  A contiguous access of a lane count that is no power of two
 (7: an image row of 7 or 14 columns in tiles of 7) is one masked access of the next
-power of two (LLVM would split it into pieces of 4, 2 and 1).  A load
+power of two on x86 (LLVM would split it into pieces of 4, 2 and 1).  A load
 whose last index steps by a small constant s (``2 * j + c``: a stride-2 pooling
 window) reads the (L - 1) * s + 1 elements from its first lane's to its last
 lane's, with a masked vector load (nothing past the last lane is touched), and
@@ -104,6 +104,12 @@ class VectorLoop:
             if x.a.dtype.is_float and x.op in ("add", "sub", "mul"):
                 op = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op]
                 return op(self.splat(a), self.splat(c), flags=FAST)
+            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)):
+                # max(x, c) as x < c ? c : x: one vmaxps (llvm.maximum is three instructions); a NaN x
+                # propagates, and relu(-0.0) is -0.0, as in PyTorch
+                v, c = (a, self.splat(c)) if _plain(x.b) else (c, self.splat(a))
+                keep_c = b.fcmp_ordered("<" if x.op == "max" else ">", v, c)
+                return b.select(keep_c, c, v)
             if x.a.dtype.is_float and x.op in ("max", "min"):
                 fn = self.intrinsic("llvm.maximum" if x.op == "max" else "llvm.minimum", reg_type(x.a.dtype), 2)   # NaN propagates, as in emit.py
                 return b.call(fn, [self.splat(a), self.splat(c)])
@@ -262,10 +268,13 @@ class VectorLoop:
         return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
 
     def padded(self) -> int | None:
-        """The power of two above a lane count that is none (7 -> 8, up to 16): LLVM would
-        split a 7-lane access into pieces of 4, 2 and 1; a masked one of 8 is one instruction."""
+        """The power of two above a lane count that is none (7 -> 8, up to 16), on x86: LLVM
+        would split a 7-lane access into pieces of 4, 2 and 1; a masked one of 8 is one
+        instruction there (elsewhere, aarch64's NEON, a masked access runs lane by lane)."""
         n = self.lanes
-        return None if n & (n - 1) == 0 or n > 16 else 1 << n.bit_length()
+        if n & (n - 1) == 0 or n > 16 or not self.e.module.triple.startswith("x86_64"):
+            return None
+        return 1 << n.bit_length()
 
     def masked(self, ptr: ir.Value, dtype: DType, value: ir.Value | None = None) -> ir.Value | None:
         """A masked load of the ``lanes`` elements at ``ptr`` (or store of ``value`` there) as
@@ -327,6 +336,11 @@ class VectorLoop:
         for lane in range(self.lanes):
             scalar = self.b.extract_element(value, ir.Constant(I32, lane))
             self.at_lane(self.lane_value(lane), lambda: self.e.store(s.buffer, s.index, scalar))
+
+
+def _plain(e: Expr) -> bool:
+    """A float constant that is a number (max/min against it needs no NaN test)."""
+    return isinstance(e, Const) and e.dtype.is_float and e.value == e.value
 
 
 def emit_vectorized(e: Emitter, s: For) -> None:

@@ -103,3 +103,23 @@ def test_seven_lanes_are_one_masked_access_that_stops_at_the_last_lane():
                          env=env, timeout=300)
     assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
     assert out.stdout.split("\n")[-2] == str(list(range(1, 8)))
+
+
+@pytest.mark.parametrize("op,c", [("max", 0.0), ("min", 6.0), ("max", -1.5)])
+def test_max_with_a_constant_keeps_nan_and_the_zero_sign_of_torch(op, c):
+    """max(x, c) in a vector loop is x < c ? c : x (one vmaxps): NaN propagates as with
+    llvm.maximum, and relu(-0.0) is -0.0, as torch.relu gives."""
+    import torch
+    x, y = Buffer("x", (16,), DType.f32, Role.INPUT), Buffer("y", (16,), DType.f32, Role.OUTPUT)
+    j = Var("j")
+    f = Function("clip", (x, y), (), For(j, const(0), const(16), ForKind.VECTORIZED,
+                                         Store(y, (j,), BinOp(op, Load(x, (j,)), const(c, DType.f32)))))
+    run, _ = compile_kernel(f, OPTIONS)
+    data = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1, -1, 5.9, 6.1, -1.5, 3, -3, 7, 0.5, -0.5, 2],
+                    np.float32)
+    arrays = {"x": data, "y": np.zeros(16, np.float32)}
+    run(arrays, {})
+    t = torch.from_numpy(data)
+    want = (torch.clamp(t, min=c) if op == "max" else torch.clamp(t, max=c)).numpy()
+    np.testing.assert_array_equal(arrays["y"], want)
+    np.testing.assert_array_equal(np.signbit(arrays["y"]), np.signbit(want))
