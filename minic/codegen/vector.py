@@ -52,6 +52,9 @@ class VectorLoop:
 
     # --- helpers ------------------------------------------------------------------
 
+    def x86(self) -> bool:
+        return self.e.module.triple.startswith("x86_64")
+
     def vec(self, ty: ir.Type) -> ir.VectorType:
         return ir.VectorType(ty, self.lanes)
 
@@ -104,9 +107,9 @@ class VectorLoop:
             if x.a.dtype.is_float and x.op in ("add", "sub", "mul"):
                 op = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op]
                 return op(self.splat(a), self.splat(c), flags=FAST)
-            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)):
-                # max(x, c) as x < c ? c : x: one vmaxps (llvm.maximum is three instructions); a NaN x
-                # propagates, and relu(-0.0) is -0.0, as in PyTorch
+            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
+                # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
+                # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
                 v, c = (a, self.splat(c)) if _plain(x.b) else (c, self.splat(a))
                 keep_c = b.fcmp_ordered("<" if x.op == "max" else ">", v, c)
                 return b.select(keep_c, c, v)
@@ -272,7 +275,7 @@ class VectorLoop:
         would split a 7-lane access into pieces of 4, 2 and 1; a masked one of 8 is one
         instruction there (elsewhere, aarch64's NEON, a masked access runs lane by lane)."""
         n = self.lanes
-        if n & (n - 1) == 0 or n > 16 or not self.e.module.triple.startswith("x86_64"):
+        if n & (n - 1) == 0 or n > 16 or not self.x86():
             return None
         return 1 << n.bit_length()
 
