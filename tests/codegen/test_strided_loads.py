@@ -1,7 +1,8 @@
 """Vector loads with a constant stride (``x[s * j + c]`` in a vectorized loop over
 ``j``, as a stride-2 pooling window reads): a masked load of the span, then a
 shuffle.  The values must be the strided elements, and nothing past the last
-lane may be read: the last test puts the buffer's end against an unmapped page."""
+lane may be read: a test puts the buffer's end against an unmapped page (and a
+7-lane load and store, each one masked access of 8, too)."""
 import os
 import subprocess
 import sys
@@ -19,12 +20,12 @@ from minic.tune.measure import compile_kernel
 LANES = 16
 
 
-def strided_copy(n: int, step: int, offset: int, dtype: DType) -> Function:
-    """y[j] = x[step * j + offset] for j < 16, one vectorized loop."""
-    x, y = Buffer("x", (n,), dtype, Role.INPUT), Buffer("y", (LANES,), dtype, Role.OUTPUT)
+def strided_copy(n: int, step: int, offset: int, dtype: DType, lanes: int = LANES) -> Function:
+    """y[j] = x[step * j + offset] for j < lanes (16), one vectorized loop."""
+    x, y = Buffer("x", (n,), dtype, Role.INPUT), Buffer("y", (lanes,), dtype, Role.OUTPUT)
     j = Var("j")
     index = BinOp("add", BinOp("mul", j, const(step)), const(offset))
-    body = For(j, const(0), const(LANES), ForKind.VECTORIZED, Store(y, (j,), Load(x, (index,))))
+    body = For(j, const(0), const(lanes), ForKind.VECTORIZED, Store(y, (j,), Load(x, (index,))))
     return Function("strided", (x, y), (), body)
 
 
@@ -41,9 +42,12 @@ def test_strided_vector_loads_read_every_step_th_element(dtype, step, offset):
     np.testing.assert_array_equal(arrays["y"], x[offset::step][:LANES])
 
 
-def test_a_strided_load_reads_nothing_past_its_last_lane():
-    """Run in a child process: a read past the buffer's end is a segmentation fault there."""
-    code = textwrap.dedent("""
+@pytest.mark.parametrize("step,lanes", [(2, LANES), (1, 7)])
+def test_a_vector_access_touches_nothing_past_its_last_lane(step, lanes):
+    """x and y each end where an inaccessible page begins (a strided load's span; a 7-lane
+    load and store, each one masked access of 8).  Run in a child process: touching such a
+    page is a segmentation fault there."""
+    code = textwrap.dedent(f"""
         import ctypes, mmap, sys
         import numpy as np
         from minic.options import CompileOptions
@@ -52,24 +56,26 @@ def test_a_strided_load_reads_nothing_past_its_last_lane():
         sys.path.insert(0, sys.argv[1])
         from test_strided_loads import strided_copy
         page = mmap.PAGESIZE
-        memory = mmap.mmap(-1, 2 * page)
+        memory = mmap.mmap(-1, 4 * page)
         base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
         libc = ctypes.CDLL(None)
         libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        assert libc.mprotect(base + page, page, 0) == 0      # the page after the buffer: no access
-        n = 2 * 15 + 1
+        assert libc.mprotect(base + page, page, 0) == 0          # the page after x: no access
+        assert libc.mprotect(base + 3 * page, page, 0) == 0      # nor after y
+        n = {step} * ({lanes} - 1) + 1
         x = np.frombuffer(memory, dtype=np.float32, count=n, offset=page - 4 * n)
+        y = np.frombuffer(memory, dtype=np.float32, count={lanes}, offset=3 * page - 4 * {lanes})
         x[:] = np.arange(n)
-        run, _ = compile_kernel(strided_copy(n, 2, 0, DType.f32), CompileOptions(use_cache=False, num_threads=1))
-        y = np.zeros(16, np.float32)
-        run({"x": x, "y": y}, {})
+        f = strided_copy(n, {step}, 0, DType.f32, {lanes})
+        run, _ = compile_kernel(f, CompileOptions(use_cache=False, num_threads=1))
+        run({{"x": x, "y": y}}, {{}})
         print(y.astype(int).tolist())
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     here = os.path.dirname(__file__)
     out = subprocess.run([sys.executable, "-c", code, here], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
-    assert out.stdout.split("\n")[-2] == str(list(range(0, 31, 2)))
+    assert out.stdout.split("\n")[-2] == str(list(range(0, step * (lanes - 1) + 1, step)))
 
 
 def test_a_gather_beyond_the_stride_limit_runs_lane_by_lane():
