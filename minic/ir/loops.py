@@ -258,33 +258,25 @@ def dim_expr(d: Dim) -> Expr:
 # --- traversal -------------------------------------------------------------------
 
 
+# Each kind of expression with operands: the operands, in order, and the expression rebuilt on new ones.
+_OPERANDS = {
+    BinOp: (lambda e: (e.a, e.b), lambda e, kids: BinOp(e.op, *kids)),
+    Load: (lambda e: e.index, lambda e, kids: Load(e.buffer, tuple(kids))),
+    Call: (lambda e: e.args, lambda e, kids: Call(e.fn, tuple(kids))),
+    Select: (lambda e: (e.cond, e.a, e.b), lambda e, kids: Select(*kids)),
+    Cast: (lambda e: (e.value,), lambda e, kids: Cast(e.to, kids[0])),
+}
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, BinOp):
-        return (e.a, e.b)
-    if isinstance(e, Load):
-        return e.index
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Select):
-        return (e.cond, e.a, e.b)
-    if isinstance(e, Cast):
-        return (e.value,)
-    return ()
+    kind = _OPERANDS.get(type(e))
+    return kind[0](e) if kind else ()
 
 
 def rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
     """``e`` with its children replaced by ``kids`` (same order as ``children``)."""
-    if isinstance(e, BinOp):
-        return BinOp(e.op, *kids)
-    if isinstance(e, Load):
-        return Load(e.buffer, tuple(kids))
-    if isinstance(e, Call):
-        return Call(e.fn, tuple(kids))
-    if isinstance(e, Select):
-        return Select(*kids)
-    if isinstance(e, Cast):
-        return Cast(e.to, kids[0])
-    return e
+    kind = _OPERANDS.get(type(e))
+    return kind[1](e, kids) if kind else e
 
 
 def map_expr(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:

@@ -10,6 +10,7 @@ makes the code shorter to read and cheaper to run: LLVM would get most of it.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -77,10 +78,7 @@ def _divide_term(t: Expr, c: int) -> Expr:
 
 
 def _sum(terms: list[Expr], dtype: DType) -> Expr:
-    out: Expr | None = None
-    for t in terms:
-        out = t if out is None else _add(out, t)
-    return out if out is not None else const(0, dtype)
+    return functools.reduce(_add, terms) if terms else const(0, dtype)
 
 
 def _add(a: Expr, b: Expr) -> Expr:

@@ -91,13 +91,9 @@ def promote(a: DType, b: DType) -> DType:
     rank = lambda d: 0 if d == DType.bool else 1 if d.is_int else 2
     if rank(a) != rank(b):
         return a if rank(a) > rank(b) else b
-    if a.is_float:
-        if {a, b} == {DType.f16, DType.bf16}:
-            return DType.f32
-        return a if a.bits > b.bits else b
-    if a.is_unsigned and b.is_unsigned:
-        return a if a.bits > b.bits else b
-    if a.is_unsigned or b.is_unsigned:
+    if {a, b} == {DType.f16, DType.bf16}:
+        return DType.f32
+    if a.is_unsigned != b.is_unsigned:                         # a signed and an unsigned integer
         signed, unsigned = (b, a) if a.is_unsigned else (a, b)
         bits = min(64, max(signed.bits, 2 * unsigned.bits))   # u8 with i8 -> i16, u16 -> i32, u32 and u64 -> i64
         return {16: DType.i16, 32: DType.i32, 64: DType.i64}.get(bits, signed)

@@ -42,9 +42,8 @@ def verify(graph: Graph) -> Graph:
     def define(v: Value, where: str) -> None:
         if v in defined or v.name in names:
             raise VerifyError(f"{where}: value '{v.name}' is defined twice")
-        static = [d for d in v.type.shape if isinstance(d, int)]
-        if math.prod(static) * v.type.dtype.numpy.itemsize > MAX_BYTES:
-            size = math.prod(static) * v.type.dtype.numpy.itemsize
+        size = math.prod(d for d in v.type.shape if isinstance(d, int)) * v.type.dtype.numpy.itemsize
+        if size > MAX_BYTES:
             raise VerifyError(f"{where}: value '{v.name}' ({v.type}) would take {human(size)}, more than "
                               "64-bit offsets can address")
         defined.add(v)
