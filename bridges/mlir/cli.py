@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-STAGES = ["linalg", "vectorized", "bufferized", "affine", "unrolled", "scf", "cf", "llvm"]
+STAGES = ["linalg", "fused", "vectorized", "bufferized", "affine", "unrolled", "scf", "cf", "llvm"]
 
 
 def register(sub) -> None:

@@ -363,7 +363,7 @@ def split(em, node, attrs):
 def gather(em, node, attrs):
     """out[pre..., idx..., post...] = data[pre..., idx[idx...], post...] (tensor.extract in the body)."""
     from mlir import ir
-    from mlir.dialects import arith, linalg, tensor
+    from mlir.dialects import linalg, tensor
     data, idx = node.inputs
     dshape, ishape = em.shape(data), em.shape(idx)
     axis = attrs.axis % len(dshape)
@@ -414,7 +414,7 @@ def _from_end(i, n: int, clamp: bool = False):
 def gather_elements(em, node, attrs):
     """out[i] = data[i with i[axis] replaced by idx[i]] (tensor.extract in the body)."""
     from mlir import ir
-    from mlir.dialects import arith, linalg, tensor
+    from mlir.dialects import linalg, tensor
     data, idx = node.inputs
     out_shape = em.shape(node.outputs[0])
     rank = len(out_shape)

@@ -4,6 +4,7 @@ Progressive lowering: each stage rewrites the module into lower-level dialects
 and the IR stays valid (and printable) between any two stages::
 
     linalg      linalg on tensors: values, no memory            (the input)
+    fused       elementwise chains merged into one generic      linalg-fuse-elementwise-ops (fusion.py)
     vectorized  tiled, vector dialect ops (only with a VectorPlan)  vectorize.py
     bufferized  linalg on memrefs: buffers, allocs, deallocs    one-shot-bufferize
     affine      affine.for loop nests with affine.load/store    convert-linalg-to-affine-loops
@@ -50,6 +51,21 @@ TO_LLVM = ("func.func(math-expand-ops),func.func(convert-vector-to-scf),"
            "convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts")
 
 
+def ops_named(op, name: str) -> list:
+    """Every op called ``name`` nested in ``op`` (``op`` included), outer ones first."""
+    from mlir import ir
+
+    found = []
+
+    def visit(inner):
+        if inner.name == name:
+            found.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 @dataclass
 class CopiesToLinalg:
     """A small Python pass: ``memref.copy(a, b)`` -> ``linalg.copy ins(a) outs(b)``.
@@ -65,15 +81,7 @@ class CopiesToLinalg:
         from mlir import ir
         from mlir.dialects import linalg
 
-        copies = []
-
-        def visit(inner):
-            if inner.name == "memref.copy":
-                copies.append(inner)
-            return ir.WalkResult.ADVANCE
-
-        op.walk(visit, ir.WalkOrder.PRE_ORDER)
-        for copy in copies:
+        for copy in ops_named(op, "memref.copy"):
             with ir.InsertionPoint(copy), copy.location:
                 linalg.copy(copy.operands[0], outs=[copy.operands[1]])
             copy.erase()
@@ -86,7 +94,11 @@ def stages(unroll: int | None = None, vectorize=None) -> list[Stage]:
     """The stage list, optionally with the Python unroll pass or a ``VectorPlan``."""
     from bridges.mlir.unroll import AffineLoopUnroll
 
-    out = [Stage("linalg", about="linalg on tensors (the input)")]
+    from bridges.mlir.fusion import FuseElementwise
+
+    out = [Stage("linalg", about="linalg on tensors (the input)"),
+           Stage("fused", python_pass=FuseElementwise(),
+                 about="elementwise chains -> one linalg.generic")]
     if vectorize is not None:
         from bridges.mlir.vectorize import vectorize_stage
         out.append(vectorize_stage(vectorize))

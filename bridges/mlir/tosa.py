@@ -20,11 +20,10 @@ from __future__ import annotations
 from bridges.mlir.lab import FUNC_NAME, LabShape
 
 # The upstream TOSA -> linalg pipeline (at module level: nested under func.func it
-# aborts the process, see README), the TOSA ops it leaves (reshape, slice, const),
-# elementwise fusion (one generic per chain; it also removes the one-use i1
-# tensors of tosa_emit.py) and a cleanup.
-TOSA_TO_LINALG = ("tosa-to-linalg-pipeline,func.func(tosa-to-tensor),func.func(tosa-to-arith),"
-                  "func.func(linalg-fuse-elementwise-ops),canonicalize")
+# aborts the process, see README) and the TOSA ops it leaves (reshape, slice, const);
+# tosa_to_linalg then fuses (fusion.py: one generic per chain; it also removes the
+# one-use i1 tensors of tosa_emit.py).
+TOSA_TO_LINALG = "tosa-to-linalg-pipeline,func.func(tosa-to-tensor),func.func(tosa-to-arith)"
 
 
 def shape_value(values: list[int]):
@@ -76,11 +75,14 @@ def tosa_to_linalg(module) -> None:
     from mlir.ir import MLIRError
     from mlir.passmanager import PassManager
 
+    from bridges.mlir.fusion import FuseElementwise
     from bridges.mlir.pipeline import first_line
     from minic.errors import UnsupportedError
 
     with module.context:
         try:
-            PassManager.parse(f"builtin.module({TOSA_TO_LINALG})").run(module.operation)
+            pm = PassManager.parse(f"builtin.module({TOSA_TO_LINALG})")
+            FuseElementwise().add_to(pm)
+            pm.run(module.operation)
         except MLIRError as err:           # e.g. tosa-validate: a type outside every TOSA profile
             raise UnsupportedError(f"tosa-to-linalg failed: {first_line(err)}") from err

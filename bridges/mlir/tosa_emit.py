@@ -29,7 +29,7 @@ import numpy as np
 
 from bridges.mlir.emit import Emitter
 from minic.errors import UnsupportedError
-from minic.ir.graph import Graph, Value
+from minic.ir.graph import Graph
 from minic.ir.types import DType
 
 NUMPY = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "i8": np.int8, "i1": np.bool_}

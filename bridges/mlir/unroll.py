@@ -66,17 +66,8 @@ def constant_bounds(loop) -> LoopBounds | None:
 
 def affine_loops(op) -> list:
     """All ``affine.for`` ops nested in ``op``, outer loops first."""
-    from mlir import ir
-
-    found = []
-
-    def visit(inner):
-        if inner.name == "affine.for":
-            found.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+    from bridges.mlir.pipeline import ops_named
+    return ops_named(op, "affine.for")
 
 
 def is_innermost(loop) -> bool:

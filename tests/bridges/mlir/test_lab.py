@@ -41,19 +41,19 @@ def test_affine_stage_has_the_expected_loop_nests():
     pipeline.lower(module, "affine")
     names = op_names(module)
     assert not [x for x in names if x.startswith("linalg.")]
-    # fill (m, n), matmul (m, n, k), bias (m, n), relu (m, n): 9 loops, 4 innermost.
+    # fill (m, n), matmul (m, n, k), bias + relu (m, n; fused): 7 loops, 3 innermost.
     loops = affine_loops(module.operation)
-    assert len(loops) == 9
+    assert len(loops) == 7
     trips = [constant_bounds(lp).trip_count for lp in loops]
-    assert trips == [m, n, m, n, k, m, n, m, n]
-    assert sum(is_innermost(lp) for lp in loops) == 4
-    assert names.count("memref.alloc") == names.count("memref.dealloc") == 2
+    assert trips == [m, n, m, n, k, m, n]
+    assert sum(is_innermost(lp) for lp in loops) == 3
+    assert names.count("memref.alloc") == names.count("memref.dealloc") == 1
 
 
 def test_every_stage_dumps_and_llvm_stage_is_only_llvm():
     module = lab.build_matmul_bias_relu(lab.LabShape(2, 3, 4))
     texts = pipeline.lower(module, "llvm", unroll=4, dump="all")
-    assert list(texts) == ["linalg", "bufferized", "affine", "unrolled", "scf", "cf", "llvm"]
+    assert list(texts) == ["linalg", "fused", "bufferized", "affine", "unrolled", "scf", "cf", "llvm"]
     assert "memref<2x3xf32>" in texts["bufferized"] and "tensor<" not in texts["bufferized"]
     assert "scf.for" in texts["scf"] and "affine.for" not in texts["scf"]
     assert "cf.cond_br" in texts["cf"] and "scf.for" not in texts["cf"]
