@@ -1,11 +1,18 @@
-"""CompileOptions: the one explicit options object of the minic backend, and the part of
-it that the codegen stage is handed (``Target``): codegen sees the machine and LLVM's
-level, never the cache, the graph passes or the tuning records."""
+"""CompileOptions: the one options object a user gives minic (flat, and the compile
+cache's key), and the part of it each stage is handed, derived here and nowhere else:
+
+    GraphOptions   the graph passes (minic/passes) and lowering (minic/lowering)
+    Target         the schedules (minic/schedule) and codegen (minic/codegen)
+    CacheOptions   the compile cache (minic/runtime) and the tuning records it reads
+
+A stage sees only its part: codegen never sees the cache, the passes never the machine."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from minic.errors import UserError
 
 
 def default_cache_dir() -> Path:
@@ -15,16 +22,37 @@ def default_cache_dir() -> Path:
 
 
 PRECISIONS = ("f32", "f16", "f16-acc")
+RECORDS_FILE = "tuning.jsonl"            # the tuning records in the cache folder, unless named
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """The graph stages' options: the passes' -O level, and the precision that the passes
+    (to-f16) and lowering (f32 or f16 accumulators) give the numbers (docs/f16.md)."""
+    level: int = 2
+    precision: str = "f32"
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise UserError(f"unknown precision '{self.precision}'; available: {', '.join(PRECISIONS)}")
 
 
 @dataclass(frozen=True)
 class Target:
-    """The codegen stage's options: the machine the code is for, LLVM's level, the threads."""
+    """The schedule and codegen stages' options: the machine the code is for, LLVM's level, the threads."""
     triple: str = ""                     # "" = this machine (the JIT)
     cpu: str = ""                        # "" = the host CPU (for the host triple)
     features: str = ""                   # "" = the host CPU's features (for the host triple)
     opt_level: int = 2
     threads: int = 1                     # threads of parallel loops (CompileOptions.threads)
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """Where compiled code is kept (``use``: whether it is) and the tuning records compilation follows."""
+    folder: Path
+    records: Path                        # JSON lines, written by ``minic tune``
+    use: bool = True
 
 
 @dataclass(frozen=True)
@@ -50,10 +78,15 @@ class CompileOptions:
         return self.num_threads or len(os.sched_getaffinity(0)) or 1
 
     @property
+    def graph(self) -> GraphOptions:
+        return GraphOptions(self.graph_opt_level, self.precision)
+
+    @property
     def target(self) -> Target:
-        """What the codegen stage is handed (``minic/pipeline.py``)."""
         return Target(self.triple, self.cpu, self.features, self.opt_level, self.threads)
 
     @property
-    def cache_path(self) -> Path:
-        return Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
+    def cache(self) -> CacheOptions:
+        folder = Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
+        return CacheOptions(folder, Path(self.records) if self.records is not None else folder / RECORDS_FILE,
+                            self.use_cache)

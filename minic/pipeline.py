@@ -16,7 +16,9 @@ Every tool runs this one pipeline: compiling (``minic.runtime.compile_graph``),
     c.run("loops")           # graph -> opt -> fused -> loops, each stage once
     c.run("scheduled")       # reuses loops; c.trace == ["opt", "fused", "loops", "scheduled"]
 
-A stage runs at most once per Compilation, and only when a later one needs it;
+A stage is handed its own part of the CompileOptions (``minic/options.py``): the
+graph stages GraphOptions, scheduled and codegen the Target.  A stage runs at most
+once per Compilation, and only when a later one needs it;
 ``asm`` and ``object`` both start from the optimized LLVM module, built once.
 A compilation may also start at a later stage, from IR made elsewhere (the
 tuner's variants of a kernel, a hand-written Program):
@@ -30,9 +32,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
-from minic.options import PRECISIONS, CompileOptions
+from minic.codegen.module import build_module, emit_assembly, emit_object, optimize_module
 from minic.errors import UserError
 from minic.ir.graph import Graph
+from minic.ir.types import DType
+from minic.lowering import lower_graph
+from minic.lowering.precision import widen
+from minic.options import CompileOptions, GraphOptions, Target
+from minic.passes import optimize, pipeline as level_passes
+from minic.passes.to_f16 import to_f16
+from minic.schedule import default_schedule, records
 
 STAGES = ("graph", "opt", "fused", "loops", "scheduled", "llvm", "asm", "object")
 
@@ -40,12 +49,16 @@ STAGES = ("graph", "opt", "fused", "loops", "scheduled", "llvm", "asm", "object"
 @dataclass
 class PassOptions:
     """How the ``opt`` stage runs the graph passes (``show``'s and ``report``'s flags)."""
-    level: int | None = None                 # None: CompileOptions.graph_opt_level
+    level: int | None = None                 # None: GraphOptions.level (CompileOptions.graph_opt_level)
     passes: list[str] | None = None          # an explicit list wins over the level
     verify_each: bool = False
     print_after: set[str] | str | None = None
     stats: list | None = None                # PassStat rows are appended here
     out: TextIO | None = None
+
+    def run(self, graph: Graph, names: list[str]) -> Graph:
+        return optimize(graph, passes=names, verify_each=self.verify_each, print_after=self.print_after,
+                        stats=self.stats, out=self.out or sys.stdout)
 
 
 @dataclass
@@ -58,11 +71,12 @@ class Compilation:
     start: str = "graph"                     # the stage whose IR ``graph`` is
     trace: list[str] = field(default_factory=list)           # the stages run, in order
     seconds: dict[str, float] = field(default_factory=dict)  # time spent in each
+    graph_options: GraphOptions = field(init=False)          # what the stages are handed (minic/options.py)
+    target: Target = field(init=False)
     _ir: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.options.precision not in PRECISIONS:
-            raise UserError(f"unknown precision '{self.options.precision}'; available: {', '.join(PRECISIONS)}")
+        self.graph_options, self.target = self.options.graph, self.options.target
         if self.start not in STAGES:
             raise UserError(f"unknown stage '{self.start}'; the stages are: {', '.join(STAGES)}")
         self._ir[self.start] = self.graph
@@ -88,66 +102,35 @@ class Compilation:
         return self._ir[step]
 
 
-def _passes(c: Compilation, graph: Graph, names: list[str]) -> Graph:
-    from minic.passes import optimize
-    p = c.passes
-    return optimize(graph, passes=names, verify_each=p.verify_each, print_after=p.print_after,
-                    stats=p.stats, out=p.out or sys.stdout)
-
-
 def _opt(c: Compilation, graph: Graph) -> Graph:
-    from minic.passes import pipeline
-    from minic.passes.to_f16 import to_f16
-    level = c.options.graph_opt_level if c.passes.level is None else c.passes.level
-    names = [n for n in pipeline(level, c.passes.passes) if n != "fuse-groups"]    # the fused stage runs it
-    graph = _passes(c, graph, names)
-    return to_f16(graph) if c.options.precision != "f32" else graph     # f16 storage, docs/f16.md
-
-
-def _fused(c: Compilation, graph: Graph) -> Graph:
-    return _passes(c, graph, ["fuse-groups"])
+    o = c.graph_options
+    names = level_passes(o.level if c.passes.level is None else c.passes.level, c.passes.passes)
+    graph = c.passes.run(graph, [n for n in names if n != "fuse-groups"])          # the fused stage runs it
+    return to_f16(graph) if o.precision != "f32" else graph     # f16 storage, docs/f16.md
 
 
 def _loops(c: Compilation, graph: Graph):
-    from minic.ir.types import DType
-    from minic.lowering import lower_graph
-    from minic.lowering.precision import widen
     # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.  A graph's
     # own f16 values are rounded where a kernel uses them; those that precision="f16" made stay f32.
-    return widen(lower_graph(graph, round_inlined=c.options.precision == "f32"),
-                 DType.f16 if c.options.precision == "f16-acc" else DType.f32)
+    precision = c.graph_options.precision
+    return widen(lower_graph(graph, round_inlined=precision == "f32"),
+                 DType.f16 if precision == "f16-acc" else DType.f32)
 
 
 def _scheduled(c: Compilation, program):
-    from minic.schedule import default_schedule, records
-    return default_schedule(program, c.options.target, c.tuning or records.load(c.options))
-
-
-def _llvm(c: Compilation, program):
-    from minic.codegen.module import build_module
-    return build_module(program, c.options.target)
-
-
-def _optimized(c: Compilation, module):
-    from minic.codegen.module import optimize_module
-    return optimize_module(module, c.options.target)
-
-
-def _asm(c: Compilation, module) -> str:
-    from minic.codegen.module import emit_assembly
-    return emit_assembly(module, c.options.target)
-
-
-def _object(c: Compilation, module) -> bytes:
-    from minic.codegen.module import emit_object
-    return emit_object(module, c.options.target)
+    return default_schedule(program, c.target, c.tuning or records.load(c.options.cache))
 
 
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)
 _STEPS: dict[str, tuple[Callable[[Compilation, Any], Any], str]] = {
-    "opt": (_opt, "graph"), "fused": (_fused, "opt"), "loops": (_loops, "fused"),
-    "scheduled": (_scheduled, "loops"), "llvm": (_llvm, "scheduled"), "optimized": (_optimized, "llvm"),
-    "asm": (_asm, "optimized"), "object": (_object, "optimized"),
+    "opt": (_opt, "graph"),
+    "fused": (lambda c, graph: c.passes.run(graph, ["fuse-groups"]), "opt"),
+    "loops": (_loops, "fused"),
+    "scheduled": (_scheduled, "loops"),
+    "llvm": (lambda c, program: build_module(program, c.target), "scheduled"),
+    "optimized": (lambda c, module: optimize_module(module, c.target), "llvm"),
+    "asm": (lambda c, module: emit_assembly(module, c.target), "optimized"),
+    "object": (lambda c, module: emit_object(module, c.target), "optimized"),
 }
 
 

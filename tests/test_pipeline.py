@@ -61,16 +61,20 @@ def test_a_compilation_may_start_at_a_later_stage():
         c.run("loops")
 
 
-def test_schedule_and_codegen_are_handed_their_part_of_the_options(monkeypatch):
-    import minic.schedule
-    from minic.codegen import module
-    from minic.options import Target
-    seen, build, schedule = [], module.build_module, minic.schedule.default_schedule
-    monkeypatch.setattr(module, "build_module", lambda program, target: seen.append(target) or build(program, target))
-    monkeypatch.setattr(minic.schedule, "default_schedule",
+def test_each_stage_is_handed_its_part_of_the_options(monkeypatch):
+    from minic.options import GraphOptions, Target
+    seen, lower, schedule, build = [], pipeline.lower_graph, pipeline.default_schedule, pipeline.build_module
+    monkeypatch.setattr(pipeline, "level_passes", lambda level, passes: seen.append(level) or registry.LEVELS[level])
+    monkeypatch.setattr(pipeline, "lower_graph", lambda graph, round_inlined: seen.append(round_inlined)
+                        or lower(graph, round_inlined))
+    monkeypatch.setattr(pipeline, "build_module", lambda program, target: seen.append(target) or build(program, target))
+    monkeypatch.setattr(pipeline, "default_schedule",
                         lambda program, target, tuning: seen.append(target) or schedule(program, target, tuning))
-    pipeline.run(graph_of(load("mlp", size="small")), "llvm", CompileOptions(use_cache=False, num_threads=3))
-    assert seen == [Target(opt_level=2, threads=3)] * 2
+    options = CompileOptions(use_cache=False, num_threads=3, graph_opt_level=1, precision="f16")
+    c = pipeline.Compilation(graph_of(load("mlp", size="small")), options)
+    c.run("llvm")
+    assert c.graph_options == GraphOptions(level=1, precision="f16")
+    assert seen == [1, False] + [Target(opt_level=2, threads=3)] * 2
 
 
 def test_unknown_stage_and_precision_are_user_errors():

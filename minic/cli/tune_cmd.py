@@ -72,7 +72,7 @@ def handle(args: argparse.Namespace) -> int:
             kernels.append(k)
     if not kernels:
         raise UserError(f"model '{source.name}' has no matmul or conv kernel to tune")
-    path, target = records.records_path(options), records.target_of(options.target)
+    path, target = options.cache.records, records.target_of(options.target)
     known = records.best(records.read(path))
 
     def recorded(k):

@@ -13,6 +13,7 @@ loops with a constant extent are copied out; parallel loops go to
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -74,7 +75,6 @@ class Emitter:
         self.allocas.branch(self.b.block)
         self.allocas.position_before(entry.terminator)
         self.ptrs: dict[str, ir.Value] = {}
-        self.buffers: dict[str, Buffer] = {}
         self.vars: dict[str, ir.Value] = {}
         self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed
         self.outlined = 0
@@ -249,13 +249,9 @@ class Emitter:
             raise UnsupportedError(f"codegen: {type(s).__name__} is not a Loop IR statement")
 
     def allocate(self, s: Allocate) -> None:
-        n = 1
-        for d in s.buffer.shape:
-            n *= d
-        ty = mem_type(s.buffer.dtype)
+        n = math.prod(s.buffer.shape)
         size = None if n == 1 else ir.Constant(I64, n)
-        self.ptrs[s.buffer.name] = self.allocas.alloca(ty, size=size, name=s.buffer.name)
-        self.buffers[s.buffer.name] = s.buffer
+        self.ptrs[s.buffer.name] = self.allocas.alloca(mem_type(s.buffer.dtype), size=size, name=s.buffer.name)
         self.stmt(s.body)
 
     def loop(self, s: For) -> None:

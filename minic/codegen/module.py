@@ -46,14 +46,12 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel
         e.ptrs[b.name] = arg
-        e.buffers[b.name] = b
     for arg, s in zip(fn.args[len(k.params):], k.sizes):
         arg.name = s
         e.vars[s] = arg
     if any(isinstance(s, Store) and s.buffer.role == Role.STATUS for s in walk_stmts(k.body)):
         # as an opaque pointer, like the buffers (llvmlite keeps a global's [2 x i64]* type through a bitcast)
         e.ptrs[STATUS.name] = e.b.inttoptr(e.b.ptrtoint(status_global(module), I64), PTR)
-        e.buffers[STATUS.name] = STATUS
     e.stmt(k.body)
     e.finish()
     return fn

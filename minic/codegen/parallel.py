@@ -86,7 +86,6 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
             inner.vars[var] = value
         else:
             inner.ptrs[var] = inner.b.inttoptr(value, PTR)
-            inner.buffers[var] = parent.buffers[var]
     inner.serial(s.var.name, begin, end, lambda: inner.stmt(s.body))
     inner.finish()
     return fn

@@ -66,11 +66,10 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         rule = ops.get(node.op).compute
         if rule is None:
             raise UnsupportedError(f"lowering: op '{node.op}' has no compute rule")
-        site = Site(node.op, node.attrs, [operand(v) for v in node.inputs], [v.type for v in node.outputs], k, fresh)
-        return rule(site, tuple(index))
+        return rule(site(node, k), tuple(index))
 
-    def site(node: Node) -> Site:
-        return Site(node.op, node.attrs, [operand(v) for v in node.inputs], [v.type for v in node.outputs], 0, fresh)
+    def site(node: Node, k: int = 0) -> Site:
+        return Site(node.op, node.attrs, [operand(v) for v in node.inputs], [v.type for v in node.outputs], k, fresh)
 
     nests = []
     for node in nodes:

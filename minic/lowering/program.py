@@ -64,28 +64,27 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     verify(graph)
     sizes = tuple(sorted(set().union(*(symbols(d) for v in graph.inputs for d in v.type.shape))))
     name = _Names()
-    buffers: dict[Value, Buffer] = {}
-    for v in graph.inputs:
-        buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.INPUT)
-    for v in graph.constants:
-        if v.data.size != 1:                     # scalar weights become literals in the code
-            buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.CONST)
+
+    def buffer(v: Value, role: Role, suffix: str = "") -> Buffer:
+        return Buffer(name(v.name + suffix), v.type.shape, v.type.dtype, role)
+
+    buffers: dict[Value, Buffer] = {v: buffer(v, Role.INPUT) for v in graph.inputs}
+    buffers.update((v, buffer(v, Role.CONST)) for v in graph.constants if v.data.size != 1)   # scalars: literals
     groups = _groups(graph)
     group_of = {n: g for g, nodes in enumerate(groups) for n in nodes}
     users = graph.users()
+    produced = {v for n in graph.nodes for v in n.outputs}
     outputs: list[Buffer] = []
+    copies: list[tuple[Value, Buffer]] = []
     output_values = set()
-    copies: list[tuple[Buffer, Buffer]] = []
     for v in graph.outputs:                      # each output gets a buffer of its own
-        producer_is_node = any(v in n.outputs for n in graph.nodes)
-        if producer_is_node and v not in output_values:
-            buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.OUTPUT)
-            outputs.append(buffers[v])
+        own = v in produced and v not in buffers
+        outputs.append(buffer(v, Role.OUTPUT, "" if own else "_out"))
+        if own:
+            buffers[v] = outputs[-1]
             output_values.add(v)
         else:
-            target = Buffer(name(v.name + "_out"), v.type.shape, v.type.dtype, Role.OUTPUT)
-            outputs.append(target)
-            copies.append((v, target))
+            copies.append((v, outputs[-1]))
 
     kernels, lifetimes, checks = [], {}, {}
     position = {id(n): i for i, n in enumerate(graph.nodes)}
@@ -98,7 +97,7 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
                 if v in output_values or needed_outside:
                     stores.append(v)
                     if v not in buffers:
-                        buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.TEMP)
+                        buffers[v] = buffer(v, Role.TEMP)
         if not stores:
             continue                             # nothing uses the group: dead code
         label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
@@ -106,7 +105,7 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
                                     round_inlined))
     for v, target in copies:
         if v not in buffers:                     # a scalar constant returned as is
-            buffers[v] = Buffer(name(v.name), v.type.shape, v.type.dtype, Role.CONST)
+            buffers[v] = buffer(v, Role.CONST)
         kernels.append(copy_kernel(f"k{len(kernels)}_copy", buffers[v], target, sizes))
     for k, kernel in enumerate(kernels):
         for b in kernel.params:

@@ -72,11 +72,6 @@ def add_constant(graph: Graph, base: str, data: np.ndarray) -> Value:
     return value
 
 
-def users(graph: Graph, value: Value) -> int:
-    """How many times ``value`` is read: by node inputs and as a graph output."""
-    return sum(v is value for n in graph.nodes for v in n.inputs) + graph.outputs.count(value)
-
-
 def drop_unused(graph: Graph, nodes: Iterable[Node], constants: Iterable[Value] = ()) -> None:
     """Remove those of ``nodes`` and ``constants`` that nothing reads, in place; walking
     backwards, so that a whole chain of them goes at once."""
@@ -123,7 +118,8 @@ class Match:
         return node if node is not None and (not ops or node.op in ops) else None
 
     def users(self, v: Value) -> int:
-        return users(self.graph, v)
+        """How many times ``v`` is read: by node inputs and as a graph output."""
+        return sum(u is v for n in self.graph.nodes for u in n.inputs) + self.graph.outputs.count(v)
 
     def constant(self, base: str, data: np.ndarray) -> Value:
         return add_constant(self.graph, base, data)

@@ -33,9 +33,10 @@ def compile_graph(graph: Graph, options: CompileOptions | None = None) -> Compil
     """Compile ``graph`` to native code for this machine (or load it from the cache)."""
     from minic.schedule import records
     options = options or CompileOptions()
-    tuning = records.load(options)                # read once: the cache key and the schedules use it
+    store = options.cache
+    tuning = records.load(store)                  # read once: the cache key and the schedules use it
     given = {c.name: c.data for c in graph.constants}
-    path = cache.entry_path(options, cache.cache_key(graph, options, tuning.digest)) if options.use_cache else None
+    path = cache.entry_path(store, cache.cache_key(graph, options, tuning.digest)) if store.use else None
     hit = cache.load(path) if path is not None else None
     if hit is not None:
         layout, obj, derived = hit

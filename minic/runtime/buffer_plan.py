@@ -9,6 +9,7 @@ XLA's simple planners).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from minic.ir.types import DType, dim_eval
@@ -37,7 +38,7 @@ def _round_up(n: int) -> int:
 
 
 def plan(temps: list[Temp], env: dict[str, int]) -> BufferPlan:
-    sizes = {t.name: _round_up(max(1, t.dtype.numpy.itemsize * _numel(t.shape, env))) for t in temps}
+    sizes = {t.name: _round_up(max(1, t.dtype.numpy.itemsize * math.prod(dim_eval(d, env) for d in t.shape))) for t in temps}
     placed: list[tuple[Temp, int]] = []
     offsets: dict[str, int] = {}
     for t in sorted(temps, key=lambda t: (-sizes[t.name], t.first, t.name)):
@@ -51,10 +52,3 @@ def plan(temps: list[Temp], env: dict[str, int]) -> BufferPlan:
         placed.append((t, offset))
     arena = max((offsets[t.name] + sizes[t.name] for t in temps), default=0)
     return BufferPlan(offsets, arena, sum(sizes.values()))
-
-
-def _numel(shape: tuple, env: dict[str, int]) -> int:
-    n = 1
-    for d in shape:
-        n *= dim_eval(d, env)
-    return n

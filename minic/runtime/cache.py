@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minic.options import CompileOptions
+from minic.options import CacheOptions, CompileOptions
 from minic.files import write_atomic
 from minic.ir.graph import Graph, attr_items
 from minic.runtime.layout import EntryLayout
@@ -62,8 +62,8 @@ def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> s
     return h.hexdigest()
 
 
-def entry_path(options: CompileOptions, key: str) -> Path:
-    return options.cache_path / f"{key}.mc.bin"
+def entry_path(cache: CacheOptions, key: str) -> Path:
+    return cache.folder / f"{key}.mc.bin"
 
 
 def load(path: Path) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.options import CompileOptions, Target
+from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, walk_stmts
 from minic.schedule.nest import ScheduleError, the_loop, unique_loops
@@ -102,37 +102,33 @@ def _fuse_outer(k: Function, threads: int) -> Function:
     return k
 
 
-def schedule_kernel(k: Function, options: Target, knobs: Knobs | None = None) -> Function:
+def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:
     """``k`` scheduled: the contraction template (``knobs``, else the defaults), vector
     lanes for element-wise loops, then parallel loops."""
     k = unique_loops(k)
     if find_contraction(k) is not None:
         try:
-            k = schedule_contraction(k, knobs or default_knobs(k), options.threads)
+            k = schedule_contraction(k, knobs or default_knobs(k), target.threads)
         except ScheduleError:
             pass                           # a nest the template cannot take runs as lowered
     k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
     k = _vectorize_leaves(k)
-    if options.threads <= 1:
+    if target.threads <= 1:
         return k
-    return replace(k, body=_parallelize(_fuse_outer(k, options.threads).body))
+    return replace(k, body=_parallelize(_fuse_outer(k, target.threads).body))
 
 
-def default_schedule(program: Program, options: Target | CompileOptions | None = None,
-                     tuning: records.Tuning | None = None) -> Program:
-    """``program`` scheduled kernel by kernel for ``options`` (the pipeline hands the
-    schedule its Target: threads and the machine); a contraction with a tuning record for
-    this target (in ``tuning``, else read from the CompileOptions' records) uses the
-    recorded knobs."""
-    options = options or CompileOptions()
-    tuned = (tuning or records.load(options)).best
-    target = records.target_of(options)
+def default_schedule(program: Program, target: Target, tuning: records.Tuning) -> Program:
+    """``program`` scheduled kernel by kernel for ``target`` (threads and the machine); a
+    contraction with a tuning record for this target in ``tuning`` uses the recorded knobs."""
+    tuned = tuning.best
+    key = records.target_of(target)
 
     def knobs_for(k: Function) -> Knobs | None:
         if not tuned or find_contraction(k) is None:
             return None
-        record = tuned.get((signature(k), target))
+        record = tuned.get((signature(k), key))
         if record is None or record.kept_default:      # the default won: follow today's default
             return None
         return Knobs.from_json(record.knobs)
-    return prepack(replace(program, kernels=[schedule_kernel(k, options, knobs_for(k)) for k in program.kernels]))
+    return prepack(replace(program, kernels=[schedule_kernel(k, target, knobs_for(k)) for k in program.kernels]))

@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Callable
 
 from minic.errors import UserError
-from minic.ir.loops import (Allocate, Const, Expr, For, Function, If, Load, Stmt, Store, Var, expr_str, map_stmt,
-                            substitute, sub_stmts, walk, walk_stmts)
+from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Stmt, Store, Var, expr_str, map_stmt,
+                            stmt_exprs, substitute, sub_stmts, walk, walk_stmts)
 
 
 class ScheduleError(UserError):
@@ -48,13 +48,8 @@ def rename_loops(s: Stmt, suffix: str) -> Stmt:
     env = {n: Var(n + suffix) for n in names}
 
     def go(t: Stmt) -> Stmt:
-        if isinstance(t, For):
-            return For(Var(t.var.name + suffix), substitute(t.start, env), substitute(t.extent, env), t.kind, go(t.body))
-        if isinstance(t, Store):
-            return Store(t.buffer, tuple(substitute(i, env) for i in t.index), substitute(t.value, env))
-        if isinstance(t, If):
-            return If(substitute(t.cond, env), go(t.then), None if t.otherwise is None else go(t.otherwise))
-        return with_children(t, tuple(go(k) for k in sub_stmts(t)))
+        t = map_stmt(t, lambda e: substitute(e, env), go)
+        return replace(t, var=env[t.var.name]) if isinstance(t, For) else t
     return go(s)
 
 
@@ -113,18 +108,7 @@ def stores(s: Stmt) -> list[Store]:
 
 
 def loads(s: Stmt) -> list[Load]:
-    out = []
-    for t in walk_stmts(s):
-        exprs = []
-        if isinstance(t, For):
-            exprs = [t.start, t.extent]
-        elif isinstance(t, Store):
-            exprs = [*t.index, t.value]
-        elif isinstance(t, If):
-            exprs = [t.cond]
-        for e in exprs:
-            out.extend(x for x in walk(e) if isinstance(x, Load))
-    return out
+    return [x for t in walk_stmts(s) for e in stmt_exprs(t) for x in walk(e) if isinstance(x, Load)]
 
 
 def private_buffers(s: Stmt) -> set[str]:

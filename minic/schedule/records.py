@@ -15,8 +15,9 @@ share a key (tuned twice): confirmed records beat older unconfirmed ones, then
 the larger speed-up over the default wins.  Seconds of two runs are not
 compared: the load they ran under differs; each run's ratio to its own default
 does not depend on it.
-``records_path`` is where ``minic tune`` writes and compilation reads
-when no other file is named, so a tuned model is fast the next time it compiles.
+``CompileOptions.cache.records`` is where ``minic tune`` writes and compilation reads
+(the cache folder's tuning.jsonl unless another file is named), so a tuned model is
+fast the next time it compiles.
 """
 from __future__ import annotations
 
@@ -25,10 +26,8 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from minic.options import CompileOptions, Target
+from minic.options import CacheOptions, Target
 from minic.files import locked, write_atomic
-
-FILE = "tuning.jsonl"
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,6 @@ class Record:
         return self.default_seconds / self.seconds if self.seconds > 0 else 0.0
 
 
-def records_path(options: CompileOptions) -> Path:
-    """The records file compilation reads: ``options.records``, else the one in the cache folder."""
-    return Path(options.records) if options.records is not None else options.cache_path / FILE
-
-
 @dataclass(frozen=True)
 class Tuning:
     """The records file as one compile sees it, read once: its digest (part of the
@@ -69,10 +63,10 @@ class Tuning:
     best: dict[tuple[str, str], Record]
 
 
-def load(options: CompileOptions) -> Tuning:
-    """The records compilation with ``options`` uses (``records_path``), read once."""
+def load(cache: CacheOptions) -> Tuning:
+    """The records compilation follows (``cache.records``), read once."""
     import hashlib
-    path = records_path(options)
+    path = cache.records
     try:
         data = path.read_bytes()
     except OSError:

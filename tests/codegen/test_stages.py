@@ -7,7 +7,8 @@ from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, TensorType
 from minic.lowering import lower_graph
-from minic.schedule import default_schedule
+from minic.options import Target
+from minic.schedule import default_schedule, records
 
 
 def program():
@@ -16,7 +17,7 @@ def program():
     h, y = Value("h", TensorType(("B", 512), DType.f32)), Value("y", TensorType(("B", 512), DType.f32))
     nodes = [Node("matmul", [x, w], [h], ops.get("matmul").make_attrs()),
              Node("tanh", [h], [y], ops.get("tanh").make_attrs())]
-    return default_schedule(lower_graph(Graph("m", [x], [y], nodes, [w])), CompileOptions(num_threads=2))
+    return default_schedule(lower_graph(Graph("m", [x], [y], nodes, [w])), Target(threads=2), records.Tuning(b"", {}))
 
 
 def test_loops_print_with_a_parallel_outer_loop():
