@@ -57,21 +57,23 @@ FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 class Emitter:
-    """Emits the statements of one LLVM function.
+    """Emits the statements of one LLVM function, ``void name(args)`` (internal).
 
     ``ptrs`` maps buffer names to base pointers, ``vars`` maps sizes and loop
     variables to i64 values.  ``parallel_ok`` is False inside an outlined
     parallel body: nested parallel loops run serially.
     """
 
-    def __init__(self, module: ir.Module, function: ir.Function, threads: int, parallel_ok: bool = True) -> None:
+    def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int,
+                 parallel_ok: bool = True) -> None:
         self.module = module
-        self.function = function
+        self.function = ir.Function(module, ir.FunctionType(VOID, args), name)
+        self.function.linkage = "internal"
         self.threads = threads
         self.parallel_ok = parallel_ok
-        entry = function.append_basic_block("entry")
+        entry = self.function.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)           # allocas go first in the entry block
-        self.b = ir.IRBuilder(function.append_basic_block("body"))
+        self.b = ir.IRBuilder(self.function.append_basic_block("body"))
         self.allocas.branch(self.b.block)
         self.allocas.position_before(entry.terminator)
         self.ptrs: dict[str, ir.Value] = {}

@@ -39,9 +39,8 @@ def status_global(module: ir.Module) -> ir.GlobalVariable:
 
 
 def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * len(k.params) + [I64] * len(k.sizes)), k.name)
-    fn.linkage = "internal"
-    e = Emitter(module, fn, threads)
+    e = Emitter(module, k.name, [PTR] * len(k.params) + [I64] * len(k.sizes), threads)
+    fn = e.function
     for arg, b in zip(fn.args, k.params):
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel

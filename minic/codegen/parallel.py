@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I64, PTR, VOID, Emitter
+from minic.codegen.emit import I64, PTR, Emitter
 from minic.codegen.pool import pool_run
 from minic.ir.loops import BinOp, Expr, For, ForKind, Function, Load, free_vars, sub_stmts, substitute, walk
 from minic.ir.loops_analysis import PARALLEL_WORK, work
@@ -76,10 +76,8 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
     """``void body(ptr ctx, i64 begin, i64 end)`` running iterations [begin, end) of ``s``."""
     name = f"{parent.function.name}.par{parent.outlined}"
     parent.outlined += 1
-    fn = ir.Function(parent.module, ir.FunctionType(VOID, [PTR, I64, I64]), name)
-    fn.linkage = "internal"
-    inner = Emitter(parent.module, fn, parent.threads, parallel_ok=False)
-    ctx, begin, end = fn.args
+    inner = Emitter(parent.module, name, [PTR, I64, I64], parent.threads, parallel_ok=False)
+    ctx, begin, end = inner.function.args
     for k, var in enumerate(names + buffers):
         value = inner.b.load(_at(inner.b, ctx, k), typ=I64)
         if k < len(names):
@@ -88,7 +86,7 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
             inner.ptrs[var] = inner.b.inttoptr(value, PTR)
     inner.serial(s.var.name, begin, end, lambda: inner.stmt(s.body))
     inner.finish()
-    return fn
+    return inner.function
 
 
 def emit_parallel(e: Emitter, s: For) -> None:

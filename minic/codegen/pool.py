@@ -174,9 +174,8 @@ class _Pool:
         the last chunk wakes a caller that sleeps in the join."""
         fn, b = self.function("minic.pool.claim", VOID, [I64])
         (g,) = fn.args
-        body = b.load(self.field(b, "fn"), typ=I64)
-        ctx, start, end = (b.load(self.field(b, n), typ=I64) for n in ("ctx", "start", "end"))
-        chunk, n = b.load(self.field(b, "chunk"), typ=I64), b.load(self.field(b, "nchunks"), typ=I64)
+        body, ctx, start, end, chunk, n = (b.load(self.field(b, name), typ=I64)
+                                           for name in ("fn", "ctx", "start", "end", "chunk", "nchunks"))
         head, done = self.loop(b, fn, "claim"), fn.append_basic_block("claimed")
         v = self.get(b, "next")
         c = b.and_(v, ir.Constant(I64, MASK))

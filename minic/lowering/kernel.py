@@ -24,12 +24,8 @@ BIG = 2**62                      # an upper bound for symbolic sizes in range an
 
 def _params(body: Stmt, outputs: list[Buffer]) -> tuple[Buffer, ...]:
     """Every non-local buffer the body touches: those it reads, then those it writes."""
-    seen: dict[str, Buffer] = {}
-    for s in walk_stmts(body):
-        for e in stmt_exprs(s):
-            for x in walk(e):
-                if isinstance(x, Load) and x.buffer.role != Role.LOCAL:
-                    seen.setdefault(x.buffer.name, x.buffer)
+    loads = [x for s in walk_stmts(body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, Load)]
+    seen = {x.buffer.name: x.buffer for x in loads if x.buffer.role != Role.LOCAL}      # in order of first use
     reads = [b for b in seen.values() if b not in outputs]
     return tuple(reads) + tuple(outputs)
 

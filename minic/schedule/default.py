@@ -18,8 +18,8 @@ from dataclasses import replace
 
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
-from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars, walk_stmts
-from minic.schedule.nest import ScheduleError, the_loop, unique_loops
+from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars
+from minic.schedule.nest import ScheduleError, loops, the_loop, unique_loops
 from minic.schedule.caching import rfactor
 from minic.schedule.primitives import fuse, split, vectorize
 from minic.schedule.prepack import prepack
@@ -39,7 +39,7 @@ def _may_pay(s: For) -> bool:
 
 
 def _has_parallel(s: Stmt) -> bool:
-    return any(isinstance(t, For) and t.kind == ForKind.PARALLEL for t in walk_stmts(s))
+    return any(t.kind == ForKind.PARALLEL for t in loops(s))
 
 
 def _parallelize(s: Stmt) -> Stmt:
@@ -62,7 +62,7 @@ def _vectorize_leaves(k: Function) -> Function:
     element-wise code, and the final normalising loop of softmax or layer_norm; a
     float reduction into a scalar gets 16 partial results (``rfactor``).  A loop that
     stores with a stride stays for LLVM."""
-    for loop in [t for t in walk_stmts(k.body) if isinstance(t, For) and t.kind == ForKind.SERIAL]:
+    for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
         if isinstance(loop.body, Store) and loop.body.index == () and loop.body.buffer.dtype.is_float \
                 and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
             try:                           # a scalar reduction: partial results in vector lanes

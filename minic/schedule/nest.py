@@ -44,7 +44,7 @@ def subst_stmt(s: Stmt, env: dict[str, Expr]) -> Stmt:
 
 def rename_loops(s: Stmt, suffix: str) -> Stmt:
     """Every loop variable bound in ``s`` gets ``suffix`` (copies of a nest stay uniquely named)."""
-    names = {t.var.name for t in walk_stmts(s) if isinstance(t, For)}
+    names = {t.var.name for t in loops(s)}
     env = {n: Var(n + suffix) for n in names}
 
     def go(t: Stmt) -> Stmt:
@@ -71,15 +71,20 @@ def unique_loops(f: Function) -> Function:
 
 # --- finding and rewriting loops -----------------------------------------------------------
 
+def loops(s: Stmt) -> list[For]:
+    """The loops in ``s``, outer before inner."""
+    return [t for t in walk_stmts(s) if isinstance(t, For)]
+
+
 def loops_named(s: Stmt, name: str) -> list[For]:
-    return [t for t in walk_stmts(s) if isinstance(t, For) and t.var.name == name]
+    return [t for t in loops(s) if t.var.name == name]
 
 
 def the_loop(f: Function, name: str) -> For:
     """The first loop called ``name`` (an error names the loops there are)."""
     found = loops_named(f.body, name)
     if not found:
-        names = sorted({t.var.name for t in walk_stmts(f.body) if isinstance(t, For)})
+        names = sorted({t.var.name for t in loops(f.body)})
         raise fail(f, f"no loop '{name}' (loops: {', '.join(names) or 'none'})")
     return found[0]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.ir.loops import (BinOp, Const, Expr, For, ForKind, Function, If, Stmt, Var, const, expr_str,
-                            free_vars)
+from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, If, Stmt, Var, const, expr_str,
+                            free_vars, walk_stmts)
 from minic.ir.loops_simplify import simplify, simplify_stmt
-from minic.schedule.nest import (check_independent, const_extent, fail, loops_named, rename_loops, rewrite_loops,
-                                 subst_stmt, the_loop)
+from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, loops_named, private_buffers,
+                                 rename_loops, rewrite_loops, stores, subst_stmt, the_loop)
 
 MAX_UNROLL = 64          # copies of a body codegen will write out
 MAX_LANES = 64           # vector lanes of one vectorized loop (LLVM splits wide vectors into registers)
@@ -83,7 +83,6 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
 def _check_overwrites_only(f: Function, loop: For) -> None:
     """Overlapping tiles run some iterations twice: legal only if no iteration reads what
     the body writes (``x[i] = x[i] + 1`` twice is wrong), private buffers aside."""
-    from minic.schedule.nest import loads, private_buffers, stores
     written = {st.buffer.name for st in stores(loop.body)} - private_buffers(loop.body)
     read = sorted(written & {ld.buffer.name for ld in loads(loop.body)})
     if read:
@@ -100,7 +99,7 @@ def _sink_guard(cond: Expr, body: Stmt) -> Stmt:
 
 def _band(f: Function, names: list[str]) -> tuple[For, list[For]]:
     """The perfect nest from the outermost to the innermost named loop."""
-    top = next((t for t in _preorder(f.body) if t.var.name in names), None)
+    top = next((t for t in loops(f.body) if t.var.name in names), None)
     if top is None:
         the_loop(f, names[0])
     band, t = [], top
@@ -113,11 +112,6 @@ def _band(f: Function, names: list[str]) -> tuple[For, list[For]]:
             raise fail(f, f"loops {', '.join(names)} are not perfectly nested "
                           f"('{t.var.name}' has more than one loop inside, or '{missing[0]}' is not below it)")
         t = t.body
-
-
-def _preorder(s: Stmt):
-    from minic.ir.loops import walk_stmts
-    return (t for t in walk_stmts(s) if isinstance(t, For))
 
 
 def reorder(f: Function, *names: str) -> Function:
@@ -213,10 +207,9 @@ def vectorize(f: Function, name: str) -> Function:
         n = const_extent(f, loop, "vectorize")
         if n > MAX_LANES:
             raise fail(f, f"cannot vectorize '{name}': {n} lanes (at most {MAX_LANES}); split it first")
-        inner = [t for t in _preorder(loop.body)]
+        inner = loops(loop.body)
         if inner:
             raise fail(f, f"cannot vectorize '{name}': it is not innermost (loop '{inner[0].var.name}' is inside)")
-        from minic.ir.loops import Allocate, walk_stmts
         if any(isinstance(t, (If, Allocate)) for t in walk_stmts(loop.body)):
             raise fail(f, f"cannot vectorize '{name}': its body must be plain stores (no if, no allocation)")
         check_independent(f, loop, "vectorize", distinct_writes=True)
