@@ -77,6 +77,17 @@ def test_each_stage_is_handed_its_part_of_the_options(monkeypatch):
     assert seen == [1, False] + [Target(opt_level=2, threads=3)] * 2
 
 
+def test_the_stages_options_are_derived_from_the_compile_options(tmp_path):
+    from minic.options import CacheOptions, GraphOptions, Target
+    o = CompileOptions(cache_dir=tmp_path, num_threads=3, graph_opt_level=1, precision="f16", cpu="znver4")
+    assert o.graph == GraphOptions(level=1, precision="f16")
+    assert o.target == Target(cpu="znver4", opt_level=2, threads=3)
+    assert o.cache == CacheOptions(tmp_path, tmp_path / "tuning.jsonl", use=True)
+    assert CompileOptions(records=tmp_path / "r.jsonl", use_cache=False).cache.records == tmp_path / "r.jsonl"
+    with pytest.raises(UserError, match="unknown precision 'f8'"):
+        CompileOptions(precision="f8").graph
+
+
 def test_unknown_stage_and_precision_are_user_errors():
     graph = graph_of(load("mlp", size="small"))
     with pytest.raises(UserError, match="unknown stage 'lops'"):

@@ -38,7 +38,8 @@ def _round_up(n: int) -> int:
 
 
 def plan(temps: list[Temp], env: dict[str, int]) -> BufferPlan:
-    sizes = {t.name: _round_up(max(1, t.dtype.numpy.itemsize * math.prod(dim_eval(d, env) for d in t.shape))) for t in temps}
+    sizes = {t.name: _round_up(max(1, t.dtype.numpy.itemsize * math.prod(dim_eval(d, env) for d in t.shape)))
+             for t in temps}
     placed: list[tuple[Temp, int]] = []
     offsets: dict[str, int] = {}
     for t in sorted(temps, key=lambda t: (-sizes[t.name], t.first, t.name)):
