@@ -314,25 +314,25 @@ def free_vars(e: Expr) -> set[str]:
     return {x.name for x in walk(e) if isinstance(x, Var)}
 
 
-def stmt_exprs(s: Stmt) -> Iterator[Expr]:
+# Each kind of statement: the expressions it holds directly, and the statements nested in it.
+_PARTS = {
+    For: (lambda s: (s.start, s.extent), lambda s: (s.body,)),
+    Store: (lambda s: (*s.index, s.value), lambda s: ()),
+    Allocate: (lambda s: (), lambda s: (s.body,)),
+    If: (lambda s: (s.cond,), lambda s: (s.then,) if s.otherwise is None else (s.then, s.otherwise)),
+    Seq: (lambda s: (), lambda s: s.stmts),
+}
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
     """The expressions a statement holds directly (not those of nested statements)."""
-    if isinstance(s, For):
-        yield from (s.start, s.extent)
-    elif isinstance(s, Store):
-        yield from s.index
-        yield s.value
-    elif isinstance(s, If):
-        yield s.cond
+    kind = _PARTS.get(type(s))
+    return kind[0](s) if kind else ()
 
 
 def sub_stmts(s: Stmt) -> tuple[Stmt, ...]:
-    if isinstance(s, (For, Allocate)):
-        return (s.body,)
-    if isinstance(s, If):
-        return (s.then,) if s.otherwise is None else (s.then, s.otherwise)
-    if isinstance(s, Seq):
-        return s.stmts
-    return ()
+    kind = _PARTS.get(type(s))
+    return kind[1](s) if kind else ()
 
 
 def map_stmt(s: Stmt, expr: Callable[[Expr], Expr], stmt: Callable[[Stmt], Stmt]) -> Stmt:
