@@ -2,7 +2,7 @@
 
 The emitters write one ``linalg.generic`` per op, so a chain of 600 elementwise ops is
 600 loop nests in one function, and LLVM's optimizer (``ExecutionEngine`` at O2) is
-superlinear in that: 55 s to compile.  The upstream pass merges a producer generic
+superlinear in that: 20 s to compile at load 6 (55 s at load 9).  The upstream pass merges a producer generic
 (all loops parallel, one use) into the generic that reads it, body into body, so the
 chain becomes one nest, and the intermediates never exist.
 
@@ -20,10 +20,12 @@ passes bracket it:
   ``minic.fusion_barrier`` op, so the upstream pass (one-use producers only) skips it;
 * ``DropFusionBarriers`` erases the barriers afterwards.
 
+The barriers also cut a chain every ``MAX_FUSED`` generics.
+
 What fuses then is what is computed once per element: elementwise chains, the
-elementwise inputs of a reduction over them, and moves into anything.  (An ``i1`` producer, a compare before its
-select in the TOSA route, fuses anyway: the alternative is an ``i1`` tensor in memory,
-which LLVM 22 aborts on, see README.)  minic's own fusion (``minic/passes``) draws the
+elementwise inputs of a reduction over them, and moves into anything.  (An ``i1``
+producer, a compare before its select in the TOSA route, fuses anyway: the
+alternative is an ``i1`` tensor in memory, which LLVM 22 aborts on, see README.)  minic's own fusion (``minic/passes``) draws the
 same line at the graph level, before any loops exist: arithmetic does not fuse into a
 matmul operand, a transpose does.
 """
@@ -36,6 +38,10 @@ from bridges.mlir.pipeline import ops_named
 BARRIER = "minic.fusion_barrier"
 FUSE = "func.func(linalg-fuse-elementwise-ops),canonicalize"
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+# At most this many generics fused into one, as minic's fuse-groups caps a group at 64
+# nodes: the pass rebuilds the merged body at each step, so a chain costs it quadratic
+# time (52 s for 5,000 ops uncapped), and one huge body buys nothing.
+MAX_FUSED = 64
 
 
 def _all_parallel(generic) -> bool:
@@ -58,6 +64,11 @@ def _fusable(value) -> bool:
             and _all_parallel(value.owner) and len(list(value.uses)) == 1)
 
 
+def _is_i1(value) -> bool:
+    from mlir import ir
+    return str(ir.ShapedType(value.type).element_type) == "i1"
+
+
 def _moves(generic) -> bool:
     """A body that only yields one of its inputs (a transpose, a broadcast): no arithmetic."""
     from mlir import ir
@@ -72,7 +83,7 @@ def needs_barrier(value) -> list:
     from mlir import ir
     if isinstance(value, ir.OpResult) and value.owner.name in RESHAPES and len(list(value.uses)) == 1:
         return needs_barrier(value.owner.operands[0])      # the pass folds reshapes into generics
-    if not _fusable(value) or str(ir.ShapedType(value.type).element_type) == "i1":
+    if not _fusable(value) or _is_i1(value):
         return []
     if _moves(value.owner):
         return [p for v in value.owner.opview.inputs for p in needs_barrier(v)]
@@ -87,8 +98,16 @@ class FusionBarriers:
 
     def __call__(self, op, pass_) -> None:
         from mlir import ir
+        sizes = {}              # a generic's result -> how many generics it holds once fused
         for consumer in ops_named(op, "linalg.generic"):
-            for value in {p for v in rereads(consumer) for p in needs_barrier(v)}:
+            blocked = {p for v in rereads(consumer) for p in needs_barrier(v)}
+            fused = [v for v in consumer.opview.inputs if _fusable(v) and v not in blocked]
+            size = 1 + sum(sizes.get(v, 1) for v in fused)
+            if size > MAX_FUSED:            # a new nest starts here
+                blocked |= {v for v in fused if not _is_i1(v)}
+                size = 1 + sum(sizes.get(v, 1) for v in fused if _is_i1(v))
+            sizes[consumer.results[0]] = size
+            for value in blocked:
                 with ir.InsertionPoint(consumer), consumer.location:
                     ir.Operation.create(BARRIER, operands=[value])
 

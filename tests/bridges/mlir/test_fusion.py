@@ -8,6 +8,7 @@ import numpy as np
 from bridges.mlir import pipeline
 from bridges.mlir.backend import MlirModel
 from bridges.mlir.emit import emit
+from bridges.mlir.fusion import MAX_FUSED
 from bridges.mlir.unroll import affine_loops
 from minic.ir.interpret import interpret
 from minic.ir.text import parse_graph
@@ -35,6 +36,18 @@ def test_a_chain_of_elementwise_ops_becomes_one_loop_nest():
     loops = affine_loops(module.operation)
     assert len(loops) == 2                                            # one 4 x 8 nest
     assert not ops_of(module, "memref.alloc")                         # no intermediate stored
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    b = np.linspace(-1, 1, 8, dtype=np.float32)
+    np.testing.assert_allclose(MlirModel(graph)(x, b), interpret(graph, [x, b])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_chain_longer_than_the_cap_is_cut_into_nests_of_at_most_max_fused():
+    """The pass rebuilds the merged body at each fusion (quadratic in a chain's length):
+    like minic's groups, a fused generic holds at most MAX_FUSED of them."""
+    graph = parse_graph(chain_text(2 * MAX_FUSED + 5))
+    module = emit(graph)
+    pipeline.lower(module, "fused")
+    assert len(ops_of(module, "linalg.generic")) == 3
     x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
     b = np.linspace(-1, 1, 8, dtype=np.float32)
     np.testing.assert_allclose(MlirModel(graph)(x, b), interpret(graph, [x, b])[0], rtol=1e-5, atol=1e-6)
