@@ -58,7 +58,7 @@ def _read_text_ir(path: Path) -> Graph:
 
 def _arrays(inputs: Sequence[Any]) -> tuple[np.ndarray, ...]:
     if any(hasattr(x, "detach") for x in inputs):
-        from minic.frontend.torch import numpy_of
+        from minic.frontend.torch_arrays import numpy_of
         inputs = [numpy_of(x) if hasattr(x, "detach") else x for x in inputs]
     return tuple(np.asarray(x, order="C") for x in inputs)
 
@@ -117,7 +117,7 @@ def compile(model: Any, example_inputs: Sequence[Any] | None = None, backend: st
 def _torch_backend(source: ModelSource, **options: Any) -> Runner:
     """PyTorch eager: the reference every other path is checked against."""
     import torch
-    from minic.frontend.torch import numpy_of, tensor_of
+    from minic.frontend.torch_arrays import numpy_of, tensor_of
     if source.module is None:
         raise UserError(f"backend 'torch' needs a torch model; '{source.name}' is not one")
     module = source.module.eval()

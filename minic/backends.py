@@ -48,7 +48,8 @@ def graph_of(source: ModelSource):
     if source.graph is None:
         if source.module is None:
             raise UserError(f"model '{source.name}' has neither a graph nor a torch module")
-        from minic.frontend.torch import from_torch, tensor_of
+        from minic.frontend.torch import from_torch
+        from minic.frontend.torch_arrays import tensor_of
         source.graph = from_torch(source.module, tuple(tensor_of(a) for a in source.example_inputs),
                                   source.dynamic_axes or None, name=source.name.replace("-", "_"))
     return source.graph

@@ -22,6 +22,7 @@ zoo; the tests check exactly that.
 """
 from __future__ import annotations
 
+import linecache
 import re
 import warnings
 from pathlib import Path
@@ -34,6 +35,7 @@ import torch
 from torch import fx
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
 from minic.frontend.torch_ops import HANDLERS
 import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
 import minic.frontend.torch_ops_core  # noqa: F401
@@ -61,22 +63,6 @@ _DTYPES = {torch.float64: DType.f64, torch.float32: DType.f32, torch.float16: DT
 TORCH_DTYPES = {d: t for t, d in _DTYPES.items()}
 
 
-def numpy_of(t: torch.Tensor) -> np.ndarray:
-    """A tensor's values as a numpy array (bf16 as ``ml_dtypes.bfloat16``: numpy has none)."""
-    t = t.detach().cpu()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(DType.bf16.numpy)
-    return t.numpy()
-
-
-def tensor_of(a: np.ndarray) -> torch.Tensor:
-    """The tensor of a numpy array (the inverse of ``numpy_of``); shares memory."""
-    a = np.asarray(a, order="C")
-    if a.dtype == DType.bf16.numpy:
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(a)
-
-
 def from_torch(module: torch.nn.Module, example_inputs: tuple,
                dynamic_axes: tuple[dict[int, str], ...] | None = None,
                name: str | None = None) -> Graph:
@@ -90,7 +76,20 @@ def from_torch(module: torch.nn.Module, example_inputs: tuple,
     example_inputs = tuple(example_inputs)
     program = _export(module, example_inputs, dynamic_axes)
     graph_name = name or type(module).__name__.lower()
-    return Converter(program, graph_name, dynamic_axes).run()
+    graph = Converter(program, graph_name, dynamic_axes).run()
+    _release_trace()
+    return graph
+
+
+def _release_trace() -> None:
+    """Let go of what torch.export keeps of the last trace once it is converted (memory
+    a compile would otherwise hold to its end): torch 2.13's proxy tensor tracer keeps
+    every node of the last trace in a module-level map until the next trace (and with
+    them the FX graph, its fake tensors and the shape environment), and the nodes' stack
+    traces read every frame's source file into ``linecache``."""
+    from torch.fx.experimental import proxy_tensor
+    getattr(proxy_tensor, "_FAKE_TENSOR_ID_TO_PROXY_MAP_FOR_EXPORT", {}).clear()
+    linecache.clearcache()
 
 
 def _export(module: torch.nn.Module, inputs: tuple, dynamic_axes) -> torch.export.ExportedProgram:
@@ -252,7 +251,11 @@ class Converter:
     def add_constant(self, name: str, data: torch.Tensor | np.ndarray) -> Value:
         if isinstance(data, torch.Tensor):
             self.dtype(data.dtype)                          # raises for dtypes minic lacks
-            data = numpy_of(data).copy()
+            # A read-only view of the module's tensor, not a copy: a compile would otherwise
+            # hold every weight twice more (torch's, the Graph's).  The compiled model copies
+            # the views it keeps (``CompiledModel`` owns its constants).
+            data = np.ascontiguousarray(numpy_of(data))
+            data.flags.writeable = False
         value = constant(self.fresh(name), np.asarray(data))
         self.constants.append(value)
         return value

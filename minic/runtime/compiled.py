@@ -24,6 +24,16 @@ from minic.runtime.buffer_plan import BufferPlan, plan
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 
+def owned(a: np.ndarray) -> np.ndarray:
+    """``a`` in row-major order in memory numpy owns.  A view of another library's buffer
+    (the torch frontend imports weights as read-only views of the module's tensors) is
+    copied, so that a later change to the module cannot reach the compiled model."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return np.ascontiguousarray(a) if root.base is None else np.array(a, order="C")
+
+
 class CompiledModel:
     """A model compiled by minic; call it like a function of numpy arrays."""
 
@@ -33,7 +43,7 @@ class CompiledModel:
         self._entry = _ENTRY_TYPE(code.address(ENTRY))
         self._inputs = [Value(s.name, TensorType(s.shape, s.dtype)) for s in layout.role(Role.INPUT)]
         self._input_names = [s.value for s in layout.role(Role.INPUT)]
-        self._constants = [np.ascontiguousarray(constants[s.value]) for s in layout.role(Role.CONST)]
+        self._constants = [owned(constants[s.value]) for s in layout.role(Role.CONST)]
         self._plans: dict[tuple, tuple[BufferPlan, np.ndarray]] = {}
         # The status word the data checks write (Program.checks); None when the code has none.
         status = code.global_address(STATUS.name) if layout.checks else None
