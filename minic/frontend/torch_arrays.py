@@ -23,6 +23,6 @@ def numpy_of(t: torch.Tensor) -> np.ndarray:
 def tensor_of(a: np.ndarray) -> torch.Tensor:
     """The tensor of a numpy array (the inverse of ``numpy_of``); shares memory."""
     a = np.asarray(a, order="C")
-    if a.dtype == DType.bf16.numpy:
+    if a.dtype.name == "bfloat16":           # ml_dtypes' (imported only where bf16 is used)
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(a)

@@ -12,9 +12,9 @@ import functools
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 from typing import Mapping, Union
 
-import ml_dtypes
 import numpy as np
 
 from minic.errors import UserError
@@ -39,7 +39,7 @@ class DType(Enum):
 
     @property
     def numpy(self) -> np.dtype:
-        return _NUMPY[self]
+        return _bfloat16() if self is DType.bf16 else _NUMPY[self]
 
     @property
     def is_float(self) -> bool:
@@ -67,17 +67,26 @@ class DType(Enum):
     def of(dtype: np.dtype | type) -> "DType":
         """The DType of a numpy dtype (raises UserError for the ones minic lacks)."""
         dt = np.dtype(dtype)
-        for d in DType:
-            if d.numpy == dt:
+        for d, n in _NUMPY.items():
+            if n == dt:
                 return d
+        if dt.name == "bfloat16" and dt == _bfloat16():
+            return DType.bf16
         raise UserError(f"dtype {dt} is not supported (minic has {', '.join(d.value for d in DType)})")
 
 
 _NUMPY = {DType.f64: np.dtype(np.float64), DType.f32: np.dtype(np.float32), DType.f16: np.dtype(np.float16),
-          DType.bf16: np.dtype(ml_dtypes.bfloat16), DType.i64: np.dtype(np.int64),
+          DType.i64: np.dtype(np.int64),
           DType.i32: np.dtype(np.int32), DType.i16: np.dtype(np.int16), DType.i8: np.dtype(np.int8),
           DType.u8: np.dtype(np.uint8), DType.u16: np.dtype(np.uint16), DType.u32: np.dtype(np.uint32),
           DType.u64: np.dtype(np.uint64), DType.bool: np.dtype(np.bool_)}
+
+
+@cache
+def _bfloat16() -> np.dtype:
+    """bf16's numpy dtype; ml_dtypes (7 MB resident) is imported only by a model that has bf16."""
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def promote(a: DType, b: DType) -> DType:

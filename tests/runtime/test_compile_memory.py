@@ -1,6 +1,7 @@
 """What a compile holds in memory: the torch frontend imports weights as read-only views
 (the compiled model copies the ones it keeps), lets go of torch.export's trace once it is
-converted, and running a torch model on numpy arrays does not import the frontend.
+converted, and neither running a torch model on numpy arrays nor compiling it imports
+what only another path needs.
 
 No RSS figure is asserted (it depends on the machine); the facts behind the figures are:
 which modules a step imports, which objects outlive it, which arrays share memory.
@@ -24,7 +25,7 @@ from minic.api import load
 from minic import backends
 source = load("mlp", size="small")
 backends.reference(source)                       # PyTorch eager on the numpy example inputs
-facts = {"eager_imports": sorted(m for m in ("sympy", "torch._dynamo", "minic.frontend.torch", "llvmlite")
+facts = {"eager_imports": sorted(m for m in ("sympy", "torch._dynamo", "minic.frontend.torch", "llvmlite", "ml_dtypes")
                                  if m in sys.modules)}
 import torch
 from torch.fx.experimental import proxy_tensor
@@ -32,6 +33,8 @@ backends.graph_of(source)                        # torch.export, then the conver
 gc.collect()
 facts["graph_modules_alive"] = sum(isinstance(o, torch.fx.GraphModule) for o in gc.get_objects())
 facts["proxy_map_entries"] = len(getattr(proxy_tensor, "_FAKE_TENSOR_ID_TO_PROXY_MAP_FOR_EXPORT", {}))
+backends.get("minic")(source, use_cache=False)(*source.example_inputs)
+facts["compile_imports"] = sorted(m for m in ("ml_dtypes", "onnx", "lark", "rich", "jinja2", "bridges") if m in sys.modules)
 print(json.dumps(facts))
 """
 
@@ -46,6 +49,12 @@ def facts():
 def test_running_a_torch_model_imports_neither_the_frontend_nor_the_compiler(facts):
     # numpy <-> torch lives in minic.frontend.torch_arrays; sympy (32 MB) comes with torch.export
     assert facts["eager_imports"] == []
+
+
+def test_compiling_an_f32_torch_model_imports_only_what_that_path_needs(facts):
+    # ml_dtypes (7 MB) only for bf16; the ONNX frontend, the text-IR parser, the CLI's
+    # printing and the bridges only on their own paths
+    assert facts["compile_imports"] == []
 
 
 def test_torch_exports_trace_is_let_go_once_converted(facts):

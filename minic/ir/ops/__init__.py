@@ -133,7 +133,9 @@ def describe_type(hint: Any) -> str:
 REGISTRY: Registry = Registry("op")
 
 
-_STORAGE_FLOATS = (np.dtype(np.float16), DType.bf16.numpy)
+def _storage_float(dtype: Any) -> bool:
+    """f16 or bf16 (ml_dtypes' bfloat16, imported only where a model has bf16)."""
+    return isinstance(dtype, np.dtype) and (dtype == np.float16 or dtype.name == "bfloat16")
 
 
 def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
@@ -144,10 +146,10 @@ def via_f32(reference: Callable[..., Any]) -> Callable[..., Any]:
     overflows past 256, and a sum over a non-last axis accumulates in f16."""
     @functools.wraps(reference)
     def run(attrs: Any, *arrays: Any) -> Any:
-        narrow_to = next((a.dtype for a in arrays if getattr(a, "dtype", None) in _STORAGE_FLOATS), None)
+        narrow_to = next((a.dtype for a in arrays if _storage_float(getattr(a, "dtype", None))), None)
         if narrow_to is None:
             return reference(attrs, *arrays)
-        out = reference(attrs, *(a.astype(np.float32) if a.dtype in _STORAGE_FLOATS else a for a in arrays))
+        out = reference(attrs, *(a.astype(np.float32) if _storage_float(a.dtype) else a for a in arrays))
         narrow = lambda r: r.astype(narrow_to) if np.asarray(r).dtype == np.float32 else r
         return tuple(narrow(r) for r in out) if isinstance(out, tuple) else narrow(out)
     return run
