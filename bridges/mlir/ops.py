@@ -525,11 +525,18 @@ def check_shape_tensor(em, node) -> None:
     # The sizes each element may hold besides -1: the declared one, and 0 where it copies.
     other = [0 if k < len(xs) and xs[k] == n else -1 for k, n in enumerate(declared)]
     tables = [em.array(np.array(t, dtype=np.int64)) for t in (declared, other)]
-    minus_one = em.const(-1, DType.i64)
+    minus_one, zero_i64 = em.const(-1, DType.i64), em.const(0, DType.i64)
     ne = lambda a, b: arith.cmpi(arith.CmpIPredicate.ne, a, b)     # noqa: E731
     em.check([em.values[s]] + tables, [ir.AffineMap.get_identity(1)] * 3, [len(declared)],
              lambda v, want, zero: arith.andi(arith.andi(ne(v, want), ne(v, minus_one)), ne(v, zero)),
              f"the shape tensor disagrees with the declared shape {declared}")
+    # ONNX infers at most one size: over the pairs (i, j), i != j, not both -1.
+    n, eq = len(declared), lambda a, b: arith.cmpi(arith.CmpIPredicate.eq, a, b)   # noqa: E731
+    pairs = [ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(0)]), ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)]),
+             ir.AffineMap.get_identity(2)]
+    em.check([em.values[s], em.values[s], em.array(1 - np.eye(n, dtype=np.int64))], pairs, [n, n],
+             lambda a, b, apart: arith.andi(arith.andi(eq(a, minus_one), eq(b, minus_one)), ne(apart, zero_i64)),
+             "the shape tensor has more than one -1")
 
 
 def global_avg_pool(em, node, attrs):

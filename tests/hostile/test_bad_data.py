@@ -146,6 +146,8 @@ def test_a_run_time_shape_tensor_must_agree_with_the_declared_shape(backend):
     for shape in ([4, 4], [8, 2], [16, 1]):
         with pytest.raises(DataError, match=r"reshape_dynamic.*the shape tensor (holds|asks for)"):
             run(x, np.array(shape))
+    with pytest.raises(DataError, match=r"reshape_dynamic.*more than one -1"):     # ONNX infers one size
+        run(x, np.array([-1, -1]))
 
 
 def test_an_aarch64_build_reports_a_bad_index_under_qemu(tmp_path):

@@ -67,6 +67,12 @@ CASES = {
         args=[([[float(c - 8 * r) for c in range(8)] for r in range(2)], "float32"), ([0, -1], "int64")],
         bad=[(1, v) for v in ([4, 4], [8, 2], [16, 1], [3, -1])],
         words=r"%y = reshape_dynamic\(%x, %s\): the shape tensor disagrees with the declared shape \[2, 8\]"),
+    "reshape_dynamic_two_inferred": dict(             # ONNX infers at most one size
+        text="graph @r(%x: f32[B, 8], %s: i64[2]) -> (f32[B, 8]) {\n"
+             "  %y = reshape_dynamic(%x, %s) {shape = [B, 8]} : f32[B, 8]\n  %z = relu(%y) : f32[B, 8]\n  return %z\n}",
+        args=[([[float(c - 8 * r) for c in range(8)] for r in range(2)], "float32"), ([2, -1], "int64")],
+        bad=[(1, [-1, -1])],
+        words=r"%y = reshape_dynamic\(%x, %s\): the shape tensor has more than one -1"),
 }
 
 # The child: each case compiled for one route, run on good data (against the interpreter)
