@@ -22,6 +22,11 @@ def rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
+def file_mb() -> float:
+    """The part of the resident set that is pages of mapped files (libraries' code and data)."""
+    return psutil.Process().memory_info().shared / 2**20
+
+
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -32,29 +37,39 @@ def main() -> None:
     parser.add_argument("model")
     parser.add_argument("--size", choices=("small", "full"), default="full")
     args = parser.parse_args()
-    rows: list[tuple[str, float, float]] = []
+    rows: list[tuple[str, float, float, float]] = []
 
     def step(name: str) -> None:
-        rows.append((name, rss_mb(), peak_mb()))
-        print(f"{name:32} RSS {rows[-1][1]:8.0f} MB   peak so far {rows[-1][2]:8.0f} MB", flush=True)
+        rows.append((name, rss_mb(), file_mb(), peak_mb()))
+        added = rows[-1][1] - rows[-2][1] if len(rows) > 1 else 0.0
+        print(f"{name:40} RSS {rows[-1][1]:6.0f} MB ({added:+5.0f}; of it files {rows[-1][2]:4.0f})   "
+              f"peak so far {rows[-1][3]:6.0f} MB", flush=True)
 
     import torch  # noqa: F401
     step("python + torch imported")
+    from minic import backends
     from minic.api import graph_of, load
+    source = load(args.model, size=args.size)
+    step("zoo model built (torch)")
+    backends.reference(source)
+    step("PyTorch eager's reference run")
     from minic.pipeline import Compilation
     from minic.runtime import CompileOptions, CompiledModel
     from minic.codegen.jit import Loaded
     from minic.runtime.layout import EntryLayout
-    source = load(args.model, size=args.size)
-    step("zoo model built (torch)")
+    step("minic's compiler imported (llvmlite)")
+    import minic.frontend.torch  # noqa: F401
+    step("torch frontend imported (sympy)")
+    import torch._dynamo  # noqa: F401
+    step("torch.export's torch._dynamo imported")
     graph = graph_of(source)
-    step("imported: torch.export -> Graph")
+    step("torch.export traced, Graph made")
     options = CompileOptions(use_cache=False)
     c = Compilation(graph, options)
     for stage in ("opt", "fused", "loops", "scheduled", "llvm"):
         c.run(stage)
         step(f"stage {stage}")
-    c._machine()
+    c._make("optimized")
     step("LLVM's optimizer")
     obj = c.run("object")
     step("stage object")
