@@ -177,7 +177,8 @@ def _torch_error(sub: Graph, inputs) -> str:
     from minic.verify.to_torch import to_torch
     try:
         with torch.no_grad():
-            to_torch(sub)(*(torch.from_numpy(np.asarray(a)) for a in inputs))
+            # copies: an input may be a weight, a read-only view of the module's tensor
+            to_torch(sub)(*(torch.from_numpy(np.array(a)) for a in inputs))
     except UnsupportedError as e:
         return str(e)
     except Exception:  # noqa: BLE001 - torch rejects the values, not the op: let the paths answer
