@@ -254,7 +254,7 @@ class Converter:
             # A read-only view of the module's tensor, not a copy: a compile would otherwise
             # hold every weight twice more (torch's, the Graph's).  The compiled model copies
             # the views it keeps (``CompiledModel`` owns its constants).
-            data = np.ascontiguousarray(numpy_of(data))
+            data = np.asarray(numpy_of(data), order="C")          # (ascontiguousarray makes a 0-d array 1-d)
             data.flags.writeable = False
         value = constant(self.fresh(name), np.asarray(data))
         self.constants.append(value)

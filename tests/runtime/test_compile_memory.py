@@ -92,3 +92,18 @@ def test_weights_are_imported_as_views_and_the_compiled_model_owns_its_copy(tmp_
         for p in module.parameters():
             p.mul_(2.0)                         # a later change to the module ...
     np.testing.assert_array_equal(run(x), before)   # ... does not reach the compiled model
+
+
+def test_a_scalar_weight_stays_a_scalar():
+    """A 0-d buffer is imported as a 0-d constant (a contiguous view must not give it an axis)."""
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("s", torch.tensor(2.0))
+
+        def forward(self, x):
+            return x * self.s
+
+    graph = from_torch(Scale(), (torch.ones(3),))
+    assert [c.type.shape for c in graph.constants] == [()]
+    np.testing.assert_array_equal(minic.compile(graph)(np.ones(3, np.float32)), [2.0, 2.0, 2.0])
