@@ -150,6 +150,13 @@ def test_a_run_time_shape_tensor_must_agree_with_the_declared_shape(backend):
         run(x, np.array([-1, -1]))
 
 
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_a_run_time_shape_tensor_may_make_a_scalar(backend):
+    graph = parse_graph("graph @r(%x: f32[1], %s: i64[0]) -> (f32[]) {\n"
+                        "  %y = reshape_dynamic(%x, %s) {shape = []} : f32[]\n  return %y\n}")
+    assert minic.compile(graph, backend=backend)(np.full(1, 3.0, np.float32), np.zeros(0, np.int64)) == 3.0
+
+
 def test_an_aarch64_build_reports_a_bad_index_under_qemu(tmp_path):
     from minic.backends import ModelSource
     from minic.aarch64.backend import compile_emulated

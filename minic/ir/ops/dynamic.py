@@ -78,10 +78,12 @@ def _reshape_dynamic_checks(site: Site) -> list[DataCheck]:
         v, k = s.at(at), at[0]
         differs = BinOp("and", BinOp("ne", v, _pick(want, k)), BinOp("ne", v, const(-1)))
         return BinOp("and", differs, BinOp("or", BinOp("ne", v, const(0)), BinOp("ne", _pick(copied, k), _pick(want, k))))
+
     def another_minus_one(at: tuple[Expr, ...]) -> Expr:     # ONNX infers at most one size
         others = [BinOp("and", BinOp("ne", at[0], const(j)), BinOp("eq", s.at((const(j),)), const(-1)))
                   for j in range(len(declared))]
-        return BinOp("and", BinOp("eq", s.at(at), const(-1)), functools.reduce(lambda a, b: BinOp("or", a, b), others))
+        return BinOp("and", BinOp("eq", s.at(at), const(-1)),
+                     functools.reduce(lambda a, b: BinOp("or", a, b), others, const(False, DType.bool)))
     return [DataCheck((len(declared),), fails, lambda at: s.at(at),
                       f"the shape tensor holds {{value}}, the node declares {list(declared)}"),
             DataCheck((len(declared),), another_minus_one, lambda at: s.at(at),
