@@ -23,6 +23,12 @@ def default_cache_dir() -> Path:
 
 PRECISIONS = ("f32", "f16", "f16-acc")
 RECORDS_FILE = "tuning.jsonl"            # the tuning records in the cache folder, unless named
+SHORT_TRIPLES = {"aarch64": "aarch64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+
+
+def full_triple(target: str) -> str:
+    """``aarch64`` -> ``aarch64-linux-gnu``; a full triple is returned as given."""
+    return SHORT_TRIPLES.get(target, target)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,14 @@ class CompileOptions:
     cache_dir: Path | None = None        # None = default_cache_dir()
     use_cache: bool = True
     records: Path | None = None          # tuning records (JSON lines); None = <cache dir>/tuning.jsonl
+
+    @classmethod
+    def cross(cls, target: str, cpu: str = "", features: str = "", threads: int = 4,
+              opt_level: int = 3) -> CompileOptions:
+        """Options for another machine's object code (never cached).  ``threads``: the host's
+        core count means nothing there, so it is explicit (4: one Cortex-A55 cluster)."""
+        return cls(opt_level=opt_level, triple=full_triple(target), cpu=cpu, features=features,
+                   num_threads=threads, use_cache=False)
 
     @property
     def threads(self) -> int:

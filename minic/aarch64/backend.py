@@ -12,7 +12,7 @@ from pathlib import Path
 
 from minic import backends, tools
 from minic.backends import ModelSource
-from minic.codegen.elf import cross_options, full_triple
+from minic.options import CompileOptions, full_triple
 from minic.aarch64.build import cross_compile
 from minic.aarch64.emulate import EmulatedModel
 
@@ -28,7 +28,7 @@ def compile_emulated(source: ModelSource, target: str = "aarch64", cpu: str = DE
     tools.cross_gcc(triple, NAME)             # both before a minute of compiling: one line if either is missing
     tools.qemu(triple, NAME)
     folder = tempfile.TemporaryDirectory(prefix="minic-cross-")
-    build = cross_compile(graph_of(source), cross_options(triple, cpu, features, num_threads), Path(folder.name))
+    build = cross_compile(graph_of(source), CompileOptions.cross(triple, cpu, features, num_threads), Path(folder.name))
     model = EmulatedModel(build, repeat)
     model.folder = folder                       # the folder is removed with the model
     return model

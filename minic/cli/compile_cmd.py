@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from minic.codegen.elf import cross_options
+    from minic.options import CompileOptions
     from minic.aarch64 import build, tensor_file
     from minic import tools
     from minic.errors import UserError
@@ -31,7 +31,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise UserError(f"--threads must be at least 1, not {args.threads}")
     source = load(args.model, size=args.size, seed=args.seed)
-    options = cross_options(args.target, args.mcpu, args.features, args.threads)
+    options = CompileOptions.cross(args.target, args.mcpu, args.features, args.threads)
     out = args.output
     result = build.cross_compile(graph_of(source), options, out, link_now=False)
     examples = tensor_file.inputs_for(result.layout, source.example_inputs)

@@ -12,26 +12,9 @@ from __future__ import annotations
 import struct
 
 from minic.errors import UserError
-from minic.options import CompileOptions
 
 # ELF e_machine numbers of the architectures a triple may start with.
 ELF_MACHINES = {"aarch64": 183, "arm": 40, "x86_64": 62, "riscv64": 243, "i686": 3}
-SHORT_TRIPLES = {"aarch64": "aarch64-linux-gnu", "arm64": "aarch64-linux-gnu"}
-
-
-def full_triple(target: str) -> str:
-    """``aarch64`` -> ``aarch64-linux-gnu``; a full triple is returned as given."""
-    return SHORT_TRIPLES.get(target, target)
-
-
-def cross_options(target: str, cpu: str = "", features: str = "", threads: int = 4,
-                  opt_level: int = 3) -> CompileOptions:
-    """CompileOptions for ``target``.  ``threads``: the host's core count means
-    nothing for another machine, so it is explicit (4: one Cortex-A55 cluster)."""
-    return CompileOptions(opt_level=opt_level, triple=full_triple(target), cpu=cpu, features=features,
-                          num_threads=threads, use_cache=False)
-
-
 def elf_machine(obj: bytes) -> int:
     """The ``e_machine`` field of an ELF file (offset 18, in the file's own byte order)."""
     if len(obj) < 20 or obj[:4] != b"\x7fELF":

@@ -7,7 +7,7 @@ import pytest
 
 from minic import backends
 from minic.api import graph_of, load
-from minic.codegen.elf import cross_options, elf_machine
+from minic.codegen.elf import elf_machine
 from minic.compare import as_tuple, errors
 from minic.aarch64 import EmulatedModel, cross_compile, tensor_file
 from minic.aarch64.emulate import run_emulated
@@ -15,7 +15,7 @@ from minic.errors import UserError
 from minic.ir.types import dim_eval
 from minic.runtime import CompileOptions, compile_graph
 
-A55 = cross_options("aarch64", "cortex-a55", threads=2)
+A55 = CompileOptions.cross("aarch64", "cortex-a55", threads=2)
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,15 @@ import numpy as np
 import pytest
 
 from minic import pipeline
-from minic.codegen.elf import check_machine, cross_options, elf_machine, full_triple
+from minic.codegen.elf import check_machine, elf_machine
+from minic.options import full_triple
 from minic.aarch64 import tensor_file
 from minic.aarch64.harness import c_string, harness_source
 from minic.errors import UserError
 from minic.runtime import CompileOptions, prepare
 from minic.runtime.layout import EntryLayout
 
-A55 = cross_options("aarch64", "cortex-a55")
+A55 = CompileOptions.cross("aarch64", "cortex-a55")
 
 
 def test_object_is_an_aarch64_elf(scale_shift):
