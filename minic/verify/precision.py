@@ -25,8 +25,8 @@ from minic.backends import ModelSource
 from minic.compare import Errors, as_tuple
 from minic.verify.tolerance import F16, F32
 from minic.errors import MinicError, UserError
+from minic.options import PRECISIONS
 
-PRECISIONS = ("f32", "f16", "f16-acc")
 TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16}
 
 
