@@ -14,7 +14,8 @@ epilogue) comes from the whole tile transposed once, with the shuffles of an 8 x
 transpose per block (``VectorLoop.columns``), and is reused by the other columns
 read in the same block.  A contiguous access of a lane count that is no power of two
 (7: an image row of 7 or 14 columns in tiles of 7) is one masked access of the next
-power of two on x86 (LLVM would split it into pieces of 4, 2 and 1).  A load
+power of two on x86 (LLVM would split it into pieces of 4, 2 and 1), except in a local
+tile: LLVM keeps a tile in registers only if no masked access touches it.  A load
 whose last index steps by a small constant s (``2 * j + c``: a stride-2 pooling
 window) reads the (L - 1) * s + 1 elements from its first lane's to its last
 lane's, with a masked vector load (nothing past the last lane is touched), and
@@ -262,7 +263,7 @@ class VectorLoop:
             return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
                                  reg_type(buffer.dtype))
         ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
-        if step == 1 and self.padded():
+        if step == 1 and self.padded() and buffer.role is not Role.LOCAL:
             v = self.masked(ptr, buffer.dtype)
         elif step == 1:
             v = self.b.load(ptr, typ=self.vec(mem_type(buffer.dtype)), align=buffer.dtype.numpy.itemsize)
@@ -330,7 +331,7 @@ class VectorLoop:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
             ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
-            if self.padded():
+            if self.padded() and s.buffer.role is not Role.LOCAL:
                 self.masked(ptr, s.buffer.dtype, value)
                 return
             ptr = self.b.bitcast(ptr, ir.PointerType(value.type))   # typed for llvmlite's check; "ptr" in the IR

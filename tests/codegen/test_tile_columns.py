@@ -1,7 +1,8 @@
 """Columns of a local tile read down its rows (``t[j, c]``, j vectorized, c unrolled: a
 conv2d's epilogue, which stores along the image columns): the tile is transposed once
 with shuffles and each column comes from that; the values must be the tile's.  And
-7-lane vectors (tiles of 7 image columns) load and store as one masked access of 8."""
+7-lane vectors (tiles of 7 image columns) load and store as one masked access of 8, except
+in a local tile, which LLVM keeps in registers only when it is accessed without a mask."""
 import sys
 from pathlib import Path
 
@@ -69,6 +70,33 @@ def test_seven_lanes_are_one_masked_access_of_eight():
     text = str(pipeline.run(kernel_program(strided_copy(7, 1, 0, DType.f32, lanes=7)), "llvm", OPTIONS,
                             start="scheduled"))
     assert "llvm.masked.load.v8f32" in text and "llvm.masked.store.v8f32" in text
+
+
+def test_a_local_tile_of_ten_lanes_is_not_masked():
+    """Only memory outside the kernel needs the mask: a masked access to the accumulator
+    tile kept it in stack memory (a load, FMA and store per row per step of k; an
+    [8, 512] @ [512, 10] GEMM ran at 1.5 GFLOP/s), while plain vector accesses let LLVM
+    keep it in registers.  Here: acc[j] += x[k, j] over k, j a 10-lane vector loop."""
+    x, y = Buffer("x", (64, 10), DType.f32, Role.INPUT), Buffer("y", (10,), DType.f32, Role.OUTPUT)
+    acc = Buffer("acc", (10,), DType.f32, Role.LOCAL)
+    k, j = Var("k"), Var("j")
+
+    def lanes(body):
+        return For(j, const(0), const(10), ForKind.VECTORIZED, body)
+    body = Seq((lanes(Store(acc, (j,), const(0.0, DType.f32))),
+                For(k, const(0), const(64), ForKind.SERIAL,
+                    lanes(Store(acc, (j,), BinOp("add", Load(acc, (j,)), Load(x, (k, j)))))),
+                lanes(Store(y, (j,), Load(acc, (j,))))))
+    f = Function("column_sums", (x, y), (), Allocate(acc, body))
+    text = str(pipeline.run(kernel_program(f), "llvm", OPTIONS, start="scheduled"))
+    masked = [line for line in text.splitlines() if "call" in line and "llvm.masked." in line]
+    assert len(masked) == 2, masked          # the load of x, the store of y
+    run, _ = compile_kernel(f, OPTIONS)
+    arrays = {"x": np.random.default_rng(0).standard_normal((64, 10)).astype(np.float32),
+              "y": np.zeros(10, np.float32)}
+    want = arrays["x"].sum(axis=0)
+    run(arrays, {})
+    np.testing.assert_allclose(arrays["y"], want, rtol=1e-5)
 
 
 @pytest.mark.parametrize("op,c", [("max", 0.0), ("min", 6.0), ("max", -1.5)])
