@@ -21,6 +21,11 @@ producers (so a chain grows backwards from its last op):
 * A constant ``pad`` (see ``explicit-padding``) never fuses into a window: there it
   would test bounds once per tap.  It ends its producer's kernel instead, which
   then stores into the interior of the padded buffer (``lowering/kernel.py``).
+* A window of a value (``slice``, ``squeeze``, ``unsqueeze``: each element read where
+  it lies, at an offset) read by several nodes is first copied, one copy per reader,
+  so each fuses into its reader: reading the window is one load with the offset, the
+  same work as loading a stored copy, without the kernel that stores it (RoPE's two
+  halves of q and k, each read by two products, were 4 kernels per layer).
 * At most MAX_GROUP nodes per group.  Lowering inlines a group into one
   expression per stored value, as deep as the group's chain is long, and every
   pass over expressions (simplify, codegen) walks that depth: a cap keeps it
@@ -29,14 +34,17 @@ producers (so a chain grows backwards from its last op):
 """
 from __future__ import annotations
 
+import itertools
+
 from minic.ir import ops
-from minic.ir.graph import Graph, Node
+from minic.ir.graph import Graph, Node, Value
 from minic.ir.ops import OpKind
 from minic.passes.rewrite import clone
 
 ANCHORS = (OpKind.REDUCTION, OpKind.NORMALIZE, OpKind.CONTRACTION, OpKind.WINDOW)
 MANY_READS = (OpKind.CONTRACTION, OpKind.WINDOW)
 REINDEX = ("reshape", "flatten", "squeeze", "unsqueeze", "transpose", "identity", "dropout")
+WINDOWS = ("slice", "squeeze", "unsqueeze")
 MAX_GROUP = 64
 
 
@@ -62,9 +70,36 @@ def _broadcasts_trailing_only(produced: tuple, consumed: tuple) -> bool:
     return produced[:k] == consumed[:k]
 
 
+def _copy_windows(g: Graph) -> None:
+    """w = slice(x) read by a and b  ->  w = slice(x) read by a, w_1 = slice(x) read by b, each
+    placed just before its reader (in place).  Readers before producers, so a window of a
+    window is copied for each copy."""
+    users, outputs = g.users(), set(g.outputs)
+    names = {v.name for v in g.values()}
+    for at in range(len(g.nodes) - 1, -1, -1):
+        node = g.nodes[at]
+        v = node.outputs[0]
+        readers = list({id(u): u for u in users.get(v, [])}.values())
+        if node.op not in WINDOWS or len(readers) < 2 or v in outputs:
+            continue
+        g.nodes.remove(node)
+        for k, reader in enumerate(readers):
+            copy = node
+            if k:
+                name = next(f"{v.name}_{j}" for j in itertools.count(k) if f"{v.name}_{j}" not in names)
+                names.add(name)
+                copy = Node(node.op, list(node.inputs), [Value(name, v.type)], node.attrs, source=node.source,
+                            scope=node.scope)
+                reader.inputs = [copy.outputs[0] if x is v else x for x in reader.inputs]
+                for x in node.inputs:
+                    users[x].append(copy)
+            g.nodes.insert(g.nodes.index(reader), copy)
+
+
 def fuse_groups(graph: Graph) -> Graph:
     """x -> f -> g -> y  ->  x -> [f; g] -> y (one kernel) when f's only user is g and the rules allow."""
     g = clone(graph)
+    _copy_windows(g)
     users = g.users()
     outputs = set(g.outputs)
     group = {id(n): i for i, n in enumerate(g.nodes)}

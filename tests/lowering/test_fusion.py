@@ -91,3 +91,21 @@ def test_graph_outputs_that_are_inputs_or_repeated_get_copies():
     y = b.op("exp", b.inputs[0])
     g = b.graph(y, y, b.inputs[0])
     assert kernels_and_check(g, (2, 3)) == 3
+
+
+def test_a_slice_read_by_two_nodes_is_copied_into_each():
+    """RoPE's rotate-half: each half of x is read by two products; no kernel stores a half."""
+    b = Builder(("B", 4, 8), (4, 4))
+    x, cos = b.inputs
+    lo = b.op("slice", x, axes=(2,), starts=(0,), ends=(4,), steps=(1,))
+    hi = b.op("slice", x, axes=(2,), starts=(4,), ends=(8,), steps=(1,))
+    first = b.op("sub", b.op("mul", lo, cos), b.op("mul", hi, cos))
+    second = b.op("add", b.op("mul", hi, cos), b.op("mul", lo, cos))
+    y = b.op("concat", first, b.op("exp", second), axis=2)
+    g = b.graph(y)
+    fused = fuse_groups(g)
+    assert sorted(n.op for n in fused.nodes).count("slice") == 4 and len(g.nodes) == len(b.nodes)
+    slices = [n for n in fused.nodes if n.op == "slice"]
+    assert len({n.outputs[0].name for n in slices}) == 4
+    assert kernels_and_check(g, (2, 4, 8), (4, 4)) == 1
+    assert kernels_and_check(b.graph(y, lo), (2, 4, 8), (4, 4)) == 2    # a graph output is stored once
