@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value
-from minic.passes.rewrite import Match, fresh_name, rewrite, rule
+from minic.ir.graph import Graph, Node
+from minic.passes.rewrite import Match, rewrite, rule
 
 # The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max.
 PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
@@ -39,9 +38,8 @@ def pad_apart(m: Match) -> Node | None:
     top, left, bottom, right = node.attrs.padding
     key = ("pad", id(x), node.attrs.padding, PAD_VALUE[node.op])   # two windows may share one pad
     if key not in m.memo:
-        attrs = ops.get("pad").make_attrs(pads=(0, 0, top, left, 0, 0, bottom, right), value=PAD_VALUE[node.op])
-        padded = Value(fresh_name(m.graph, f"{x.name}_padded"), ops.get("pad").infer(attrs, [x.type])[0])
-        m.memo[key] = m.insert(Node("pad", [x], [padded], attrs, node.group))
+        m.memo[key] = m.emit("pad", [x], f"{x.name}_padded", pads=(0, 0, top, left, 0, 0, bottom, right),
+                             value=PAD_VALUE[node.op])
     return Node(node.op, [m.memo[key]] + node.inputs[1:], node.outputs, replace(node.attrs, padding=(0, 0, 0, 0)),
                 node.group)
 

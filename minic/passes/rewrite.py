@@ -22,6 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
+from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.rules import Rule, Rules, rule  # noqa: F401 - the passes import rule from here
 
@@ -136,6 +137,13 @@ class Match:
         self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
         self.producers[node.outputs[0]] = node
         return node.outputs[0]
+
+    def emit(self, op: str, inputs: list[Value], base: str, **attrs) -> Value:
+        """A new one-output node ``op(inputs){attrs}`` before the matched one, its type inferred."""
+        definition = ops.get(op)
+        made = definition.make_attrs(**attrs)
+        out = Value(fresh_name(self.graph, base), definition.infer(made, [v.type for v in inputs])[0])
+        return self.insert(Node(op, inputs, [out], made, self.node.group))
 
     def retire(self, *items: Node | Value) -> None:
         """Nodes and constants the replacement no longer reads: dropped at the end unless read."""

@@ -28,6 +28,7 @@ from minic.schedule.templates import (Knobs, default_knobs, find_contraction, sc
                                      vectorize_reductions)
 
 LANES = 16                     # f32 lanes of one AVX-512 register
+SHORT_LANES = 7                # an element-wise row this short or longer runs in vectors (a 7x7 image's row)
 CHUNKS = 4                     # a parallel loop wants this many iterations per thread
 
 
@@ -75,10 +76,12 @@ def _vectorize_leaves(k: Function) -> Function:
         if not all(isinstance(t, Store) and t.index and stride(t.index[-1], loop.var.name) == 1
                    and not any(loop.var.name in free_vars(i) for i in t.index[:-1]) for t in stmts):
             continue
-        if isinstance(loop.extent, Const) and loop.extent.value < LANES:
+        short = isinstance(loop.extent, Const) and loop.extent.value < LANES
+        if short and loop.extent.value < SHORT_LANES:
             continue
-        try:
-            k = vectorize(split(k, loop.var.name, LANES, tail="overlap"), loop.var.name + "i")
+        try:                               # a short row (7 to 15 elements) is one vector of its length
+            k = vectorize(k, loop.var.name) if short else vectorize(split(k, loop.var.name, LANES, tail="overlap"),
+                                                                     loop.var.name + "i")
         except ScheduleError:
             continue                       # not independent along the loop (a reduction): leave it
     return k

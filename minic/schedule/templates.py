@@ -100,10 +100,28 @@ def find_contraction(f: Function) -> Contraction | None:
         if not _is_product_sum(update, update.buffer.name):
             continue
         conv = "conv2d" in f.origin and len(spatial) == 4
-        lane, row = (spatial[1], spatial[3]) if conv else (spatial[-1], spatial[-2] if len(spatial) > 1 else None)
+        weight = _weight_lanes(update, spatial)
+        lane, row = ((spatial[1], spatial[3]) if conv else (weight, spatial[-1]) if weight is not None
+                     else (spatial[-1], spatial[-2] if len(spatial) > 1 else None))
         if row is None:
             continue
         return Contraction(tuple(spatial), tuple(reduction), lane.var.name, row.var.name)
+    return None
+
+
+def _weight_lanes(update: Store, spatial: list[For]) -> For | None:
+    """The loop to run as lanes when a constant factor of the product (weights) does not vary
+    along the output's last axis but the other factor does: the innermost spatial loop the
+    weights vary along (``M[.., o, t] = sum_k U[.., o, k] · V[.., k, t]``: the lanes over o, as
+    a conv2d's over its channels; the weights are then the packed operand, the rows run along t)."""
+    last = spatial[-1].var.name
+    factors = (update.value.b.a, update.value.b.b)
+    for weights, other in (factors, factors[::-1]):
+        if not (isinstance(weights, Load) and weights.buffer.role == Role.CONST):
+            continue
+        used = free_vars(weights)
+        if last not in used and last in free_vars(other):
+            return next((t for t in reversed(spatial[:-1]) if t.var.name in used), None)
     return None
 
 
@@ -244,7 +262,11 @@ def default_knobs(f: Function) -> Knobs:
                                              for t in c.reduction[1:])
     lane = next(t for t in c.spatial if t.var.name == c.lane)
     channels = lane.extent.value if isinstance(lane.extent, Const) else 0
-    if one_by_one and len(c.reduction) > 1:
+    # A matmul of weight lanes (its epilogue stored along its rows) with as short a reduction:
+    # Winograd's 16 matmuls at resnet50's 56-column stage, 64 input channels.
+    short = (len(c.reduction) == 1 and c.row == c.spatial[-1].var.name and isinstance(c.reduction[0].extent, Const)
+             and c.reduction[0].extent.value <= 64)
+    if (one_by_one and len(c.reduction) > 1) or short:
         for split, shape in ((8, Knobs(rows=8, lanes=16)), (4, Knobs(rows=4, lanes=64))):
             if n % split == 0 and channels >= shape.lanes:
                 return shape
