@@ -6,19 +6,19 @@ Winograd's basis, the tile and the filter multiply point by point: 16 multiplies
 and input channel where the direct form does 36.  Summed over the input channels, the
 16 points are 16 independent matmuls, ``M[p] = U[p] @ V[p]`` with ``U[p]``: [Cout, Cin]
 the filter transformed once here (``G g G^T``, a constant) and ``V[p]``: [Cin, tiles] the
-input tiles transformed (``B^T d B``).  The matmuls run on minic's matmul kernels; the two
-transforms are additions of strided slices, each done as a row pass then a column pass,
-which fuse into four small memory-bound kernels:
+input tiles transformed (``B^T d B``).  The matmuls run on minic's matmul kernels (the
+weights as vector lanes, like a conv2d's); the transforms are sums of strided slices, a row
+pass then a column pass each, and fuse into four small memory-bound kernels:
 
-    xp = pad(x)                                  tiles of 4 at stride 2 cover the output
-    R  = B^T-rows of xp    [4, N, C, th, Wp]      (two strided row slices per row point)
-    V  = B-columns of R    [4, 4, N, C, th, tw]
-    M  = matmul(U, V)      [4, 4, N, Cout, th*tw]
-    Z  = A^T-rows of M     [2, 4, N, Cout, th, tw]
-    y  = A-columns of Z, interleaved to [N, Cout, 2th, 2tw], cut to [N, Cout, H, W], + b
+    xp = pad(x)                                   tiles of 4 at stride 2 cover the output
+    R  = B^T over xp's rows     [4 a, N, C, th, Wp]
+    V  = B over R's columns     [4 b, 4 a, N, C, th·tw]
+    M  = matmul(U, V)           [4 b, 4 a, N, Cout, th·tw]
+    Z  = A^T over M's a points  [2 i, 4 b, ...]
+    y  = A over Z's b points, interleaved to [N, Cout, 2 th, 2 tw], cut to [N, Cout, H, W], + b
 
-It pays where the image is large against the filter: the transformed filter is 16/9 as
-large, and at B = 1 a 7x7 image's convolution mostly streams its weights (``pays``).
+It pays where the image is large against the filter (``pays``): transformed, the filter is
+16/9 as large, and at B = 1 a 7x7 image's convolution mostly streams its weights.
 """
 from __future__ import annotations
 
@@ -35,9 +35,10 @@ AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
 MIN_OUTPUT = 14          # the smallest output side it pays on (benchmarks/RESULTS.md, "Sixth session")
 
 
-def pays(x: Value, w: Value) -> bool:
-    """Transformed, the weights are 16/9 as large; below 14x14 outputs they are read for too few tiles."""
-    return min(x.type.shape[2:]) >= MIN_OUTPUT
+def pays(out: Value) -> bool:
+    """Outputs of at least 14x14 (49 tiles); on fewer tiles the 16/9 larger filter costs what the
+    multiplies save (resnet50's 7x7 stage measured no faster)."""
+    return min(out.type.shape[2:]) >= MIN_OUTPUT
 
 
 def _applies(m: Match) -> bool:
@@ -46,7 +47,7 @@ def _applies(m: Match) -> bool:
     a = node.attrs
     return (w.is_constant and all(v.is_constant for v in node.inputs[2:]) and w.type.shape[2:] == (3, 3)
             and a.stride == (1, 1) and a.dilation == (1, 1) and a.groups == 1
-            and all(isinstance(d, int) for d in node.outputs[0].type.shape[2:]) and pays(node.outputs[0], w))
+            and all(isinstance(d, int) for d in node.outputs[0].type.shape[2:]) and pays(node.outputs[0]))
 
 
 def _combine(m: Match, x: Value, axis: int, rows: np.ndarray, step: int, count: int, base: str) -> Value:

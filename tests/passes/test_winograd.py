@@ -55,11 +55,15 @@ def test_fires_only_where_it_pays():
 
 
 def test_resnet50_stride_one_3x3_stages():
-    """resnet50 (small zoo size): every stride-1 3x3 convolution whose output is >= MIN_OUTPUT a side."""
-    source = load("resnet50", size="small")
+    """resnet50 (small zoo size: one bottleneck a stage; on 112x112 images): every stride-1 3x3
+    convolution with outputs of MIN_OUTPUT or more a side, and no other."""
+    import minic.models as zoo
+    model, _ = zoo.get("resnet50", size="small")
+    source = load(model, (torch.randn(1, 3, 112, 112),))
     before = Compilation(graph_of(source), CompileOptions(use_cache=False, winograd=False)).run("opt")
     expected = sum(n.op == "conv2d" and n.inputs[1].type.shape[2:] == (3, 3) and n.attrs.stride == (1, 1)
                    and min(n.outputs[0].type.shape[2:]) >= MIN_OUTPUT for n in before.nodes)
     after = Compilation(graph_of(source), CompileOptions(use_cache=False)).run("opt")
+    assert expected == 1           # the first stage's (28 columns); the later stages' 3x3s stride by 2
     assert sum(n.op == "matmul" for n in after.nodes) == expected
     assert sum(n.op == "conv2d" for n in after.nodes) == sum(n.op == "conv2d" for n in before.nodes) - expected
