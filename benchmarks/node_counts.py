@@ -3,6 +3,7 @@
     python benchmarks/node_counts.py [--size small|full]          # imported with torch.export
     python benchmarks/node_counts.py --size small --onnx          # exported by torch.onnx.export, then imported
     python benchmarks/node_counts.py --no-explicit-padding        # -O2 without the pads explicit-padding adds
+    python benchmarks/node_counts.py --no-winograd                # -O2 without winograd-conv2d's nodes
 """
 from __future__ import annotations
 
@@ -38,9 +39,13 @@ def main() -> None:
     parser.add_argument("--onnx", action="store_true", help="start from torch.onnx.export files")
     parser.add_argument("--no-explicit-padding", action="store_true",
                         help="run -O2 without explicit-padding (no pad nodes of its own)")
+    parser.add_argument("--no-winograd", action="store_true",
+                        help="run -O2 without winograd-conv2d (~90 small nodes per 3x3 convolution it takes)")
     args = parser.parse_args()
-    passes = [p for p in pipeline(2) if p != "explicit-padding"] if args.no_explicit_padding else None
-    level = "-O2" + (" without explicit-padding" if args.no_explicit_padding else "")
+    off = [p for p, flag in (("explicit-padding", args.no_explicit_padding), ("winograd-conv2d", args.no_winograd))
+           if flag]
+    passes = [p for p in pipeline(2) if p not in off] if off else None
+    level = "-O2" + (f" without {' and '.join(off)}" if off else "")
     print(f"| model ({args.size}{', from ONNX' if args.onnx else ''}) | nodes before | after {level} | change |")
     print("| --- | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as folder:

@@ -35,7 +35,7 @@ def full_triple(target: str) -> str:
 class GraphOptions:
     """The graph stages' options: the passes' -O level, and the precision that the passes
     (to-f16) and lowering (f32 or f16 accumulators) give the numbers (docs/f16.md); whether
-    3x3 convolutions may take Winograd's form (the winograd pass, where it pays)."""
+    3x3 convolutions may take Winograd's form (the winograd-conv2d pass, where it pays)."""
     level: int = 2
     precision: str = "f32"
     winograd: bool = True
@@ -75,7 +75,7 @@ class CompileOptions:
     graph_opt_level: int = 2             # level given to minic.passes.optimize, when present
     precision: str = "f32"               # PRECISIONS: "f16" stores floats as f16 and computes in f32,
                                          # "f16-acc" also rounds every accumulator to f16 (docs/f16.md)
-    winograd: bool = True                # the winograd pass in the graph level (3x3 convolutions)
+    winograd: bool = True                # the winograd-conv2d pass in -O2 (3x3 convolutions)
     cache_dir: Path | None = None        # None = default_cache_dir()
     use_cache: bool = True
     records: Path | None = None          # tuning records (JSON lines); None = <cache dir>/tuning.jsonl

@@ -105,7 +105,7 @@ class Compilation:
 def _opt(c: Compilation, graph: Graph) -> Graph:
     o = c.graph_options
     names = level_passes(o.level if c.passes.level is None else c.passes.level, c.passes.passes)
-    off = {"fuse-groups"} | ({"winograd"} if not o.winograd and c.passes.passes is None else set())
+    off = {"fuse-groups"} | ({"winograd-conv2d"} if not o.winograd and c.passes.passes is None else set())
     graph = c.passes.run(graph, [n for n in names if n not in off])          # the fused stage runs fuse-groups
     return to_f16(graph) if o.precision != "f32" else graph     # f16 storage, docs/f16.md
 

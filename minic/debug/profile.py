@@ -128,10 +128,8 @@ def _scope_of(origin: str, scopes: dict[str, str]) -> str:
 def unscheduled(graph, options) -> Program:
     """The program before the schedule (what each kernel computes, not how): ``prepare``
     without its last step, so that FLOPs count the computation once."""
-    from minic.lowering import lower_graph
-    from minic.passes import optimize
-    from minic.passes.fuse_groups import fuse_groups
-    return lower_graph(fuse_groups(optimize(graph, options.graph_opt_level)))
+    from minic.pipeline import Compilation
+    return Compilation(graph, options).run("loops")
 
 
 def profile_minic(source: ModelSource, chosen: Chosen, roofline: Roofline | None, repeat: int):

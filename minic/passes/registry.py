@@ -16,7 +16,7 @@ from minic.passes.padding import explicit_padding
 from minic.passes.reshapes import fuse_reshapes
 from minic.passes.shape_chains import fold_constant_gather
 from minic.passes.to_f16 import to_f16
-from minic.passes.winograd import winograd
+from minic.passes.winograd import winograd_conv2d
 
 Pass = Callable[[Graph], Graph]
 
@@ -30,7 +30,7 @@ PASSES: dict[str, Pass] = {
     "fuse-matmul-bias": fuse_matmul_bias,
     "eliminate-common-subexpr": eliminate_common_subexpr,
     "eliminate-dead-code": eliminate_dead_code,
-    "winograd": winograd,
+    "winograd-conv2d": winograd_conv2d,
     "explicit-padding": explicit_padding,
     # The fusion grouping belongs to lowering (it decides which ops become one
     # kernel); it is a pass so that --print-after shows the groups.  It is the
@@ -53,6 +53,6 @@ LEVELS: dict[int, list[str]] = {
     # rewrites for lowering: 3x3 convolutions in Winograd's form (GraphOptions.winograd),
     # padding as nodes of its own, the fusion groups.
     2: ["fold-constant-gather", "fold-constants", "eliminate-identity", "simplify-algebra",
-        "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP + ["winograd", "explicit-padding"]
-       + ["fuse-groups"],
+        "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP
+       + ["winograd-conv2d", "explicit-padding", "fuse-groups"],
 }

@@ -1,4 +1,4 @@
-"""winograd: ``conv2d(x, w, b){3x3, stride 1} -> A^T [ (G w G^T) ⊙ (B^T d B) ] A + b``, Winograd's
+"""winograd-conv2d: ``conv2d(x, w, b){3x3, stride 1} -> A^T [ (G w G^T) ⊙ (B^T d B) ] A + b``, Winograd's
 F(2x2, 3x3) (Lavin & Gray, 2016).
 
 A 3x3 convolution's 2x2 block of outputs reads a 4x4 tile ``d`` of its input.  Moved into
@@ -113,6 +113,6 @@ def winograd_f2x3(m: Match) -> Value | None:
     return y
 
 
-def winograd(graph: Graph) -> Graph:
+def winograd_conv2d(graph: Graph) -> Graph:
     """conv2d(x, w, b){3x3, stride 1, constant w} -> A^T [(G w G^T) ⊙ (B^T d B)] A + b (F(2x2, 3x3), where it pays)."""
     return rewrite(graph, [winograd_f2x3])
