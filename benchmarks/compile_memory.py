@@ -65,7 +65,7 @@ def main() -> None:
     graph = graph_of(source)
     step("torch.export traced, Graph made")
     options = CompileOptions(use_cache=False)
-    c = Compilation(graph, options)
+    c = Compilation(graph, options, keep=("scheduled",))     # what compile_graph keeps
     for stage in ("opt", "fused", "loops", "scheduled", "llvm"):
         c.run(stage)
         step(f"stage {stage}")

@@ -20,6 +20,10 @@ A stage is handed its own part of the CompileOptions (``minic/options.py``): the
 graph stages GraphOptions, scheduled and codegen the Target.  A stage runs at most
 once per Compilation, and only when a later one needs it;
 ``asm`` and ``object`` both start from the optimized LLVM module, built once.
+By default every stage's IR is kept; ``keep`` names the only ones to keep, and the others
+are let go as soon as the next stage exists (a compile keeps ``scheduled`` and the object
+code: the graphs, Loop IR and LLVM modules before them are memory nobody reads again;
+asked for later, a stage let go is made again).
 A compilation may also start at a later stage, from IR made elsewhere (the
 tuner's variants of a kernel, a hand-written Program):
 
@@ -69,6 +73,7 @@ class Compilation:
     passes: PassOptions = field(default_factory=PassOptions)
     tuning: Any = None                       # schedule.records.Tuning, read once by the caller; None: read here
     start: str = "graph"                     # the stage whose IR ``graph`` is
+    keep: tuple[str, ...] | None = None      # the stages whose IR outlives the next one's; None: all
     trace: list[str] = field(default_factory=list)           # the stages run, in order
     seconds: dict[str, float] = field(default_factory=dict)  # time spent in each
     graph_options: GraphOptions = field(init=False)          # what the stages are handed (minic/options.py)
@@ -97,6 +102,8 @@ class Compilation:
             start = time.perf_counter()
             self._ir[step] = make(self, ir)
             self.seconds[step] = time.perf_counter() - start
+            if self.keep is not None and source not in self.keep and source != self.start:
+                del self._ir[source]
             if step in STAGES:
                 self.trace.append(step)
         return self._ir[step]

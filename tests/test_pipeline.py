@@ -51,6 +51,18 @@ def test_a_stage_is_computed_once_and_shared(calls):
     assert calls.count("fused") == 1 and calls.count("pass fuse-groups") == 1
 
 
+def test_a_compilation_keeps_only_the_stages_it_is_told_to(calls):
+    """compile_graph keeps the scheduled program and the object: the graphs, Loop IR and LLVM
+    modules before them go as soon as the next stage exists; one asked for later is made again."""
+    c = pipeline.Compilation(graph_of(load("mlp", size="small")), CompileOptions(use_cache=False),
+                             keep=("scheduled",))
+    program, obj = c.run("scheduled"), c.run("object")
+    assert sorted(c._ir) == ["graph", "object", "scheduled"]
+    assert c.run("scheduled") is program and c.run("object") is obj
+    assert "minic_entry" in str(c.run("llvm")) and c.trace == ["opt", "fused", "loops", "scheduled", "llvm",
+                                                               "object", "llvm"]
+
+
 def test_a_compilation_may_start_at_a_later_stage():
     options = CompileOptions(use_cache=False)
     program = pipeline.run(graph_of(load("mlp", size="small")), "scheduled", options)

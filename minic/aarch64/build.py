@@ -59,7 +59,7 @@ def cross_compile(graph: Graph, options: CompileOptions, directory: Path, link_n
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise UserError(f"{directory}: exists and is not a folder")
-    compilation = pipeline.Compilation(graph, options)
+    compilation = pipeline.Compilation(graph, options, keep=("scheduled",))
     program = compilation.run("scheduled")
     layout = EntryLayout.of(program)
     obj = compilation.run("object")          # checked to be for options.triple's machine

@@ -83,6 +83,9 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(out.shape)]
         index = tuple(var for var, _ in loops)
         nests.append(emit(loops, lambda e, out=out, index=index: Store(out, index, e), compute(node, k, index), fresh))
+    # operand, compute and site reach each other through their closures' cells, a cycle holding
+    # the graph's values (and weights): emptied, they go with this call, not at the next collection
+    del operand, compute, site
     body = simplify_stmt(seq(*nests), {s: (0, BIG) for s in sizes})
     origin = "; ".join(f"{', '.join('%' + o.name for o in n.outputs)} = {n.op}({', '.join('%' + i.name for i in n.inputs)})"
                        for n in nodes)

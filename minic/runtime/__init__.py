@@ -43,7 +43,7 @@ def compile_graph(graph: Graph, options: CompileOptions | None = None) -> Compil
         constants = {**given, **derived}
         if all(s.value in constants for s in layout.role(Role.CONST)):
             return CompiledModel(layout, constants, Loaded(obj, options.target))
-    compilation = pipeline.Compilation(graph, options, tuning=tuning)
+    compilation = pipeline.Compilation(graph, options, tuning=tuning, keep=("scheduled",))
     program, obj = compilation.run("scheduled"), compilation.run("object")
     layout = EntryLayout.of(program)
     constants = {program.values[name]: data for name, data in program.constants.items()}

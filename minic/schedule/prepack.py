@@ -14,11 +14,14 @@ constant instead, as ONNX Runtime and oneDNN pre-pack their weights:
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
-                            Select, Seq, Stmt, Store, Var, free_vars, map_expr, walk, walk_stmts)
+                            Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
+                            walk, walk_stmts)
+from minic.schedule.caching import _replace_expr
 from minic.schedule.nest import map_exprs, sub_stmts, with_children
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
@@ -114,16 +117,58 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         lead = tuple(BinOp("sub", Var(n), Const(loops[n].start.value)) if loops[n].start.value else Var(n)
                      for n in outer)
         body = _drop(alloc.body, fill)
-        return map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
+        body = map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
                                                   if isinstance(x, Load) and x.buffer == alloc.buffer else None))
+        # The panel as a function of its own index (each store index a variable over the buffer's
+        # axis), checked against the packed data; other reads of it in scope read the panel too.
+        axes = {f"{name}_{d}": ix for d, ix in enumerate(t.index)}
+        pattern = value
+        for u, ix in axes.items():
+            pattern = _replace_expr(pattern, ix, Var(u))
+        holes = {u: (Const(0), Const(n)) for u, n in zip(axes, alloc.buffer.shape)}
+        reused = _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in axes)), {})
+        if reused == body or free_vars(pattern) & set(names[len(outer):]):
+            return body
+        grids = np.meshgrid(*[np.arange(s, s + n, dtype=np.int64) for s, n in ranges[:len(outer)]],
+                            *[np.arange(n, dtype=np.int64) for n in alloc.buffer.shape], indexing="ij", sparse=True)
+        again = evaluate(pattern, dict(zip(outer + list(axes), grids)), program.constants)
+        return reused if np.array_equal(np.broadcast_to(again, shape), data) else body
 
     body = go(k.body)
+    del go, _try        # a cycle through their closures' cells (holding the program) would outlive this call
     if body is k.body:
         return k
     from minic.lowering.kernel import _params
     outputs = [b for b in k.params if b.role in (Role.OUTPUT, Role.TEMP)
                and any(isinstance(s, Store) and s.buffer == b for s in walk_stmts(body))]
     return replace(k, body=body, params=_params(body, outputs))
+
+
+def _reuse(s: Stmt, value: Expr, holes: dict[str, tuple[Expr, Expr]], packed: Callable[[dict[str, Expr]], Expr],
+           ranges: dict[str, tuple[Expr, Expr]]) -> Stmt:
+    """``s`` with every expression that is ``value`` at other loops over the same ranges as
+    ``holes`` (the fill's loop variables) replaced by ``packed`` of those loops' variables."""
+    def swap(e: Expr) -> Expr | None:
+        bound: dict[str, Expr] = {}
+        return packed(bound) if _unify(value, e, holes, ranges, bound) else None
+
+    if isinstance(s, For):
+        ranges = {**ranges, s.var.name: (s.start, s.extent)}
+    return map_stmt(s, lambda e: map_expr(e, swap), lambda t: _reuse(t, value, holes, packed, ranges))
+
+
+def _unify(pattern: Expr, e: Expr, holes: dict[str, tuple[Expr, Expr]], ranges: dict[str, tuple[Expr, Expr]],
+           bound: dict[str, Expr]) -> bool:
+    """Whether ``e`` is ``pattern`` with each hole (a variable) bound to a loop variable of
+    the hole's range, the same one wherever the hole occurs (``bound`` collects them)."""
+    if isinstance(pattern, Var) and pattern.name in holes:
+        if pattern.name not in bound and isinstance(e, Var) and ranges.get(e.name) == holes[pattern.name]:
+            bound[pattern.name] = e
+        return bound.get(pattern.name) == e
+    kids = children(e)
+    if type(pattern) is not type(e) or len(children(pattern)) != len(kids) or rebuild(pattern, kids) != e:
+        return False
+    return all(_unify(a, b, holes, ranges, bound) for a, b in zip(children(pattern), kids))
 
 
 def _drop(s: Stmt, fill: Stmt) -> Stmt:

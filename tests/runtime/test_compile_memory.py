@@ -107,3 +107,28 @@ def test_a_scalar_weight_stays_a_scalar():
     graph = from_torch(Scale(), (torch.ones(3),))
     assert [c.type.shape for c in graph.constants] == [()]
     np.testing.assert_array_equal(minic.compile(graph)(np.ones(3, np.float32)), [2.0, 2.0, 2.0])
+
+
+def test_a_compile_lets_go_of_the_weights_no_later_stage_reads():
+    """The graph passes fold transposed weights; once the schedule has packed them (the few-rows
+    path of a symbolic T reads the packed panel too), the compile holds one copy, not two: with
+    the cyclic collector off, so nothing waits for a collection to be freed."""
+    import gc
+    import weakref
+
+    from minic.api import graph_of, load
+    from minic.pipeline import Compilation
+    from minic.runtime import CompileOptions
+    graph = graph_of(load("llama-tiny", size="small"))
+    given = {k.name for k in graph.constants}
+    c = Compilation(graph, CompileOptions(use_cache=False), keep=("scheduled",))
+    gc.disable()
+    try:
+        made = {k.name: weakref.ref(k.data) for k in c.run("opt").constants if k.name not in given}
+        program, _ = c.run("scheduled"), c.run("object")
+        alive = {name for name, ref in made.items() if ref() is not None}
+    finally:
+        gc.enable()
+    transposed = {name for name in made if name.endswith("_wt")}
+    assert transposed and not transposed & alive
+    assert {id(made[name]()) for name in alive} <= {id(a) for a in program.constants.values()}

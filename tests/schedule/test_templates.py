@@ -108,5 +108,8 @@ def test_mlp_default_schedule_runs_the_template():
                                 Node("relu", [y], [z], ops.get("relu").make_attrs())], [w, bias])
     program = prepare(g, OPTIONS)
     assert "vectorized" in print_function(program.kernels[0])
+    # w is packed at compile time, and the few-rows path (B < its tile's rows) reads the packed
+    # panel too: the program keeps one copy of the weight, not two
+    assert sorted(program.constants) == ["b", "k0_gemm_relu_w_pack"]
     for b in (1, 3, 17):
         check_graph(g, [rand(b, 20)])
