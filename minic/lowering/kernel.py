@@ -5,7 +5,8 @@ consumers inline its compute rule.  Each value the group hands on (a graph
 output, or an input of another kernel) gets one loop nest that stores it; a
 later nest of the same kernel that needs it loads it back.  A stored constant
 ``pad(x)`` gets two: ``x`` into the interior (``x``'s loops, the store index
-shifted), the constant into the border, so no element tests whether it is inside.
+shifted), the constant into the border, so no element tests whether it is inside;
+a stored ``concat`` one per part, each at its offset.
 """
 from __future__ import annotations
 
@@ -80,6 +81,9 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         if node.op == "pad" and node.attrs.mode == "constant":
             nests += padded_nests(out, node, operand(node.inputs[0]), fresh)
             continue
+        if node.op == "concat":
+            nests += concat_nests(out, node.attrs.axis, [operand(x) for x in node.inputs], fresh)
+            continue
         loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(out.shape)]
         index = tuple(var for var, _ in loops)
         nests.append(emit(loops, lambda e, out=out, index=index: Store(out, index, e), compute(node, k, index), fresh))
@@ -112,6 +116,20 @@ def padded_nests(out: Buffer, node: Node, x: Operand, fresh: Fresh) -> list[Stmt
     shifted = tuple(BinOp("add", i, const(p)) if p else i for i, p in zip(index, lo))
     interior = emit(loops, lambda e: Store(out, shifted, e), x.at(index), fresh)
     return [interior, fill_border(out, lo, hi, const(node.attrs.value, out.dtype))]
+
+
+def concat_nests(out: Buffer, axis: int, parts: list[Operand], fresh: Fresh) -> list[Stmt]:
+    """``out = concat(x0, x1, ...)``: each part stored at its offset along ``axis``, one nest
+    each, so no element chooses between the parts."""
+    axis %= len(out.shape)
+    nests, offset = [], const(0)
+    for x in parts:
+        loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(x.type.shape)]
+        index = tuple(var for var, _ in loops)
+        at = index[:axis] + (BinOp("add", index[axis], offset),) + index[axis + 1:]
+        nests.append(emit(loops, lambda e, at=at: Store(out, at, e), x.at(index), fresh))
+        offset = BinOp("add", offset, dim_expr(x.type.shape[axis]))
+    return nests
 
 
 def copy_kernel(name: str, source: Buffer, target: Buffer, sizes: tuple[str, ...]) -> Function:

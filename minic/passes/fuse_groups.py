@@ -18,6 +18,10 @@ producers (so a chain grows backwards from its last op):
 * Into a contraction or pooling window, which reads each input element many
   times, only data movement fuses (a transpose or reshape feeding a matmul);
   arithmetic would be recomputed once per read.
+* Nor does a concat of values computed for it alone (arithmetic that the concat is the
+  one reader of: RoPE's two rotated halves).  In the contraction it would choose between
+  its inputs at every read, and each input, arithmetic, would be a kernel of its own; as
+  a kernel of its own it computes them and stores one tensor, read plainly.
 * A constant ``pad`` (see ``explicit-padding``) never fuses into a window: there it
   would test bounds once per tap.  It ends its producer's kernel instead, which
   then stores into the interior of the padded buffer (``lowering/kernel.py``).
@@ -60,6 +64,13 @@ def _moves_data(node: Node) -> bool:
     return _kind(node) == OpKind.LAYOUT or node.op in ("identity", "dropout", "cast")
 
 
+def _joins_computed(node: Node, producer: dict, users: dict, outputs: set) -> bool:
+    """Whether ``node`` is a concat of a value that arithmetic computes for it alone."""
+    return node.op == "concat" and any(
+        v in producer and not _moves_data(producer[v]) and _kind(producer[v]) not in ANCHORS
+        and v not in outputs and all(u is node for u in users[v]) for v in node.inputs)
+
+
 def _broadcasts_trailing_only(produced: tuple, consumed: tuple) -> bool:
     """True when ``produced`` equals ``consumed`` except for 1s on trailing axes."""
     if len(produced) != len(consumed):
@@ -100,7 +111,7 @@ def fuse_groups(graph: Graph) -> Graph:
     """x -> f -> g -> y  ->  x -> [f; g] -> y (one kernel) when f's only user is g and the rules allow."""
     g = clone(graph)
     _copy_windows(g)
-    users = g.users()
+    users, producer = g.users(), g.producers()
     outputs = set(g.outputs)
     group = {id(n): i for i, n in enumerate(g.nodes)}
     has_anchor = {i: _kind(n) in ANCHORS for i, n in enumerate(g.nodes)}
@@ -127,7 +138,7 @@ def fuse_groups(graph: Graph) -> Graph:
         else:
             reread = _kind(consumer) in MANY_READS or id(consumer) in many_reads
             if reread:
-                if not _moves_data(node) or _stores_padded(node):
+                if not _moves_data(node) or _stores_padded(node) or _joins_computed(node, producer, users, outputs):
                     continue
                 many_reads.add(id(node))
         group[id(node)] = target

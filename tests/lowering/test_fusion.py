@@ -109,3 +109,21 @@ def test_a_slice_read_by_two_nodes_is_copied_into_each():
     assert len({n.outputs[0].name for n in slices}) == 4
     assert kernels_and_check(g, (2, 4, 8), (4, 4)) == 1
     assert kernels_and_check(b.graph(y, lo), (2, 4, 8), (4, 4)) == 2    # a graph output is stored once
+
+
+def test_a_concat_of_arithmetic_is_its_own_kernel_before_a_matmul():
+    """Fused into the matmul, the concat would choose between its parts at every read and
+    leave its arithmetic parts to kernels of their own; stored, it is one nest per part."""
+    from minic.ir.loops import Select, stmt_exprs, walk, walk_stmts
+    b = Builder((4, 3), (4, 5))
+    x0, x1 = b.inputs
+    w = b.const(8, 6)
+    y = b.op("matmul", b.op("concat", b.op("exp", x0), b.op("tanh", x1), axis=1), w)
+    groups = {n.op: n.group for n in fuse_groups(b.graph(y)).nodes}
+    assert groups["exp"] == groups["tanh"] == groups["concat"] != groups["matmul"]
+    assert kernels_and_check(b.graph(y), (4, 3), (4, 5)) == 2
+    first = lower_graph(fuse_groups(b.graph(y))).kernels[0]
+    assert not any(isinstance(x, Select) for s in walk_stmts(first.body) for e in stmt_exprs(s) for x in walk(e))
+    plain = Builder((4, 3), (4, 5))                     # a concat of inputs only moves data: it fuses
+    y = plain.op("matmul", plain.op("concat", *plain.inputs, axis=1), plain.const(8, 6))
+    assert kernels_and_check(plain.graph(y), (4, 3), (4, 5)) == 1
