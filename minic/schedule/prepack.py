@@ -119,20 +119,22 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         body = _drop(alloc.body, fill)
         body = map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
                                                   if isinstance(x, Load) and x.buffer == alloc.buffer else None))
-        # The panel as a function of its own index (each store index a variable over the buffer's
-        # axis), checked against the packed data; other reads of it in scope read the panel too.
+        # The panel as a function of its own index: the fill's value with each store index a
+        # variable over the buffer's axis.  Where that leaves none of the fill's loops and the fill
+        # stores every element, other reads of those values in scope read the panel too.
         axes = {f"{name}_{d}": ix for d, ix in enumerate(t.index)}
         pattern = value
         for u, ix in axes.items():
             pattern = _replace_expr(pattern, ix, Var(u))
-        holes = {u: (Const(0), Const(n)) for u, n in zip(axes, alloc.buffer.shape)}
-        reused = _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in axes)), {})
-        if reused == body or free_vars(pattern) & set(names[len(outer):]):
+        inner = names[len(outer):]
+        if free_vars(pattern) & set(inner) or any(free_vars(i) - set(inner) for i in t.index):
             return body
-        grids = np.meshgrid(*[np.arange(s, s + n, dtype=np.int64) for s, n in ranges[:len(outer)]],
-                            *[np.arange(n, dtype=np.int64) for n in alloc.buffer.shape], indexing="ij", sparse=True)
-        again = evaluate(pattern, dict(zip(outer + list(axes), grids)), program.constants)
-        return reused if np.array_equal(np.broadcast_to(again, shape), data) else body
+        stored = np.zeros(alloc.buffer.shape, bool)         # the same for every tile: the index is the fill's own
+        stored[where[len(outer):]] = True
+        if not stored.all():
+            return body
+        holes = {u: (Const(0), Const(n)) for u, n in zip(axes, alloc.buffer.shape)}
+        return _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in axes)), {})
 
     body = go(k.body)
     del go, _try        # a cycle through their closures' cells (holding the program) would outlive this call
@@ -165,8 +167,10 @@ def _unify(pattern: Expr, e: Expr, holes: dict[str, tuple[Expr, Expr]], ranges: 
         if pattern.name not in bound and isinstance(e, Var) and ranges.get(e.name) == holes[pattern.name]:
             bound[pattern.name] = e
         return bound.get(pattern.name) == e
+    if type(pattern) is not type(e):
+        return False
     kids = children(e)
-    if type(pattern) is not type(e) or len(children(pattern)) != len(kids) or rebuild(pattern, kids) != e:
+    if len(children(pattern)) != len(kids) or rebuild(pattern, kids) != e:
         return False
     return all(_unify(a, b, holes, ranges, bound) for a, b in zip(children(pattern), kids))
 
