@@ -120,7 +120,7 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     fill = _wrap([For(t.var, t.start, t.extent, ForKind.SERIAL, t.body) for t in inner],
                  Store(packed, at_index, operand))
     fill = rename_loops(fill, "_p")
-    body = Allocate(packed, seq(fill, map_exprs(loop.body, lambda e: _replace_expr(e, operand, Load(packed, at_index)))))
+    body = Allocate(packed, seq(fill, map_exprs(loop.body, lambda e: map_expr(e, lambda x: Load(packed, at_index) if x == operand else None))))
     return _tidy(rewrite_loops(f, at, lambda t: For(t.var, t.start, t.extent, t.kind, body)))
 
 
@@ -129,14 +129,6 @@ def _single_loop(f: Function, at: str, what: str) -> For:
     if len(found) != 1:
         raise fail(f, f"{what}: there is {'no' if not found else 'more than one'} loop '{at}'")
     return found[0]
-
-
-def _replace_expr(e: Expr, old: Expr, new: Expr) -> Expr:
-    if e == old:
-        return new
-    from minic.ir.loops import children, rebuild
-    kids = children(e)
-    return rebuild(e, tuple(_replace_expr(k, old, new) for k in kids)) if kids else e
 
 
 def _loops_around(s: Stmt, target: Expr) -> list[For] | None:

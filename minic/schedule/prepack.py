@@ -21,7 +21,6 @@ import numpy as np
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
                             Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
                             walk, walk_stmts)
-from minic.schedule.caching import _replace_expr
 from minic.schedule.nest import map_exprs, sub_stmts, with_children
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
@@ -125,7 +124,7 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         axes = {f"{name}_{d}": ix for d, ix in enumerate(t.index)}
         pattern = value
         for u, ix in axes.items():
-            pattern = _replace_expr(pattern, ix, Var(u))
+            pattern = map_expr(pattern, lambda x, ix=ix, u=u: Var(u) if x == ix else None)
         inner = names[len(outer):]
         if free_vars(pattern) & set(inner) or any(free_vars(i) - set(inner) for i in t.index):
             return body
