@@ -3,8 +3,10 @@ copy of an operand.  Together with split/reorder/unroll/vectorize they make the
 register-tiled matmul micro-kernel (see ``templates.py``)."""
 from __future__ import annotations
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Stmt, Store,
-                            expr_str, free_vars, map_expr, seq, walk, walk_stmts)
+from dataclasses import replace
+
+from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Seq, Stmt,
+                            Store, const, expr_str, free_vars, map_expr, seq, sub_stmts, substitute, walk, walk_stmts)
 from minic.schedule.nest import (check_independent, const_extent, fail, loads, map_exprs, rename_loops,
                                  rewrite_loops, stores, with_children)
 from minic.schedule.primitives import _band, _tidy
@@ -150,6 +152,21 @@ def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
 IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
 
 
+def reduction_update(body: Stmt) -> tuple[tuple[Store, ...], Store] | None:
+    """(element stores, update) when ``body`` is ``acc = acc op e`` (op: add, max, min) on a
+    scalar float accumulator that ``e`` does not read, after any stores of elements
+    (``cache_in_output`` puts one there); else None."""
+    parts = body.stmts if isinstance(body, Seq) else (body,)
+    *elements, st = parts
+    if not (isinstance(st, Store) and st.index == () and isinstance(st.value, BinOp) and st.value.op in IDENTITY
+            and st.value.a == Load(st.buffer, ()) and st.buffer.role == Role.LOCAL and st.buffer.dtype.is_float):
+        return None
+    reads_acc = any(isinstance(x, Load) and x.buffer == st.buffer for x in walk(st.value.b))
+    if reads_acc or not all(isinstance(e, Store) and e.buffer != st.buffer and e.index for e in elements):
+        return None
+    return tuple(elements), st
+
+
 def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     """Vectorize a reduction loop: ``lanes`` partial results, combined at the end.
 
@@ -165,18 +182,26 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     dependent operations where a chain over the lanes was 16 (a softmax row of 64 took
     a third less time).  The terms are added in another order (16 running sums), so a
     float sum may differ in its last bits; max and min are exact.  Only ``acc = acc op e``
-    with op in add/max/min, on a scalar accumulator that ``e`` does not read.
+    with op in add/max/min, on a scalar accumulator that ``e`` does not read; stores of
+    elements before the update (``y[.., r] = e(r); acc = acc + y[.., r]``) go with it, in
+    vectors too, when each iteration writes its own elements.
     """
     from minic.ir.loops import Const as C, Var, const
     from minic.schedule.primitives import _binop
     loop = _single_loop(f, name, "rfactor")
-    st = loop.body
-    if not (isinstance(st, Store) and st.index == () and isinstance(st.value, BinOp) and st.value.op in IDENTITY
-            and st.value.a == Load(st.buffer, ()) and st.buffer.role == Role.LOCAL and st.buffer.dtype.is_float):
-        raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator")
+    found = reduction_update(loop.body)
+    if found is None:
+        raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator "
+                      "that e does not read")
+    elements, st = found
+    if elements:                         # lanes write their own elements, and read only those
+        check_independent(f, For(loop.var, loop.start, loop.extent, loop.kind, seq(*elements)), "rfactor",
+                          distinct_writes=True)
+        written = {(e.buffer, e.index) for e in elements}
+        if any(ld.buffer in {b for b, _ in written} and (ld.buffer, ld.index) not in written
+               for ld in loads(loop.body)):
+            raise fail(f, f"rfactor: loop '{name}' reads elements that another iteration writes")
     acc, op, term = st.buffer, st.value.op, st.value.b
-    if any(isinstance(x, Load) and x.buffer == acc for x in walk(term)):
-        raise fail(f, f"rfactor: the term of loop '{name}' reads the accumulator")
     part = Buffer(f"{acc.name}_part", (lanes,), acc.dtype, Role.LOCAL)
     ro, lv, rt = Var(name + "o"), Var(name + "v"), Var(name + "t")
     from minic.schedule.nest import subst_stmt
@@ -184,12 +209,12 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     n = loop.extent
     full = _binop("div", n, const(lanes))
     init = For(lv, const(0), const(lanes), ForKind.VECTORIZED, Store(part, at, const(IDENTITY[op], acc.dtype)))
-    step = Store(part, at, BinOp(op, Load(part, at), term))
+    step = seq(*elements, Store(part, at, BinOp(op, Load(part, at), term)))
     main = For(ro, const(0), full, ForKind.SERIAL, For(lv, const(0), const(lanes), ForKind.VECTORIZED,
                subst_stmt(step, {name: _binop("add", loop.start, BinOp("add", BinOp("mul", ro, const(lanes)), lv))})))
     tail_start = _binop("mul", full, const(lanes))
     tail = For(rt, _binop("add", loop.start, tail_start), _binop("sub", n, tail_start), ForKind.SERIAL,
-               subst_stmt(st, {name: rt}))
+               subst_stmt(loop.body, {name: rt}))
 
     def over_lanes(w: int, kind: ForKind, body: Store) -> Stmt:
         return For(lv, const(0), const(w), kind, body) if w > 1 else subst_stmt(body, {lv.name: const(0)})
@@ -204,3 +229,148 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     else:
         result = Allocate(part, seq(init, main, tail, combine))
     return _tidy(rewrite_loops(f, name, lambda _: result))
+
+
+# --- a row's element expression computed once, kept in the output ----------------------------
+
+def cache_in_output(f: Function) -> Function:
+    """Compute once what a reduction over a row and a later pass over the same row both
+    compute, keeping it in the output's row in between (the row is the output's to use
+    until the last pass overwrites it):
+
+        for i:                                        for i:
+          s = 0                                         s = 0
+          for r < n:                                    for r < n:
+            s = s + exp(x[i, r] - m)                      y[i, r] = exp(x[i, r] - m)
+                                                          s = s + y[i, r]
+          for j < n:                                    for j < n:
+            y[i, j] = exp(x[i, j] - m) / s                y[i, j] = y[i, j] / s
+
+    A reduction band ``for r..: acc = acc op e(r)`` qualifies when the one nest after it
+    in its block that stores to memory stores ``y[.., j..]`` over the same ranges, and a
+    part of ``e`` worth a store and a load (a math call, or two loads from memory; the
+    largest such part) appears there as itself with ``r`` -> ``j``; a later reduction over
+    the row reads it back too.  Softmax computes its exp once, not twice; layer_norm sums
+    its fused inputs (``a + b + bias``) once, not three times.  The value is stored in the
+    output's own type, so a rounding type (f16) keeps the recomputation.  Bit-identical.
+    """
+    def block(s: Stmt) -> Stmt:
+        if not isinstance(s, Seq):
+            return with_children(s, tuple(block(t) for t in sub_stmts(s)))
+        stmts, k = list(s.stmts), 0
+        while k < len(stmts):
+            done = _keep_in_output(stmts[k], stmts[k + 1:])
+            if done is not None:
+                stmts[k:] = done
+            stmts[k] = block(stmts[k])
+            k += 1
+        return Seq(tuple(stmts))
+    return replace(f, body=block(f.body))
+
+
+def _perfect_band(s: Stmt) -> tuple[list[For], Stmt]:
+    band = []
+    while isinstance(s, For):
+        band.append(s)
+        s = s.body
+    return band, s
+
+
+def _worth_keeping(e: Expr) -> bool:
+    """Whether computing ``e`` again costs more than a store and a load of it."""
+    nodes = list(walk(e))
+    return not isinstance(e, Load) and (any(isinstance(x, Call) for x in nodes) or sum(
+        isinstance(x, Load) and x.buffer.role != Role.LOCAL for x in nodes) >= 2)
+
+
+def _reached(s: Stmt) -> list[For]:
+    """The loops reached from ``s`` through blocks and allocations only."""
+    if isinstance(s, Seq):
+        return [t for k in s.stmts for t in _reached(k)]
+    if isinstance(s, Allocate):
+        return _reached(s.body)
+    return [s] if isinstance(s, For) else []
+
+
+def _map_bands(s: Stmt, fn) -> Stmt:
+    """``s`` with ``fn`` applied to each loop reached through blocks and allocations only."""
+    if isinstance(s, Seq):
+        return Seq(tuple(_map_bands(t, fn) for t in s.stmts))
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, _map_bands(s.body, fn))
+    return fn(s) if isinstance(s, For) else s
+
+
+def _same_ranges(a: list[For], b: list[For]) -> bool:
+    return len(a) == len(b) and all(x.start == y.start and x.extent == y.extent and x.kind == y.kind == ForKind.SERIAL
+                                    for x, y in zip(a, b))
+
+
+def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
+    """``first`` (a reduction band) and the statements after it, rewritten by ``cache_in_output``;
+    None when the rule does not apply."""
+    band, inner = _perfect_band(first)
+    found = reduction_update(inner) if band else None
+    if found is None or found[0] or any(t.kind != ForKind.SERIAL for t in band):
+        return None
+    update = found[1]
+    written = [st for t in later for st in stores(t) if st.buffer.role != Role.LOCAL]
+    if len(written) != 1:
+        return None
+    out = written[0].buffer
+    final = [_perfect_band(t)[0] for t in _reached(seq(*later)) if _perfect_band(t)[1] is written[0]]
+    k = len(band)
+    if not final or not _same_ranges(band, final[0]) or out.dtype.is_storage_float:
+        return None
+    index = written[0].index
+    outer, lanes = index[:-k], tuple(t.var for t in final[0])
+    if index[-k:] != lanes or any(free_vars(i) & {t.var.name for t in band + final[0]} for i in outer):
+        return None
+    rows = tuple(t.var for t in band)
+    here = outer + rows
+    term = update.value.b
+    changed = {st.buffer for t in later for st in stores(t)} - {out}
+    for part in (x for x in walk(term) if x.dtype == out.dtype and _worth_keeping(x)
+                 and free_vars(x) & {v.name for v in rows}):
+        if any(isinstance(x, Load) and (x.buffer in changed or (x.buffer == out and x.index != here))
+               for x in walk(part)):
+            continue
+        rest, n = _replace_part(seq(*later), part, band, outer, out, keep=False)
+        if n == 0 or _reads(rest, out) or _reads(_swap(term, part, const(0, part.dtype)), out):
+            continue
+        rest, _ = _replace_part(seq(*later), part, band, outer, out, keep=True)
+        keep = Store(out, here, part)
+        kept = Store(update.buffer, (), BinOp(update.value.op, update.value.a, _swap(term, part, Load(out, here))))
+        return [_wrap(band, seq(keep, kept)), *(rest.stmts if isinstance(rest, Seq) else (rest,))]
+    return None
+
+
+def _swap(e: Expr, part: Expr, by: Expr) -> Expr:
+    return map_expr(e, lambda x: by if x == part else None)
+
+
+def _reads(s: Stmt, buffer: Buffer) -> bool:
+    return any(ld.buffer == buffer for ld in loads(s))
+
+
+def _replace_part(s: Stmt, part: Expr, band: list[For], outer: tuple[Expr, ...], out: Buffer,
+                  keep: bool) -> tuple[Stmt, int]:
+    """``part`` (over ``band``'s variables) replaced in each loop band of ``s`` over the same
+    ranges by its element of ``out`` (``keep``), or by a constant (to see what else reads
+    ``out``); and how many times."""
+    count = [0]
+
+    def in_band(t: For) -> Stmt:
+        loops_, _ = _perfect_band(t)
+        if not _same_ranges(band, loops_):
+            return t
+        pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})
+        by = Load(out, outer + tuple(t.var for t in loops_)) if keep else const(0, part.dtype)
+
+        def swap(x: Expr) -> Expr | None:
+            if x == pattern:
+                count[0] += 1
+                return by
+            return None
+        return map_exprs(t, lambda e: map_expr(e, swap))
+    return _map_bands(s, in_band), count[0]

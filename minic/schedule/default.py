@@ -20,7 +20,7 @@ from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars
 from minic.schedule.nest import ScheduleError, loops, the_loop, unique_loops
-from minic.schedule.caching import rfactor
+from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import fuse, split, vectorize
 from minic.schedule.prepack import prepack
 from minic.schedule import records
@@ -64,8 +64,7 @@ def _vectorize_leaves(k: Function) -> Function:
     float reduction into a scalar gets 16 partial results (``rfactor``).  A loop that
     stores with a stride stays for LLVM."""
     for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
-        if isinstance(loop.body, Store) and loop.body.index == () and loop.body.buffer.dtype.is_float \
-                and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
+        if reduction_update(loop.body) is not None and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
             try:                           # a scalar reduction: partial results in vector lanes
                 k = rfactor(k, loop.var.name, LANES)
             except ScheduleError:
@@ -80,11 +79,19 @@ def _vectorize_leaves(k: Function) -> Function:
         if short and loop.extent.value < SHORT_LANES:
             continue
         try:                               # a short row (7 to 15 elements) is one vector of its length
-            k = vectorize(k, loop.var.name) if short else vectorize(split(k, loop.var.name, LANES, tail="overlap"),
-                                                                     loop.var.name + "i")
+            k = vectorize(k, loop.var.name) if short else vectorize(_split_lanes(k, loop.var.name), loop.var.name + "i")
         except ScheduleError:
             continue                       # not independent along the loop (a reduction): leave it
     return k
+
+
+def _split_lanes(k: Function, name: str) -> Function:
+    """Loop ``name`` in blocks of LANES, the last block overlapping the one before; a body that
+    updates its output in place (``cache_in_output``'s last pass) runs the rest one by one."""
+    try:
+        return split(k, name, LANES, tail="overlap")
+    except ScheduleError:
+        return split(k, name, LANES, tail="peel")
 
 
 def _fuse_outer(k: Function, threads: int) -> Function:
@@ -114,6 +121,7 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
             k = schedule_contraction(k, knobs or default_knobs(k), target.threads)
         except ScheduleError:
             pass                           # a nest the template cannot take runs as lowered
+    k = cache_in_output(k)                 # softmax's exp once: kept in the output row
     k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
     k = _vectorize_leaves(k)
     if target.threads <= 1:

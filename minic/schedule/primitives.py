@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, If, Stmt, Var, const, expr_str,
-                            free_vars, walk_stmts)
+                            free_vars, seq, walk_stmts)
 from minic.ir.loops_simplify import simplify, simplify_stmt
 from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, loops_named, private_buffers,
                                  rename_loops, rewrite_loops, stores, subst_stmt, the_loop)
 
 MAX_UNROLL = 64          # copies of a body codegen will write out
 MAX_LANES = 64           # vector lanes of one vectorized loop (LLVM splits wide vectors into registers)
-TAILS = ("exact", "guard", "overlap")
+TAILS = ("exact", "guard", "overlap", "peel")
 
 
 def _binop(op: str, a: Expr, b: Expr) -> Expr:
@@ -38,14 +38,17 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
     back so it ends at ``n`` (``min(io * f, n - f) + ii``): some iterations run
     twice, which is legal only when each iteration just overwrites its own
     outputs, and needs ``n >= f`` (checked at run time for a symbolic ``n``; the
-    original loop runs otherwise).
+    original loop runs otherwise); ``"peel"`` runs the n / f whole blocks, then the
+    rest as a loop of its own, ``for (it = n / f * f; it < n; it++) S(it)`` (for a
+    body that updates in place, which overlapping blocks would update twice).
     """
     if factor < 1:
         raise fail(f, f"split factor of '{name}' must be positive, got {factor}")
     if tail not in TAILS:
         raise fail(f, f"split tail must be one of {', '.join(TAILS)}, got '{tail}'")
     outer, inner = outer or name + "o", inner or name + "i"
-    for new in (outer, inner):
+    rest = name + "t"
+    for new in (outer, inner) + ((rest,) if tail == "peel" else ()):
         if new != name and loops_named(f.body, new):
             raise fail(f, f"split of '{name}': a loop '{new}' exists already")
 
@@ -59,6 +62,8 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
                           "use tail='guard' or tail='overlap'")
         elif tail == "guard":
             mode, count = "guard", _binop("div", BinOp("add", n, const(factor - 1)), const(factor))
+        elif tail == "peel":
+            mode, count = "peel", _binop("div", n, const(factor))
         else:
             if known is not None and known < factor:
                 raise fail(f, f"split of '{name}' with tail='overlap' needs extent >= {factor}, got {known}")
@@ -76,6 +81,11 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
         nest = For(vo, const(0), count, loop.kind, For(vi, const(0), const(factor), ForKind.SERIAL, body))
         if mode == "overlap" and known is None:     # a symbolic extent may be below the factor
             return If(BinOp("ge", n, const(factor)), nest, rename_loops(loop, "_s"))
+        if mode == "peel":
+            done = _binop("mul", count, const(factor))
+            vt = Var(rest)
+            return seq(nest, For(vt, _binop("add", loop.start, done), _binop("sub", n, done), loop.kind,
+                                 subst_stmt(loop.body, {name: vt})))
         return nest
     return _tidy(rewrite_loops(f, name, rewrite))
 

@@ -27,12 +27,29 @@ def test_split_exact_divides():
     assert_same_meaning(f, g)
 
 
-@pytest.mark.parametrize("tail", ["guard", "overlap"])
+@pytest.mark.parametrize("tail", ["guard", "overlap", "peel"])
 def test_split_with_a_tail(tail):
     f = add_kernel(5, 13)
     g = split(f, "i1", 4, tail=tail)
     assert ("if (" in print_function(g)) == (tail == "guard")
+    assert ("i1t" in print_function(g)) == (tail == "peel")
     assert_same_meaning(f, g)
+
+
+def test_peel_split_updates_in_place_once_where_overlap_refuses():
+    """y = y * 2 twice is wrong: overlapping blocks refuse it, a peeled rest runs it once."""
+    from dataclasses import replace as with_
+    from minic.ir.loops import BinOp, Load, Store, const
+    from minic.schedule.nest import rewrite_loops
+    f = kernel_of(graph_of("relu", [("T", 9)]))
+    store = [s for s in __import__("minic.schedule.nest", fromlist=["x"]).stores(f.body)][0]
+    twice = Store(store.buffer, store.index, BinOp("mul", Load(store.buffer, store.index), const(2.0, store.buffer.dtype)))
+    f = rewrite_loops(f, "i1", lambda t: with_(t, body=twice))
+    with pytest.raises(ScheduleError, match="run some iterations twice"):
+        split(f, "i1", 4, tail="overlap")
+    g = split(f, "i1", 4, tail="peel")
+    for t in (1, 3):
+        assert_same_meaning(f, g, {"T": t})
 
 
 def test_split_that_does_not_cover_the_extent_is_an_error():

@@ -1,0 +1,128 @@
+"""``cache_in_output``: what a row's reduction and its last pass both compute is computed
+once and kept in the output row (softmax's exp, layer_norm's fused input sum); where the
+rule must not apply it leaves the kernel as it was.  Meaning checked by the Loop IR
+interpreter (bit-identical) and compiled; the default schedule's vector code too."""
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minic.ir.interpret import interpret
+from minic.ir.loops import BinOp, Load, Store, print_function
+from minic.ir.text import parse_graph
+from minic.runtime import CompileOptions, compile_graph, prepare
+from minic.schedule.caching import cache_in_output
+from minic.schedule.nest import rewrite_loops, stores, the_loop
+
+sys.path.insert(0, str(Path(__file__).parent))
+from schedule_helpers import (assert_same_meaning, graph_of, interpreted, kernel_of,  # noqa: E402
+                              random_arrays)
+
+OPTIONS = CompileOptions(use_cache=False, num_threads=1)
+
+
+def _kernel(text: str):
+    return kernel_of(parse_graph(text))
+
+
+def _loads(text: str, buffer: str) -> int:
+    return len(re.findall(rf"\b{buffer}\[i", text))
+
+
+def _bit_identical(before, after, sizes=None):
+    sizes = sizes or {}
+    arrays = random_arrays(before, sizes)
+    want, got = interpreted(before, arrays, sizes), interpreted(after, arrays, sizes)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    assert_same_meaning(before, after, sizes)
+
+
+def test_softmax_computes_its_exp_once():
+    f = kernel_of(graph_of("softmax", [(3, 4, 40)], axis=-1))
+    g = cache_in_output(f)
+    text = print_function(g)
+    assert print_function(f).count("exp(") == 2 and text.count("exp(") == 1, text
+    assert "y[i0, i1, i2] = y[i0, i1, i2] / acc1" in text, text
+    _bit_identical(f, g)
+
+
+def test_layer_norm_sums_its_fused_inputs_once():
+    f = _kernel("""graph @g(%a: f32[5, 48], %b: f32[5, 48], %w: f32[48], %c: f32[48]) -> (f32[5, 48]) {
+  %s = add(%a, %b) : f32[5, 48]
+  %y = layer_norm(%s, %w, %c) {axis = -1, eps = 1e-05} : f32[5, 48]
+  return %y
+}""")
+    g = cache_in_output(f)
+    text = print_function(g)
+    assert _loads(print_function(f), "a") == 4 and _loads(text, "a") == 1, text
+    _bit_identical(f, g)
+
+
+def test_a_row_over_two_axes_and_a_symbolic_size():
+    f = kernel_of(graph_of("softmax", [("T", 3, 17)], axis=-1))
+    g = cache_in_output(f)
+    assert print_function(g).count("exp(") == 1
+    for t in (1, 4):
+        _bit_identical(f, g, {"T": t})
+    f = _kernel("""graph @g(%a: f32[2, 3, 5], %b: f32[2, 3, 5]) -> (f32[2, 3, 5]) {
+  %s = add(%a, %b) : f32[2, 3, 5]
+  %y = layer_norm(%s) {axis = 1, eps = 1e-05} : f32[2, 3, 5]
+  return %y
+}""")
+    g = cache_in_output(f)
+    assert _loads(print_function(g), "a") == 1
+    _bit_identical(f, g)
+
+
+def test_what_a_later_pass_still_reads_is_not_overwritten():
+    """log_softmax's last pass has no exp: the max pass keeps x + b, the sum pass keeps nothing
+    more.  A softmax whose last pass reads its input x + b besides the exp (made by hand here:
+    fusion would store x + b for two consumers): the exp must not overwrite x + b."""
+    f = _kernel("""graph @g(%x: f32[4, 40], %b: f32[4, 40]) -> (f32[4, 40]) {
+  %s = add(%x, %b) : f32[4, 40]
+  %y = log_softmax(%s) {axis = -1} : f32[4, 40]
+  return %y
+}""")
+    g = cache_in_output(f)
+    assert _loads(print_function(g), "x") == 1 and "y[i0, r1] =" not in print_function(g)
+    _bit_identical(f, g)
+    f = _kernel("""graph @g(%x: f32[4, 40], %b: f32[4, 40]) -> (f32[4, 40]) {
+  %s = add(%x, %b) : f32[4, 40]
+  %y = softmax(%s) {axis = -1} : f32[4, 40]
+  return %y
+}""")
+    (st,) = [t for t in stores(the_loop(f, "i1").body)]
+    x, b = (next(p for p in f.params if p.name == n) for n in "xb")
+    row = BinOp("add", Load(x, st.index), Load(b, st.index))
+    f = rewrite_loops(f, "i1", lambda t: replace(t, body=Store(st.buffer, st.index, BinOp("mul", st.value, row))))
+    g = cache_in_output(f)
+    text = print_function(g)
+    assert _loads(text, "x") == 1 and "y[i0, r1] =" not in text and text.count("exp(") == 2, text
+    _bit_identical(f, g)
+
+
+def test_where_the_rule_does_not_apply_the_kernel_stays():
+    plain = kernel_of(graph_of("softmax", [(4, 40)], axis=0))        # the row is not the output's last axis
+    assert cache_in_output(plain) == plain
+    f16 = _kernel("""graph @g(%x: f16[4, 40]) -> (f16[4, 40]) {
+  %y = softmax(%x) {axis = -1} : f16[4, 40]
+  return %y
+}""")
+    assert cache_in_output(f16) == f16                                # f16 would round the kept exp
+
+
+def test_default_schedule_keeps_the_exp_in_vectors_and_the_last_pass_in_place():
+    """The kept exp goes with rfactor's vector lanes; the last pass (y = y / s) runs in
+    blocks of 16 and the rest one by one (overlapping blocks would divide twice)."""
+    g = graph_of("softmax", [("T", 37)], axis=-1)
+    text = print_function(prepare(g, OPTIONS).kernels[0])
+    assert "i1t" in text and "min(" not in text, text
+    final = [line for line in text.splitlines() if "/ acc1" in line]
+    assert final and not any("exp(" in line for line in final), text
+    for t in (1, 3):
+        x = np.random.default_rng(t).standard_normal((t, 37)).astype(np.float32) * 4
+        np.testing.assert_allclose(compile_graph(g, OPTIONS)(x), interpret(g, [x])[0], rtol=1e-5, atol=1e-7)
