@@ -1,6 +1,8 @@
-"""The primitives that introduce local buffers: an accumulator tile, and a packed
-copy of an operand.  Together with split/reorder/unroll/vectorize they make the
-register-tiled matmul micro-kernel (see ``templates.py``)."""
+"""The primitives that keep values in buffers: an accumulator tile, a packed copy
+of an operand, a reduction's partial results in vector lanes (local buffers), and
+a row's element expression kept in the output between a reduction and the pass
+that overwrites it (``cache_in_output``).  With split/reorder/unroll/vectorize the
+first two make the register-tiled matmul micro-kernel (see ``templates.py``)."""
 from __future__ import annotations
 
 from dataclasses import replace
