@@ -23,10 +23,11 @@ Checking lives beside this file: ``loops_verify.py`` (the verifier) and
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterator, Sequence, Union
 
 import numpy as np
 
@@ -237,22 +238,20 @@ class Program:
 
 
 def const(value, dtype: DType = DType.i64) -> Const:
-    if dtype.is_float:
-        value = float(value)
-    elif dtype == DType.bool:
-        value = bool(value)
-    else:
-        value = int(value)
-    return Const(value, dtype)
+    kind = float if dtype.is_float else bool if dtype == DType.bool else int
+    return Const(kind(value), dtype)
 
 
 def dim_expr(d: Dim) -> Expr:
     """A shape dim as an i64 expression: 3 -> 3, "4*B*T" -> 4 * B * T."""
     coef, syms = _monomial(d)
-    expr: Expr | None = const(coef) if coef != 1 or not syms else None
-    for name in sorted(syms.elements()):
-        expr = Var(name) if expr is None else BinOp("mul", expr, Var(name))
-    return expr
+    factors = [const(coef)] if coef != 1 or not syms else []
+    return fold("mul", factors + [Var(name) for name in sorted(syms.elements())])
+
+
+def fold(op: str, terms: Sequence[Expr]) -> Expr:
+    """``(t0 op t1) op t2 ...``: the terms joined by the binary ``op``, left to right."""
+    return functools.reduce(lambda a, b: BinOp(op, a, b), terms)
 
 
 # --- traversal -------------------------------------------------------------------

@@ -226,13 +226,10 @@ def simplify_stmt(s, ranges: Mapping[str, Range] | None = None):
     ranges = dict(ranges or {})
     if isinstance(s, For):
         start, extent = simplify(s.start, ranges), simplify(s.extent, ranges)
-        inner = dict(ranges)
         lo, n = value_range(start, ranges), value_range(extent, ranges)
-        if lo is not None and n is not None and n[1] >= 1:
-            inner[s.var.name] = (lo[0], lo[1] + n[1] - 1)
+        if lo is None:                     # ranges is this call's own copy: the body's ranges
+            ranges.pop(s.var.name, None)
         else:
-            inner[s.var.name] = (lo[0], 2**62) if lo is not None else None
-            if inner[s.var.name] is None:
-                del inner[s.var.name]
-        return For(s.var, start, extent, s.kind, simplify_stmt(s.body, inner))
+            ranges[s.var.name] = (lo[0], lo[1] + n[1] - 1 if n is not None and n[1] >= 1 else 2**62)
+        return For(s.var, start, extent, s.kind, simplify_stmt(s.body, ranges))
     return map_stmt(s, lambda e: simplify(e, ranges), lambda t: simplify_stmt(t, ranges))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from minic.errors import UserError
 from minic.ir.loops import (STATUS, CALLS, COMPARE_OPS, LOGIC_OPS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr,
-                            For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str, walk)
+                            For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str, stmt_exprs,
+                            sub_stmts, walk)
 from minic.ir.types import DType
 
 
@@ -54,40 +55,37 @@ def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]
 
 
 def _check_stmt(where: str, s: Stmt, scope: set[str], buffers: dict[str, Buffer]) -> None:
+    """The statement's own invariants, then its expressions, then the statements nested in it
+    (a loop's body sees its variable, an Allocate's body its buffer)."""
+    inner_scope, inner_buffers = scope, buffers
     if isinstance(s, For):
         if s.var.name in scope:
             raise LoopVerifyError(f"{where}: loop variable '{s.var.name}' shadows another")
         for e in (s.start, s.extent):
-            _check_expr(where, e, scope, buffers)
             if e.dtype != DType.i64:
                 raise LoopVerifyError(f"{where}: loop bound {expr_str(e)} is not i64")
-        _check_stmt(where, s.body, scope | {s.var.name}, buffers)
+        inner_scope = scope | {s.var.name}
     elif isinstance(s, Store):
         _check_index(where, s.buffer, s.index, buffers)
         if s.buffer.role in (Role.INPUT, Role.CONST):
             raise LoopVerifyError(f"{where}: stores into {s.buffer.role.value} buffer {s.buffer.name}")
         if s.value.dtype != s.buffer.dtype:
             raise LoopVerifyError(f"{where}: stores {s.value.dtype.value} into {s.buffer.dtype.value} buffer {s.buffer.name}")
-        for e in (*s.index, s.value):
-            _check_expr(where, e, scope, buffers)
     elif isinstance(s, Allocate):
         if s.buffer.name in buffers:
             raise LoopVerifyError(f"{where}: buffer '{s.buffer.name}' is allocated twice")
         if s.buffer.role != Role.LOCAL or not all(isinstance(d, int) for d in s.buffer.shape):
             raise LoopVerifyError(f"{where}: allocated buffer {s.buffer.name} must be LOCAL with a constant shape")
-        _check_stmt(where, s.body, scope, {**buffers, s.buffer.name: s.buffer})
+        inner_buffers = {**buffers, s.buffer.name: s.buffer}
     elif isinstance(s, If):
-        _check_expr(where, s.cond, scope, buffers)
         if s.cond.dtype != DType.bool:
             raise LoopVerifyError(f"{where}: if condition {expr_str(s.cond)} is not bool")
-        _check_stmt(where, s.then, scope, buffers)
-        if s.otherwise is not None:
-            _check_stmt(where, s.otherwise, scope, buffers)
-    elif isinstance(s, Seq):
-        for t in s.stmts:
-            _check_stmt(where, t, scope, buffers)
-    else:
+    elif not isinstance(s, Seq):
         raise LoopVerifyError(f"{where}: {type(s).__name__} is not a Loop IR statement")
+    for e in stmt_exprs(s):
+        _check_expr(where, e, scope, buffers)
+    for t in sub_stmts(s):
+        _check_stmt(where, t, inner_scope, inner_buffers)
 
 
 def verify_function(f: Function) -> Function:

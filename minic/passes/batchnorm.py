@@ -2,6 +2,8 @@
 ``k = scale / sqrt(var + eps)`` per output channel; the same for gemm and 2-D matmul."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from minic.ir import ops
@@ -36,8 +38,7 @@ def fold(m: Match) -> Node | None:
         w2 = w.data * (k[:, None] if lin.attrs.trans_b else k[None, :])
         c = lin.attrs.beta * rest[0].data if rest else 0.0
         c2 = c * k + shift
-        attrs = ops.get("gemm").make_attrs(trans_a=lin.attrs.trans_a, trans_b=lin.attrs.trans_b,
-                                           alpha=lin.attrs.alpha, beta=1.0)
+        attrs = replace(lin.attrs, beta=1.0)        # c is scaled already
     elif x.type.rank == 2 and w.type.rank == 2:     # matmul
         w2, c2, attrs = w.data * k[None, :], shift, ops.get("gemm").make_attrs()
     else:

@@ -1,6 +1,8 @@
 """fuse-matmul-bias: ``add(matmul(x, w), b) -> gemm(x, w, b)``, the bias as the matmul's epilogue."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
@@ -27,8 +29,7 @@ def bias_epilogue(m: Match) -> Node | None:
             attrs = ops.get("gemm").make_attrs()
         elif mm.op == "gemm" and len(mm.inputs) == 2:
             # beta scales c; this gemm had no c, so its beta meant nothing: now it must be 1.
-            attrs = ops.get("gemm").make_attrs(trans_a=mm.attrs.trans_a, trans_b=mm.attrs.trans_b,
-                                               alpha=mm.attrs.alpha, beta=1.0)
+            attrs = replace(mm.attrs, beta=1.0)
         else:
             continue
         return Node("gemm", [mm.inputs[0], mm.inputs[1], bias], m.node.outputs, attrs, m.node.group)

@@ -78,24 +78,14 @@ def drop_unused(graph: Graph, nodes: Iterable[Node], constants: Iterable[Value] 
     backwards, so that a whole chain of them goes at once."""
     nodes, constants = set(nodes), set(constants)
     reads = Counter(v for n in graph.nodes for v in n.inputs) + Counter(graph.outputs)
-    for node in reversed(list(graph.nodes)):
-        if node in nodes and not any(reads[v] for v in node.outputs):
-            graph.nodes.remove(node)
-            reads.subtract(node.inputs)
-    graph.constants = [c for c in graph.constants if c not in constants or reads[c] > 0]
-
-
-def drop_dead(graph: Graph) -> Graph:
-    """Remove, in place, nodes whose outputs nothing reads and constants nothing reads."""
-    live: set[Value] = set(graph.outputs)
     kept: list[Node] = []
     for node in reversed(graph.nodes):             # users come after producers
-        if any(v in live for v in node.outputs):
+        if node in nodes and not any(reads[v] for v in node.outputs):
+            reads.subtract(node.inputs)
+        else:
             kept.append(node)
-            live.update(node.inputs)
     graph.nodes = kept[::-1]
-    graph.constants = [c for c in graph.constants if c in live]
-    return graph
+    graph.constants = [c for c in graph.constants if c not in constants or reads[c] > 0]
 
 
 # --- the rewrite engine: rules matched at a node, applied greedily to a fixpoint ----------

@@ -7,13 +7,11 @@ chains back into a static ``reshape`` whenever the shapes are known.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from minic.errors import DataError
 from minic.ir.compute import DataCheck, Site
-from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.layout import ShapeAttrs, reshape_rule
 from minic.ir.ops.shapes import require
@@ -83,7 +81,7 @@ def _reshape_dynamic_checks(site: Site) -> list[DataCheck]:
         others = [BinOp("and", BinOp("ne", at[0], const(j)), BinOp("eq", s.at((const(j),)), const(-1)))
                   for j in range(len(declared))]
         return BinOp("and", BinOp("eq", s.at(at), const(-1)),
-                     functools.reduce(lambda a, b: BinOp("or", a, b), others, const(False, DType.bool)))
+                     fold("or", [const(False, DType.bool), *others]))
     return [DataCheck((len(declared),), fails, lambda at: s.at(at),
                       f"the shape tensor holds {{value}}, the node declares {list(declared)}"),
             DataCheck((len(declared),), another_minus_one, lambda at: s.at(at),

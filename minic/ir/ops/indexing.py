@@ -12,7 +12,7 @@ import numpy as np
 
 from minic.errors import DataError
 from minic.ir.compute import DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes, wrap_index, wrap_indices
-from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, div_checks
 from minic.ir.ops.layout import delinearize, gather_checks, linearize
@@ -23,13 +23,6 @@ INDEX_TYPES = (DType.i64, DType.i32)
 
 
 # --- compute rules (the ops are defined below) ---------------------------------------
-
-def _all(conds: list[Expr]) -> Expr:
-    out = conds[0] if conds else const(True, DType.bool)
-    for c in conds[1:]:
-        out = BinOp("and", out, c)
-    return out
-
 
 def gather_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
@@ -69,7 +62,7 @@ def scatter_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     def at(k: Expr) -> tuple[Expr, ...]:          # the update position j: j[axis] = k, else the output's index
         return tuple(clamp(k, n) if a == axis else clamp(i, upd.type.shape[a]) for a, i in enumerate(index))
     inside = [BinOp("lt", i, dim_expr(upd.type.shape[a])) for a, i in enumerate(index) if a != axis]
-    match = _all(inside + [BinOp("eq", wrap_index(idx.at(at(r)), data.type.shape[axis]), index[axis])])
+    match = fold("and", inside + [BinOp("eq", wrap_index(idx.at(at(r)), data.type.shape[axis]), index[axis])])
     return _combine(site, data.at(index), ((r, dim_expr(n)),), match, r, lambda k: upd.at(at(k)))
 
 
@@ -79,7 +72,8 @@ def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     outer = list(idx.type.shape[:-1])
     loops = tuple((site.fresh.var("r"), dim_expr(d)) for d in outer)
     p = tuple(v for v, _ in loops)
-    match = _all([BinOp("eq", wrap_index(idx.at(p + (const(k),)), data.type.shape[k]), index[k]) for k in range(q)])
+    match = fold("and", [BinOp("eq", wrap_index(idx.at(p + (const(k),)), data.type.shape[k]), index[k])
+                         for k in range(q)] or [const(True, DType.bool)])
     flat = linearize(list(p), outer) if p else const(0)
 
     def update(position: Expr) -> Expr:
@@ -174,9 +168,9 @@ def gather_elements(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.n
     return np.take_along_axis(lead, wrap_indices(idx, data.shape[axis], "gather_elements"), axis=axis)
 
 
-define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs, arity=(2, 2),
-       checks=gather_checks,
-               doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
+define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs,
+       arity=(2, 2), checks=gather_checks,
+       doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
 
 
 def _scatter_elements_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -204,10 +198,10 @@ def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd
     return out
 
 
-define("scatter_elements", OpKind.CONTRACTION, _scatter_elements_infer, scatter_elements, scatter_elements_rule, ScatterAttrs,
-       checks=gather_checks,
-               arity=(3, 3), doc="scatter_elements(data, idx, upd, axis): data with upd[j] written (or reduced) "
-                                 "at j with j[axis] replaced by idx[j]")
+define("scatter_elements", OpKind.CONTRACTION, _scatter_elements_infer, scatter_elements, scatter_elements_rule,
+       ScatterAttrs, arity=(3, 3), checks=gather_checks,
+       doc="scatter_elements(data, idx, upd, axis): data with upd[j] written (or reduced) "
+           "at j with j[axis] replaced by idx[j]")
 
 
 @dataclass(frozen=True)
@@ -232,8 +226,8 @@ def gather_nd(attrs: BatchDimsAttrs, data: np.ndarray, idx: np.ndarray) -> np.nd
     return out
 
 
-define("gather_nd", OpKind.LAYOUT, _gather_nd_infer, gather_nd, gather_nd_rule, BatchDimsAttrs, arity=(2, 2), checks=_nd_checks,
-               doc="gather_nd(data, idx)[p] = data[p[:b], idx[p, :]] (b = batch_dims)")
+define("gather_nd", OpKind.LAYOUT, _gather_nd_infer, gather_nd, gather_nd_rule, BatchDimsAttrs, arity=(2, 2),
+       checks=_nd_checks, doc="gather_nd(data, idx)[p] = data[p[:b], idx[p, :]] (b = batch_dims)")
 
 
 def _scatter_nd_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -275,9 +269,8 @@ def _arg_infer(attrs: ArgAttrs, ts: list[TensorType]) -> list[TensorType]:
 def _arg(pick):
     def run(attrs: ArgAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs.axis % x.ndim
-        if attrs.last:
-            flipped = np.flip(x, axis)
-            out = x.shape[axis] - 1 - pick(flipped, axis=axis)
+        if attrs.last:                          # the first hit in the flipped row is the last one
+            out = x.shape[axis] - 1 - pick(np.flip(x, axis), axis=axis)
         else:
             out = pick(x, axis=axis)
         out = out.astype(np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.ir.compute import DataCheck, Site, broadcast_index, clamp, in_range, index_check, wrap_index, wrap_indices
-from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
 from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_prod
@@ -17,10 +17,8 @@ from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_
 END = 2**63 - 1                          # a slice end meaning "to the end of the axis"
 
 
-def _layout(name: str, infer, reference, compute, attrs: type, doc: str, torch, arity=(1, 1), sample=None,
-            checks=None) -> None:
-    define(name, OpKind.LAYOUT, infer, reference, compute, attrs, arity=arity, doc=doc, torch=torch, sample=sample,
-           checks=checks)
+def _layout(name: str, infer, reference, compute, attrs: type, doc: str, torch, **more) -> None:
+    define(name, OpKind.LAYOUT, infer, reference, compute, attrs, doc=doc, torch=torch, **more)
 
 
 def _groups(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> list[tuple[list[int], list[int]]] | None:
@@ -57,14 +55,11 @@ def linearize(index: list[Expr], shape: list[Dim]) -> Expr:
 
 
 def delinearize(flat: Expr, shape: list[Dim]) -> list[Expr]:
-    out: list[Expr] = []
-    for k in range(len(shape) - 1, -1, -1):
-        if k == 0:
-            out.append(flat)
-        else:
-            out.append(BinOp("mod", flat, dim_expr(shape[k])))
-            flat = BinOp("div", flat, dim_expr(shape[k]))
-    return out[::-1]
+    out: list[Expr] = []                   # the last axes first: each the remainder by its size
+    for d in reversed(shape[1:]):
+        out.insert(0, BinOp("mod", flat, dim_expr(d)))
+        flat = BinOp("div", flat, dim_expr(d))
+    return [flat] + out if shape else []
 
 
 def reshape_index(index: tuple[Expr, ...], out_shape: tuple[Dim, ...], in_shape: tuple[Dim, ...]) -> tuple[Expr, ...]:
@@ -196,11 +191,8 @@ def _transpose_infer(attrs: PermAttrs, ts: list[TensorType]) -> list[TensorType]
 
 
 def transpose_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
-    perm = site.attrs.perm
-    inverse = [0] * len(perm)
-    for k, p in enumerate(perm):
-        inverse[p] = k
-    return site.inputs[0].at(tuple(index[inverse[a]] for a in range(len(perm))))
+    inverse = np.argsort(site.attrs.perm)          # input axis a is output axis inverse[a]
+    return site.inputs[0].at(tuple(index[k] for k in inverse))
 
 
 _layout("transpose", _transpose_infer, lambda attrs, x: np.transpose(x, attrs.perm).copy(), transpose_rule, PermAttrs,
@@ -226,10 +218,7 @@ def _concat_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
 
 
 def _offset(sizes: list[Dim]) -> Expr:
-    total: Expr = const(0)
-    for d in sizes:
-        total = BinOp("add", total, dim_expr(d))
-    return total
+    return fold("add", [const(0), *map(dim_expr, sizes)])
 
 
 def concat_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
@@ -238,14 +227,11 @@ def concat_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     # Build select(i < end0, x0, select(i < end1, x1, ... x_last)) from the back.
     sizes = [x.type.shape[axis] for x in pieces]
     result: Expr | None = None
-    for k in range(len(pieces) - 1, -1, -1):
-        start = _offset(sizes[:k])
-        local = BinOp("sub", index[axis], start)
+    for k in reversed(range(len(pieces))):
+        local = BinOp("sub", index[axis], _offset(sizes[:k]))
         element = pieces[k].at(index[:axis] + (clamp(local, sizes[k]),) + index[axis + 1:])
-        if result is None:
-            result = element
-        else:
-            result = Select(BinOp("lt", index[axis], _offset(sizes[:k + 1])), element, result)
+        end = _offset(sizes[:k + 1])
+        result = element if result is None else Select(BinOp("lt", index[axis], end), element, result)
     return result
 
 
@@ -420,7 +406,7 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     rank = x.type.rank
     before = site.attrs.pads[:rank]
     mode = site.attrs.mode
-    inside: Expr | None = None
+    inside: list[Expr] = []             # whether index lies off the padding, per padded axis
     source: list[Expr] = []
     for a in range(rank):
         n = x.type.shape[a]
@@ -430,13 +416,10 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
             last = BinOp("sub", dim_expr(n), const(1))
             i = BinOp("min", i, BinOp("sub", BinOp("mul", const(2), last), i))
         if mode == "constant" and (before[a] or site.attrs.pads[a + rank]):
-            ok = in_range(i, const(0), dim_expr(n))
-            inside = ok if inside is None else BinOp("and", inside, ok)
+            inside.append(in_range(i, const(0), dim_expr(n)))
         source.append(clamp(i, n))
     element = x.at(tuple(source))
-    if inside is None:
-        return element
-    return Select(inside, element, const(site.attrs.value, x.type.dtype))
+    return Select(fold("and", inside), element, const(site.attrs.value, x.type.dtype)) if inside else element
 
 
 def _torch_pad(t, x):

@@ -18,10 +18,10 @@ def broadcast(*shapes: Shape) -> Shape:
     return tuple(out)
 
 
-def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+def norm_axis(axis: int, rank: int) -> int:
     """Map a negative axis to its positive form; raise if out of range."""
     if not -rank <= axis < rank:
-        raise UserError(f"{what} {axis} is out of range for rank {rank}")
+        raise UserError(f"axis {axis} is out of range for rank {rank}")
     return axis % rank
 
 
