@@ -60,10 +60,6 @@ class Fresh:
 
 # --- small expression helpers used by the rules --------------------------------------
 
-def fconst(value: float, dtype: DType) -> Const:
-    return const(value, dtype)
-
-
 def lowest(dtype: DType) -> Const:
     return const(-math.inf, dtype) if dtype.is_float else const(np.iinfo(dtype.numpy).min, dtype)
 
@@ -90,7 +86,7 @@ def broadcast_index(index: Sequence[Expr], shape: tuple[Dim, ...]) -> tuple[Expr
 def count(dims: Sequence[Dim], dtype: DType) -> Expr:
     """The number of elements of ``dims``, as a float of ``dtype``."""
     n = dim_prod(tuple(dims))
-    return fconst(n, dtype) if isinstance(n, int) else Cast(dtype, dim_expr(n))
+    return const(n, dtype) if isinstance(n, int) else Cast(dtype, dim_expr(n))
 
 
 # --- traversal that knows Reduce ----------------------------------------------------------

@@ -79,8 +79,7 @@ def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_
         else:
             data = _dense(c.data)
         lines.append(f"  const {_ref(c)} : {c.type} = {data}")
-    for node in graph.nodes:
-        lines.append("  " + _node_text(node))
+    lines += ["  " + _node_text(node) for node in graph.nodes]
     lines.append(("  return " + ", ".join(_ref(v) for v in graph.outputs)).rstrip())
     lines.append("}")
     if side:

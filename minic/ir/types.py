@@ -76,10 +76,9 @@ class DType(Enum):
 
 
 _NUMPY = {DType.f64: np.dtype(np.float64), DType.f32: np.dtype(np.float32), DType.f16: np.dtype(np.float16),
-          DType.i64: np.dtype(np.int64),
-          DType.i32: np.dtype(np.int32), DType.i16: np.dtype(np.int16), DType.i8: np.dtype(np.int8),
-          DType.u8: np.dtype(np.uint8), DType.u16: np.dtype(np.uint16), DType.u32: np.dtype(np.uint32),
-          DType.u64: np.dtype(np.uint64), DType.bool: np.dtype(np.bool_)}
+          DType.i64: np.dtype(np.int64), DType.i32: np.dtype(np.int32), DType.i16: np.dtype(np.int16),
+          DType.i8: np.dtype(np.int8), DType.u8: np.dtype(np.uint8), DType.u16: np.dtype(np.uint16),
+          DType.u32: np.dtype(np.uint32), DType.u64: np.dtype(np.uint64), DType.bool: np.dtype(np.bool_)}
 
 
 @cache

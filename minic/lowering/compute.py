@@ -28,15 +28,11 @@ def _replace(e: Expr, mapping: dict[Expr, Expr]) -> Expr:
 def _hoistable(e: Expr, bound: frozenset[str], out: list[Reduce]) -> None:
     """Collect, children first, the Reduces that use none of the variables of an
     enclosing Reduce (``bound``): those can be computed outside it."""
-    if isinstance(e, Reduce):
-        inner = bound | {v.name for v, _ in e.axes}
-        for k in r_children(e):
-            _hoistable(k, inner, out)
-        if not (r_free_vars(e) & bound) and e not in out:
-            out.append(e)
-        return
+    inner = bound | {v.name for v, _ in e.axes} if isinstance(e, Reduce) else bound
     for k in r_children(e):
-        _hoistable(k, bound, out)
+        _hoistable(k, inner, out)
+    if isinstance(e, Reduce) and not (r_free_vars(e) & bound) and e not in out:
+        out.append(e)
 
 
 # --- materialisation --------------------------------------------------------------------

@@ -76,13 +76,11 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     produced = {v for n in graph.nodes for v in n.outputs}
     outputs: list[Buffer] = []
     copies: list[tuple[Value, Buffer]] = []
-    output_values = set()
     for v in graph.outputs:                      # each output gets a buffer of its own
         own = v in produced and v not in buffers
         outputs.append(buffer(v, Role.OUTPUT, "" if own else "_out"))
         if own:
-            buffers[v] = outputs[-1]
-            output_values.add(v)
+            buffers[v] = outputs[-1]             # its kernel stores it there
         else:
             copies.append((v, outputs[-1]))
 
@@ -93,8 +91,8 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
         stores = []
         for n in nodes:
             for v in n.outputs:
-                needed_outside = any(group_of[u] != g for u in users.get(v, []))
-                if v in output_values or needed_outside:
+                output = v in buffers and buffers[v].role == Role.OUTPUT
+                if output or any(group_of[u] != g for u in users.get(v, [])):       # or needed by another kernel
                     stores.append(v)
                     if v not in buffers:
                         buffers[v] = buffer(v, Role.TEMP)
@@ -109,9 +107,8 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
         kernels.append(copy_kernel(f"k{len(kernels)}_copy", buffers[v], target, sizes))
     for k, kernel in enumerate(kernels):
         for b in kernel.params:
-            if b.role == Role.TEMP:
-                first, _ = lifetimes.get(b.name, (k, k))
-                lifetimes[b.name] = (first, k)
+            if b.role == Role.TEMP:                  # from the first kernel that touches it to the last
+                lifetimes[b.name] = (lifetimes.get(b.name, (k, k))[0], k)
     used = {b.name for k in kernels for b in k.params}
     constants = {b.name: v.data for v, b in buffers.items() if b.role == Role.CONST and b.name in used}
     table = {b.name: b for b in buffers.values() if b.role != Role.CONST or b.name in used}

@@ -110,9 +110,7 @@ def conforms(value: Any, hint: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if hint is type(None):
-        return value is None
-    return isinstance(value, hint) if isinstance(hint, type) else True
+    return isinstance(value, hint) if isinstance(hint, type) else True        # NoneType: only None
 
 
 def describe_type(hint: Any) -> str:
@@ -122,10 +120,9 @@ def describe_type(hint: Any) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return " or ".join(describe_type(a) for a in args)
-    if origin is tuple:
-        if args[-1] is Ellipsis:
-            return f"a list of {describe_type(args[0]).split(' ', 1)[-1]}s"
-        return f"a list of {len(args)} {describe_type(args[0]).split(' ', 1)[-1]}s"
+    if origin is tuple:                      # "a list of ints", "a list of 2 ints"
+        count = "" if args[-1] is Ellipsis else f"{len(args)} "
+        return f"a list of {count}{describe_type(args[0]).split(' ', 1)[-1]}s"
     return {int: "an int", float: "a float", bool: "true or false", str: "a string",
             DType: "a dtype (" + ", ".join(DType.__members__) + ")", type(None): "none"}.get(hint, str(hint))
 

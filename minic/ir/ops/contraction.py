@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, broadcast_index, clamp, fconst
+from minic.ir.compute import Reduce, Site, broadcast_index, clamp
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
@@ -92,11 +92,11 @@ def gemm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     dt = a.type.dtype
     y: Expr = Reduce("sum", ((k, dim_expr(K)),), product)
     if attrs.alpha != 1.0:
-        y = BinOp("mul", fconst(attrs.alpha, dt), y)
+        y = BinOp("mul", const(attrs.alpha, dt), y)
     if len(site.inputs) == 3:
         c = site.inputs[2]
         term = c.at(broadcast_index(index, c.type.shape))
-        y = BinOp("add", y, term if attrs.beta == 1.0 else BinOp("mul", fconst(attrs.beta, dt), term))
+        y = BinOp("add", y, term if attrs.beta == 1.0 else BinOp("mul", const(attrs.beta, dt), term))
     return y
 
 
@@ -166,7 +166,7 @@ def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     h, v, inside = taps(attrs, oy, ox, p, q, x)
     pixel = x.at((n, channel, clamp(h, x.type.shape[2]), clamp(v, x.type.shape[3])))
     if any(attrs.padding):     # taps in the zero padding contribute nothing
-        pixel = Select(inside, pixel, fconst(0.0, x.type.dtype))
+        pixel = Select(inside, pixel, const(0.0, x.type.dtype))
     loops = ((c, const(cg)), (p, const(kh)), (q, const(kw)))
     y: Expr = Reduce("sum", loops, BinOp("mul", pixel, w.at((o, c, p, q))))
     if len(site.inputs) == 3:

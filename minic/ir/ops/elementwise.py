@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from minic.errors import DataError, UnsupportedError
-from minic.ir.compute import DataCheck, Operand, Site, broadcast_index, fconst
+from minic.ir.compute import DataCheck, Operand, Site, as_i64, broadcast_index
 from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
@@ -32,7 +32,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 def sigmoid_expr(x: Expr) -> Expr:
     # 1 / (1 + exp(-x)): for very negative x, exp overflows to inf and the
     # quotient is 0, the right limit; no NaN can appear.
-    one = fconst(1.0, x.dtype)
+    one = const(1.0, x.dtype)
     return BinOp("div", one, BinOp("add", one, Call("exp", (Call("neg", (x,)),))))
 
 
@@ -83,7 +83,7 @@ unary("relu", lambda x: np.maximum(x, x.dtype.type(0)), lambda x: BinOp("max", x
 unary("exp", np.exp, call("exp"), "exp", "exp")
 unary("log", np.log, call("log"), "log", "domain")
 unary("sqrt", np.sqrt, call("sqrt"), "sqrt", "domain")
-unary("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype), lambda x: BinOp("div", fconst(1.0, x.dtype), Call("sqrt", (x,))),
+unary("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype), lambda x: BinOp("div", const(1.0, x.dtype), Call("sqrt", (x,))),
       "rsqrt", "domain")
 unary("tanh", np.tanh, call("tanh"), "tanh", "bounded_unary")
 unary("sigmoid", sigmoid, sigmoid_expr, "sigmoid", "bounded_unary")
@@ -118,7 +118,7 @@ def div_checks(site: Site) -> list[DataCheck]:
     b = site.inputs[1]
     divisor = lambda index: arg(b, index)
     return [DataCheck(site.out.shape, lambda index: BinOp("eq", divisor(index), const(0, b.type.dtype)),
-                      lambda index: Cast(DType.i64, divisor(index)) if b.type.dtype != DType.i64 else divisor(index),
+                      lambda index: as_i64(divisor(index)),
                       "integer division by zero")]
 
 
@@ -205,7 +205,7 @@ def gelu(attrs: GeluAttrs, x: np.ndarray) -> np.ndarray:
 
 def gelu_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = arg(site.inputs[0], index)
-    f = lambda v: fconst(v, x.dtype)
+    f = lambda v: const(v, x.dtype)
     half_x = BinOp("mul", f(0.5), x)
     if site.attrs.approximate == "tanh":
         cube = BinOp("mul", BinOp("mul", x, x), x)

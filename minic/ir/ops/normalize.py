@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, count, fconst, reduce_axes
-from minic.ir.loops import BinOp, Call, Expr
+from minic.ir.compute import Reduce, Site, count, reduce_axes
+from minic.ir.loops import BinOp, Call, Expr, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axis, require
 from minic.ir.types import TensorType
@@ -110,7 +110,7 @@ def layer_norm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     centred = BinOp("sub", x.at(source), mean)
     var = BinOp("div", Reduce("sum", loops, BinOp("mul", centred, centred)), n)
     y = BinOp("div", BinOp("sub", x.at(index), mean),
-              Call("sqrt", (BinOp("add", var, fconst(site.attrs.eps, dt)),)))
+              Call("sqrt", (BinOp("add", var, const(site.attrs.eps, dt)),)))
     if len(site.inputs) > 1:
         y = BinOp("mul", y, site.inputs[1].at(index[first:]))
     if len(site.inputs) > 2:
@@ -151,7 +151,7 @@ def batch_norm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x, scale, bias, mean, var = site.inputs
     channel = (index[1],)
     dt = x.type.dtype
-    inv = BinOp("div", scale.at(channel), Call("sqrt", (BinOp("add", var.at(channel), fconst(site.attrs.eps, dt)),)))
+    inv = BinOp("div", scale.at(channel), Call("sqrt", (BinOp("add", var.at(channel), const(site.attrs.eps, dt)),)))
     return BinOp("add", BinOp("mul", BinOp("sub", x.at(index), mean.at(channel)), inv), bias.at(channel))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import Operand, Reduce, Site, clamp, count, fconst, in_range, lowest, reduce_axes
+from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_axes
 from minic.ir.loops import BinOp, Expr, Select, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
@@ -122,7 +122,7 @@ def max_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     loops, _, _, inside, element = _window(site, index)
     dt = element.dtype
-    total = Reduce("sum", loops, Select(inside, element, fconst(0.0, dt)))
+    total = Reduce("sum", loops, Select(inside, element, const(0.0, dt)))
     # The divisor counts the window's cells in the input, plus those in the
     # explicit padding when count_include_pad (never ceil_mode's overhang).
     a, x = site.attrs, site.inputs[0]
@@ -131,7 +131,7 @@ def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
         H, W = x.type.shape[2] + a.padding[2], x.type.shape[3] + a.padding[3]
         counted = BinOp("and", in_range(h, const(-a.padding[0]), const(H)),
                         in_range(w, const(-a.padding[1]), const(W)))
-    cells = Reduce("sum", loops, Select(counted, fconst(1.0, dt), fconst(0.0, dt)))
+    cells = Reduce("sum", loops, Select(counted, const(1.0, dt), const(0.0, dt)))
     return BinOp("div", total, cells)
 
 
