@@ -27,10 +27,8 @@ from llvmlite import ir
 from minic.codegen.emit import I64, PTR, Emitter
 from minic.codegen.pool import pool_run
 from minic.ir.loops import BinOp, Expr, For, ForKind, Function, Load, free_vars, sub_stmts, substitute, walk
-from minic.ir.loops_analysis import PARALLEL_WORK, work
+from minic.ir.loops_analysis import CHUNKS_PER_THREAD, PARALLEL_WORK, work
 from minic.ir.loops_simplify import simplify
-
-CHUNKS_PER_THREAD = 4
 
 
 def pool_work(s: For) -> Expr | None:

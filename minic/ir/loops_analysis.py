@@ -3,13 +3,16 @@ it does (is it worth threads?) and how an index moves with a loop variable
 (is an access contiguous?)."""
 from __future__ import annotations
 
-from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, substitute, walk
+from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars, substitute, walk
 from minic.ir.loops_simplify import simplify
 
 # Innermost iterations below which a loop runs on the caller alone: handing out chunks and
 # joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
 # another process holds the core a worker is on; a loop this small runs in ~5-20 us.
 PARALLEL_WORK = 1 << 16
+# A parallel loop is cut into this many chunks a thread (at most; fewer when it has fewer
+# iterations), claimed as threads come free: a thread the OS runs late leaves its share to the others.
+CHUNKS_PER_THREAD = 4
 MAX_STRIDE = 4               # the longest step of a strided vector load: it reads (lanes - 1) * stride + 1 elements
 
 
@@ -29,6 +32,13 @@ def work(s: Stmt) -> Expr:
     if isinstance(s, If):
         return simplify(BinOp("max", work(s.then), work(s.otherwise) if s.otherwise is not None else const(0)))
     return const(1)
+
+
+def fewest(extent: Expr) -> int | None:
+    """A loop's iterations with every size at 1 (a symbolic batch B may be 1); None where
+    that is not a number (an extent that reads memory)."""
+    least = simplify(substitute(extent, {name: const(1) for name in free_vars(extent)}))
+    return least.value if isinstance(least, Const) else None
 
 
 def uses(e: Expr, var: str) -> bool:

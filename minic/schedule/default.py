@@ -19,17 +19,16 @@ from dataclasses import replace
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars
-from minic.schedule.nest import ScheduleError, loops, the_loop, unique_loops
+from minic.schedule.nest import ScheduleError, loops, unique_loops
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
-from minic.schedule.primitives import fuse, split, vectorize
+from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
 from minic.schedule import records
-from minic.schedule.templates import (Knobs, default_knobs, find_contraction, schedule_contraction, signature,
-                                     vectorize_reductions)
+from minic.schedule.templates import (Knobs, default_knobs, find_contraction, fuse_for_threads, schedule_contraction,
+                                     signature, vectorize_reductions, widen_parallel)
 
 LANES = 16                     # f32 lanes of one AVX-512 register
 SHORT_LANES = 7                # an element-wise row this short or longer runs in vectors (a 7x7 image's row)
-CHUNKS = 4                     # a parallel loop wants this many iterations per thread
 
 
 def _may_pay(s: For) -> bool:
@@ -96,19 +95,13 @@ def _split_lanes(k: Function, name: str) -> Function:
 
 def _fuse_outer(k: Function, threads: int) -> Function:
     """Fuse a nest's outer loops while the outermost may have too few iterations to share
-    out (a symbolic batch B may be 1): softmax over [B, 8, T, T] runs B*8*T rows in parallel.
-    Only serial loops fuse: a vector loop fused into its parent would become scalar code
-    that divides by the extent at every element."""
+    out, every size taken at 1 (``fuse_for_threads``): a conv's [B, 64, 56, 56] output runs
+    B*64 channels in parallel, softmax over [B, 8, T, T] B*8 heads.  Only serial loops fuse:
+    a vector loop fused into its parent would become scalar code that divides by the extent
+    at every element."""
     for nest in (k.body.stmts if isinstance(k.body, Seq) else (k.body,)):
-        top = nest
-        while (isinstance(top, For) and isinstance(top.body, For) and not _has_parallel(top)
-               and top.kind == top.body.kind == ForKind.SERIAL
-               and not (isinstance(top.extent, Const) and top.extent.value >= CHUNKS * threads)):
-            try:
-                k = fuse(k, top.var.name, top.body.var.name, top.var.name + top.body.var.name)
-            except ScheduleError:
-                break
-            top = the_loop(k, top.var.name + top.body.var.name)
+        if isinstance(nest, For) and not _has_parallel(nest):
+            k, _ = fuse_for_threads(k, nest.var.name, threads)
     return k
 
 
@@ -142,4 +135,5 @@ def default_schedule(program: Program, target: Target, tuning: records.Tuning) -
         if record is None or record.kept_default:      # the default won: follow today's default
             return None
         return Knobs.from_json(record.knobs)
-    return prepack(replace(program, kernels=[schedule_kernel(k, target, knobs_for(k)) for k in program.kernels]))
+    program = prepack(replace(program, kernels=[schedule_kernel(k, target, knobs_for(k)) for k in program.kernels]))
+    return replace(program, kernels=[widen_parallel(k, target.threads) for k in program.kernels])

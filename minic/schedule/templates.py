@@ -29,10 +29,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from minic.ir.loops import Allocate, BinOp, Const, For, Function, If, Load, Role, Seq, Stmt, Store, free_vars, seq
+from minic.ir.loops import (Allocate, BinOp, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars,
+                             seq)
+from minic.ir.loops_analysis import CHUNKS_PER_THREAD, fewest
 from minic.schedule.caching import cache_accumulator, pack_operand
 from minic.schedule.nest import ScheduleError, loads, loops_named, rewrite_loops, stores, unique_loops
-from minic.schedule.primitives import MAX_UNROLL, parallel, reorder, split, unroll, vectorize
+from minic.schedule.primitives import MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
 
@@ -178,6 +180,45 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
         choice = next((n for n in outer if isinstance(extents.get(n), Const) and extents[n].value >= threads), ro)
     if threads > 1:
         f = parallel(f, choice)
+    return f
+
+
+def fuse_for_threads(f: Function, name: str, threads: int) -> tuple[Function, str]:
+    """Loop ``name`` fused with the serial loop that is its only statement, and again, while
+    it may have fewer than CHUNKS_PER_THREAD iterations a thread (every size taken at 1); a
+    parallel loop stays parallel where the fused one's iterations are independent.  It stops
+    at enough iterations: every loop fused in makes the indices of the ones inside divisions
+    by its extent (with B, a real division) that LLVM cannot hoist out of them.  Returns the
+    function and the loop's new name."""
+    while True:
+        found = loops_named(f.body, name)
+        if len(found) != 1:
+            return f, name
+        top = found[0]
+        inner = top.body
+        if not (isinstance(inner, For) and inner.kind == ForKind.SERIAL
+                and top.kind in (ForKind.SERIAL, ForKind.PARALLEL)
+                and (fewest(top.extent) or 0) < CHUNKS_PER_THREAD * threads):
+            return f, name
+        try:
+            fused = fuse(f, name, inner.var.name, name + inner.var.name)
+            if top.kind == ForKind.PARALLEL:
+                fused = parallel(fused, name + inner.var.name)        # checks the fused loop's independence
+        except ScheduleError:
+            return f, name
+        f, name = fused, name + inner.var.name
+
+
+def widen_parallel(f: Function, threads: int) -> Function:
+    """Every parallel loop of ``f`` with too few iterations to share out (``fuse_for_threads``)
+    fused with the loop inside it, once the packed panels are out of the way (``prepack``):
+    a conv's 64 channels are 2 lane tiles of 32, a parallel loop of 2 iterations that leaves
+    a thread idle whenever the other runs late; fused with its 112 rows, 224 iterations.
+    Winograd's 16 matmuls run in 4 x 4 loops: fused, 16."""
+    if threads < 2:
+        return f
+    for name in [t.var.name for t in walk_loops(f) if t.kind == ForKind.PARALLEL]:
+        f, _ = fuse_for_threads(f, name, threads)
     return f
 
 

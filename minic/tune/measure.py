@@ -97,9 +97,10 @@ def ready(f: Function, sizes: dict[str, int], options: CompileOptions,
     call without arguments (each call on the next copy of the constants, enough copies
     to cover ``cold_bytes``), and its compile seconds."""
     from minic.schedule.prepack import prepack
+    from minic.schedule.templates import widen_parallel
     arrays = arrays_for(f, sizes)
     program = prepack(kernel_program(f, arrays))
-    f = program.kernels[0]
+    f = widen_parallel(program.kernels[0], options.threads)       # as the default schedule leaves it
     arrays.update(program.constants)
     run, compile_s = compile_kernel(f, options)
     turns = itertools.cycle(weight_copies(arrays, [b.name for b in f.params if b.role == Role.CONST], cold_bytes))
