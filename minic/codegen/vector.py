@@ -32,7 +32,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
-from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var
+from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, stride, uses
 from minic.ir.types import DType
 
@@ -118,6 +118,8 @@ class VectorLoop:
                 fn = self.intrinsic("llvm.maximum" if x.op == "max" else "llvm.minimum", reg_type(x.a.dtype), 2)   # NaN propagates, as in emit.py
                 return b.call(fn, [self.splat(a), self.splat(c)])
             return self.e.binop(x.op, x.a.dtype, self.splat(a), self.splat(c))
+        if isinstance(x, Select) and not uses(x.cond, self.var) and (self.reads(x.a) or self.reads(x.b)):
+            return self.choose(x)
         if isinstance(x, Select):
             cond, a, c = self.expr(x.cond), self.expr(x.a), self.expr(x.b)
             return b.select(cond if not isinstance(cond.type, ir.VectorType) else cond, self.splat(a), self.splat(c))
@@ -142,6 +144,32 @@ class VectorLoop:
                 return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(reg_type(x.to)))
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), reg_type(x.to))
         raise TypeError(f"not a Loop IR expression: {x!r}")
+
+    def reads(self, x: Expr) -> bool:
+        """Whether ``x`` loads a vector (a load whose index moves with the lanes)."""
+        return any(isinstance(y, Load) and uses(y, self.var) for y in walk(x))
+
+    def choose(self, x: Select) -> ir.Value:
+        """``select(c, a, b)`` with ``c`` the same on every lane, as a branch: only the chosen
+        side's loads run.  A concat along an outer axis reads its inputs this way (Winograd's
+        transforms: each of 4 points a different slice), and a select there loaded every
+        input's vector for each one it kept; on a loop-invariant ``c`` the branch is
+        predicted every time (LLVM may unswitch the loop on it)."""
+        b = self.b
+        cond = self.expr(x.cond)
+        with b.if_else(cond) as (then, otherwise):
+            with then:
+                a = self.splat(self.expr(x.a))
+                a_block = b.block
+            with otherwise:
+                c = self.splat(self.expr(x.b))
+                c_block = b.block
+        if a.type != c.type:                       # a uniform side splatted to the other's vector type
+            raise TypeError(f"select's sides differ in type: {a.type} vs {c.type}")
+        phi = b.phi(a.type)
+        phi.add_incoming(a, a_block)
+        phi.add_incoming(c, c_block)
+        return phi
 
     def exp(self, x: ir.Value) -> ir.Value:
         """exp on a float vector, without a call per lane (Cephes' expf, within 2 ulp):
