@@ -33,7 +33,7 @@ from llvmlite import ir
 
 from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
-from minic.ir.loops_analysis import MAX_STRIDE, stride, uses
+from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
 
 # Calls with a native vector form; the rest run lane by lane.
@@ -49,6 +49,7 @@ class VectorLoop:
         self.e, self.b = e, e.b
         self.var = s.var.name
         self.lanes = s.extent.value
+        self.first = s.start
         self.start = e.expr(s.start)
 
     # --- helpers ------------------------------------------------------------------
@@ -231,6 +232,24 @@ class VectorLoop:
         s = stride(index[-1], self.var)
         return s if s is not None and 1 < s <= MAX_STRIDE else None
 
+    def repeated(self, index: tuple[Expr, ...]) -> int | None:
+        """d when only the last index uses the loop variable, as ``(j + c) / d + ...`` with
+        j + c a multiple of d on the first lane (``repeat``), and d divides the lanes."""
+        if not index or any(uses(i, self.var) for i in index[:-1]):
+            return None
+        d = repeat(index[-1], self.var, self.first)
+        return d if d is not None and self.lanes % d == 0 else None
+
+    def load_repeated(self, buffer: Buffer, index: tuple[Expr, ...], d: int) -> ir.Value:
+        """Lane l = ptr[l / d]: one vector load of lanes / d elements, each lane of it
+        repeated d times by a shuffle (was: a gather, one scalar load a lane)."""
+        ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
+        ty = ir.VectorType(mem_type(buffer.dtype), self.lanes // d)
+        v = self.b.load(ptr, typ=ty, align=buffer.dtype.numpy.itemsize)
+        v = self.b.shuffle_vector(v, ir.Constant(ty, ir.Undefined),
+                                  ir.Constant(self.vec(I32), [lane // d for lane in range(self.lanes)]))
+        return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
+
     def tile_column(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value | None:
         """Column c of a local tile t[rows, n] read down its rows (``t[j, c]``, j over all
         rows, c a constant here), if the tile's shape allows a transpose (see ``columns``;
@@ -287,6 +306,8 @@ class VectorLoop:
         if column is not None:
             return column
         step = 1 if self.contiguous(buffer, index) else self.strided(index)
+        if step is None and self.repeated(index):
+            return self.load_repeated(buffer, index, self.repeated(index))
         if step is None:
             return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
                                  reg_type(buffer.dtype))

@@ -3,6 +3,8 @@ it does (is it worth threads?) and how an index moves with a loop variable
 (is an access contiguous?)."""
 from __future__ import annotations
 
+import math
+
 from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars, substitute, walk
 from minic.ir.loops_simplify import simplify
 
@@ -63,3 +65,38 @@ def stride(e: Expr, var: str) -> int | None:
                 s = stride(x, var)
                 return None if s is None else s * c.value
     return None
+
+
+def divisor(e: Expr) -> int:
+    """A number that divides every value of the integer expression ``e`` (1 where none is
+    known; 0 for the constant 0, which every number divides)."""
+    if isinstance(e, Const):
+        return abs(e.value) if isinstance(e.value, int) and not isinstance(e.value, bool) else 1
+    if isinstance(e, BinOp) and e.op in ("add", "sub", "min", "max"):
+        return math.gcd(divisor(e.a), divisor(e.b))
+    if isinstance(e, BinOp) and e.op == "mul":
+        return divisor(e.a) * divisor(e.b)
+    return 1
+
+
+def repeat(e: Expr, var: str, start: Expr) -> int | None:
+    """d of ``e = (x) / d + (terms without var)`` where x steps by 1 with ``var`` and is a
+    multiple of d at ``var = start``: lanes start..start+L of ``e`` read L / d elements,
+    each d times over (an image upsampled by d; Winograd's tiles interleaved back to
+    columns, 2 columns a tile); None when ``e`` is not of that form."""
+    terms, todo = [], [e]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, BinOp) and t.op == "add":
+            todo += [t.a, t.b]
+        elif uses(t, var):
+            terms.append(t)
+    if len(terms) != 1:
+        return None
+    (t,) = terms
+    if not (isinstance(t, BinOp) and t.op == "div" and isinstance(t.b, Const) and isinstance(t.b.value, int)
+            and t.b.value > 1 and stride(t.a, var) == 1):
+        return None
+    d = t.b.value
+    return d if divisor(simplify(substitute(t.a, {var: start}))) % d == 0 else None
+

@@ -86,3 +86,31 @@ def test_a_gather_beyond_the_stride_limit_runs_lane_by_lane():
     arrays = {"x": x, "y": np.zeros(LANES, np.float32)}
     run(arrays, {})
     np.testing.assert_array_equal(arrays["y"], x[::MAX_STRIDE + 3])
+
+
+def repeated_copy(n: int, d: int, offset: int) -> Function:
+    """y[j] = x[(j + offset) / d] for j < 16, one vectorized loop (an upsampling by d)."""
+    x, y = Buffer("x", (n,), DType.f32, Role.INPUT), Buffer("y", (LANES,), DType.f32, Role.OUTPUT)
+    j = Var("j")
+    index = BinOp("div", BinOp("add", j, const(offset)), const(d))
+    body = For(j, const(0), const(LANES), ForKind.VECTORIZED, Store(y, (j,), Load(x, (index,))))
+    return Function("repeated", (x, y), (), body)
+
+
+@pytest.mark.parametrize("d, offset, one_load", [(2, 0, True), (2, 4, True), (4, 8, True), (2, 1, False), (3, 0, False)])
+def test_repeated_loads_read_each_element_d_times(d, offset, one_load):
+    """``x[(j + c) / d]`` with c a multiple of d (and d dividing the 16 lanes) is one vector
+    load of 16 / d elements and a shuffle; otherwise lane by lane.  Either way the values
+    are numpy's."""
+    from minic.codegen.module import build_module
+    from minic.tune.measure import kernel_program
+    n = (LANES - 1 + offset) // d + 1
+    f = repeated_copy(n, d, offset)
+    options = CompileOptions(use_cache=False, num_threads=1)
+    text = str(build_module(kernel_program(f), options))
+    assert (f"load <{LANES // d} x float>" in text) == one_load
+    run, _ = compile_kernel(f, options)
+    x = np.arange(n, dtype=np.float32) * 3 - 7
+    arrays = {"x": x, "y": np.zeros(LANES, np.float32)}
+    run(arrays, {})
+    np.testing.assert_array_equal(arrays["y"], x[(np.arange(LANES) + offset) // d])
