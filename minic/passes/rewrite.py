@@ -116,8 +116,11 @@ class Match:
         return add_constant(self.graph, base, data)
 
     def folded(self, arrays: Iterable[np.ndarray]) -> tuple[Value, ...]:
-        """New constants holding ``arrays``, under the names of the node's outputs (which they replace)."""
-        made = tuple(Value(v.name, v.type, np.asarray(np.asarray(a, dtype=v.type.dtype.numpy), order="C"))
+        """New constants holding ``arrays``, under the names of the node's outputs (which they replace).
+        An array may be a view (a folded transpose is its input's data, permuted: no copy of
+        the weight); whoever needs the bytes in order copies them (the compiled model's
+        ``owned``, ``tobytes``)."""
+        made = tuple(Value(v.name, v.type, np.asarray(a, dtype=v.type.dtype.numpy))
                      for v, a in zip(self.node.outputs, arrays))
         self.graph.constants.extend(made)
         return made

@@ -195,7 +195,7 @@ def transpose_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     return site.inputs[0].at(tuple(index[k] for k in inverse))
 
 
-_layout("transpose", _transpose_infer, lambda attrs, x: np.transpose(x, attrs.perm).copy(), transpose_rule, PermAttrs,
+_layout("transpose", _transpose_infer, lambda attrs, x: np.transpose(x, attrs.perm), transpose_rule, PermAttrs,
         "transpose(x, perm)[i...] = x[i permuted]", lambda t, x: x.permute(t.attrs.perm))
 
 
