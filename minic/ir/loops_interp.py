@@ -35,10 +35,8 @@ _BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
 def _binop(op: str, a, b, dtype: DType):
     if op == "div":
         return a / b if dtype.is_float else dtype.numpy.type(_trunc_div(int(a), int(b)))
-    if op == "mod":
-        if dtype.is_float:
-            return np.fmod(a, b)                   # LLVM's frem
-        return dtype.numpy.type(int(a) - _trunc_div(int(a), int(b)) * int(b))
+    if op == "mod":                                # floats: LLVM's frem
+        return np.fmod(a, b) if dtype.is_float else dtype.numpy.type(int(a) - _trunc_div(int(a), int(b)) * int(b))
     if op not in _BINOPS:
         raise ValueError(f"unknown binary op {op}")
     return _BINOPS[op](a, b)

@@ -23,6 +23,12 @@ from minic.lowering.compute import emit, fill_border
 BIG = 2**62                      # an upper bound for symbolic sizes in range analysis
 
 
+def _loops_over(shape: tuple, prefix: str = "i") -> tuple[list[tuple[Var, Expr]], tuple[Var, ...]]:
+    """One loop per axis of ``shape`` (variables i0, i1, ...) and the index they make."""
+    loops = [(Var(f"{prefix}{a}"), dim_expr(d)) for a, d in enumerate(shape)]
+    return loops, tuple(v for v, _ in loops)
+
+
 def _params(body: Stmt, outputs: list[Buffer]) -> tuple[Buffer, ...]:
     """Every non-local buffer the body touches: those it reads, then those it writes."""
     loads = [x for s in walk_stmts(body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, Load)]
@@ -80,13 +86,11 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
         node, k = produced[v]
         if node.op == "pad" and node.attrs.mode == "constant":
             nests += padded_nests(out, node, operand(node.inputs[0]), fresh)
-            continue
-        if node.op == "concat":
+        elif node.op == "concat":
             nests += concat_nests(out, node.attrs.axis, [operand(x) for x in node.inputs], fresh)
-            continue
-        loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(out.shape)]
-        index = tuple(var for var, _ in loops)
-        nests.append(emit(loops, lambda e, out=out, index=index: Store(out, index, e), compute(node, k, index), fresh))
+        else:
+            loops, index = _loops_over(out.shape)
+            nests.append(emit(loops, lambda e: Store(out, index, e), compute(node, k, index), fresh))
     # operand, compute and site reach each other through their closures' cells, a cycle holding
     # the graph's values (and weights): emptied, they go with this call, not at the next collection
     del operand, compute, site
@@ -99,8 +103,7 @@ def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dic
 def check_nest(check: DataCheck, code: int, fresh: Fresh) -> Stmt:
     """for c... in check.shape: if check fails at c: status = [code, value].  The tested
     data may itself be a fused reduction (a cumsum as gather index): ``emit`` computes it."""
-    loops = [(Var(f"c{a}"), dim_expr(d)) for a, d in enumerate(check.shape)]
-    index = tuple(v for v, _ in loops)
+    loops, index = _loops_over(check.shape, "c")
 
     def record(value: Expr) -> Stmt:
         return seq(Store(STATUS, (const(0),), const(code)), Store(STATUS, (const(1),), value))
@@ -111,8 +114,7 @@ def padded_nests(out: Buffer, node: Node, x: Operand, fresh: Fresh) -> list[Stmt
     """``out = pad(x)``: x[i] stored at out[i + lo], then the pad value into the border."""
     rank = x.type.rank
     lo, hi = node.attrs.pads[:rank], node.attrs.pads[rank:]
-    loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(x.type.shape)]
-    index = tuple(var for var, _ in loops)
+    loops, index = _loops_over(x.type.shape)
     shifted = tuple(BinOp("add", i, const(p)) if p else i for i, p in zip(index, lo))
     interior = emit(loops, lambda e: Store(out, shifted, e), x.at(index), fresh)
     return [interior, fill_border(out, lo, hi, const(node.attrs.value, out.dtype))]
@@ -124,8 +126,7 @@ def concat_nests(out: Buffer, axis: int, parts: list[Operand], fresh: Fresh) -> 
     axis %= len(out.shape)
     nests, offset = [], const(0)
     for x in parts:
-        loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(x.type.shape)]
-        index = tuple(var for var, _ in loops)
+        loops, index = _loops_over(x.type.shape)
         at = index[:axis] + (BinOp("add", index[axis], offset),) + index[axis + 1:]
         nests.append(emit(loops, lambda e, at=at: Store(out, at, e), x.at(index), fresh))
         offset = BinOp("add", offset, dim_expr(x.type.shape[axis]))
@@ -134,7 +135,6 @@ def concat_nests(out: Buffer, axis: int, parts: list[Operand], fresh: Fresh) -> 
 
 def copy_kernel(name: str, source: Buffer, target: Buffer, sizes: tuple[str, ...]) -> Function:
     """target[...] = source[...]: a graph output that is an input, a constant or a repeat."""
-    loops = [(Var(f"i{a}"), dim_expr(d)) for a, d in enumerate(target.shape)]
-    index = tuple(v for v, _ in loops)
+    loops, index = _loops_over(target.shape)
     body = emit(loops, lambda e: Store(target, index, e), Load(source, index), Fresh())
     return Function(name, (source, target), sizes, body, f"copy {source.name} -> {target.name}")

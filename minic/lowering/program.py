@@ -88,14 +88,12 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     position = {id(n): i for i, n in enumerate(graph.nodes)}
     describe = lambda n: n.describe(position[id(n)])
     for g, nodes in enumerate(groups):
-        stores = []
-        for n in nodes:
-            for v in n.outputs:
-                output = v in buffers and buffers[v].role == Role.OUTPUT
-                if output or any(group_of[u] != g for u in users.get(v, [])):       # or needed by another kernel
-                    stores.append(v)
-                    if v not in buffers:
-                        buffers[v] = buffer(v, Role.TEMP)
+        # The values the group stores: graph outputs (their buffers are outputs), and those another kernel reads.
+        stores = [v for n in nodes for v in n.outputs
+                  if buffers.get(v) in outputs or any(group_of[u] != g for u in users.get(v, []))]
+        for v in stores:
+            if v not in buffers:
+                buffers[v] = buffer(v, Role.TEMP)
         if not stores:
             continue                             # nothing uses the group: dead code
         label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
