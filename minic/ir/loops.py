@@ -391,10 +391,8 @@ def expr_str(e: Expr, parent: int = -1) -> str:
         sym, prec = _INFIX[e.op]
         text = f"{expr_str(e.a, prec)} {sym} {expr_str(e.b, prec + 1)}"
         return f"({text})" if prec < parent else text
-    if isinstance(e, Load):
-        if not e.index:                       # a scalar (rank-0) buffer: an accumulator
-            return e.buffer.name
-        return f"{e.buffer.name}[{', '.join(expr_str(i) for i in e.index)}]"
+    if isinstance(e, Load):                   # a scalar (rank-0) buffer, an accumulator, has no index
+        return e.buffer.name + (f"[{', '.join(expr_str(i) for i in e.index)}]" if e.index else "")
     if isinstance(e, Call):
         return f"{e.fn}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, Select):
@@ -405,9 +403,7 @@ def expr_str(e: Expr, parent: int = -1) -> str:
 
 
 def _buffer_decl(b: Buffer) -> str:
-    if not b.shape:
-        return f"{b.dtype.value} {b.name}"
-    return f"{b.dtype.value} {b.name}[{', '.join(map(str, b.shape))}]"
+    return f"{b.dtype.value} {b.name}" + (f"[{', '.join(map(str, b.shape))}]" if b.shape else "")
 
 
 def stmt_lines(s: Stmt, indent: str = "  ") -> list[str]:

@@ -64,9 +64,8 @@ def delinearize(flat: Expr, shape: list[Dim]) -> list[Expr]:
 
 def reshape_index(index: tuple[Expr, ...], out_shape: tuple[Dim, ...], in_shape: tuple[Dim, ...]) -> tuple[Expr, ...]:
     """The input index of a row-major reshape from ``in_shape`` to ``out_shape``."""
-    groups = _groups(out_shape, in_shape)
-    if groups is None:
-        groups = [(list(range(len(out_shape))), list(range(len(in_shape))))]
+    # No split into runs of equal products: one run of all axes, through the flat index.
+    groups = _groups(out_shape, in_shape) or [(list(range(len(out_shape))), list(range(len(in_shape))))]
     result: list[Expr] = []
     for go, gi in groups:
         if [out_shape[k] for k in go] == [in_shape[k] for k in gi]:
@@ -406,7 +405,7 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     rank = x.type.rank
     before = site.attrs.pads[:rank]
     mode = site.attrs.mode
-    inside: list[Expr] = []             # whether index lies off the padding, per padded axis
+    inside: list[Expr] = []             # per padded axis: the source index lies in x, not in the padding
     source: list[Expr] = []
     for a in range(rank):
         n = x.type.shape[a]
