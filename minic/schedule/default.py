@@ -18,8 +18,10 @@ from dataclasses import replace
 
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
-from minic.ir.loops import Allocate, Const, For, ForKind, Function, Program, Seq, Stmt, Store, free_vars
-from minic.schedule.nest import ScheduleError, loops, unique_loops
+from minic.ir.types import DType
+from minic.ir.loops import (Allocate, BinOp, Const, For, ForKind, Function, Program, Seq, Stmt, Store, const, free_vars,
+                            map_expr, sub_stmts)
+from minic.schedule.nest import ScheduleError, loops, map_exprs, unique_loops, with_children
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
@@ -105,6 +107,31 @@ def _fuse_outer(k: Function, threads: int) -> Function:
     return k
 
 
+def reciprocal_divisors(k: Function) -> Function:
+    """In every innermost loop (a vector loop: its lanes), ``x / u`` by a float ``u`` that
+    the loop does not change becomes ``x * (1 / u)``, which LLVM computes once before the
+    loop: a multiply per element instead of a division, which costs several multiplies'
+    time (softmax's ``y / s``, layer_norm's ``/ sqrt(var + eps)``, attention's ``/ sqrt(d)``).
+    Two roundings instead of one: within an ulp or two, as PyTorch's own softmax and
+    layer_norm compute it; a divisor below 2^-126 makes 1 / u overflow to inf."""
+    def in_lanes(e, lane: str):
+        if not (isinstance(e, BinOp) and e.op == "div" and e.dtype in (DType.f32, DType.f64)
+                and lane not in free_vars(e.b) and lane in free_vars(e.a)):
+            return None
+        if isinstance(e.b, Const):
+            if e.b.value == 0:
+                return None
+            one = e.dtype.numpy.type(1)
+            return BinOp("mul", e.a, const(one / e.dtype.numpy.type(e.b.value), e.dtype))
+        return BinOp("mul", e.a, BinOp("div", const(1, e.dtype), e.b))
+
+    def go(s: Stmt) -> Stmt:
+        if isinstance(s, For) and not loops(s.body):
+            return map_exprs(s, lambda e: map_expr(e, lambda x: in_lanes(x, s.var.name)))
+        return with_children(s, tuple(go(t) for t in sub_stmts(s)))
+    return replace(k, body=go(k.body))
+
+
 def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:
     """``k`` scheduled: the contraction template (``knobs``, else the defaults), vector
     lanes for element-wise loops, then parallel loops."""
@@ -116,7 +143,7 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
             pass                           # a nest the template cannot take runs as lowered
     k = cache_in_output(k)                 # softmax's exp once: kept in the output row
     k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
-    k = _vectorize_leaves(k)
+    k = reciprocal_divisors(_vectorize_leaves(k))
     if target.threads <= 1:
         return k
     return replace(k, body=_parallelize(_fuse_outer(k, target.threads).body))

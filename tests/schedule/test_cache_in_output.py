@@ -126,3 +126,27 @@ def test_default_schedule_keeps_the_exp_in_vectors_and_the_last_pass_in_place():
     for t in (1, 3):
         x = np.random.default_rng(t).standard_normal((t, 37)).astype(np.float32) * 4
         np.testing.assert_allclose(compile_graph(g, OPTIONS)(x), interpret(g, [x])[0], rtol=1e-5, atol=1e-7)
+
+
+def test_a_division_by_what_the_loop_does_not_change_becomes_a_multiply():
+    """softmax's y / s and layer_norm's / sqrt(var + eps): one division per row, a multiply
+    per element; a constant divisor becomes its reciprocal; a divisor that varies along the
+    loop stays a division.  Within an ulp or two of the interpreter."""
+    soft = print_function(prepare(graph_of("softmax", [(6, 40)], axis=-1), OPTIONS).kernels[0])
+    assert soft.count("* (1.0f / acc1)") == 2 and "] / acc1" not in soft, soft       # the vectors and the rest
+    norm = print_function(prepare(graph_of("layer_norm", [(6, 48)], axis=-1), OPTIONS).kernels[0])
+    assert "* (1.0f / sqrt(" in norm, norm
+    ratio = parse_graph("""graph @g(%x: f32[4, 48], %d: f32[4, 48]) -> (f32[4, 48]) {
+  %s = div(%x, %d) : f32[4, 48]
+  %y = mul(%s, %d) : f32[4, 48]
+  return %y
+}""")
+    assert "] / d[" in print_function(prepare(ratio, OPTIONS).kernels[0])
+    third = parse_graph("""graph @g(%x: f32[4, 48]) -> (f32[4, 48]) {
+  %y = div(%x, %x) : f32[4, 48]
+  return %y
+}""")
+    for graph in (graph_of("softmax", [(6, 40)], axis=-1), graph_of("layer_norm", [(6, 48)], axis=-1), ratio, third):
+        xs = [np.random.default_rng(k).standard_normal(v.type.shape).astype(np.float32) + 3
+              for k, v in enumerate(graph.inputs)]
+        np.testing.assert_allclose(compile_graph(graph, OPTIONS)(*xs), interpret(graph, xs)[0], rtol=1e-6, atol=1e-6)
