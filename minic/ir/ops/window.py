@@ -78,13 +78,13 @@ def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
 def _padded(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> tuple[np.ndarray, tuple[int, int]]:
     """x padded by the explicit padding (``pad_value``), then by whatever the last
     ceil_mode window reaches past it (``extra_value``)."""
-    oh, ow = out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode)
+    out = out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode)
     pt, pl, pb, pr = attrs.padding
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
-    need_h = (oh - 1) * attrs.stride[0] + attrs.dilation[0] * (attrs.kernel[0] - 1) + 1
-    need_w = (ow - 1) * attrs.stride[1] + attrs.dilation[1] * (attrs.kernel[1] - 1) + 1
-    extra = ((0, 0), (0, 0), (0, max(0, need_h - xp.shape[2])), (0, max(0, need_w - xp.shape[3])))
-    return np.pad(xp, extra, constant_values=extra_value), (oh, ow)
+    # the rows and columns the last window reaches, per spatial axis
+    need = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(out, attrs.stride, attrs.dilation, attrs.kernel)]
+    extra = ((0, 0), (0, 0)) + tuple((0, max(0, n - have)) for n, have in zip(need, xp.shape[2:]))
+    return np.pad(xp, extra, constant_values=extra_value), out
 
 
 def max_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
