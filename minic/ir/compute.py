@@ -106,7 +106,7 @@ def r_rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
 def r_free_vars(e: Expr) -> set[str]:
     if isinstance(e, Var):
         return {e.name}
-    out = set().union(*(r_free_vars(k) for k in r_children(e))) if r_children(e) else set()
+    out = set().union(*(r_free_vars(k) for k in r_children(e)))
     if isinstance(e, Reduce):
         out -= {v.name for v, _ in e.axes}
     return out

@@ -47,8 +47,7 @@ def optimize(graph: Graph, level: int = 2, passes: list[str] | None = None, veri
     out = out or sys.stdout                         # looked up per call: stdout may be redirected
     if isinstance(print_after, str):
         print_after = set(PASSES) if print_after == "all" else {print_after}
-    for name in sorted(print_after or ()):
-        pipeline(passes=[name])                     # an unknown name is an error, not silence
+    pipeline(passes=sorted(print_after or ()))      # an unknown name is an error, not silence
     for name in names:
         before, start = len(graph.nodes), time.perf_counter()
         graph = PASSES[name](graph)
