@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Seq, Stmt,
-                            Store, const, expr_str, free_vars, map_expr, seq, sub_stmts, substitute, walk, walk_stmts)
+from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Select, Seq,
+                            Stmt, Store, const, expr_str, free_vars, map_expr, seq, sub_stmts, substitute, walk, walk_stmts)
 from minic.schedule.nest import (check_independent, const_extent, fail, loads, map_exprs, rename_loops,
                                  rewrite_loops, stores, with_children)
 from minic.schedule.primitives import _band, _tidy
@@ -169,6 +169,17 @@ def reduction_update(body: Stmt) -> tuple[tuple[Store, ...], Store] | None:
     return tuple(elements), st
 
 
+def lane_combine(op: str, part: Expr, x: Expr) -> Expr:
+    """``part op x`` for a lane of partial results.  A float max (min) is ``x > part or x is NaN ?
+    x : part``: NaN still propagates (a NaN part stays: no comparison with it is true), and
+    its dependent chain is a compare and a blend where ``llvm.maximum``'s lowering on x86 is
+    six instructions (it also orders -0 below +0: here an equal zero keeps the first seen)."""
+    if op in ("max", "min") and x.dtype.is_float:
+        wins = BinOp("or", BinOp("gt" if op == "max" else "lt", x, part), BinOp("ne", x, x))
+        return Select(wins, x, part)
+    return BinOp(op, part, x)
+
+
 def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     """Vectorize a reduction loop: ``lanes`` partial results, combined at the end.
 
@@ -183,7 +194,8 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     The partial results are combined as a tree, halving the vector each step: log2(16)
     dependent operations where a chain over the lanes was 16 (a softmax row of 64 took
     a third less time).  The terms are added in another order (16 running sums), so a
-    float sum may differ in its last bits; max and min are exact.  Only ``acc = acc op e``
+    float sum may differ in its last bits; max and min are exact (up to which of an equal -0
+    and +0 is kept: ``lane_combine``).  Only ``acc = acc op e``
     with op in add/max/min, on a scalar accumulator that ``e`` does not read; stores of
     elements before the update (``y[.., r] = e(r); acc = acc + y[.., r]``) go with it, in
     vectors too, when each iteration writes its own elements.
@@ -211,7 +223,7 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     n = loop.extent
     full = _binop("div", n, const(lanes))
     init = For(lv, const(0), const(lanes), ForKind.VECTORIZED, Store(part, at, const(IDENTITY[op], acc.dtype)))
-    step = seq(*elements, Store(part, at, BinOp(op, Load(part, at), term)))
+    step = seq(*elements, Store(part, at, lane_combine(op, Load(part, at), term)))
     main = For(ro, const(0), full, ForKind.SERIAL, For(lv, const(0), const(lanes), ForKind.VECTORIZED,
                subst_stmt(step, {name: _binop("add", loop.start, BinOp("add", BinOp("mul", ro, const(lanes)), lv))})))
     tail_start = _binop("mul", full, const(lanes))
@@ -223,7 +235,7 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     halves, w = [], lanes
     while w % 2 == 0:
         w //= 2
-        halves.append(over_lanes(w, ForKind.VECTORIZED, Store(part, at, BinOp(op, Load(part, at),
+        halves.append(over_lanes(w, ForKind.VECTORIZED, Store(part, at, lane_combine(op, Load(part, at),
                                                                            Load(part, (BinOp("add", lv, const(w)),))))))
     combine = seq(*halves, over_lanes(w, ForKind.UNROLLED, Store(acc, (), BinOp(op, Load(acc, ()), Load(part, at)))))
     if isinstance(n, C) and n.value % lanes == 0:

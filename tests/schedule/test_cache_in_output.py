@@ -150,3 +150,17 @@ def test_a_division_by_what_the_loop_does_not_change_becomes_a_multiply():
         xs = [np.random.default_rng(k).standard_normal(v.type.shape).astype(np.float32) + 3
               for k, v in enumerate(graph.inputs)]
         np.testing.assert_allclose(compile_graph(graph, OPTIONS)(*xs), interpret(graph, xs)[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+def test_vector_max_and_min_partials_still_propagate_nan(op):
+    """rfactor's lanes combine a float max (min) with a compare and a blend, not llvm.maximum;
+    a NaN anywhere in a row, first, last or in the tail, still makes the row's result NaN."""
+    g = graph_of(op, [(6, 37)], axes=(1,), keepdims=False)
+    assert "_part" in print_function(prepare(g, OPTIONS).kernels[0])
+    x = np.random.default_rng(0).standard_normal((6, 37)).astype(np.float32)
+    x[0, 0], x[1, 36], x[2, 17], x[3, 5], x[3, 30] = np.nan, np.nan, np.nan, np.inf, -np.inf
+    x[4] = np.nan
+    got, want = compile_graph(g, OPTIONS)(x), interpret(g, [x])[0]
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[:3]).all() and np.isnan(got[4]) and not np.isnan(got[5])
