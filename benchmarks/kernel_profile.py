@@ -20,6 +20,7 @@ import warnings
 
 from minic.api import graph_of, load
 from minic.codegen.parallel import uses_pool
+from minic.debug.roofline import best_seconds
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
 from minic.ir.types import TensorType
@@ -87,14 +88,7 @@ def main() -> None:
 
 def fastest(k, sizes, options, n: int) -> float:
     """The fastest of ``n`` calls of kernel ``k`` (after one warm-up call), in seconds."""
-    call, _ = ready(k, sizes, options)
-    call()
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_seconds(ready(k, sizes, options)[0], n)
 
 
 if __name__ == "__main__":
