@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
-from minic.ir.loops import (Allocate, BinOp, Const, For, ForKind, Function, Program, Seq, Stmt, Store, const, free_vars,
-                            map_expr, sub_stmts)
+from minic.ir.loops import (Allocate, BinOp, Call, Const, For, ForKind, Function, Program, Seq, Stmt, Store, const, free_vars,
+                            Select, map_expr, sub_stmts)
 from minic.schedule.nest import ScheduleError, loops, map_exprs, unique_loops, with_children
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
@@ -113,17 +115,23 @@ def reciprocal_divisors(k: Function) -> Function:
     loop: a multiply per element instead of a division, which costs several multiplies'
     time (softmax's ``y / s``, layer_norm's ``/ sqrt(var + eps)``, attention's ``/ sqrt(d)``).
     Two roundings instead of one: within an ulp or two, as PyTorch's own softmax and
-    layer_norm compute it; a divisor below 2^-126 makes 1 / u overflow to inf."""
+    layer_norm compute it.  Only for a normal ``u`` (tiny <= |u| <= 1 / tiny, so 1 / u is
+    normal too): a subnormal u's reciprocal overflows to inf (1e-39 / 1e-39 would be inf, not
+    1), so otherwise the loop divides; the test is the same on every lane, a branch in
+    vector code (``vector.py``), and NaN, inf and 0 take the division."""
     def in_lanes(e, lane: str):
         if not (isinstance(e, BinOp) and e.op == "div" and e.dtype in (DType.f32, DType.f64)
                 and lane not in free_vars(e.b) and lane in free_vars(e.a)):
             return None
+        tiny = np.finfo(e.dtype.numpy).tiny
         if isinstance(e.b, Const):
-            if e.b.value == 0:
+            if not tiny <= abs(e.b.value) <= 1 / tiny:
                 return None
             one = e.dtype.numpy.type(1)
             return BinOp("mul", e.a, const(one / e.dtype.numpy.type(e.b.value), e.dtype))
-        return BinOp("mul", e.a, BinOp("div", const(1, e.dtype), e.b))
+        size = Call("abs", (e.b,))
+        normal = BinOp("and", BinOp("ge", size, const(tiny, e.dtype)), BinOp("le", size, const(1 / tiny, e.dtype)))
+        return Select(normal, BinOp("mul", e.a, BinOp("div", const(1, e.dtype), e.b)), e)
 
     def go(s: Stmt) -> Stmt:
         if isinstance(s, For) and not loops(s.body):

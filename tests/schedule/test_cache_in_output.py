@@ -133,7 +133,9 @@ def test_a_division_by_what_the_loop_does_not_change_becomes_a_multiply():
     per element; a constant divisor becomes its reciprocal; a divisor that varies along the
     loop stays a division.  Within an ulp or two of the interpreter."""
     soft = print_function(prepare(graph_of("softmax", [(6, 40)], axis=-1), OPTIONS).kernels[0])
-    assert soft.count("* (1.0f / acc1)") == 2 and "] / acc1" not in soft, soft       # the vectors and the rest
+    assert soft.count("* (1.0f / acc1)") == 2, soft                                   # the vectors and the rest
+    # ... each behind the test that acc1 is normal (its reciprocal is then normal too), else the division
+    assert soft.count("select(abs(acc1) >= 1.1754943508222875e-38f && abs(acc1) <= 8.507059173023462e+37f") == 2, soft
     norm = print_function(prepare(graph_of("layer_norm", [(6, 48)], axis=-1), OPTIONS).kernels[0])
     assert "* (1.0f / sqrt(" in norm, norm
     ratio = parse_graph("""graph @g(%x: f32[4, 48], %d: f32[4, 48]) -> (f32[4, 48]) {
@@ -164,3 +166,21 @@ def test_vector_max_and_min_partials_still_propagate_nan(op):
     got, want = compile_graph(g, OPTIONS)(x), interpret(g, [x])[0]
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got[:3]).all() and np.isnan(got[4]) and not np.isnan(got[5])
+
+
+def test_a_division_by_a_subnormal_or_special_divisor_stays_a_division():
+    """x * (1 / u) only for a normal u: 1 / 1e-39 overflows to inf (1e-39 / 1e-39 is 1, not
+    inf), 1 / 3e38 is subnormal (precision lost); NaN, inf, 0 and -0 divide as numpy does."""
+    g = parse_graph("""graph @g(%x: f32[7, 48], %d: f32[7, 1]) -> (f32[7, 48]) {
+  %y = div(%x, %d) : f32[7, 48]
+  return %y
+}""")
+    x = np.random.default_rng(0).standard_normal((7, 48)).astype(np.float32)
+    d = np.array([[1e-39], [3e38], [np.nan], [np.inf], [0.0], [-0.0], [3.0]], np.float32)
+    x[0], x[1] = 1e-39, 1e38
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = x / d
+    got = compile_graph(g, OPTIONS)(x, d)
+    np.testing.assert_array_equal(got[:6], want[:6])
+    np.testing.assert_allclose(got[6], want[6], rtol=1e-6)
+    assert (got[0] == 1).all() and np.isinf(got[4]).all()
