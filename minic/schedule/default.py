@@ -21,8 +21,8 @@ import numpy as np
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
-from minic.ir.loops import (Allocate, BinOp, Call, Const, For, ForKind, Function, Program, Seq, Stmt, Store, const, free_vars,
-                            Select, map_expr, sub_stmts)
+from minic.ir.loops import (COMPARE_OPS, Allocate, BinOp, Call, Cast, Const, Expr, For, ForKind, Function, Program,
+                            Select, Seq, Stmt, Store, const, free_vars, map_expr, sub_stmts, walk)
 from minic.schedule.nest import ScheduleError, loops, map_exprs, unique_loops, with_children
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
@@ -115,7 +115,8 @@ def reciprocal_divisors(k: Function) -> Function:
     loop: a multiply per element instead of a division, which costs several multiplies'
     time (softmax's ``y / s``, layer_norm's ``/ sqrt(var + eps)``, attention's ``/ sqrt(d)``).
     Two roundings instead of one: within an ulp or two, as PyTorch's own softmax and
-    layer_norm compute it.  Only for a normal ``u`` (tiny <= |u| <= 1 / tiny, so 1 / u is
+    layer_norm compute it; not under a step function (``_steps``: round, a comparison, ...),
+    where an ulp can move a result a whole step.  Only for a normal ``u`` (tiny <= |u| <= 1 / tiny, so 1 / u is
     normal too): a subnormal u's reciprocal overflows to inf (1e-39 / 1e-39 would be inf, not
     1), so otherwise the loop divides; the test is the same on every lane, a branch in
     vector code (``vector.py``), and NaN, inf and 0 take the division."""
@@ -133,11 +134,24 @@ def reciprocal_divisors(k: Function) -> Function:
         normal = BinOp("and", BinOp("ge", size, const(tiny, e.dtype)), BinOp("le", size, const(1 / tiny, e.dtype)))
         return Select(normal, BinOp("mul", e.a, BinOp("div", const(1, e.dtype), e.b)), e)
 
+    def rewrite(e: Expr, lane: str) -> Expr:
+        exact = {d for x in walk(e) if _steps(x) for d in walk(x) if isinstance(d, BinOp) and d.op == "div"}
+        return map_expr(e, lambda x: None if x in exact else in_lanes(x, lane))
+
     def go(s: Stmt) -> Stmt:
         if isinstance(s, For) and not loops(s.body):
-            return map_exprs(s, lambda e: map_expr(e, lambda x: in_lanes(x, s.var.name)))
+            return map_exprs(s, lambda e: rewrite(e, s.var.name))
         return with_children(s, tuple(go(t) for t in sub_stmts(s)))
     return replace(k, body=go(k.body))
+
+
+def _steps(e: Expr) -> bool:
+    """Whether ``e`` is a step function of its operands (rounding, a comparison, a cast to an
+    integer, ``mod``): an ulp in a quotient under it can move the result a whole step
+    (DynamicQuantizeLinear's ``round(x / scale)``), so the quotient stays exact."""
+    return ((isinstance(e, Call) and e.fn in ("round", "floor", "ceil"))
+            or (isinstance(e, BinOp) and (e.op in COMPARE_OPS or e.op == "mod"))
+            or (isinstance(e, Cast) and not e.to.is_float))
 
 
 def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:

@@ -184,3 +184,15 @@ def test_a_division_by_a_subnormal_or_special_divisor_stays_a_division():
     np.testing.assert_array_equal(got[:6], want[:6])
     np.testing.assert_allclose(got[6], want[6], rtol=1e-6)
     assert (got[0] == 1).all() and np.isinf(got[4]).all()
+
+
+def test_a_quotient_under_a_step_function_stays_exact():
+    """round(x / s) (DynamicQuantizeLinear): x * (1 / s) is an ulp off at times, and an ulp
+    under round moves the result a whole step, so that division stays a division."""
+    g = parse_graph("""graph @g(%x: f32[4, 48], %d: f32[4, 1]) -> (f32[4, 48]) {
+  %q = div(%x, %d) : f32[4, 48]
+  %y = round(%q) : f32[4, 48]
+  return %y
+}""")
+    text = print_function(prepare(g, OPTIONS).kernels[0])
+    assert "] / d[" in text and "(1.0f /" not in text, text
