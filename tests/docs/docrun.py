@@ -11,7 +11,8 @@
   just as in a reader's shell.  A block that prints must be followed by a
   ```` ```text output ```` block: its WHOLE output.
 * Output is compared line by line after masking what changes from run to run
-  (times such as ``12.3 ms``/``4 s``/``80 GFLOPS``, ``1.5x`` ratios, hex addresses,
+  (times such as ``12.3 ms``/``4 s``/``80 GFLOPS``, ``1.5x`` ratios, measured errors such as
+  ``2.98e-07`` (their digits follow the host's BLAS kernels), hex addresses,
   temporary and scratch folders, the width of table rules) and squashing runs of spaces; blank lines do not
   count.  A line ``...`` stands for any number of lines, ``...`` inside a line for
   any text.  Progress lines (``[2/6] verify: ...``) count only in a block that
@@ -97,6 +98,9 @@ MASKS = [
     (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x#"),
     (re.compile(r"/tmp/[^\s'\"):,]*"), "<tmp>"),
     (re.compile(r"[-─━═]{3,}"), "---"),           # table rules, as wide as the widest cell
+    # Measured errors printed as d.dde±NN: their digits follow the kernels the host's BLAS picks
+    # for numpy and torch (OPENBLAS_CORETYPE moves them), like times; stated bounds (1e-4) stay.
+    (re.compile(r"(?<![\w.])[-+]?\d\.\d+e[-+]\d+(?![\w.])"), "#err"),
 ]
 BOOLEAN = re.compile(r"(\S+ )?(True|False)")
 PROGRESS = re.compile(r"\[\d+/\d+\] ")         # minic/progress.py's lines where stdout is no terminal
