@@ -24,6 +24,7 @@ import os
 import re
 import types
 import typing
+from contextlib import ExitStack
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, NoReturn, Union
@@ -177,7 +178,7 @@ def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 @functools.cache
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    return Lark(grammar, parser="lalr", propagate_positions=True)
 
 
 @fewer_collections
@@ -202,11 +203,9 @@ _TERMINALS = {"LOCAL": "a value like %x", "GLOBAL": "a name like @w", "IDENT": "
 def _syntax_error(e: UnexpectedInput, text: str, where: str) -> ParseError:
     if isinstance(e, UnexpectedCharacters):
         found, expected = repr(text[e.pos_in_stream]), e.allowed
-    elif isinstance(e, UnexpectedToken):
+    else:                                          # an UnexpectedToken: LALR raises no other kind
         found = "end of input" if e.token.type == "$END" else repr(str(e.token))
         expected = e.accepts or e.expected     # accepts: what this parse state really takes
-    else:
-        found, expected = "end of input", getattr(e, "expected", set())
     line, column = e.line, e.column
     if found == "end of input":                    # point just past the last character
         end = len(text.rstrip())
@@ -216,13 +215,9 @@ def _syntax_error(e: UnexpectedInput, text: str, where: str) -> ParseError:
 
 
 def _describe(terminal: str) -> str:
-    if terminal in _TERMINALS:
-        return _TERMINALS[terminal]
-    try:
-        pattern = _lark().get_terminal(terminal).pattern
-    except KeyError:
-        return terminal
-    return f"'{pattern.value}'" if pattern.type == "str" else terminal.lower()
+    # Any other terminal the parser expects is one of the grammar's literal strings: "(", "const".
+    # (The lexer never names the ignored WS and COMMENT among those it expected.)
+    return _TERMINALS.get(terminal) or f"'{_lark().get_terminal(terminal).pattern.value}'"
 
 
 _WORDS: dict[str, tuple[str, Any]] = {"true": ("bool", True), "false": ("bool", False),
@@ -238,7 +233,8 @@ class _Builder:
         self.text, self.where, self.folder = text, where, folder
         self.values: dict[str, Value] = {}                 # one namespace for %x and @w
         self.defined_at: dict[str, tuple[int, int]] = {}
-        self.npz: dict[Path, Any] = {}
+        self.npz: dict[Path, Any] = {}                     # the .npz files read so far, open
+        self.files = ExitStack()                           # closes them
 
     def fail(self, at: Token | Tree, reason: str) -> NoReturn:
         meta = at if isinstance(at, Token) else at.meta
@@ -251,16 +247,9 @@ class _Builder:
         name, params, out_types, *body = tree.children
         inputs = [self.define(p.children[0], Value(p.children[0][1:], self.type(p.children[1])))
                   for p in params.children]
-        constants, nodes = [], []
-        try:
-            for item in body[:-1]:
-                if item.data == "const":
-                    constants.append(self.constant(item))
-                else:
-                    nodes.append(self.node(item))
-        finally:
-            for npz in self.npz.values():
-                npz.close()
+        with self.files:                   # the grammar puts every const before the first node
+            constants = [self.constant(item) for item in body[:-1] if item.data == "const"]
+            nodes = [self.node(item) for item in body[:-1] if item.data == "node"]
         outputs = self.outputs(body[-1], out_types)
         graph = Graph(name[1:], inputs, outputs, nodes, constants)
         try:
@@ -283,8 +272,8 @@ class _Builder:
         if value is None:
             self.fail(token, f"undefined value {token}")
         if (token[0] == "@") != value.is_constant:
-            right = ("@" if value.is_constant else "%") + value.name
-            self.fail(token, f"{token} is {'a constant' if value.is_constant else 'not a constant'}: write {right}")
+            what = "a constant" if value.is_constant else "not a constant"
+            self.fail(token, f"{token} is {what}: write {_ref(value)}")
         return value
 
     def outputs(self, ret: Tree, out_types: Tree) -> list[Value]:
@@ -324,6 +313,9 @@ class _Builder:
         return "dim", text
 
     def scalar(self, tree: Tree) -> tuple[str, Any]:
+        """(kind, value) of a scalar or, for an attribute, a list of them."""
+        if tree.data == "list":
+            return "list", [self.scalar(s) for s in tree.children]
         item = tree.children[0]
         if isinstance(item, Tree):
             if len(item.children) == 1 and item.children[0] in _WORDS:
@@ -384,17 +376,15 @@ class _Builder:
         path = self.folder / file
         try:
             if path not in self.npz:
-                self.npz[path] = np.load(path, allow_pickle=False)
-            npz = self.npz[path]
-            if key not in npz.files:
-                self.fail(key_token, f"{file} has no array '{key}' (it has {', '.join(npz.files) or 'none'})")
-            array = npz[key]
-        except ParseError:
-            raise
+                self.npz[path] = self.files.enter_context(np.load(path, allow_pickle=False))
+            array = self.npz[path][key] if key in self.npz[path].files else None
         except FileNotFoundError:
             self.fail(file_token, f"npz file {file} not found (looked for {path})")
         except Exception as e:               # a missing, unreadable or corrupt file: say which
             self.fail(file_token, f"cannot read array '{key}' from {file} (looked in {path}): {e}")
+        if array is None:
+            names = ", ".join(self.npz[path].files) or "none"
+            self.fail(key_token, f"{file} has no array '{key}' (it has {names})")
         if t.dtype == DType.bf16 and array.dtype == np.uint16:
             array = array.view(t.dtype.numpy)
         if array.dtype != t.dtype.numpy or array.shape != t.shape:
@@ -405,20 +395,18 @@ class _Builder:
     # --- nodes
 
     def node(self, tree: Tree) -> Node:
-        results, op_name, operands, *rest = tree.children
+        # The grammar's [attrs] and ["group" INT] are None where the text leaves them out.
+        results, op_name, operands, attrs_tree, *type_trees, group = tree.children
         try:
             op = ops.get(op_name)
         except UserError:
             self.fail(op_name, f"unknown op '{op_name}'")
         inputs = [self.use(t) for t in operands.children]
-        attrs_tree = next((c for c in rest if c.data == "attrs"), None)
         attrs = self.attrs(op, attrs_tree, op_name)
-        group = next((int(c.children[0]) for c in rest if c.data == "group"), None)
-        type_trees = [c for c in rest if c.data == "type"]
         declared = [self.type(t) for t in type_trees]
         if len(declared) != len(results.children):
             self.fail(results, f"{len(results.children)} results but {len(declared)} types")
-        node = Node(op.name, inputs, [], attrs, group)
+        node = Node(op.name, inputs, [], attrs, int(group) if group is not None else None)
         try:
             inferred = infer_node(node)
         except UserError as e:
@@ -441,11 +429,7 @@ class _Builder:
                 self.fail(name, f"unknown attribute '{name}' of {op.name}; it takes {', '.join(hints) or 'none'}")
             if name in values:
                 self.fail(name, f"attribute '{name}' is given twice")
-            if value_tree.data == "list":
-                item = ("list", [self.scalar(s) for s in value_tree.children])
-            else:
-                item = self.scalar(value_tree)
-            value = _coerce(item, hints[name])
+            value = _coerce(self.scalar(value_tree), hints[name])
             if value is _BAD:
                 self.fail(value_tree, f"type mismatch: attribute '{name}' of {op.name} must be "
                                       f"{ops.describe_type(hints[name])}, got '{self.source(value_tree)}'")
