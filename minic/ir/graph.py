@@ -82,17 +82,13 @@ def constant(name: str, data: np.ndarray) -> Value:
 
 def structurally_equal(a: Graph, b: Graph) -> bool:
     """Same name, signature, ops, attributes, types, constants and wiring (names may differ)."""
-    pairs = zip(sorted(a.constants, key=_name), sorted(b.constants, key=_name))
+    pairs = zip(sorted(a.constants, key=lambda v: v.name), sorted(b.constants, key=lambda v: v.name))
     return _wiring(a) == _wiring(b) and all(np.array_equal(x.data, y.data, equal_nan=True) for x, y in pairs)
-
-
-def _name(v: Value) -> str:
-    return v.name
 
 
 def _wiring(g: Graph) -> tuple:
     """``g`` with each value named by its place: inputs, constants (by name), then node outputs."""
-    constants = sorted(g.constants, key=_name)
+    constants = sorted(g.constants, key=lambda v: v.name)
     place = {v: k for k, v in enumerate(g.inputs + constants + [v for node in g.nodes for v in node.outputs])}
     return (g.name, [v.type for v in g.inputs], [(v.name, v.type) for v in constants],
             [(n.op, n.attrs, n.group, [place.get(v) for v in n.inputs], [v.type for v in n.outputs]) for n in g.nodes],

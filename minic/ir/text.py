@@ -81,10 +81,11 @@ def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_
             data = _dense(c.data)
         lines.append(f"  const {_ref(c)} : {c.type} = {data}")
     lines += ["  " + _node_text(node) for node in graph.nodes]
-    lines.append(("  return " + ", ".join(_ref(v) for v in graph.outputs)).rstrip())
-    lines.append("}")
-    if side:
-        _write_npz(Path(npz_path), side)
+    lines += [("  return " + ", ".join(_ref(v) for v in graph.outputs)).rstrip(), "}"]
+    if side:                             # written atomically: a reader never sees half a file
+        buffer = io.BytesIO()
+        np.savez(buffer, **side)
+        write_atomic(Path(npz_path), buffer.getvalue())
     return "\n".join(lines) + "\n"
 
 
@@ -141,17 +142,16 @@ def _element_text(x: np.generic) -> str:
         return "true" if x else "false"
     if x.dtype.kind in "iu":
         return str(int(x))
+    # A readable spelling, and an exact one for when the readable one does not read back to x's bits.
     if np.isnan(x):
         text = "-nan" if np.signbit(x) else "nan"
-        if _float_of(text, x.dtype).tobytes() != x.tobytes():
-            text = f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}"   # a NaN with a payload
-        return text
-    text = str(x)                        # numpy's shortest spelling for this dtype: 0.1, 1e-08
-    if text.lstrip("-").isdigit():
-        text += ".0"                     # bf16 spells -0.0 as "-0", which would read back as the int 0
-    if _float_of(text, x.dtype).tobytes() != x.tobytes():
-        text = float(x).hex()            # exact, though not as readable
-    return text
+        exact = f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}"     # a NaN with a payload
+    else:
+        text = str(x)                    # numpy's shortest spelling for this dtype: 0.1, 1e-08
+        if text.lstrip("-").isdigit():
+            text += ".0"                 # bf16 spells -0.0 as "-0", which would read back as the int 0
+        exact = float(x).hex()
+    return text if _float_of(text, x.dtype).tobytes() == x.tobytes() else exact
 
 
 def _float_of(text: str, dtype: np.dtype) -> np.generic:
@@ -164,13 +164,6 @@ def _float_of(text: str, dtype: np.dtype) -> np.generic:
     value = float.fromhex(text) if "0x" in text else float(text)
     with np.errstate(over="ignore"):
         return np.array(value).astype(dtype)[()]
-
-
-def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write the side file atomically: a reader never sees half of it."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    write_atomic(path, buffer.getvalue())
 
 
 # --- parsing --------------------------------------------------------------------

@@ -131,10 +131,8 @@ def _monomial(d: Dim) -> tuple[int, Counter]:
 
 def _dim_of(coef: int, syms: Counter) -> Dim:
     names = sorted(syms.elements())
-    if not names:
+    if not names or coef == 0:           # a number (0*B is 0)
         return coef
-    if coef == 0:
-        return 0
     return "*".join(([str(coef)] if coef != 1 else []) + names)
 
 
