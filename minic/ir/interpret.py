@@ -5,7 +5,7 @@ substituted into attributes that mention them (a reshape to ``[B*T, 256]``).
 """
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -13,7 +13,7 @@ import numpy as np
 from minic.errors import DataError, UserError
 from minic.limits import contiguous, ensure_values_fit
 from minic.ir import ops
-from minic.ir.graph import Graph, Value
+from minic.ir.graph import Graph, Value, attr_items
 from minic.ir.types import dim_eval
 
 
@@ -42,13 +42,9 @@ def bind_symbols(inputs: Sequence[Value], arrays: Sequence[np.ndarray]) -> dict[
 def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
     """Substitute bound symbols into an attribute dataclass.  Dims only ever
     appear inside tuple fields (shapes, slice bounds), so only those are touched."""
-    if not is_dataclass(attrs):
-        return attrs
-    changes = {}
-    for f in fields(attrs):
-        value = getattr(attrs, f.name)
-        if isinstance(value, tuple) and any(isinstance(v, str) for v in value):
-            changes[f.name] = tuple(dim_eval(v, env) if isinstance(v, str) else v for v in value)
+    changes = {name: tuple(dim_eval(v, env) if isinstance(v, str) else v for v in value)
+               for name, value in attr_items(attrs)
+               if isinstance(value, tuple) and any(isinstance(v, str) for v in value)}
     return replace(attrs, **changes) if changes else attrs
 
 
