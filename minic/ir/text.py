@@ -450,12 +450,10 @@ def _coerce(item: tuple[str, Any], hint: Any) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return next((v for v in (_coerce(item, a) for a in args) if v is not _BAD), _BAD)
-    if origin is tuple:
-        if kind != "list":
+    if origin is tuple:                  # tuple[int, ...] or tuple[int, int]
+        if kind != "list" or (args[-1] is not Ellipsis and len(args) != len(value)):
             return _BAD
-        hints = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
-        if len(hints) != len(value):
-            return _BAD
+        hints = args[:1] * len(value) if args[-1] is Ellipsis else args
         out = tuple(_coerce(x, h) for x, h in zip(value, hints))
         return _BAD if _BAD in out else out
     if hint is float:
