@@ -43,10 +43,12 @@ class Node:
     def __repr__(self) -> str:
         return f"Node({self.op}, {[v.name for v in self.inputs]} -> {[v.name for v in self.outputs]})"
 
-    def describe(self, index: int) -> str:
-        """``node #3 (%y = gather(%w, %ids))``: how messages name the node at ``index`` of its graph."""
+    def describe(self, index: int, inputs: bool = True) -> str:
+        """``node #3 (%y = gather(%w, %ids))``: how messages name the node at ``index`` of its graph
+        (``node #3 (%y = gather)`` without ``inputs``)."""
         outs = ", ".join("%" + v.name for v in self.outputs)
-        return f"node #{index} ({outs} = {self.op}({', '.join('%' + v.name for v in self.inputs)}))"
+        ins = f"({', '.join('%' + v.name for v in self.inputs)})" if inputs else ""
+        return f"node #{index} ({outs} = {self.op}{ins})"
 
 
 @dataclass(eq=False)

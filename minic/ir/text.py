@@ -31,7 +31,7 @@ from typing import Any, NoReturn, Union
 
 import numpy as np
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
 from minic.errors import UserError
 from minic.ir import ops

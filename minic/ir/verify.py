@@ -18,11 +18,6 @@ class VerifyError(UserError):
     """The graph breaks an IR invariant."""
 
 
-def _where(node: Node, index: int) -> str:
-    outs = ", ".join("%" + v.name for v in node.outputs)
-    return f"node #{index} ({outs} = {node.op})"
-
-
 def infer_node(node: Node) -> list:
     """The output types the op's rule gives for this node's inputs and attributes."""
     op = ops.get(node.op)
@@ -60,7 +55,7 @@ def verify(graph: Graph) -> Graph:
             raise VerifyError(f"constant '{v.name}': data {v.data.dtype}{list(v.data.shape)} does not match its type {v.type}")
         define(v, f"graph @{graph.name}")
     for i, node in enumerate(graph.nodes):
-        where = _where(node, i)
+        where = node.describe(i, inputs=False)
         for v in node.inputs:
             if v not in defined:
                 raise VerifyError(f"{where}: input '{v.name}' is used before it is defined")
