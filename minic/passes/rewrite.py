@@ -125,18 +125,15 @@ class Match:
         self.graph.constants.extend(made)
         return made
 
-    def insert(self, node: Node) -> Value:
-        """Put a new one-output ``node`` before the matched one (for the replacement to read)."""
-        self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
-        self.producers[node.outputs[0]] = node
-        return node.outputs[0]
-
     def emit(self, op: str, inputs: list[Value], base: str, **attrs) -> Value:
         """A new one-output node ``op(inputs){attrs}`` before the matched one, its type inferred."""
         definition = ops.get(op)
         made = definition.make_attrs(**attrs)
         out = Value(fresh_name(self.graph, base), definition.infer(made, [v.type for v in inputs])[0])
-        return self.insert(Node(op, inputs, [out], made, self.node.group))
+        node = Node(op, inputs, [out], made, self.node.group)
+        self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
+        self.producers[out] = node
+        return out
 
     def retire(self, *items: Node | Value) -> None:
         """Nodes and constants the replacement no longer reads: dropped at the end unless read."""
@@ -155,10 +152,9 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
     for _ in range(max_sweeps):
         changed = False
         producers = g.producers()
-        present = {id(n) for n in g.nodes}          # a set: `node in g.nodes` made each sweep quadratic
+        # A rewrite removes only the node at hand (what it leaves unread goes at the end)
+        # and inserts before it: every later node of this list is still in the graph.
         for node in list(g.nodes):
-            if id(node) not in present:
-                continue
             result = table.apply(node.op, Match(g, node, producers, retired, memo))
             if result is None:
                 continue
@@ -166,14 +162,12 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
             if isinstance(result, Node):             # in the node's place; new outputs take over its uses
                 g.nodes[g.nodes.index(node)] = result
                 producers.update((v, result) for v in result.outputs)
-                for old, new in zip(node.outputs, result.outputs):
-                    if old is not new:
-                        replace_uses(g, old, new)
+                result = tuple(result.outputs)
             else:
                 g.nodes.remove(node)
-                for old, new in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
+            for old, new in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
+                if old is not new:
                     replace_uses(g, old, new)
-            present = {id(n) for n in g.nodes}      # a rewrite costs O(nodes) anyway (replace_uses)
             changed = True
         if not changed:
             drop_unused(g, [n for n in retired if isinstance(n, Node)], [v for v in retired if isinstance(v, Value)])
