@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.passes.rewrite import Match, rewrite, rule
 
@@ -39,22 +38,16 @@ def double_negation(m: Match) -> Value | None:
     return inner.inputs[0] if inner else None
 
 
-def compose(p: tuple[int, ...], q: tuple[int, ...]) -> tuple[int, ...]:
-    """transpose(transpose(x, p), q) = transpose(x, compose(p, q)): out axis i reads x axis p[q[i]]."""
-    return tuple(p[i] for i in q)
-
-
 @rule("transpose")
 def transpose_pair(m: Match) -> Value | Node | None:
     """transpose(transpose(x, p), q) -> transpose(x, p∘q);  -> x when the permutations cancel"""
     inner = m.producer(m.node.inputs[0], "transpose")
     if inner is None:
         return None
-    perm = compose(inner.attrs.perm, m.node.attrs.perm)
+    perm = tuple(inner.attrs.perm[i] for i in m.node.attrs.perm)     # p∘q: out axis i reads x axis p[q[i]]
     if perm == tuple(range(len(perm))):
         return inner.inputs[0]
-    return Node("transpose", [inner.inputs[0]], m.node.outputs, ops.get("transpose").make_attrs(perm=perm),
-                m.node.group)
+    return m.rebuilt("transpose", [inner.inputs[0]], perm=perm)
 
 
 RULES = [neutral_operand, double_negation, transpose_pair]

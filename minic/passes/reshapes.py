@@ -1,7 +1,6 @@
 """fuse-reshapes: ``reshape(reshape(x, s1), s2) -> reshape(x, s2)``, flatten/squeeze/unsqueeze included."""
 from __future__ import annotations
 
-from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.passes.rewrite import Match, rewrite, rule
 
@@ -18,9 +17,7 @@ def reshape_pair(m: Match) -> Value | Node | None:
     if inner is None:
         return None
     x, out = inner.inputs[0], m.node.outputs[0]
-    if x.type == out.type:
-        return x
-    return Node("reshape", [x], [out], ops.get("reshape").make_attrs(shape=out.type.shape), m.node.group)
+    return x if x.type == out.type else m.rebuilt("reshape", [x], shape=out.type.shape)
 
 
 def fuse_reshapes(graph: Graph) -> Graph:

@@ -125,6 +125,10 @@ class Match:
         self.graph.constants.extend(made)
         return made
 
+    def rebuilt(self, op: str, inputs: list[Value], **attrs) -> Node:
+        """A new node ``op(inputs){attrs}`` computing the matched node's outputs: its replacement."""
+        return Node(op, inputs, self.node.outputs, ops.get(op).make_attrs(**attrs), self.node.group)
+
     def emit(self, op: str, inputs: list[Value], base: str, **attrs) -> Value:
         """A new one-output node ``op(inputs){attrs}`` before the matched one, its type inferred."""
         definition = ops.get(op)

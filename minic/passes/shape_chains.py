@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.types import DType, Dim, canon, dim_div, dim_mul, dim_prod
 from minic.passes.fold_constants import evaluate, foldable
@@ -95,9 +94,7 @@ def static_reshape(x: Value, entries: list[Dim]) -> tuple[Dim, ...] | None:
 def _known(m: Match) -> ShapeValues:
     """The rewrite's one ShapeValues: what it learns lasts the whole pass; the chain nodes it looks
     through are retired (dropped at the end when nothing reads them any more)."""
-    if "shapes" not in m.memo:
-        m.memo["shapes"] = ShapeValues(m.producers, m.retired)
-    return m.memo["shapes"]
+    return m.memo.setdefault("shapes", ShapeValues(m.producers, m.retired))
 
 
 @rule("reshape_dynamic")
@@ -108,7 +105,7 @@ def static_target(m: Match) -> Node | None:
     target = static_reshape(x, entries) if entries is not None else None
     if target is None or target != out.type.shape:             # the declared type must be proven
         return None
-    return Node("reshape", [x], [out], ops.get("reshape").make_attrs(shape=target), m.node.group)
+    return m.rebuilt("reshape", [x], shape=target)
 
 
 @rule("gather")
