@@ -26,19 +26,16 @@ def fold(m: Match) -> Node | None:
     # Constant statistics, constant weights, and no other reader of the un-normalised result.
     if lin is None or not all(v.is_constant for v in bn.inputs[1:] + lin.inputs[1:]) or m.users(lin.outputs[0]) != 1:
         return None
-    x, w = lin.inputs[0], lin.inputs[1]
-    rest = lin.inputs[2:]
+    x, w, *rest = lin.inputs
     k, shift = _scale_shift(bn)
     dtype = w.data.dtype
     if lin.op == "conv2d":                          # w is [out channels, in, kh, kw]
         b = rest[0].data if rest else 0.0
-        w2 = w.data * k[:, None, None, None]
-        c2, attrs = b * k + shift, lin.attrs
+        w2, c2, attrs = w.data * k[:, None, None, None], b * k + shift, lin.attrs
     elif lin.op == "gemm":                          # y = alpha·x@w + beta·c, channels are y's columns
         w2 = w.data * (k[:, None] if lin.attrs.trans_b else k[None, :])
         c = lin.attrs.beta * rest[0].data if rest else 0.0
-        c2 = c * k + shift
-        attrs = replace(lin.attrs, beta=1.0)        # c is scaled already
+        c2, attrs = c * k + shift, replace(lin.attrs, beta=1.0)        # c is scaled already
     elif x.type.rank == 2 and w.type.rank == 2:     # matmul
         w2, c2, attrs = w.data * k[None, :], shift, ops.get("gemm").make_attrs()
     else:
