@@ -38,12 +38,12 @@ producers (so a chain grows backwards from its last op):
 """
 from __future__ import annotations
 
-import itertools
+from dataclasses import replace
 
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.ops import OpKind
-from minic.passes.rewrite import clone
+from minic.passes.rewrite import clone, fresh_name
 
 ANCHORS = (OpKind.REDUCTION, OpKind.NORMALIZE, OpKind.CONTRACTION, OpKind.WINDOW)
 MANY_READS = (OpKind.CONTRACTION, OpKind.WINDOW)
@@ -86,9 +86,7 @@ def _copy_windows(g: Graph) -> None:
     placed just before its reader (in place).  Readers before producers, so a window of a
     window is copied for each copy."""
     users, outputs = g.users(), set(g.outputs)
-    names = {v.name for v in g.values()}
-    for at in range(len(g.nodes) - 1, -1, -1):
-        node = g.nodes[at]
+    for node in reversed(list(g.nodes)):            # the copies go after the node: never visited
         v = node.outputs[0]
         readers = list({id(u): u for u in users.get(v, [])}.values())
         if node.op not in WINDOWS or len(readers) < 2 or v in outputs:
@@ -97,10 +95,7 @@ def _copy_windows(g: Graph) -> None:
         for k, reader in enumerate(readers):
             copy = node
             if k:
-                name = next(f"{v.name}_{j}" for j in itertools.count(k) if f"{v.name}_{j}" not in names)
-                names.add(name)
-                copy = Node(node.op, list(node.inputs), [Value(name, v.type)], node.attrs, source=node.source,
-                            scope=node.scope)
+                copy = replace(node, inputs=list(node.inputs), outputs=[Value(fresh_name(g, v.name), v.type)])
                 reader.inputs = [copy.outputs[0] if x is v else x for x in reader.inputs]
                 for x in node.inputs:
                     users[x].append(copy)
