@@ -41,15 +41,6 @@ def pays(out: Value) -> bool:
     return min(out.type.shape[2:]) >= MIN_OUTPUT
 
 
-def _applies(m: Match) -> bool:
-    node = m.node
-    x, w = node.inputs[:2]
-    a = node.attrs
-    return (w.is_constant and all(v.is_constant for v in node.inputs[2:]) and w.type.shape[2:] == (3, 3)
-            and a.stride == (1, 1) and a.dilation == (1, 1) and a.groups == 1
-            and all(isinstance(d, int) for d in node.outputs[0].type.shape[2:]) and pays(node.outputs[0]))
-
-
 def _combine(m: Match, x: Value, axis: int, rows: np.ndarray, step: int, count: int, base: str) -> Value:
     """sum_k rows[r, k] · x[.., k : k + step·count : step, ..] (along ``axis``) for every row r of
     ``rows`` (a transform's matrix: entries 0 and ±1, the same number of them in each row), stacked
@@ -77,15 +68,18 @@ def _combine(m: Match, x: Value, axis: int, rows: np.ndarray, step: int, count: 
 @rule("conv2d")
 def winograd_f2x3(m: Match) -> Value | None:
     """conv2d(x, w, b){3x3, stride 1} -> A^T [(G w G^T) ⊙ (B^T d B)] A + b, per 4x4 tile d"""
-    if not _applies(m):
+    node, a, out = m.node, m.node.attrs, m.node.outputs[0]
+    x, w, *bias = node.inputs
+    # A constant 3x3 filter (and bias), stride 1, one group, static output sides, and large enough to pay.
+    if not (w.is_constant and all(v.is_constant for v in bias) and w.type.shape[2:] == (3, 3)
+            and a.stride == (1, 1) and a.dilation == (1, 1) and a.groups == 1
+            and all(isinstance(d, int) for d in out.type.shape[2:]) and pays(out)):
         return None
-    node = m.node
-    x, w = node.inputs[:2]
     n, c, height, width = x.type.shape
     cout = w.type.shape[0]
-    out_h, out_w = node.outputs[0].type.shape[2:]
+    out_h, out_w = out.type.shape[2:]
     th, tw = -(-out_h // 2), -(-out_w // 2)                     # tiles down and across
-    top, left, bottom, right = node.attrs.padding
+    top, left, bottom, right = a.padding
     pads = (0, 0, top, left, 0, 0, 2 * th + 2 - height - top, 2 * tw + 2 - width - left)
     xp = m.emit("pad", [x], f"{x.name}_tiles", pads=tuple(max(p, 0) for p in pads))
     if min(pads) < 0:                                        # padding past the last tile: cut it off
@@ -97,19 +91,18 @@ def winograd_f2x3(m: Match) -> Value | None:
     v = m.emit("reshape", [v], f"{x.name}_v", shape=(4, 4, n, c, th * tw))
     # U[b, a] = (G g G^T)[a, b], in float64 and rounded once
     u = np.einsum("ai,ocij,bj->baoc", G, w.data.astype(np.float64), G)[:, :, None]
-    mm = m.emit("matmul", [m.constant(f"{w.name}_winograd", u.astype(w.data.dtype)), v], f"{node.outputs[0].name}_m")
-    z = _combine(m, mm, 1, AT, 1, 1, f"{node.outputs[0].name}_z")   # over a: [2 i, 4 b, 1, N, Cout, tiles]
-    y = _combine(m, z, 1, AT, 1, 1, f"{node.outputs[0].name}_y")    # over b: [2 j, 2 i, 1, 1, N, Cout, tiles]
-    y = m.emit("reshape", [y], f"{node.outputs[0].name}_y", shape=(2, 2, n, cout, th, tw))  # [j, i, N, Cout, ty, tx]
-    y = m.emit("transpose", [y], f"{node.outputs[0].name}_y", perm=(2, 3, 4, 1, 5, 0))        # [N, Cout, ty, i, tx, j]
-    y = m.emit("reshape", [y], f"{node.outputs[0].name}_y", shape=(n, cout, 2 * th, 2 * tw))
+    mm = m.emit("matmul", [m.constant(f"{w.name}_winograd", u.astype(w.data.dtype)), v], f"{out.name}_m")
+    z = _combine(m, mm, 1, AT, 1, 1, f"{out.name}_z")    # over a: [2 i, 4 b, 1, N, Cout, tiles]
+    y = _combine(m, z, 1, AT, 1, 1, f"{out.name}_y")     # over b: [2 j, 2 i, 1, 1, N, Cout, tiles]
+    y = m.emit("reshape", [y], f"{out.name}_y", shape=(2, 2, n, cout, th, tw))   # [j, i, N, Cout, ty, tx]
+    y = m.emit("transpose", [y], f"{out.name}_y", perm=(2, 3, 4, 1, 5, 0))         # [N, Cout, ty, i, tx, j]
+    y = m.emit("reshape", [y], f"{out.name}_y", shape=(n, cout, 2 * th, 2 * tw))
     if (2 * th, 2 * tw) != (out_h, out_w):                  # odd sizes: the last tiles' second row or column
-        y = m.emit("slice", [y], f"{node.outputs[0].name}_y", axes=(2, 3), starts=(0, 0), ends=(out_h, out_w),
+        y = m.emit("slice", [y], f"{out.name}_y", axes=(2, 3), starts=(0, 0), ends=(out_h, out_w),
                    steps=(1, 1))
-    if len(node.inputs) == 3:
-        y = m.emit("add", [y, m.constant(f"{node.inputs[2].name}_hw", node.inputs[2].data[:, None, None])],
-                   f"{node.outputs[0].name}_b")
-    m.retire(*node.inputs[1:])
+    if bias:
+        y = m.emit("add", [y, m.constant(f"{bias[0].name}_hw", bias[0].data[:, None, None])], f"{out.name}_b")
+    m.retire(w, *bias)
     return y
 
 
