@@ -8,5 +8,5 @@ from minic.passes.rewrite import clone, drop_unused
 def eliminate_dead_code(graph: Graph) -> Graph:
     """y = op(...) -> (nothing) when no node and no graph output reads y; same for constants."""
     g = clone(graph)
-    drop_unused(g, g.nodes, g.constants)
+    drop_unused(g, g.nodes + g.constants)
     return g

@@ -73,19 +73,19 @@ def add_constant(graph: Graph, base: str, data: np.ndarray) -> Value:
     return value
 
 
-def drop_unused(graph: Graph, nodes: Iterable[Node], constants: Iterable[Value] = ()) -> None:
-    """Remove those of ``nodes`` and ``constants`` that nothing reads, in place; walking
+def drop_unused(graph: Graph, items: Iterable[Node | Value]) -> None:
+    """Remove those of ``items`` (nodes and constants) that nothing reads, in place; walking
     backwards, so that a whole chain of them goes at once."""
-    nodes, constants = set(nodes), set(constants)
+    items = set(items)
     reads = Counter(v for n in graph.nodes for v in n.inputs) + Counter(graph.outputs)
     kept: list[Node] = []
     for node in reversed(graph.nodes):             # users come after producers
-        if node in nodes and not any(reads[v] for v in node.outputs):
+        if node in items and not any(reads[v] for v in node.outputs):
             reads.subtract(node.inputs)
         else:
             kept.append(node)
     graph.nodes = kept[::-1]
-    graph.constants = [c for c in graph.constants if c not in constants or reads[c] > 0]
+    graph.constants = [c for c in graph.constants if c not in items or reads[c] > 0]
 
 
 # --- the rewrite engine: rules matched at a node, applied greedily to a fixpoint ----------
@@ -174,6 +174,6 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
                     replace_uses(g, old, new)
             changed = True
         if not changed:
-            drop_unused(g, [n for n in retired if isinstance(n, Node)], [v for v in retired if isinstance(v, Value)])
+            drop_unused(g, retired)
             return g
     raise RuntimeError(f"rewrite of @{graph.name} did not reach a fixpoint in {max_sweeps} sweeps")
