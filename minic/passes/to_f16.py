@@ -32,12 +32,10 @@ def _half(t: TensorType) -> TensorType:
 def to_f16(graph: Graph) -> Graph:
     """op(x: f32, @w: f32) : f32 -> cast(op(cast(x, f16), @w: f16) : f16, f32): f16 inside, f32 at the edges."""
     g = clone(graph)
-    entry: list[Node] = []
-    halves: dict[Value, Value] = {}                  # an f32 input -> the f16 value nodes read instead
-    for v in g.inputs:
-        if v.type.dtype == DType.f32:
-            halves[v] = Value(fresh_name(g, v.name + "_f16"), _half(v.type))
-            entry.append(Node("cast", [v], [halves[v]], CastAttrs(DType.f16)))
+    # an f32 input -> the f16 value nodes read instead, cast where it enters
+    halves = {v: Value(fresh_name(g, v.name + "_f16"), _half(v.type))
+              for v in g.inputs if v.type.dtype == DType.f32}
+    entry = [Node("cast", [v], [half], CastAttrs(DType.f16)) for v, half in halves.items()]
     for c in g.constants:
         if c.type.dtype == DType.f32:
             with np.errstate(over="ignore"):         # past ±65504 is inf: that is what f16 stores
@@ -50,14 +48,12 @@ def to_f16(graph: Graph) -> Graph:
         if node.op == "cast" and node.attrs.dtype == DType.f32:
             node.attrs = CastAttrs(DType.f16)
     # Results: an f16 value that was f32 leaves through a cast back, under its own name.
-    exits: list[Node] = []
     back: dict[Value, Value] = {}
     for old, v in zip(graph.outputs, g.outputs):
         if old.type.dtype == DType.f32 and v.type.dtype == DType.f16 and v not in back:
-            name = v.name
-            v.name = fresh_name(g, name + "_f16")
-            back[v] = Value(name, old.type)
-            exits.append(Node("cast", [v], [back[v]], CastAttrs(DType.f32)))
+            back[v] = Value(v.name, old.type)
+            v.name = fresh_name(g, v.name + "_f16")
+    exits = [Node("cast", [v], [f32], CastAttrs(DType.f32)) for v, f32 in back.items()]
     g.nodes = entry + g.nodes + exits
     g.outputs = [back.get(v, v) for v in g.outputs]
     return g
