@@ -20,19 +20,13 @@ from minic.passes.rewrite import Match, rewrite, rule
 PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
 
 
-def _can_pad(node: Node) -> bool:
-    if node.op not in PAD_VALUE or not any(node.attrs.padding):
-        return False
-    if node.op == "max_pool2d" and node.attrs.ceil_mode:     # its last window may overhang the padding too
-        return False
-    return all(isinstance(d, int) for d in node.inputs[0].type.shape[2:])
-
-
 @rule(*PAD_VALUE)
 def pad_apart(m: Match) -> Node | None:
     """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0};  max_pool2d alike with -inf"""
     node = m.node
-    if not _can_pad(node):
+    if not any(node.attrs.padding) or not all(isinstance(d, int) for d in node.inputs[0].type.shape[2:]):
+        return None
+    if node.op == "max_pool2d" and node.attrs.ceil_mode:     # its last window may overhang the padding too
         return None
     x = node.inputs[0]
     top, left, bottom, right = node.attrs.padding
