@@ -106,8 +106,7 @@ def fuse_groups(graph: Graph) -> Graph:
     """x -> f -> g -> y  ->  x -> [f; g] -> y (one kernel) when f's only user is g and the rules allow."""
     g = clone(graph)
     _copy_windows(g)
-    users, producer = g.users(), g.producers()
-    outputs = set(g.outputs)
+    users, producer, outputs = g.users(), g.producers(), set(g.outputs)
     group = {id(n): i for i, n in enumerate(g.nodes)}
     has_anchor = {i: _kind(n) in ANCHORS for i, n in enumerate(g.nodes)}
     members = {i: 1 for i in range(len(g.nodes))}
@@ -130,12 +129,10 @@ def fuse_groups(graph: Graph) -> Graph:
                        or reindex for v in node.outputs):
                 continue
             has_anchor[target] = True
-        else:
-            reread = _kind(consumer) in MANY_READS or id(consumer) in many_reads
-            if reread:
-                if not _moves_data(node) or _stores_padded(node) or _joins_computed(node, producer, users, outputs):
-                    continue
-                many_reads.add(id(node))
+        elif _kind(consumer) in MANY_READS or id(consumer) in many_reads:     # it would be re-read
+            if not _moves_data(node) or _stores_padded(node) or _joins_computed(node, producer, users, outputs):
+                continue
+            many_reads.add(id(node))
         group[id(node)] = target
         members[target] += 1
     # Number the groups 0, 1, ... in order of their first node.
