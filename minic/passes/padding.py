@@ -23,19 +23,17 @@ PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
 @rule(*PAD_VALUE)
 def pad_apart(m: Match) -> Node | None:
     """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0};  max_pool2d alike with -inf"""
-    node = m.node
-    if not any(node.attrs.padding) or not all(isinstance(d, int) for d in node.inputs[0].type.shape[2:]):
+    node, x = m.node, m.node.inputs[0]
+    if not any(node.attrs.padding) or not all(isinstance(d, int) for d in x.type.shape[2:]):
         return None
     if node.op == "max_pool2d" and node.attrs.ceil_mode:     # its last window may overhang the padding too
         return None
-    x = node.inputs[0]
     top, left, bottom, right = node.attrs.padding
     key = ("pad", id(x), node.attrs.padding, PAD_VALUE[node.op])   # two windows may share one pad
     if key not in m.memo:
         m.memo[key] = m.emit("pad", [x], f"{x.name}_padded", pads=(0, 0, top, left, 0, 0, bottom, right),
                              value=PAD_VALUE[node.op])
-    return Node(node.op, [m.memo[key]] + node.inputs[1:], node.outputs, replace(node.attrs, padding=(0, 0, 0, 0)),
-                node.group)
+    return replace(node, inputs=[m.memo[key], *node.inputs[1:]], attrs=replace(node.attrs, padding=(0,) * 4))
 
 
 def explicit_padding(graph: Graph) -> Graph:
