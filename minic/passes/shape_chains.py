@@ -26,11 +26,8 @@ def arithmetic(op: str, a: Dim, b: Dim) -> Dim | None:
         if op == "div":                            # C division, toward zero, like the op
             return None if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
         return {"mul": a * b, "add": a + b, "sub": a - b}[op]
-    if op == "mul":
-        return dim_mul(a, b)
-    if op == "div":
-        return dim_div(a, b)
-    return None
+    symbolic = {"mul": dim_mul, "div": dim_div}.get(op)     # B + 1 is no monomial
+    return symbolic(a, b) if symbolic else None
 
 
 class ShapeValues:
@@ -102,10 +99,9 @@ def static_target(m: Match) -> Node | None:
     """reshape_dynamic(x, s) -> reshape(x, [entries of s]) when types tell every entry"""
     x, out = m.node.inputs[0], m.node.outputs[0]
     entries = _known(m).of(m.node.inputs[1])
-    target = static_reshape(x, entries) if entries is not None else None
-    if target is None or target != out.type.shape:             # the declared type must be proven
+    if entries is None or static_reshape(x, entries) != out.type.shape:     # the declared type must be proven
         return None
-    return m.rebuilt("reshape", [x], shape=target)
+    return m.rebuilt("reshape", [x], shape=out.type.shape)
 
 
 @rule("gather")
