@@ -15,12 +15,10 @@ def merge_small_constants(graph: Graph) -> Graph:
     for c in list(graph.constants):
         if c.data.size > SMALL:
             continue
-        key = (c.type, c.data.tobytes())
-        if key in seen:
+        first = seen.setdefault((c.type, c.data.tobytes()), c)
+        if first is not c:
             graph.constants.remove(c)
-            replace_uses(graph, c, seen[key])
-        else:
-            seen[key] = c
+            replace_uses(graph, c, first)
     return graph
 
 
