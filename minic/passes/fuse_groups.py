@@ -92,13 +92,12 @@ def _copy_windows(g: Graph) -> None:
         if node.op not in WINDOWS or len(readers) < 2 or v in outputs:
             continue
         g.nodes.remove(node)
-        for k, reader in enumerate(readers):
-            copy = node
-            if k:
-                copy = replace(node, inputs=list(node.inputs), outputs=[Value(fresh_name(g, v.name), v.type)])
-                reader.inputs = [copy.outputs[0] if x is v else x for x in reader.inputs]
-                for x in node.inputs:
-                    users[x].append(copy)
+        g.nodes.insert(g.nodes.index(readers[0]), node)
+        for reader in readers[1:]:
+            copy = replace(node, inputs=list(node.inputs), outputs=[Value(fresh_name(g, v.name), v.type)])
+            reader.inputs = [copy.outputs[0] if x is v else x for x in reader.inputs]
+            for x in node.inputs:
+                users[x].append(copy)
             g.nodes.insert(g.nodes.index(reader), copy)
 
 
