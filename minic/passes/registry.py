@@ -4,40 +4,29 @@ from __future__ import annotations
 from typing import Callable
 
 from minic.ir.graph import Graph
-from minic.passes.algebra import simplify_algebra
-from minic.passes.batchnorm import fold_batchnorm
-from minic.passes.cse import eliminate_common_subexpr
-from minic.passes.dead_code import eliminate_dead_code
-from minic.passes.fold_constants import fold_constants
-from minic.passes.fuse_groups import fuse_groups
-from minic.passes.identity import eliminate_identity
-from minic.passes.matmul_bias import fuse_matmul_bias
-from minic.passes.padding import explicit_padding
-from minic.passes.reshapes import fuse_reshapes
-from minic.passes.shape_chains import fold_constant_gather
-from minic.passes.to_f16 import to_f16
-from minic.passes.winograd import winograd_conv2d
+from minic.passes import (algebra, batchnorm, cse, dead_code, fold_constants, fuse_groups, identity, matmul_bias,
+                          padding, reshapes, shape_chains, to_f16, winograd)
 
 Pass = Callable[[Graph], Graph]
 
 PASSES: dict[str, Pass] = {
-    "fold-constant-gather": fold_constant_gather,
-    "fold-constants": fold_constants,
-    "eliminate-identity": eliminate_identity,
-    "simplify-algebra": simplify_algebra,
-    "fuse-reshapes": fuse_reshapes,
-    "fold-batchnorm": fold_batchnorm,
-    "fuse-matmul-bias": fuse_matmul_bias,
-    "eliminate-common-subexpr": eliminate_common_subexpr,
-    "eliminate-dead-code": eliminate_dead_code,
-    "winograd-conv2d": winograd_conv2d,
-    "explicit-padding": explicit_padding,
+    "fold-constant-gather": shape_chains.fold_constant_gather,
+    "fold-constants": fold_constants.fold_constants,
+    "eliminate-identity": identity.eliminate_identity,
+    "simplify-algebra": algebra.simplify_algebra,
+    "fuse-reshapes": reshapes.fuse_reshapes,
+    "fold-batchnorm": batchnorm.fold_batchnorm,
+    "fuse-matmul-bias": matmul_bias.fuse_matmul_bias,
+    "eliminate-common-subexpr": cse.eliminate_common_subexpr,
+    "eliminate-dead-code": dead_code.eliminate_dead_code,
+    "winograd-conv2d": winograd.winograd_conv2d,
+    "explicit-padding": padding.explicit_padding,
     # The fusion grouping belongs to lowering (it decides which ops become one
     # kernel); it is a pass so that --print-after shows the groups.  It is the
     # pipeline's "fused" stage (minic/pipeline.py), after the rest of the level.
-    "fuse-groups": fuse_groups,
+    "fuse-groups": fuse_groups.fuse_groups,
     # Changes the numbers (f16 storage), so it is in no level: CompileOptions.precision asks for it.
-    "to-f16": to_f16,
+    "to-f16": to_f16.to_f16,
 }
 
 # Passes that change the numbers on purpose; every other pass computes exactly what it was given.
