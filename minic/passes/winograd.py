@@ -48,10 +48,9 @@ def _combine(m: Match, x: Value, axis: int, rows: np.ndarray, step: int, count: 
     (count 1) the points along an axis that holds them.  Spelled as sum_j sign_j · S_j, S_j the j-th
     term of every row stacked (a concat of slices, which fuses into the sum): the kernel ends at
     the sum, a stored result that the next contraction reads as it is."""
-    terms = [sorted(np.flatnonzero(r), key=lambda k: -r[k]) for r in rows]       # each row's + terms first
+    terms = [sorted(map(int, np.flatnonzero(r)), key=lambda k: -r[k]) for r in rows]   # each row's + terms first
     total = None
-    for j in range(len(terms[0])):
-        ks = [int(t[j]) for t in terms]
+    for ks in zip(*terms):                          # the j-th term of every row
         stacked = m.emit("concat", [m.emit("unsqueeze", [m.emit("slice", [x], f"{base}_s", axes=(axis,), starts=(k,),
                                                                    ends=(k + step * (count - 1) + 1,), steps=(step,))],
                                            f"{base}_s", axes=(0,)) for k in ks], f"{base}_s", axis=0)
