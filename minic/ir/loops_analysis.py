@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars, substitute, walk
-from minic.ir.loops_simplify import simplify
+from minic.ir.loops_simplify import _terms, simplify
 
 # Innermost iterations below which a loop runs on the caller alone: handing out chunks and
 # joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
@@ -84,13 +84,7 @@ def repeat(e: Expr, var: str, start: Expr) -> int | None:
     multiple of d at ``var = start``: lanes start..start+L of ``e`` read L / d elements,
     each d times over (an image upsampled by d; Winograd's tiles interleaved back to
     columns, 2 columns a tile); None when ``e`` is not of that form."""
-    terms, todo = [], [e]
-    while todo:
-        t = todo.pop()
-        if isinstance(t, BinOp) and t.op == "add":
-            todo += [t.a, t.b]
-        elif uses(t, var):
-            terms.append(t)
+    terms = [t for t in _terms(e) if uses(t, var)]
     if len(terms) != 1:
         return None
     (t,) = terms

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Mapping
 
-from minic.ir.loops import ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, Var, children, const, rebuild
+from minic.ir.loops import ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, Var, const, map_expr
 from minic.ir.rules import Rules, rule
 from minic.ir.types import DType
 
@@ -25,32 +25,28 @@ def _is_int(e: Expr) -> bool:
     return e.dtype in (DType.i64, DType.i32)
 
 
+# The bounds of ``a op b`` from those of ``a`` and ``b`` (div and mod: known for a >= 0, b > 0 only).
+_BOUNDS = {
+    "add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    "sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    "mul": lambda a, b: (min(x * y for x in a for y in b), max(x * y for x in a for y in b)),
+    "max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    "min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    "div": lambda a, b: (a[0] // b[1], a[1] // b[0]) if a[0] >= 0 and b[0] > 0 else None,
+    "mod": lambda a, b: (0, min(a[1], b[1] - 1)) if a[0] >= 0 and b[0] > 0 else None,
+}
+
+
 def value_range(e: Expr, ranges: Mapping[str, Range]) -> Range | None:
     """Bounds of an integer expression, or None when unknown."""
     if isinstance(e, Const) and _is_int(e):
         return (e.value, e.value)
     if isinstance(e, Var):
         return ranges.get(e.name)
-    if not isinstance(e, BinOp) or not _is_int(e):
+    if not isinstance(e, BinOp) or not _is_int(e) or e.op not in _BOUNDS:
         return None
     a, b = value_range(e.a, ranges), value_range(e.b, ranges)
-    if a is None or b is None:
-        return None
-    if e.op == "add":
-        return (a[0] + b[0], a[1] + b[1])
-    if e.op == "sub":
-        return (a[0] - b[1], a[1] - b[0])
-    if e.op == "mul":
-        products = [x * y for x in a for y in b]
-        return (min(products), max(products))
-    if e.op in ("max", "min"):
-        f = max if e.op == "max" else min
-        return (f(a[0], b[0]), f(a[1], b[1]))
-    if e.op == "div" and a[0] >= 0 and b[0] > 0:
-        return (a[0] // b[1], a[1] // b[0])
-    if e.op == "mod" and a[0] >= 0 and b[0] > 0:
-        return (0, min(a[1], b[1] - 1))
-    return None
+    return None if a is None or b is None else _BOUNDS[e.op](a, b)
 
 
 def _terms(e: Expr) -> list[Expr]:
@@ -211,12 +207,8 @@ RULES = Rules([constant_operands, float_neutral, integer_arithmetic, whole_terms
 def simplify(e: Expr, ranges: Mapping[str, Range] | None = None) -> Expr:
     """An equal expression, simpler where the rules above apply (operands first, then one rule at the root)."""
     ranges = ranges or {}
-    kids = children(e)
-    if kids:
-        e = rebuild(e, tuple(simplify(k, ranges) for k in kids))
-    op = e.op if isinstance(e, BinOp) else type(e).__name__.lower()
-    result = RULES.apply(op, At(e, ranges))
-    return e if result is None else result
+    return map_expr(e, lambda x: RULES.apply(x.op if isinstance(x, BinOp) else type(x).__name__.lower(),
+                                             At(x, ranges)))
 
 
 def simplify_stmt(s, ranges: Mapping[str, Range] | None = None):

@@ -57,11 +57,9 @@ class _Widen:
 
     def stmt(self, s: Stmt) -> Stmt:
         if isinstance(s, Store):
+            s = map_stmt(s, self.expr, self.stmt)              # its index and value rewritten
             b = self.buffer(s.buffer)
-            value = self.expr(s.value)
-            if b.dtype.is_storage_float:
-                value = Cast(b.dtype, value)
-            return Store(b, tuple(self.expr(i) for i in s.index), value)
+            return Store(b, s.index, Cast(b.dtype, s.value) if b.dtype.is_storage_float else s.value)
         if isinstance(s, Allocate):
             b = s.buffer
             if b.dtype == DType.bf16 or (b.dtype == DType.f16 and self.accumulate == DType.f32):
