@@ -38,21 +38,16 @@ def _groups(graph: Graph) -> list[list[Node]]:
     return order
 
 
-class _Names:
-    """Buffer names: the graph's value names, made C identifiers and unique."""
-
-    def __init__(self) -> None:
-        self.used: set[str] = set()
-
-    def __call__(self, name: str) -> str:
-        base = re.sub(r"\W", "_", name)
-        if not base or base[0].isdigit() or re.fullmatch(r"(acc|[ikrpqc])\d*", base):
-            base = "v" + base                    # keep clear of loop and accumulator names
-        out, n = base, 1
-        while out in self.used:
-            out, n = f"{base}_{n}", n + 1
-        self.used.add(out)
-        return out
+def _buffer_name(name: str, taken: set[str]) -> str:
+    """A graph value's name made a C identifier, and one not in ``taken`` (added to it)."""
+    base = re.sub(r"\W", "_", name)
+    if not base or base[0].isdigit() or re.fullmatch(r"(acc|[ikrpqc])\d*", base):
+        base = "v" + base                        # keep clear of loop and accumulator names
+    out, n = base, 1
+    while out in taken:
+        out, n = f"{base}_{n}", n + 1
+    taken.add(out)
+    return out
 
 
 def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
@@ -63,10 +58,10 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     it in f32 registers: what ``precision="f16"`` wants of the f16 values it made (docs/f16.md)."""
     verify(graph)
     sizes = tuple(sorted(set().union(*(symbols(d) for v in graph.inputs for d in v.type.shape))))
-    name = _Names()
+    taken: set[str] = set()
 
     def buffer(v: Value, role: Role, suffix: str = "") -> Buffer:
-        return Buffer(name(v.name + suffix), v.type.shape, v.type.dtype, role)
+        return Buffer(_buffer_name(v.name + suffix, taken), v.type.shape, v.type.dtype, role)
 
     buffers: dict[Value, Buffer] = {v: buffer(v, Role.INPUT) for v in graph.inputs}
     buffers.update((v, buffer(v, Role.CONST)) for v in graph.constants if v.data.size != 1)   # scalars: literals
