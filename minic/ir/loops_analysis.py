@@ -61,7 +61,7 @@ def stride(e: Expr, var: str) -> int | None:
         return a + b if e.op == "add" else a - b
     if isinstance(e, BinOp) and e.op == "mul":
         for x, c in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(c, Const) and not uses(c, var):
+            if isinstance(c, Const):
                 s = stride(x, var)
                 return None if s is None else s * c.value
     return None
