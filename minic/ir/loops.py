@@ -313,13 +313,17 @@ def free_vars(e: Expr) -> set[str]:
     return {x.name for x in walk(e) if isinstance(x, Var)}
 
 
-# Each kind of statement: the expressions it holds directly, and the statements nested in it.
+# Each kind of statement: the expressions it holds directly, the statements nested in it, and
+# the statement rebuilt on new ones of each (same order).
 _PARTS = {
-    For: (lambda s: (s.start, s.extent), lambda s: (s.body,)),
-    Store: (lambda s: (*s.index, s.value), lambda s: ()),
-    Allocate: (lambda s: (), lambda s: (s.body,)),
-    If: (lambda s: (s.cond,), lambda s: (s.then,) if s.otherwise is None else (s.then, s.otherwise)),
-    Seq: (lambda s: (), lambda s: s.stmts),
+    For: (lambda s: (s.start, s.extent), lambda s: (s.body,),
+          lambda s, exprs, stmts: For(s.var, *exprs, s.kind, *stmts)),
+    Store: (lambda s: (*s.index, s.value), lambda s: (),
+            lambda s, exprs, stmts: Store(s.buffer, exprs[:-1], exprs[-1])),
+    Allocate: (lambda s: (), lambda s: (s.body,), lambda s, exprs, stmts: Allocate(s.buffer, *stmts)),
+    If: (lambda s: (s.cond,), lambda s: (s.then,) if s.otherwise is None else (s.then, s.otherwise),
+         lambda s, exprs, stmts: If(*exprs, *stmts)),
+    Seq: (lambda s: (), lambda s: s.stmts, lambda s, exprs, stmts: Seq(stmts)),
 }
 
 
@@ -337,17 +341,10 @@ def sub_stmts(s: Stmt) -> tuple[Stmt, ...]:
 def map_stmt(s: Stmt, expr: Callable[[Expr], Expr], stmt: Callable[[Stmt], Stmt]) -> Stmt:
     """The one statement visitor: ``s`` rebuilt with ``expr`` applied to the expressions
     it holds and ``stmt`` to the statements nested in it (one level; recurse in ``stmt``)."""
-    if isinstance(s, For):
-        return For(s.var, expr(s.start), expr(s.extent), s.kind, stmt(s.body))
-    if isinstance(s, Store):
-        return Store(s.buffer, tuple(expr(i) for i in s.index), expr(s.value))
-    if isinstance(s, Allocate):
-        return Allocate(s.buffer, stmt(s.body))
-    if isinstance(s, If):
-        return If(expr(s.cond), stmt(s.then), None if s.otherwise is None else stmt(s.otherwise))
-    if isinstance(s, Seq):
-        return Seq(tuple(stmt(t) for t in s.stmts))
-    raise TypeError(f"not a Loop IR statement: {s!r}")
+    if type(s) not in _PARTS:
+        raise TypeError(f"not a Loop IR statement: {s!r}")
+    exprs, stmts, rebuild_stmt = _PARTS[type(s)]
+    return rebuild_stmt(s, tuple(map(expr, exprs(s))), tuple(map(stmt, stmts(s))))
 
 
 def walk_stmts(s: Stmt) -> Iterator[Stmt]:
