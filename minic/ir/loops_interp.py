@@ -13,10 +13,11 @@ from typing import Sequence
 import numpy as np
 
 from minic.errors import UserError
+from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
 from minic.ir.loops import (CALLS, STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
                             Program, Role, Select, Seq, Stmt, Store, Var)
-from minic.ir.types import DType, dim_eval
+from minic.ir.types import DType, TensorType, dim_eval
 
 def _trunc_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)
@@ -119,8 +120,6 @@ def run_function(f: Function, arrays: dict[str, np.ndarray], sizes: dict[str, in
 def run_program(p: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run every kernel of ``p`` in order on fresh buffers; return the outputs."""
     arrays = [np.asarray(a, order="C") for a in inputs]
-    from minic.ir.graph import Value
-    from minic.ir.types import TensorType
     sizes = bind_symbols([Value(b.name, TensorType(b.shape, b.dtype)) for b in p.inputs], arrays)
     memory = {b.name: a for b, a in zip(p.inputs, arrays)}
     memory.update(p.constants)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from minic.ir.loops import ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, Var, const, map_expr
+from minic.ir.loops_interp import _binop
 from minic.ir.rules import Rules, rule
 from minic.ir.types import DType
 
@@ -124,7 +125,6 @@ def constant_operands(at: At) -> Expr | None:
     e = at.e
     if not (isinstance(e.a, Const) and isinstance(e.b, Const)) or not (_is_int(e.a) or e.a.dtype == DType.bool):
         return None
-    from minic.ir.loops_interp import _binop
     return Const(e.dtype.numpy.type(_binop(e.op, e.a.dtype.numpy.type(e.a.value),
                                            e.b.dtype.numpy.type(e.b.value), e.a.dtype)).item(), e.dtype)
 
