@@ -3,6 +3,7 @@ it does (is it worth threads?) and how an index moves with a loop variable
 (is an access contiguous?)."""
 from __future__ import annotations
 
+import functools
 import math
 
 from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars, substitute, walk
@@ -25,10 +26,7 @@ def work(s: Stmt) -> Expr:
     if isinstance(s, For):
         return simplify(BinOp("mul", s.extent, substitute(work(s.body), {s.var.name: s.start})))
     if isinstance(s, Seq):
-        total = const(0)
-        for t in s.stmts:
-            total = simplify(BinOp("add", total, work(t)))
-        return total
+        return functools.reduce(lambda total, t: simplify(BinOp("add", total, work(t))), s.stmts, const(0))
     if isinstance(s, Allocate):
         return work(s.body)
     if isinstance(s, If):
