@@ -70,9 +70,8 @@ class _Widen:
 
 def _has_f16(k: Function) -> bool:
     """Whether the kernel touches f16 or bf16."""
-    if any(b.dtype.is_storage_float for b in k.params):
-        return True
-    return any(x.dtype.is_storage_float for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e))
+    return (any(b.dtype.is_storage_float for b in k.params)
+            or any(x.dtype.is_storage_float for s in walk_stmts(k.body) for e in stmt_exprs(s) for x in walk(e)))
 
 
 def widen(program: Program, accumulate: DType = DType.f32) -> Program:
