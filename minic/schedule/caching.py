@@ -7,17 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Select, Seq,
-                            Stmt, Store, const, expr_str, free_vars, map_expr, seq, sub_stmts, substitute, walk, walk_stmts)
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, map_exprs, rename_loops,
-                                 rewrite_loops, stores, with_children)
-from minic.schedule.primitives import _band, _tidy
-
-
-def _wrap(loops: list[For], body: Stmt) -> Stmt:
-    for loop in reversed(loops):
-        body = For(loop.var, loop.start, loop.extent, loop.kind, body)
-    return body
+from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Select,
+                            Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq, stmt_exprs,
+                            sub_stmts, substitute, walk, walk_stmts)
+from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_exprs,
+                                 perfect_band, private_buffers, rename_loops, rewrite_loops, stores, subst_stmt,
+                                 with_children, wrap)
+from minic.schedule.primitives import _band, _binop, _tidy
 
 
 def cache_accumulator(f: Function, *names: str) -> Function:
@@ -55,8 +51,8 @@ def cache_accumulator(f: Function, *names: str) -> Function:
         return map_expr(e, lambda x: Load(tile, at) if isinstance(x, Load) and x.buffer == acc else None)
 
     def fix(s: Stmt) -> Stmt:
-        s = map_exprs(s, retarget)
-        return _map_stores(s, lambda st: Store(tile, at, st.value) if st.buffer == acc else st)
+        s = map_stmt(s, retarget, fix)
+        return Store(tile, at, s.value) if isinstance(s, Store) and s.buffer == acc else s
 
     parts = []
     for s in (alloc.body.stmts if hasattr(alloc.body, "stmts") else (alloc.body,)):
@@ -65,16 +61,9 @@ def cache_accumulator(f: Function, *names: str) -> Function:
         while isinstance(leaf, For) and not (band_vars & (free_vars(leaf.start) | free_vars(leaf.extent))):
             chain.append(leaf)
             leaf = leaf.body
-        parts.append(_wrap(chain, _wrap(band, leaf)))
+        parts.append(wrap(chain, wrap(band, leaf)))
     result = Allocate(tile, seq(*parts))
     return _tidy(rewrite_loops(f, top.var.name, lambda _: result))
-
-
-def _map_stores(s: Stmt, fn) -> Stmt:
-    if isinstance(s, Store):
-        return fn(s)
-    from minic.ir.loops import sub_stmts
-    return with_children(s, tuple(_map_stores(k, fn) for k in sub_stmts(s)))
 
 
 def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function:
@@ -116,20 +105,21 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
         const_extent(f, t, f"pack of {expr_str(operand)}")
         if not isinstance(t.start, Const):
             raise fail(f, f"pack: loop '{t.var.name}' must start at a constant")
-    taken = {b.name for b in f.params} | {t.buffer.name for t in walk_stmts(f.body) if isinstance(t, Allocate)}
+    taken = {b.name for b in f.params} | private_buffers(f.body)
     if name in taken:
         raise fail(f, f"pack: a buffer '{name}' exists already")
     packed = Buffer(name, tuple(t.extent.value for t in inner), operand.dtype, Role.LOCAL)
     at_index = tuple(BinOp("sub", t.var, t.start) if t.start.value else t.var for t in inner)
-    fill = _wrap([For(t.var, t.start, t.extent, ForKind.SERIAL, t.body) for t in inner],
+    fill = wrap([For(t.var, t.start, t.extent, ForKind.SERIAL, t.body) for t in inner],
                  Store(packed, at_index, operand))
     fill = rename_loops(fill, "_p")
-    body = Allocate(packed, seq(fill, map_exprs(loop.body, lambda e: map_expr(e, lambda x: Load(packed, at_index) if x == operand else None))))
+    read_packed = map_exprs(loop.body, lambda e: _swap(e, operand, Load(packed, at_index)))
+    body = Allocate(packed, seq(fill, read_packed))
     return _tidy(rewrite_loops(f, at, lambda t: For(t.var, t.start, t.extent, t.kind, body)))
 
 
 def _single_loop(f: Function, at: str, what: str) -> For:
-    found = [t for t in walk_stmts(f.body) if isinstance(t, For) and t.var.name == at]
+    found = loops_named(f.body, at)
     if len(found) != 1:
         raise fail(f, f"{what}: there is {'no' if not found else 'more than one'} loop '{at}'")
     return found[0]
@@ -137,7 +127,6 @@ def _single_loop(f: Function, at: str, what: str) -> For:
 
 def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
     """The loops inside ``s`` that enclose the first statement reading ``target``."""
-    from minic.ir.loops import stmt_exprs, sub_stmts, walk
 
     def go(t: Stmt, stack: list[For]) -> list[For] | None:
         if any(x == target for e in stmt_exprs(t) for x in walk(e)):
@@ -200,8 +189,6 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     elements before the update (``y[.., r] = e(r); acc = acc + y[.., r]``) go with it, in
     vectors too, when each iteration writes its own elements.
     """
-    from minic.ir.loops import Const as C, Var, const
-    from minic.schedule.primitives import _binop
     loop = _single_loop(f, name, "rfactor")
     found = reduction_update(loop.body)
     if found is None:
@@ -209,8 +196,7 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
                       "that e does not read")
     elements, st = found
     if elements:                         # lanes write their own elements, and read only those
-        check_independent(f, For(loop.var, loop.start, loop.extent, loop.kind, seq(*elements)), "rfactor",
-                          distinct_writes=True)
+        check_independent(f, replace(loop, body=seq(*elements)), "rfactor", distinct_writes=True)
         written = {(e.buffer, e.index) for e in elements}
         if any(ld.buffer in {b for b, _ in written} and (ld.buffer, ld.index) not in written
                for ld in loads(loop.body)):
@@ -218,7 +204,6 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     acc, op, term = st.buffer, st.value.op, st.value.b
     part = Buffer(f"{acc.name}_part", (lanes,), acc.dtype, Role.LOCAL)
     ro, lv, rt = Var(name + "o"), Var(name + "v"), Var(name + "t")
-    from minic.schedule.nest import subst_stmt
     at = (lv,)
     n = loop.extent
     full = _binop("div", n, const(lanes))
@@ -238,11 +223,9 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
         halves.append(over_lanes(w, ForKind.VECTORIZED, Store(part, at, lane_combine(op, Load(part, at),
                                                                            Load(part, (BinOp("add", lv, const(w)),))))))
     combine = seq(*halves, over_lanes(w, ForKind.UNROLLED, Store(acc, (), BinOp(op, Load(acc, ()), Load(part, at)))))
-    if isinstance(n, C) and n.value % lanes == 0:
-        result = Allocate(part, seq(init, main, combine))
-    else:
-        result = Allocate(part, seq(init, main, tail, combine))
-    return _tidy(rewrite_loops(f, name, lambda _: result))
+    exact = isinstance(n, Const) and n.value % lanes == 0
+    parts = (init, main, combine) if exact else (init, main, tail, combine)
+    return _tidy(rewrite_loops(f, name, lambda _: Allocate(part, seq(*parts))))
 
 
 # --- a row's element expression computed once, kept in the output ----------------------------
@@ -282,14 +265,6 @@ def cache_in_output(f: Function) -> Function:
     return replace(f, body=block(f.body))
 
 
-def _perfect_band(s: Stmt) -> tuple[list[For], Stmt]:
-    band = []
-    while isinstance(s, For):
-        band.append(s)
-        s = s.body
-    return band, s
-
-
 def _worth_keeping(e: Expr) -> bool:
     """Whether computing ``e`` again costs more than a store and a load of it."""
     nodes = list(walk(e))
@@ -323,7 +298,7 @@ def _same_ranges(a: list[For], b: list[For]) -> bool:
 def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
     """``first`` (a reduction band) and the statements after it, rewritten by ``cache_in_output``;
     None when the rule does not apply."""
-    band, inner = _perfect_band(first)
+    band, inner = perfect_band(first)
     found = reduction_update(inner) if band else None
     if found is None or found[0] or any(t.kind != ForKind.SERIAL for t in band):
         return None
@@ -332,7 +307,7 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
     if len(written) != 1:
         return None
     out = written[0].buffer
-    final = [_perfect_band(t)[0] for t in _reached(seq(*later)) if _perfect_band(t)[1] is written[0]]
+    final = [perfect_band(t)[0] for t in _reached(seq(*later)) if perfect_band(t)[1] is written[0]]
     k = len(band)
     if not final or not _same_ranges(band, final[0]) or out.dtype.is_storage_float:
         return None
@@ -355,7 +330,7 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
         rest, _ = _replace_part(seq(*later), part, band, outer, out, keep=True)
         keep = Store(out, here, part)
         kept = Store(update.buffer, (), BinOp(update.value.op, update.value.a, _swap(term, part, Load(out, here))))
-        return [_wrap(band, seq(keep, kept)), *(rest.stmts if isinstance(rest, Seq) else (rest,))]
+        return [wrap(band, seq(keep, kept)), *(rest.stmts if isinstance(rest, Seq) else (rest,))]
     return None
 
 
@@ -375,7 +350,7 @@ def _replace_part(s: Stmt, part: Expr, band: list[For], outer: tuple[Expr, ...],
     count = [0]
 
     def in_band(t: For) -> Stmt:
-        loops_, _ = _perfect_band(t)
+        loops_, _ = perfect_band(t)
         if not _same_ranges(band, loops_):
             return t
         pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})

@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Callable
 
 from minic.errors import UserError
-from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Stmt, Store, Var, expr_str, map_stmt,
-                            stmt_exprs, substitute, sub_stmts, walk, walk_stmts)
+from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Stmt, Store, Var, expr_str, free_vars,
+                            map_stmt, stmt_exprs, substitute, sub_stmts, walk, walk_stmts)
 
 
 class ScheduleError(UserError):
@@ -80,6 +80,22 @@ def loops_named(s: Stmt, name: str) -> list[For]:
     return [t for t in loops(s) if t.var.name == name]
 
 
+def perfect_band(s: Stmt) -> tuple[list[For], Stmt]:
+    """The loops ``s`` starts with, each the only statement of the one before, and what they hold."""
+    band = []
+    while isinstance(s, For):
+        band.append(s)
+        s = s.body
+    return band, s
+
+
+def wrap(band: list[For], body: Stmt) -> Stmt:
+    """``body`` inside copies of the loops of ``band`` (outermost first)."""
+    for loop in reversed(band):
+        body = replace(loop, body=body)
+    return body
+
+
 def the_loop(f: Function, name: str) -> For:
     """The first loop called ``name`` (an error names the loops there are)."""
     found = loops_named(f.body, name)
@@ -136,8 +152,7 @@ def check_independent(f: Function, loop: For, what: str, distinct_writes: bool) 
         if st.buffer.name in private:
             continue
         written.setdefault(st.buffer.name, set()).add(st.index)
-        if distinct_writes and not any(loop.var.name in {x.name for x in walk(i) if isinstance(x, Var)}
-                                       for i in st.index):
+        if distinct_writes and not any(loop.var.name in free_vars(i) for i in st.index):
             raise fail(f, f"cannot {what} loop '{loop.var.name}': every iteration writes "
                           f"{st.buffer.name}[{', '.join(expr_str(i) for i in st.index)}] "
                           "(a reduction over this axis; it needs a reduction strategy such as cache_accumulator)")

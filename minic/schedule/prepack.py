@@ -21,7 +21,7 @@ import numpy as np
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
                             Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
                             walk, walk_stmts)
-from minic.schedule.nest import map_exprs, sub_stmts, with_children
+from minic.schedule.nest import map_exprs, perfect_band, sub_stmts, with_children
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
 
@@ -56,9 +56,7 @@ def _fill(alloc: Allocate) -> For | None:
     if isinstance(body, If):
         body = body.then
     first = body.stmts[0] if isinstance(body, Seq) else body
-    t = first
-    while isinstance(t, For):
-        t = t.body
+    _, t = perfect_band(first)
     if isinstance(first, For) and isinstance(t, Store) and t.buffer == alloc.buffer:
         return first
     return None
@@ -83,10 +81,7 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         fill = _fill(alloc)
         if fill is None:
             return None
-        chain, t = [], fill
-        while isinstance(t, For):
-            chain.append(t)
-            t = t.body
+        chain, t = perfect_band(fill)
         value = t.value
         reads = [x for x in walk(value) if isinstance(x, Load)]
         if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):

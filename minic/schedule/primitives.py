@@ -14,7 +14,7 @@ from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function
                             free_vars, seq, walk_stmts)
 from minic.ir.loops_simplify import simplify, simplify_stmt
 from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, loops_named, private_buffers,
-                                 rename_loops, rewrite_loops, stores, subst_stmt, the_loop)
+                                 rename_loops, rewrite_loops, stores, subst_stmt, the_loop, wrap)
 
 MAX_UNROLL = 64          # copies of a body codegen will write out
 MAX_LANES = 64           # vector lanes of one vectorized loop (LLVM splits wide vectors into registers)
@@ -140,11 +140,9 @@ def reorder(f: Function, *names: str) -> Function:
             raise fail(f, f"loop '{n}' exists several times (copies made by cache_accumulator); "
                           "reorder before caching")
     top, band = _band(f, list(names))
-    slots = [k for k, b in enumerate(band) if b.var.name in names]
     by_name = {b.var.name: b for b in band}
-    order = list(band)
-    for k, n in zip(slots, names):
-        order[k] = by_name[n]
+    named = iter(names)                    # the band's named slots get the named loops, in the order given
+    order = [by_name[next(named)] if b.var.name in names else b for b in band]
     for k, loop in enumerate(order):
         inner = {b.var.name for b in order[k + 1:]}
         used = free_vars(loop.start) | free_vars(loop.extent)
@@ -152,10 +150,7 @@ def reorder(f: Function, *names: str) -> Function:
             raise fail(f, f"cannot move loop '{loop.var.name}' outside '{sorted(used & inner)[0]}': its bounds use it")
     for loop in band:
         check_independent(f, loop, "reorder", distinct_writes=False)
-    body: Stmt = band[-1].body
-    for loop in reversed(order):
-        body = replace(loop, body=body)
-    return rewrite_loops(f, top.var.name, lambda _: body)
+    return rewrite_loops(f, top.var.name, lambda _: wrap(order, band[-1].body))
 
 
 def tile(f: Function, names: tuple[str, ...], factors: tuple[int, ...], tail: str = "exact") -> Function:

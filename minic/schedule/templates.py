@@ -27,13 +27,16 @@ gets its output's last axis as vector lanes (``vectorize_reductions``).
 """
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import asdict, dataclass, replace
 
-from minic.ir.loops import (Allocate, BinOp, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars,
-                             seq)
-from minic.ir.loops_analysis import CHUNKS_PER_THREAD, fewest
+from minic.ir.loops import (Allocate, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars, seq,
+                            structure)
+from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, fewest, stride
 from minic.schedule.caching import cache_accumulator, pack_operand
-from minic.schedule.nest import ScheduleError, loads, loops_named, rewrite_loops, stores, unique_loops
+from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, perfect_band, rewrite_loops, stores,
+                                 unique_loops)
 from minic.schedule.primitives import MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
@@ -73,19 +76,13 @@ def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
 
         for s0: ... for sn: { acc = init; for r0: ... acc = acc op e; out[...] = f(acc) }
     """
-    spatial, t = [], nest
-    while isinstance(t, For):
-        spatial.append(t)
-        t = t.body
+    spatial, t = perfect_band(nest)
     if not (isinstance(t, Allocate) and t.buffer.shape == () and isinstance(t.body, Seq) and spatial):
         return None
     parts = t.body.stmts
     if len(parts) != 3 or not isinstance(parts[1], For) or not isinstance(parts[2], Store):
         return None
-    reduction, r = [], parts[1]
-    while isinstance(r, For):
-        reduction.append(r)
-        r = r.body
+    reduction, r = perfect_band(parts[1])
     if not (isinstance(r, Store) and r.buffer == t.buffer):
         return None
     return spatial, reduction, parts[2]
@@ -99,7 +96,7 @@ def find_contraction(f: Function) -> Contraction | None:
             continue
         spatial, reduction, _ = found
         update = reduction[-1].body
-        if not _is_product_sum(update, update.buffer.name):
+        if not _is_product_sum(update):
             continue
         conv = "conv2d" in f.origin and len(spatial) == 4
         weight = _weight_lanes(update, spatial)
@@ -127,17 +124,16 @@ def _weight_lanes(update: Store, spatial: list[For]) -> For | None:
     return None
 
 
-def _is_product_sum(update: Store, acc: str) -> bool:
+def _is_product_sum(update: Store) -> bool:
+    """Whether ``update`` is ``acc = acc + x * y``."""
     v = update.value
-    return (getattr(v, "op", None) == "add" and isinstance(v.a, Load) and v.a.buffer.name == acc
+    return (getattr(v, "op", None) == "add" and isinstance(v.a, Load) and v.a.buffer.name == update.buffer.name
             and getattr(v.b, "op", None) == "mul")
 
 
 def signature(f: Function) -> str:
     """What a tuning record is keyed by: the kernel's code with the kernel and its
     buffers named by position, hashed (a model's repeated layers share records)."""
-    from minic.ir.loops import structure
-    import hashlib
     return hashlib.sha256(structure(f).encode()).hexdigest()[:16]
 
 
@@ -173,13 +169,10 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
             pass
     if knobs.pack:
         f = _pack_lane_operand(f, c, lo, li, ri, nr)
-    outer = [n for n in before + [lo] + after]
-    extents = {t.var.name: t.extent for t in walk_loops(f)}
-    choice = ro
-    if knobs.parallel == "outer":
-        choice = next((n for n in outer if isinstance(extents.get(n), Const) and extents[n].value >= threads), ro)
+    extents = {t.var.name: t.extent for t in loops(f.body)}
+    wide = [n for n in before + [lo] + after if isinstance(extents.get(n), Const) and extents[n].value >= threads]
     if threads > 1:
-        f = parallel(f, choice)
+        f = parallel(f, wide[0] if wide and knobs.parallel == "outer" else ro)
     return f
 
 
@@ -217,7 +210,7 @@ def widen_parallel(f: Function, threads: int) -> Function:
     Winograd's 16 matmuls run in 4 x 4 loops: fused, 16."""
     if threads < 2:
         return f
-    for name in [t.var.name for t in walk_loops(f) if t.kind == ForKind.PARALLEL]:
+    for name in [t.var.name for t in loops(f.body) if t.kind == ForKind.PARALLEL]:
         f, _ = fuse_for_threads(f, name, threads)
     return f
 
@@ -233,7 +226,6 @@ def _store_along_rows(rows: For, lanes: str) -> For:
 
     NR scattered stores of MR lanes each become NR vector stores (a residual input
     read there becomes vector loads too); the tile is read across, in registers."""
-    from minic.ir.loops_analysis import stride
     inner = rows.body
     if not (isinstance(inner, For) and inner.var.name == lanes and isinstance(inner.body, Store)):
         return rows
@@ -244,23 +236,14 @@ def _store_along_rows(rows: For, lanes: str) -> For:
     return replace(inner, kind=rows.kind, body=replace(rows, kind=inner.kind, body=st))
 
 
-def walk_loops(f: Function) -> list[For]:
-    from minic.ir.loops import walk_stmts
-    return [t for t in walk_stmts(f.body) if isinstance(t, For)]
-
-
 def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, nr: int) -> Function:
     """Pack the factor of the update that varies along the lanes (``w`` of ``acc += x * w``),
     when its panel has a constant size."""
-    update = next((st for t in walk_loops(f) if t.var.name == li for st in stores(t.body)
-                   if isinstance(st.value, BinOp) and st.value.op == "add"
-                   and isinstance(st.value.b, BinOp) and st.value.b.op == "mul"), None)
+    update = next((st for t in loops_named(f.body, li) for st in stores(t.body) if _is_product_sum(st)), None)
     if update is None or not all(isinstance(r.extent, Const) for r in c.reduction):
         return f
     factors = [x for x in (update.value.b.a, update.value.b.b) if li in free_vars(x) and ri not in free_vars(x)]
-    size = nr * 4
-    for r in c.reduction:
-        size *= r.extent.value
+    size = nr * 4 * math.prod(r.extent.value for r in c.reduction)
     if len(factors) != 1 or size > PACK_LIMIT:
         return f
     try:
@@ -320,7 +303,6 @@ REDUCTION_LANES = 16           # f32 lanes of one AVX-512 register
 def _vector_access(index: tuple, var: str) -> bool:
     """Whether the lanes of loop ``var`` reach ``index`` with one vector load: only the
     last index may use ``var``, with a stride from 0 (the same element) to MAX_STRIDE."""
-    from minic.ir.loops_analysis import MAX_STRIDE, stride
     if not any(var in free_vars(i) for i in index):
         return True
     return (not any(var in free_vars(i) for i in index[:-1])
@@ -340,7 +322,6 @@ def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
             acc = max(acc, x[.., 2 * j + q])             acc[ji] = max(acc[ji], x[.., 2 * j + q])
           y[.., j] = acc                             vectorized for ji < 16: y[.., j] = acc[ji]
     """
-    from minic.ir.loops_analysis import stride
     for nest in _nests(f.body):
         found = _scalar_reduction(nest)
         if found is None:

@@ -74,7 +74,7 @@ def test_reorder_and_tile():
     f = matmul_kernel()
     assert_same_meaning(f, reorder(f, "i1", "i0"))
     g = tile(f, ("i0", "i1"), (3, 4), tail="guard")
-    order = [t.var.name for t in __import__("minic.schedule.templates", fromlist=["x"]).walk_loops(g)][:4]
+    order = [t.var.name for t in __import__("minic.schedule.nest", fromlist=["x"]).loops(g.body)][:4]
     assert order == ["i0o", "i1o", "i0i", "i1i"]
     assert_same_meaning(f, g)
 
