@@ -6,6 +6,7 @@ first two make the register-tiled matmul micro-kernel (see ``templates.py``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Iterator
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Select,
                             Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq, stmt_exprs,
@@ -105,17 +106,15 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
         const_extent(f, t, f"pack of {expr_str(operand)}")
         if not isinstance(t.start, Const):
             raise fail(f, f"pack: loop '{t.var.name}' must start at a constant")
-    taken = {b.name for b in f.params} | private_buffers(f.body)
-    if name in taken:
+    if name in {b.name for b in f.params} | private_buffers(f.body):
         raise fail(f, f"pack: a buffer '{name}' exists already")
     packed = Buffer(name, tuple(t.extent.value for t in inner), operand.dtype, Role.LOCAL)
     at_index = tuple(BinOp("sub", t.var, t.start) if t.start.value else t.var for t in inner)
-    fill = wrap([For(t.var, t.start, t.extent, ForKind.SERIAL, t.body) for t in inner],
-                 Store(packed, at_index, operand))
-    fill = rename_loops(fill, "_p")
+    serial = [replace(t, kind=ForKind.SERIAL) for t in inner]
+    fill = rename_loops(wrap(serial, Store(packed, at_index, operand)), "_p")
     read_packed = map_exprs(loop.body, lambda e: _swap(e, operand, Load(packed, at_index)))
     body = Allocate(packed, seq(fill, read_packed))
-    return _tidy(rewrite_loops(f, at, lambda t: For(t.var, t.start, t.extent, t.kind, body)))
+    return _tidy(rewrite_loops(f, at, lambda t: replace(t, body=body)))
 
 
 def _single_loop(f: Function, at: str, what: str) -> For:
@@ -127,17 +126,13 @@ def _single_loop(f: Function, at: str, what: str) -> For:
 
 def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
     """The loops inside ``s`` that enclose the first statement reading ``target``."""
-
-    def go(t: Stmt, stack: list[For]) -> list[For] | None:
+    def go(t: Stmt, stack: list[For]) -> Iterator[list[For]]:
         if any(x == target for e in stmt_exprs(t) for x in walk(e)):
-            return stack
+            yield stack
         inner = stack + [t] if isinstance(t, For) else stack
         for k in sub_stmts(t):
-            out = go(k, inner)
-            if out is not None:
-                return out
-        return None
-    return go(s, [])
+            yield from go(k, inner)
+    return next(go(s, []), None)
 
 
 IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
