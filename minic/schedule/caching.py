@@ -11,9 +11,9 @@ from typing import Iterator
 from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Select,
                             Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq, stmt_exprs,
                             sub_stmts, substitute, walk, walk_stmts)
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_exprs,
-                                 perfect_band, private_buffers, rename_loops, rewrite_loops, stores, subst_stmt,
-                                 with_children, wrap)
+from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_children,
+                                 map_exprs, perfect_band, private_buffers, rename_loops, rewrite_loops, stores,
+                                 subst_stmt, wrap)
 from minic.schedule.primitives import _band, _binop, _tidy
 
 
@@ -248,7 +248,7 @@ def cache_in_output(f: Function) -> Function:
     """
     def block(s: Stmt) -> Stmt:
         if not isinstance(s, Seq):
-            return with_children(s, tuple(block(t) for t in sub_stmts(s)))
+            return map_children(s, block)
         stmts, k = list(s.stmts), 0
         while k < len(stmts):
             done = _keep_in_output(stmts[k], stmts[k + 1:])
@@ -269,19 +269,15 @@ def _worth_keeping(e: Expr) -> bool:
 
 def _reached(s: Stmt) -> list[For]:
     """The loops reached from ``s`` through blocks and allocations only."""
-    if isinstance(s, Seq):
-        return [t for k in s.stmts for t in _reached(k)]
-    if isinstance(s, Allocate):
-        return _reached(s.body)
+    if isinstance(s, (Seq, Allocate)):
+        return [t for k in sub_stmts(s) for t in _reached(k)]
     return [s] if isinstance(s, For) else []
 
 
 def _map_bands(s: Stmt, fn) -> Stmt:
     """``s`` with ``fn`` applied to each loop reached through blocks and allocations only."""
-    if isinstance(s, Seq):
-        return Seq(tuple(_map_bands(t, fn) for t in s.stmts))
-    if isinstance(s, Allocate):
-        return Allocate(s.buffer, _map_bands(s.body, fn))
+    if isinstance(s, (Seq, Allocate)):
+        return map_children(s, lambda t: _map_bands(t, fn))
     return fn(s) if isinstance(s, For) else s
 
 

@@ -22,8 +22,8 @@ from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, Allocate, BinOp, Call, Cast, Const, Expr, For, ForKind, Function, Program,
-                            Select, Seq, Stmt, Store, const, free_vars, map_expr, sub_stmts, walk)
-from minic.schedule.nest import ScheduleError, loops, map_exprs, unique_loops, with_children
+                            Select, Seq, Stmt, Store, const, free_vars, map_expr, walk)
+from minic.schedule.nest import ScheduleError, loops, map_children, map_exprs, unique_loops
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
@@ -49,10 +49,8 @@ def _has_parallel(s: Stmt) -> bool:
 def _parallelize(s: Stmt) -> Stmt:
     if _has_parallel(s):                   # scheduled already (a template chose its loop)
         return s
-    if isinstance(s, Seq):
-        return Seq(tuple(_parallelize(t) for t in s.stmts))
-    if isinstance(s, Allocate):
-        return Allocate(s.buffer, _parallelize(s.body))
+    if isinstance(s, (Seq, Allocate)):
+        return map_children(s, _parallelize)
     if isinstance(s, For):
         if isinstance(s.extent, Const) and s.extent.value == 1:    # an axis of size 1: look inside
             return replace(s, body=_parallelize(s.body))
@@ -141,7 +139,7 @@ def reciprocal_divisors(k: Function) -> Function:
     def go(s: Stmt) -> Stmt:
         if isinstance(s, For) and not loops(s.body):
             return map_exprs(s, lambda e: rewrite(e, s.var.name))
-        return with_children(s, tuple(go(t) for t in sub_stmts(s)))
+        return map_children(s, go)
     return replace(k, body=go(k.body))
 
 
@@ -183,6 +181,6 @@ def default_schedule(program: Program, target: Target, tuning: records.Tuning) -
         record = tuned.get((signature(k), key))
         if record is None or record.kept_default:      # the default won: follow today's default
             return None
-        return Knobs.from_json(record.knobs)
+        return Knobs(**record.knobs)
     program = prepack(replace(program, kernels=[schedule_kernel(k, target, knobs_for(k)) for k in program.kernels]))
     return replace(program, kernels=[widen_parallel(k, target.threads) for k in program.kernels])

@@ -13,7 +13,7 @@ from typing import Callable
 
 from minic.errors import UserError
 from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Stmt, Store, Var, expr_str, free_vars,
-                            map_stmt, stmt_exprs, substitute, sub_stmts, walk, walk_stmts)
+                            map_stmt, stmt_exprs, substitute, walk, walk_stmts)
 
 
 class ScheduleError(UserError):
@@ -26,10 +26,9 @@ def fail(f: Function, what: str) -> ScheduleError:
 
 # --- rebuilding statement trees ---------------------------------------------------------
 
-def with_children(s: Stmt, kids: tuple[Stmt, ...]) -> Stmt:
-    """``s`` with its nested statements replaced (same order as ``sub_stmts``)."""
-    rest = iter(kids)
-    return map_stmt(s, lambda e: e, lambda _: next(rest))
+def map_children(s: Stmt, fn: Callable[[Stmt], Stmt]) -> Stmt:
+    """``s`` with ``fn`` applied to each statement nested directly in it."""
+    return map_stmt(s, lambda e: e, fn)
 
 
 def map_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
@@ -65,7 +64,7 @@ def unique_loops(f: Function) -> Function:
                 return replace(t, body=go(t.body))
             new = Var(f"{t.var.name}_{n}")
             return For(new, t.start, t.extent, t.kind, go(subst_stmt(t.body, {t.var.name: new})))
-        return with_children(t, tuple(go(k) for k in sub_stmts(t)))
+        return map_children(t, go)
     return replace(f, body=go(f.body))
 
 
@@ -112,7 +111,7 @@ def rewrite_loops(f: Function, name: str, fn: Callable[[For], Stmt]) -> Function
     def go(t: Stmt) -> Stmt:
         if isinstance(t, For) and t.var.name == name:
             return fn(t)
-        return with_children(t, tuple(go(k) for k in sub_stmts(t)))
+        return map_children(t, go)
     return replace(f, body=go(f.body))
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
                             Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
                             walk, walk_stmts)
-from minic.schedule.nest import map_exprs, perfect_band, sub_stmts, with_children
+from minic.schedule.nest import map_children, map_exprs, perfect_band
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
 
@@ -75,7 +75,7 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
             done = _try(s)
             if done is not None:
                 return go(done)
-        return with_children(s, tuple(go(t) for t in sub_stmts(s)))
+        return map_children(s, go)
 
     def _try(alloc: Allocate) -> Stmt | None:
         fill = _fill(alloc)

@@ -62,10 +62,6 @@ class Knobs:
     def to_json(self) -> dict:
         return asdict(self)
 
-    @staticmethod
-    def from_json(d: dict) -> "Knobs":
-        return Knobs(**d)
-
 
 def _nests(s: Stmt) -> list[Stmt]:
     return list(s.stmts) if isinstance(s, Seq) else [s]
