@@ -12,8 +12,8 @@ from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, For
                             Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq, stmt_exprs,
                             sub_stmts, substitute, walk, walk_stmts)
 from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_children,
-                                 map_exprs, perfect_band, private_buffers, rename_loops, rewrite_loops, stores,
-                                 subst_stmt, wrap)
+                                 map_exprs, perfect_band, private_buffers, rename_loops, rewrite_loops,
+                                 stmts_of, stores, subst_stmt, wrap)
 from minic.schedule.primitives import _band, _binop, _tidy
 
 
@@ -56,7 +56,7 @@ def cache_accumulator(f: Function, *names: str) -> Function:
         return Store(tile, at, s.value) if isinstance(s, Store) and s.buffer == acc else s
 
     parts = []
-    for s in (alloc.body.stmts if hasattr(alloc.body, "stmts") else (alloc.body,)):
+    for s in stmts_of(alloc.body):
         s = fix(s)
         chain, leaf = [], s
         while isinstance(leaf, For) and not (band_vars & (free_vars(leaf.start) | free_vars(leaf.extent))):
@@ -142,8 +142,7 @@ def reduction_update(body: Stmt) -> tuple[tuple[Store, ...], Store] | None:
     """(element stores, update) when ``body`` is ``acc = acc op e`` (op: add, max, min) on a
     scalar float accumulator that ``e`` does not read, after any stores of elements
     (``cache_in_output`` puts one there); else None."""
-    parts = body.stmts if isinstance(body, Seq) else (body,)
-    *elements, st = parts
+    *elements, st = stmts_of(body)
     if not (isinstance(st, Store) and st.index == () and isinstance(st.value, BinOp) and st.value.op in IDENTITY
             and st.value.a == Load(st.buffer, ()) and st.buffer.role == Role.LOCAL and st.buffer.dtype.is_float):
         return None
@@ -321,7 +320,7 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
         rest, _ = _replace_part(seq(*later), part, band, outer, out, keep=True)
         keep = Store(out, here, part)
         kept = Store(update.buffer, (), BinOp(update.value.op, update.value.a, _swap(term, part, Load(out, here))))
-        return [wrap(band, seq(keep, kept)), *(rest.stmts if isinstance(rest, Seq) else (rest,))]
+        return [wrap(band, seq(keep, kept)), *stmts_of(rest)]
     return None
 
 

@@ -23,7 +23,7 @@ from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, Allocate, BinOp, Call, Cast, Const, Expr, For, ForKind, Function, Program,
                             Select, Seq, Stmt, Store, const, free_vars, map_expr, walk)
-from minic.schedule.nest import ScheduleError, loops, map_children, map_exprs, unique_loops
+from minic.schedule.nest import ScheduleError, loops, map_children, map_exprs, stmts_of, unique_loops
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
@@ -65,22 +65,21 @@ def _vectorize_leaves(k: Function) -> Function:
     float reduction into a scalar gets 16 partial results (``rfactor``).  A loop that
     stores with a stride stays for LLVM."""
     for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
+        name = loop.var.name
         if reduction_update(loop.body) is not None and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
             try:                           # a scalar reduction: partial results in vector lanes
-                k = rfactor(k, loop.var.name, LANES)
+                k = rfactor(k, name, LANES)
             except ScheduleError:
                 pass
             continue
-        body = loop.body
-        stmts = body.stmts if isinstance(body, Seq) else (body,)
-        if not all(isinstance(t, Store) and t.index and stride(t.index[-1], loop.var.name) == 1
-                   and not any(loop.var.name in free_vars(i) for i in t.index[:-1]) for t in stmts):
+        if not all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
+                   and not any(name in free_vars(i) for i in t.index[:-1]) for t in stmts_of(loop.body)):
             continue
         short = isinstance(loop.extent, Const) and loop.extent.value < LANES
         if short and loop.extent.value < SHORT_LANES:
             continue
         try:                               # a short row (7 to 15 elements) is one vector of its length
-            k = vectorize(k, loop.var.name) if short else vectorize(_split_lanes(k, loop.var.name), loop.var.name + "i")
+            k = vectorize(k, name) if short else vectorize(_split_lanes(k, name), name + "i")
         except ScheduleError:
             continue                       # not independent along the loop (a reduction): leave it
     return k
@@ -101,7 +100,7 @@ def _fuse_outer(k: Function, threads: int) -> Function:
     B*64 channels in parallel, softmax over [B, 8, T, T] B*8 heads.  Only serial loops fuse:
     a vector loop fused into its parent would become scalar code that divides by the extent
     at every element."""
-    for nest in (k.body.stmts if isinstance(k.body, Seq) else (k.body,)):
+    for nest in stmts_of(k.body):
         if isinstance(nest, For) and not _has_parallel(nest):
             k, _ = fuse_for_threads(k, nest.var.name, threads)
     return k

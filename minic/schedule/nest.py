@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Callable
 
 from minic.errors import UserError
-from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Stmt, Store, Var, expr_str, free_vars,
-                            map_stmt, stmt_exprs, substitute, walk, walk_stmts)
+from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Seq, Stmt, Store, Var, expr_str,
+                            free_vars, map_stmt, stmt_exprs, substitute, walk, walk_stmts)
 
 
 class ScheduleError(UserError):
@@ -77,6 +77,11 @@ def loops(s: Stmt) -> list[For]:
 
 def loops_named(s: Stmt, name: str) -> list[For]:
     return [t for t in loops(s) if t.var.name == name]
+
+
+def stmts_of(s: Stmt) -> tuple[Stmt, ...]:
+    """The statements of a block (a lone statement is a block of one)."""
+    return s.stmts if isinstance(s, Seq) else (s,)
 
 
 def perfect_band(s: Stmt) -> tuple[list[For], Stmt]:

@@ -21,7 +21,7 @@ import numpy as np
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
                             Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
                             walk, walk_stmts)
-from minic.schedule.nest import map_children, map_exprs, perfect_band
+from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
 
@@ -55,7 +55,7 @@ def _fill(alloc: Allocate) -> For | None:
     body = alloc.body
     if isinstance(body, If):
         body = body.then
-    first = body.stmts[0] if isinstance(body, Seq) else body
+    first = stmts_of(body)[0]
     _, t = perfect_band(first)
     if isinstance(first, For) and isinstance(t, Store) and t.buffer == alloc.buffer:
         return first
@@ -87,17 +87,14 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):
             return None
         outer = sorted(free_vars(value) - {c.var.name for c in chain})
-        if any(n not in loops or not isinstance(loops[n].extent, Const) or not isinstance(loops[n].start, Const)
-               for n in outer) or any(not isinstance(c.extent, Const) or not isinstance(c.start, Const)
-                                      for c in chain):
+        around = [loops.get(n) for n in outer] + chain          # None: a variable no loop here binds
+        if not all(c and isinstance(c.start, Const) and isinstance(c.extent, Const) for c in around):
             return None
-        lead_shape = [loops[n].extent.value for n in outer]
-        shape = tuple(lead_shape) + tuple(alloc.buffer.shape)
+        shape = tuple(loops[n].extent.value for n in outer) + tuple(alloc.buffer.shape)
         if alloc.buffer.dtype.numpy.itemsize * int(np.prod(shape)) > LIMIT:
             return None
-        ranges = [(loops[n].start.value, loops[n].extent.value) for n in outer]
-        ranges += [(c.start.value, c.extent.value) for c in chain]
-        names = outer + [c.var.name for c in chain]
+        ranges = [(c.start.value, c.extent.value) for c in around]
+        names = [c.var.name for c in around]
         grids = np.meshgrid(*[np.arange(s, s + n, dtype=np.int64) for s, n in ranges], indexing="ij", sparse=True)
         env = dict(zip(names, grids))
         # Run the fill for every tile at once: the store's own index says where each value goes.

@@ -35,8 +35,8 @@ from minic.ir.loops import (Allocate, Const, For, ForKind, Function, If, Load, R
                             structure)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, fewest, stride
 from minic.schedule.caching import cache_accumulator, pack_operand
-from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, perfect_band, rewrite_loops, stores,
-                                 unique_loops)
+from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, perfect_band, rewrite_loops,
+                                 stmts_of, stores, unique_loops)
 from minic.schedule.primitives import MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
@@ -63,10 +63,6 @@ class Knobs:
         return asdict(self)
 
 
-def _nests(s: Stmt) -> list[Stmt]:
-    return list(s.stmts) if isinstance(s, Seq) else [s]
-
-
 def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
     """(spatial loops, reduction loops, final store) of a nest of the form
 
@@ -86,7 +82,7 @@ def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
 
 def find_contraction(f: Function) -> Contraction | None:
     """The first contraction nest of ``f`` (see the module docstring), or None."""
-    for nest in _nests(f.body):
+    for nest in stmts_of(f.body):
         found = _scalar_reduction(nest)
         if found is None:
             continue
@@ -318,7 +314,7 @@ def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
             acc = max(acc, x[.., 2 * j + q])             acc[ji] = max(acc[ji], x[.., 2 * j + q])
           y[.., j] = acc                             vectorized for ji < 16: y[.., j] = acc[ji]
     """
-    for nest in _nests(f.body):
+    for nest in stmts_of(f.body):
         found = _scalar_reduction(nest)
         if found is None:
             continue
