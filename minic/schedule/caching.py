@@ -57,8 +57,7 @@ def cache_accumulator(f: Function, *names: str) -> Function:
 
     parts = []
     for s in stmts_of(alloc.body):
-        s = fix(s)
-        chain, leaf = [], s
+        chain, leaf = [], fix(s)
         while isinstance(leaf, For) and not (band_vars & (free_vars(leaf.start) | free_vars(leaf.extent))):
             chain.append(leaf)
             leaf = leaf.body
@@ -314,10 +313,10 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
         if any(isinstance(x, Load) and (x.buffer in changed or (x.buffer == out and x.index != here))
                for x in walk(part)):
             continue
-        rest, n = _replace_part(seq(*later), part, band, outer, out, keep=False)
-        if n == 0 or _reads(rest, out) or _reads(_swap(term, part, const(0, part.dtype)), out):
+        rest = _replace_part(seq(*later), part, band, outer, out, keep=False)
+        if rest == seq(*later) or _reads(rest, out) or _reads(_swap(term, part, const(0, part.dtype)), out):
             continue
-        rest, _ = _replace_part(seq(*later), part, band, outer, out, keep=True)
+        rest = _replace_part(seq(*later), part, band, outer, out, keep=True)
         keep = Store(out, here, part)
         kept = Store(update.buffer, (), BinOp(update.value.op, update.value.a, _swap(term, part, Load(out, here))))
         return [wrap(band, seq(keep, kept)), *stmts_of(rest)]
@@ -333,23 +332,15 @@ def _reads(s: Stmt, buffer: Buffer) -> bool:
 
 
 def _replace_part(s: Stmt, part: Expr, band: list[For], outer: tuple[Expr, ...], out: Buffer,
-                  keep: bool) -> tuple[Stmt, int]:
+                  keep: bool) -> Stmt:
     """``part`` (over ``band``'s variables) replaced in each loop band of ``s`` over the same
     ranges by its element of ``out`` (``keep``), or by a constant (to see what else reads
-    ``out``); and how many times."""
-    count = [0]
-
+    ``out``, and whether ``part`` occurs at all: the result then differs from ``s``)."""
     def in_band(t: For) -> Stmt:
         loops_, _ = perfect_band(t)
         if not _same_ranges(band, loops_):
             return t
         pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})
         by = Load(out, outer + tuple(t.var for t in loops_)) if keep else const(0, part.dtype)
-
-        def swap(x: Expr) -> Expr | None:
-            if x == pattern:
-                count[0] += 1
-                return by
-            return None
-        return map_exprs(t, lambda e: map_expr(e, swap))
-    return _map_bands(s, in_band), count[0]
+        return map_exprs(t, lambda e: _swap(e, pattern, by))
+    return _map_bands(s, in_band)

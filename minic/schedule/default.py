@@ -125,8 +125,7 @@ def reciprocal_divisors(k: Function) -> Function:
         if isinstance(e.b, Const):
             if not tiny <= abs(e.b.value) <= 1 / tiny:
                 return None
-            one = e.dtype.numpy.type(1)
-            return BinOp("mul", e.a, const(one / e.dtype.numpy.type(e.b.value), e.dtype))
+            return BinOp("mul", e.a, const(e.dtype.numpy.type(1) / e.dtype.numpy.type(e.b.value), e.dtype))
         size = Call("abs", (e.b,))
         normal = BinOp("and", BinOp("ge", size, const(tiny, e.dtype)), BinOp("le", size, const(1 / tiny, e.dtype)))
         return Select(normal, BinOp("mul", e.a, BinOp("div", const(1, e.dtype), e.b)), e)

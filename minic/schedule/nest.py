@@ -43,8 +43,7 @@ def subst_stmt(s: Stmt, env: dict[str, Expr]) -> Stmt:
 
 def rename_loops(s: Stmt, suffix: str) -> Stmt:
     """Every loop variable bound in ``s`` gets ``suffix`` (copies of a nest stay uniquely named)."""
-    names = {t.var.name for t in loops(s)}
-    env = {n: Var(n + suffix) for n in names}
+    env = {t.var.name: Var(t.var.name + suffix) for t in loops(s)}
 
     def go(t: Stmt) -> Stmt:
         t = map_stmt(t, lambda e: substitute(e, env), go)
