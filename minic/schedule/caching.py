@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role, Select,
-                            Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq, stmt_exprs,
-                            sub_stmts, substitute, walk, walk_stmts)
+from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role,
+                            Select, Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq,
+                            stmt_exprs, sub_stmts, substitute, walk, walk_stmts)
 from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_children,
                                  map_exprs, perfect_band, private_buffers, rename_loops, rewrite_loops,
                                  stmts_of, stores, subst_stmt, wrap)

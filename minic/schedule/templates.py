@@ -31,8 +31,8 @@ import hashlib
 import math
 from dataclasses import asdict, dataclass, replace
 
-from minic.ir.loops import (Allocate, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars, seq,
-                            structure)
+from minic.ir.loops import (Allocate, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars,
+                            seq, structure)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, fewest, stride
 from minic.schedule.caching import cache_accumulator, pack_operand
 from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, perfect_band, rewrite_loops,
@@ -119,8 +119,8 @@ def _weight_lanes(update: Store, spatial: list[For]) -> For | None:
 def _is_product_sum(update: Store) -> bool:
     """Whether ``update`` is ``acc = acc + x * y``."""
     v = update.value
-    return (getattr(v, "op", None) == "add" and isinstance(v.a, Load) and v.a.buffer.name == update.buffer.name
-            and getattr(v.b, "op", None) == "mul")
+    return (getattr(v, "op", None) == "add" and getattr(v.b, "op", None) == "mul"
+            and isinstance(v.a, Load) and v.a.buffer.name == update.buffer.name)
 
 
 def signature(f: Function) -> str:
@@ -161,8 +161,8 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
             pass
     if knobs.pack:
         f = _pack_lane_operand(f, c, lo, li, ri, nr)
-    extents = {t.var.name: t.extent for t in loops(f.body)}
-    wide = [n for n in before + [lo] + after if isinstance(extents.get(n), Const) and extents[n].value >= threads]
+    counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
+    wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:
         f = parallel(f, wide[0] if wide and knobs.parallel == "outer" else ro)
     return f
