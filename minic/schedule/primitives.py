@@ -13,8 +13,8 @@ from dataclasses import replace
 from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, If, Stmt, Var, const, expr_str,
                             free_vars, seq, walk_stmts)
 from minic.ir.loops_simplify import simplify, simplify_stmt
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, loops_named, private_buffers,
-                                 rename_loops, rewrite_loops, stores, subst_stmt, the_loop, wrap)
+from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, loops_named, perfect_band,
+                                 private_buffers, rename_loops, rewrite_loops, stores, subst_stmt, the_loop, wrap)
 
 MAX_UNROLL = 64          # copies of a body codegen will write out
 MAX_LANES = 64           # vector lanes of one vectorized loop (LLVM splits wide vectors into registers)
@@ -112,16 +112,13 @@ def _band(f: Function, names: list[str]) -> tuple[For, list[For]]:
     top = next((t for t in loops(f.body) if t.var.name in names), None)
     if top is None:
         the_loop(f, names[0])
-    band, t = [], top
-    while True:
-        band.append(t)
-        if all(any(b.var.name == n for b in band) for n in names):
-            return top, band
-        if not isinstance(t.body, For):
-            missing = [n for n in names if not any(b.var.name == n for b in band)]
-            raise fail(f, f"loops {', '.join(names)} are not perfectly nested "
-                          f"('{t.var.name}' has more than one loop inside, or '{missing[0]}' is not below it)")
-        t = t.body
+    chain, _ = perfect_band(top)
+    found = [t.var.name for t in chain]
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise fail(f, f"loops {', '.join(names)} are not perfectly nested "
+                      f"('{chain[-1].var.name}' has more than one loop inside, or '{missing[0]}' is not below it)")
+    return top, chain[:1 + max(found.index(n) for n in names)]
 
 
 def reorder(f: Function, *names: str) -> Function:
