@@ -52,14 +52,9 @@ def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarra
 
 def _fill(alloc: Allocate) -> For | None:
     """The nest that fills ``alloc``'s buffer: the first statement inside (maybe under an if)."""
-    body = alloc.body
-    if isinstance(body, If):
-        body = body.then
-    first = stmts_of(body)[0]
+    first = stmts_of(alloc.body.then if isinstance(alloc.body, If) else alloc.body)[0]
     _, t = perfect_band(first)
-    if isinstance(first, For) and isinstance(t, Store) and t.buffer == alloc.buffer:
-        return first
-    return None
+    return first if isinstance(first, For) and isinstance(t, Store) and t.buffer == alloc.buffer else None
 
 
 def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -> Function:
@@ -184,7 +179,6 @@ def prepack(program: Program) -> Program:
     used = {b.name for k in kernels for b in k.params}
     constants = {n: d for n, d in {**program.constants, **new}.items() if n in used}
     buffers = {n: b for n, b in program.buffers.items() if b.role != Role.CONST or n in used}
-    for k in kernels:
-        buffers.update((b.name, b) for b in k.params if b.name in new)
+    buffers.update((b.name, b) for k in kernels for b in k.params if b.name in new)
     values = {**program.values, **{n: n for n in new}}
     return replace(program, kernels=kernels, constants=constants, buffers=buffers, values=values)
