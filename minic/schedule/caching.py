@@ -213,8 +213,8 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     halves, w = [], lanes
     while w % 2 == 0:
         w //= 2
-        halves.append(over_lanes(w, ForKind.VECTORIZED, Store(part, at, lane_combine(op, Load(part, at),
-                                                                           Load(part, (BinOp("add", lv, const(w)),))))))
+        upper = Load(part, (BinOp("add", lv, const(w)),))
+        halves.append(over_lanes(w, ForKind.VECTORIZED, Store(part, at, lane_combine(op, Load(part, at), upper))))
     combine = seq(*halves, over_lanes(w, ForKind.UNROLLED, Store(acc, (), BinOp(op, Load(acc, ()), Load(part, at)))))
     exact = isinstance(n, Const) and n.value % lanes == 0
     parts = (init, main, combine) if exact else (init, main, tail, combine)
