@@ -249,9 +249,7 @@ def cache_in_output(f: Function) -> Function:
             return map_children(s, block)
         stmts, k = list(s.stmts), 0
         while k < len(stmts):
-            done = _keep_in_output(stmts[k], stmts[k + 1:])
-            if done is not None:
-                stmts[k:] = done
+            stmts[k:] = _keep_in_output(stmts[k], stmts[k + 1:]) or stmts[k:]
             stmts[k] = block(stmts[k])
             k += 1
         return Seq(tuple(stmts))

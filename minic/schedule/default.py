@@ -14,6 +14,7 @@ chunks to other threads.
 """
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import replace
 
 import numpy as np
@@ -67,10 +68,8 @@ def _vectorize_leaves(k: Function) -> Function:
     for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
         name = loop.var.name
         if reduction_update(loop.body) is not None and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
-            try:                           # a scalar reduction: partial results in vector lanes
+            with suppress(ScheduleError):  # a scalar reduction: partial results in vector lanes
                 k = rfactor(k, name, LANES)
-            except ScheduleError:
-                pass
             continue
         if not all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
                    and not any(name in free_vars(i) for i in t.index[:-1]) for t in stmts_of(loop.body)):
@@ -78,10 +77,10 @@ def _vectorize_leaves(k: Function) -> Function:
         short = isinstance(loop.extent, Const) and loop.extent.value < LANES
         if short and loop.extent.value < SHORT_LANES:
             continue
-        try:                               # a short row (7 to 15 elements) is one vector of its length
+        # A short row (7 to 15 elements) is one vector of its length; a loop whose iterations are not
+        # independent (a reduction) stays as it is.
+        with suppress(ScheduleError):
             k = vectorize(k, name) if short else vectorize(_split_lanes(k, name), name + "i")
-        except ScheduleError:
-            continue                       # not independent along the loop (a reduction): leave it
     return k
 
 
@@ -155,10 +154,8 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
     lanes for element-wise loops, then parallel loops."""
     k = unique_loops(k)
     if find_contraction(k) is not None:
-        try:
+        with suppress(ScheduleError):      # a nest the template cannot take runs as lowered
             k = schedule_contraction(k, knobs or default_knobs(k), target.threads)
-        except ScheduleError:
-            pass                           # a nest the template cannot take runs as lowered
     k = cache_in_output(k)                 # softmax's exp once: kept in the output row
     k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
     k = reciprocal_divisors(_vectorize_leaves(k))

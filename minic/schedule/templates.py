@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
 from minic.ir.loops import (Allocate, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars,
@@ -155,10 +156,8 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
     f = vectorize(f, li)
     f = rewrite_loops(f, ri, lambda t: _store_along_rows(t, li))
     if not isinstance(row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
-        try:
+        with suppress(ScheduleError):
             f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
-        except ScheduleError:
-            pass
     if knobs.pack:
         f = _pack_lane_operand(f, c, lo, li, ri, nr)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
@@ -326,8 +325,6 @@ def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
         if len(loops_named(f.body, name)) > 1 or stride(store.index[-1], name) != 1 or not all(
                 _vector_access(a.index, name) for a in [store] + loads(nest) if a.buffer.role != Role.LOCAL):
             continue
-        try:
+        with suppress(ScheduleError):
             f = vectorize(cache_accumulator(split(f, name, lanes, tail="overlap"), name + "i"), name + "i")
-        except ScheduleError:
-            continue
     return f
