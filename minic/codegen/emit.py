@@ -36,7 +36,9 @@ _REG = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16, DType.i
 
 
 def type_suffix(ty: ir.Type) -> str:
-    """The type's part of an overloaded intrinsic's name: f32, f16, f64, i8 ..."""
+    """The type's part of an overloaded intrinsic's name: f32, f16, f64, i8, v8f32 ..."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{type_suffix(ty.element)}"
     return {F16: "f16", F32: "f32", F64: "f64"}.get(ty) or f"i{ty.width}"
 
 
@@ -46,6 +48,11 @@ def reg_type(dtype: DType) -> ir.Type:
 
 def mem_type(dtype: DType) -> ir.Type:
     return I8 if dtype == DType.bool else reg_type(dtype)
+
+
+def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    """The module's function ``name`` (an intrinsic, libm or libc), declared on first use."""
+    return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
 
 
 # Float functions: an LLVM intrinsic where one exists, else the C library.
@@ -87,12 +94,9 @@ class Emitter:
     # --- expressions -----------------------------------------------------------
 
     def intrinsic(self, name: str, ty: ir.Type) -> ir.Function:
+        """LLVM's intrinsic ``name`` on values of type ``ty`` (a scalar, or a vector: vector.py)."""
         arity = 2 if name in ("llvm.maximum", "llvm.minimum", "llvm.pow") else 1
-        return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * arity))
-
-    def libm(self, name: str, ty: ir.Type) -> ir.Function:
-        fn = self.module.globals.get(name)
-        return fn if fn is not None else ir.Function(self.module, ir.FunctionType(ty, [ty]), name)
+        return declare(self.module, f"{name}.{type_suffix(ty)}", ty, [ty] * arity)
 
     def address(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
         base = self.ptrs[buffer.name]
@@ -190,7 +194,7 @@ class Emitter:
         ty = args[0].type
         if fn in INTRINSICS:
             return b.call(self.intrinsic(INTRINSICS[fn], ty), args)
-        return b.call(self.libm(LIBM[fn][ty], ty), args)
+        return b.call(declare(self.module, LIBM[fn][ty], ty, [ty]), args)
 
     def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         b = self.b

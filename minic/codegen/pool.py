@@ -69,7 +69,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I8, I32, I64, PTR, VOID
+from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare
 
 FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu",
           "fn", "ctx", "start", "end", "chunk", "nchunks")
@@ -99,8 +99,7 @@ class _Pool:
                 "sem_init": (I32, [PTR, I32, I32]), "sem_wait": (I32, [PTR]), "sem_post": (I32, [PTR]),
                 "sched_yield": (I32, []), "sched_getcpu": (I32, []),
                 "sched_getaffinity": (I32, [I32, I64, PTR]), "sched_setaffinity": (I32, [I32, I64, PTR])}
-        self.libc = {name: module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
-                     for name, (ret, args) in libc.items()}
+        self.libc = {name: declare(module, name, ret, args) for name, (ret, args) in libc.items()}
         self.body_type = ir.FunctionType(VOID, [PTR, I64, I64])
         self.claim = self._claim()
         self.worker = self._worker()

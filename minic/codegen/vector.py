@@ -31,14 +31,14 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I1, I8, I32, I64, PTR, Emitter, mem_type, reg_type, type_suffix
+from minic.codegen.emit import (F32, I1, I8, I32, I64, PTR, VOID, Emitter, declare, mem_type, reg_type,
+                                type_suffix)
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
 
-# Calls with a native vector form; the rest run lane by lane.
-VECTOR_CALLS = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
-                "round": "llvm.roundeven"}
+# Calls with a native vector form (emit.py's INTRINSICS); the rest run lane by lane.
+VECTOR_CALLS = ("abs", "sqrt", "floor", "ceil", "round")
 FAST = ("contract",)
 
 
@@ -60,12 +60,20 @@ class VectorLoop:
     def vec(self, ty: ir.Type) -> ir.VectorType:
         return ir.VectorType(ty, self.lanes)
 
+    def const(self, value: float | int, ty: ir.Type = F32) -> ir.Constant:
+        """``value`` on every lane."""
+        return ir.Constant(self.vec(ty), [value] * self.lanes)
+
+    def shuffle(self, a: ir.Value, mask: list[int], c: ir.Value | None = None) -> ir.Value:
+        """The lanes of ``a`` (and of ``c``, numbered after a's) that ``mask`` picks."""
+        c = ir.Constant(a.type, ir.Undefined) if c is None else c
+        return self.b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, len(mask)), mask))
+
     def splat(self, v: ir.Value) -> ir.Value:
         if isinstance(v.type, ir.VectorType):
             return v
         one = self.b.insert_element(ir.Constant(self.vec(v.type), ir.Undefined), v, ir.Constant(I32, 0))
-        return self.b.shuffle_vector(one, ir.Constant(self.vec(v.type), ir.Undefined),
-                                     ir.Constant(self.vec(I32), [0] * self.lanes))
+        return self.shuffle(one, [0] * self.lanes)
 
     def lane_value(self, lane: int) -> ir.Value:
         return self.b.add(self.start, ir.Constant(I64, lane))
@@ -90,9 +98,21 @@ class VectorLoop:
         finally:
             del self.e.vars[self.var]
 
-    def contiguous(self, buffer: Buffer, index: tuple[Expr, ...]) -> bool:
-        return (len(index) > 0 and all(not uses(i, self.var) for i in index[:-1])
-                and stride(index[-1], self.var) == 1)
+    def last_only(self, index: tuple[Expr, ...]) -> bool:
+        """Whether the loop variable is in the last index only (if anywhere)."""
+        return len(index) > 0 and not any(uses(i, self.var) for i in index[:-1])
+
+    def step(self, index: tuple[Expr, ...]) -> int | None:
+        """s when only the last index uses the loop variable, as ``s * j + c`` with 1 <= s <= MAX_STRIDE
+        (1: a contiguous access; more: a strided one, ``masked_load``); None otherwise."""
+        s = stride(index[-1], self.var) if self.last_only(index) else None
+        return s if s is not None and 1 <= s <= MAX_STRIDE else None
+
+    def repeated(self, index: tuple[Expr, ...]) -> int | None:
+        """d when only the last index uses the loop variable, as ``(j + c) / d + ...`` with
+        j + c a multiple of d on the first lane (``repeat``), and d divides the lanes."""
+        d = repeat(index[-1], self.var, self.first) if self.last_only(index) else None
+        return d if d is not None and self.lanes % d == 0 else None
 
     # --- expressions ----------------------------------------------------------------
 
@@ -106,29 +126,24 @@ class VectorLoop:
             return self.load(x.buffer, x.index)
         if isinstance(x, BinOp):
             a, c = self.expr(x.a), self.expr(x.b)
+            a, c = self.splat(a), self.splat(c)
             if x.a.dtype.is_float and x.op in ("add", "sub", "mul"):
-                op = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op]
-                return op(self.splat(a), self.splat(c), flags=FAST)
+                return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op](a, c, flags=FAST)
             if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
                 # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
                 # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
-                v, c = (a, self.splat(c)) if _plain(x.b) else (c, self.splat(a))
-                keep_c = b.fcmp_ordered("<" if x.op == "max" else ">", v, c)
-                return b.select(keep_c, c, v)
-            if x.a.dtype.is_float and x.op in ("max", "min"):
-                fn = self.intrinsic("llvm.maximum" if x.op == "max" else "llvm.minimum", reg_type(x.a.dtype), 2)   # NaN propagates, as in emit.py
-                return b.call(fn, [self.splat(a), self.splat(c)])
-            return self.e.binop(x.op, x.a.dtype, self.splat(a), self.splat(c))
+                v, c = (a, c) if _plain(x.b) else (c, a)
+                return b.select(b.fcmp_ordered("<" if x.op == "max" else ">", v, c), c, v)
+            return self.e.binop(x.op, x.a.dtype, a, c)      # float max/min: llvm.maximum/minimum on vectors
         if isinstance(x, Select) and not uses(x.cond, self.var) and (self.reads(x.a) or self.reads(x.b)):
             return self.choose(x)
         if isinstance(x, Select):
             cond, a, c = self.expr(x.cond), self.expr(x.a), self.expr(x.b)
-            return b.select(cond if not isinstance(cond.type, ir.VectorType) else cond, self.splat(a), self.splat(c))
+            return b.select(cond, self.splat(a), self.splat(c))
         if isinstance(x, Call):
             args = [self.expr(a) for a in x.args]
             if x.fn in VECTOR_CALLS and x.dtype == DType.f32:
-                fn = self.intrinsic(VECTOR_CALLS[x.fn], reg_type(x.dtype), 1)
-                return b.call(fn, [self.splat(args[0])])
+                return self.e.call(x.fn, x.dtype, [self.splat(args[0])])     # the intrinsic's vector form
             if x.fn == "neg" and x.dtype.is_float:
                 return b.fneg(self.splat(args[0]))
             if x.fn == "exp" and x.dtype == DType.f32:
@@ -172,29 +187,28 @@ class VectorLoop:
         phi.add_incoming(c, c_block)
         return phi
 
+    def clamp(self, x: ir.Value, lo: float, hi: float) -> ir.Value:
+        """min(max(x, lo), hi) on every lane; NaN stays NaN."""
+        minimum, maximum = self.e.intrinsic("llvm.minimum", x.type), self.e.intrinsic("llvm.maximum", x.type)
+        return self.b.call(minimum, [self.b.call(maximum, [x, self.const(lo)]), self.const(hi)])
+
     def exp(self, x: ir.Value) -> ir.Value:
         """exp on a float vector, without a call per lane (Cephes' expf, within 2 ulp):
         x = n ln2 + r with |r| <= ln2/2;  e^r by a degree-6 polynomial;  2^n built in the
         exponent bits.  Below -87.3 the result is 0, past 88.72 it overflows to inf; NaN stays NaN."""
-        b, f32 = self.b, ir.FloatType()
-
-        def c(v: float) -> ir.Value:
-            return ir.Constant(self.vec(f32), [v] * self.lanes)
-        clamped = b.call(self.intrinsic("llvm.minimum", f32, 2),
-                         [b.call(self.intrinsic("llvm.maximum", f32, 2), [x, c(-87.33)]), c(88.73)])
-        n = b.call(self.intrinsic("llvm.roundeven", f32, 1), [b.fmul(clamped, c(1.44269504088896341))])
+        b, c = self.b, self.const
+        clamped = self.clamp(x, -87.33, 88.73)
+        n = b.call(self.e.intrinsic("llvm.roundeven", x.type), [b.fmul(clamped, c(1.44269504088896341))])
         r = b.fsub(b.fsub(clamped, b.fmul(n, c(0.693359375)), flags=FAST), b.fmul(n, c(-2.12194440e-4)), flags=FAST)
         p = c(1.9875691500e-4)
         for k in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
             p = b.fadd(b.fmul(p, r, flags=FAST), c(k), flags=FAST)
         p = b.fadd(b.fadd(b.fmul(b.fmul(p, r, flags=FAST), r, flags=FAST), r, flags=FAST), c(1.0), flags=FAST)
-        i32 = self.vec(I32)
-        whole = b.fptosi(n, i32)
-        half = b.ashr(whole, ir.Constant(i32, [1] * self.lanes))     # 2^n as 2^h * 2^(n-h): each in range
+        whole = b.fptosi(n, self.vec(I32))
+        half = b.ashr(whole, c(1, I32))                 # 2^n as 2^h * 2^(n-h): each in range
 
         def pow2(e: ir.Value) -> ir.Value:
-            return b.bitcast(b.shl(b.add(e, ir.Constant(i32, [127] * self.lanes)),
-                                   ir.Constant(i32, [23] * self.lanes)), self.vec(f32))
+            return b.bitcast(b.shl(b.add(e, c(127, I32)), c(23, I32)), x.type)
         y = b.fmul(b.fmul(p, pow2(half)), pow2(b.sub(whole, half)))
         y = b.select(b.fcmp_ordered("<", x, c(-87.33)), c(0.0), y)
         return b.select(b.fcmp_unordered("uno", x, x), x, y)
@@ -203,12 +217,8 @@ class VectorLoop:
         """erf on a float vector (Eigen's ``generic_fast_erf_float``, within a few ulp):
         x clamped to [-4, 4] (erf is 1 to f32 precision beyond), then x * P(x^2) / Q(x^2)
         with P of degree 6 and Q of degree 4.  NaN stays NaN (the clamp propagates it)."""
-        b, f32 = self.b, ir.FloatType()
-
-        def c(v: float) -> ir.Value:
-            return ir.Constant(self.vec(f32), [v] * self.lanes)
-        x = b.call(self.intrinsic("llvm.minimum", f32, 2),
-                   [b.call(self.intrinsic("llvm.maximum", f32, 2), [x, c(-4.0)]), c(4.0)])
+        b, c = self.b, self.const
+        x = self.clamp(x, -4.0, 4.0)
         x2 = b.fmul(x, x, flags=FAST)
         p = c(-2.72614225801306e-10)
         for k in (2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
@@ -218,37 +228,6 @@ class VectorLoop:
         for k in (-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02):
             q = b.fadd(b.fmul(q, x2, flags=FAST), c(k), flags=FAST)
         return b.fdiv(b.fmul(x, p, flags=FAST), q)
-
-    def intrinsic(self, name: str, ty: ir.Type, arity: int) -> ir.Function:
-        vty = self.vec(ty)
-        full = f"{name}.v{self.lanes}{type_suffix(ty)}"
-        fn = self.e.module.globals.get(full)
-        return fn if fn is not None else ir.Function(self.e.module, ir.FunctionType(vty, [vty] * arity), full)
-
-    def strided(self, index: tuple[Expr, ...]) -> int | None:
-        """s when only the last index uses the loop variable, as ``s * j + c`` with 1 < s <= MAX_STRIDE."""
-        if not index or any(uses(i, self.var) for i in index[:-1]):
-            return None
-        s = stride(index[-1], self.var)
-        return s if s is not None and 1 < s <= MAX_STRIDE else None
-
-    def repeated(self, index: tuple[Expr, ...]) -> int | None:
-        """d when only the last index uses the loop variable, as ``(j + c) / d + ...`` with
-        j + c a multiple of d on the first lane (``repeat``), and d divides the lanes."""
-        if not index or any(uses(i, self.var) for i in index[:-1]):
-            return None
-        d = repeat(index[-1], self.var, self.first)
-        return d if d is not None and self.lanes % d == 0 else None
-
-    def load_repeated(self, buffer: Buffer, index: tuple[Expr, ...], d: int) -> ir.Value:
-        """Lane l = ptr[l / d]: one vector load of lanes / d elements, each lane of it
-        repeated d times by a shuffle (was: a gather, one scalar load a lane)."""
-        ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
-        ty = ir.VectorType(mem_type(buffer.dtype), self.lanes // d)
-        v = self.b.load(ptr, typ=ty, align=buffer.dtype.numpy.itemsize)
-        v = self.b.shuffle_vector(v, ir.Constant(ty, ir.Undefined),
-                                  ir.Constant(self.vec(I32), [lane // d for lane in range(self.lanes)]))
-        return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
 
     def tile_column(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value | None:
         """Column c of a local tile t[rows, n] read down its rows (``t[j, c]``, j over all
@@ -275,49 +254,47 @@ class VectorLoop:
         8 x 8 matrix (missing rows undefined) with the three shuffle stages of x86's
         unpcklps/unpckhps, shufps and vperm2f128, which LLVM selects one to one."""
         rows, n = buffer.shape
-        f32, b = ir.FloatType(), self.b
-        row_ty, v8 = ir.VectorType(f32, n), ir.VectorType(f32, 8)
+        b, shuffle = self.b, self.shuffle
         base = self.e.ptrs[buffer.name]
-        loaded = [b.load(b.gep(base, [ir.Constant(I64, r * n)], inbounds=True, source_etype=f32), typ=row_ty, align=4)
-                  for r in range(rows)]
-        undef = ir.Constant(v8, ir.Undefined)
-
-        def shuffle(a: ir.Value, c: ir.Value, mask: list[int]) -> ir.Value:
-            return b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, len(mask)), mask))
+        loaded = [b.load(b.gep(base, [ir.Constant(I64, r * n)], inbounds=True, source_etype=F32),
+                         typ=ir.VectorType(F32, n), align=4) for r in range(rows)]
+        undef = ir.Constant(ir.VectorType(F32, 8), ir.Undefined)
+        unpack = ([0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15])      # unpcklps, unpckhps
+        pairs = ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15])       # shufps
+        halves = ([0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])     # vperm2f128
         out = []
         for block in range(n // 8):
-            r = [shuffle(loaded[i], ir.Constant(row_ty, ir.Undefined), list(range(8 * block, 8 * block + 8)))
-                 if i < rows else undef for i in range(8)]
-            t = [shuffle(r[i & ~1], r[i | 1], [0, 8, 1, 9, 4, 12, 5, 13] if i % 2 == 0 else [2, 10, 3, 11, 6, 14, 7, 15])
+            r = [shuffle(loaded[i], list(range(8 * block, 8 * block + 8))) if i < rows else undef
                  for i in range(8)]
-            lo, hi = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
-            u = [shuffle(t[4 * (i // 4) + (i % 4) // 2], t[4 * (i // 4) + (i % 4) // 2 + 2], lo if i % 2 == 0 else hi)
+            t = [shuffle(r[i & ~1], unpack[i % 2], r[i | 1]) for i in range(8)]
+            u = [shuffle(t[4 * (i // 4) + (i % 4) // 2], pairs[i % 2], t[4 * (i // 4) + (i % 4) // 2 + 2])
                  for i in range(8)]
             # u[0]: columns 0 and 4 of rows 0-3; u[1]: 1 and 5; u[2]: 2 and 6; u[3]: 3 and 7 (u[4..7]: rows 4-7)
             for col in range(8):
-                k = col % 4
-                half = [0, 1, 2, 3, 8, 9, 10, 11] if col < 4 else [4, 5, 6, 7, 12, 13, 14, 15]
-                whole = shuffle(u[k], u[4 + k], half)
-                out.append(whole if rows == 8 else shuffle(whole, undef, list(range(rows))))
+                whole = shuffle(u[col % 4], halves[col // 4], u[4 + col % 4])
+                out.append(whole if rows == 8 else shuffle(whole, list(range(rows))))
         return out
 
     def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
         column = self.tile_column(buffer, index)
         if column is not None:
             return column
-        step = 1 if self.contiguous(buffer, index) else self.strided(index)
-        if step is None and self.repeated(index):
-            return self.load_repeated(buffer, index, self.repeated(index))
-        if step is None:
+        step = self.step(index)
+        repeats = self.repeated(index) if step is None else None
+        if step is None and not repeats:                     # gathered, lane by lane
             return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
                                  reg_type(buffer.dtype))
         ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
-        if step == 1 and self.padded() and buffer.role is not Role.LOCAL:
-            v = self.masked(ptr, buffer.dtype)
-        elif step == 1:
-            v = self.b.load(ptr, typ=self.vec(mem_type(buffer.dtype)), align=buffer.dtype.numpy.itemsize)
+        ty, align = mem_type(buffer.dtype), buffer.dtype.numpy.itemsize
+        if repeats:
+            # lane l = ptr[l / d]: one vector load of lanes / d elements, each lane of it repeated
+            # d times by a shuffle (was: a gather, one scalar load a lane)
+            v = self.shuffle(self.b.load(ptr, typ=ir.VectorType(ty, self.lanes // repeats), align=align),
+                             [lane // repeats for lane in range(self.lanes)])
+        elif step > 1 or (self.padded() and buffer.role is not Role.LOCAL):
+            v = self.masked_load(ptr, buffer.dtype, step)
         else:
-            v = self.load_every(ptr, buffer.dtype, step)
+            v = self.b.load(ptr, typ=self.vec(ty), align=align)
         return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
 
     def padded(self) -> int | None:
@@ -329,41 +306,28 @@ class VectorLoop:
             return None
         return 1 << n.bit_length()
 
-    def masked(self, ptr: ir.Value, dtype: DType, value: ir.Value | None = None) -> ir.Value | None:
-        """A masked load of the ``lanes`` elements at ``ptr`` (or store of ``value`` there) as
-        a vector of ``padded()`` lanes whose lanes past the last are masked off."""
-        wide_n, ty = self.padded(), mem_type(dtype)
-        wide, mask_ty = ir.VectorType(ty, wide_n), ir.VectorType(I1, wide_n)
-        mask = ir.Constant(mask_ty, [i < self.lanes for i in range(wide_n)])
+    def masked_load(self, ptr: ir.Value, dtype: DType, step: int) -> ir.Value:
+        """Lane l = ptr[l * step], from one masked load whose elements past the last lane's are
+        masked off (they may lie past the buffer): of ``padded()`` elements for step 1, of
+        lanes * step for a larger step, whose every step-th a shuffle keeps."""
+        n = self.padded() if step == 1 else self.lanes * step
+        wide, mask_ty = ir.VectorType(mem_type(dtype), n), ir.VectorType(I1, n)
+        name = f"llvm.masked.load.{type_suffix(wide)}.p0"
+        fn = declare(self.e.module, name, wide, [PTR, I32, mask_ty, wide])
+        mask = ir.Constant(mask_ty, [i <= (self.lanes - 1) * step for i in range(n)])
         align = ir.Constant(I32, dtype.numpy.itemsize)
-        widen = ir.Constant(ir.VectorType(I32, wide_n), [min(i, self.lanes - 1) for i in range(wide_n)])
-        if value is not None:
-            name = f"llvm.masked.store.v{wide_n}{type_suffix(ty)}.p0"
-            fn = self.e.module.globals.get(name) or ir.Function(
-                self.e.module, ir.FunctionType(ir.VoidType(), [wide, PTR, I32, mask_ty]), name)
-            self.b.call(fn, [self.b.shuffle_vector(value, ir.Constant(value.type, ir.Undefined), widen), ptr, align,
-                             mask])
-            return None
-        name = f"llvm.masked.load.v{wide_n}{type_suffix(ty)}.p0"
-        fn = self.e.module.globals.get(name) or ir.Function(
-            self.e.module, ir.FunctionType(wide, [PTR, I32, mask_ty, wide]), name)
         v = self.b.call(fn, [ptr, align, mask, ir.Constant(wide, ir.Undefined)])
-        return self.b.shuffle_vector(v, ir.Constant(wide, ir.Undefined),
-                                     ir.Constant(ir.VectorType(I32, self.lanes), list(range(self.lanes))))
+        return self.shuffle(v, [lane * step for lane in range(self.lanes)])
 
-    def load_every(self, ptr: ir.Value, dtype: DType, step: int) -> ir.Value:
-        """Lane l = ptr[l * step]: one masked load of lanes * step elements whose tail past
-        the last lane is masked off (it may lie past the buffer), then a shuffle."""
-        n = self.lanes * step
-        ty = mem_type(dtype)
-        wide = ir.VectorType(ty, n)
-        name = f"llvm.masked.load.v{n}{type_suffix(ty)}.p0"
-        fn = self.e.module.globals.get(name) or ir.Function(
-            self.e.module, ir.FunctionType(wide, [PTR, I32, ir.VectorType(I1, n), wide]), name)
-        mask = ir.Constant(ir.VectorType(I1, n), [i <= (self.lanes - 1) * step for i in range(n)])
-        v = self.b.call(fn, [ptr, ir.Constant(I32, dtype.numpy.itemsize), mask, ir.Constant(wide, ir.Undefined)])
-        every = ir.Constant(ir.VectorType(I32, self.lanes), [lane * step for lane in range(self.lanes)])
-        return self.b.shuffle_vector(v, ir.Constant(wide, ir.Undefined), every)
+    def masked_store(self, ptr: ir.Value, dtype: DType, value: ir.Value) -> None:
+        """``value`` stored at ``ptr`` as a vector of ``padded()`` lanes, those past the last masked off."""
+        n = self.padded()
+        wide, mask_ty = ir.VectorType(mem_type(dtype), n), ir.VectorType(I1, n)
+        name = f"llvm.masked.store.{type_suffix(wide)}.p0"
+        fn = declare(self.e.module, name, VOID, [wide, PTR, I32, mask_ty])
+        mask = ir.Constant(mask_ty, [i < self.lanes for i in range(n)])
+        align = ir.Constant(I32, dtype.numpy.itemsize)
+        self.b.call(fn, [self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)]), ptr, align, mask])
 
     # --- statements -----------------------------------------------------------------
 
@@ -376,12 +340,12 @@ class VectorLoop:
             raise TypeError(f"vectorized loop over '{self.var}' holds a {type(s).__name__}; only stores may")
         value = self.splat(self.expr(s.value))
         self.e.columns.pop(s.buffer.name, None)
-        if self.contiguous(s.buffer, s.index):
+        if self.step(s.index) == 1:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
             ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
             if self.padded() and s.buffer.role is not Role.LOCAL:
-                self.masked(ptr, s.buffer.dtype, value)
+                self.masked_store(ptr, s.buffer.dtype, value)
                 return
             ptr = self.b.bitcast(ptr, ir.PointerType(value.type))   # typed for llvmlite's check; "ptr" in the IR
             self.b.store(value, ptr, align=s.buffer.dtype.numpy.itemsize)
