@@ -71,8 +71,8 @@ from llvmlite import ir
 
 from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare
 
-FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu",
-          "fn", "ctx", "start", "end", "chunk", "nchunks")
+TASK = ("fn", "ctx", "start", "end", "chunk", "nchunks")     # one loop's, as pool_run was handed it
+FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu") + TASK
 F = {name: k * 8 for k, name in enumerate(FIELDS)}        # one field per cache line: no false sharing
 MAX_THREADS = 64
 SPINS = 400000                # polls of ``gen`` before a worker starts yielding (~0.3 ms here)
@@ -83,6 +83,11 @@ CPU_WORDS = 16                # a cpu_set_t: 1024 bits as i64 words
 SEM_BYTES = 64                # a sem_t (32 bytes in glibc), padded to a cache line
 STOP_FN = "minic_pool_stop"
 SEQ = "seq_cst"
+NULL = ir.Constant(PTR, None)
+
+
+def i64(value: int) -> ir.Constant:
+    return ir.Constant(I64, value)
 
 
 class _Pool:
@@ -115,15 +120,24 @@ class _Pool:
 
     # --- small builders --------------------------------------------------------------
 
+    @staticmethod
+    def element(b: ir.IRBuilder, array: ir.Value, k: int | ir.Value) -> ir.Value:
+        """&array[k] (a global or alloca'd array)."""
+        return b.gep(array, [i64(0), i64(k) if isinstance(k, int) else k], inbounds=True)
+
     def field(self, b: ir.IRBuilder, name: str) -> ir.Value:
-        return b.gep(self.state, [ir.Constant(I64, 0), ir.Constant(I64, F[name])], inbounds=True)
+        return self.element(b, self.state, F[name])
 
     def get(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.load_atomic(self.field(b, name), SEQ, 8, typ=I64)
 
     def put(self, b: ir.IRBuilder, name: str, value) -> None:
-        value = ir.Constant(I64, value) if isinstance(value, int) else value
+        value = i64(value) if isinstance(value, int) else value
         b.store_atomic(value, self.field(b, name), SEQ, 8)
+
+    def is_set(self, b: ir.IRBuilder, name: str) -> ir.Value:
+        """Field ``name`` != 0."""
+        return b.icmp_signed("!=", self.get(b, name), i64(0))
 
     def call(self, b: ir.IRBuilder, name: str, *args) -> ir.Value:
         return b.call(self.libc[name], list(args))
@@ -154,16 +168,16 @@ class _Pool:
         builder in neither."""
         with b.goto_entry_block():
             count = b.alloca(I64)
-        b.store(ir.Constant(I64, 0), count)
+        b.store(i64(0), count)
         head = self.loop(b, fn, name)
         yes, again, no = (fn.append_basic_block(f"{name}.{s}") for s in ("ready", "again", "timeout"))
         if before is not None:
             before()
         b.cbranch(ready(), yes, again)
         b.position_at_end(again)
-        n = b.add(b.load(count), ir.Constant(I64, 1))
+        n = b.add(b.load(count), i64(1))
         b.store(n, count)
-        b.cbranch(b.icmp_signed("<", n, ir.Constant(I64, spins)), head, no)
+        b.cbranch(b.icmp_signed("<", n, i64(spins)), head, no)
         return yes, no
 
     # --- the functions -----------------------------------------------------------------
@@ -173,16 +187,15 @@ class _Pool:
         the last chunk wakes a caller that sleeps in the join."""
         fn, b = self.function("minic.pool.claim", VOID, [I64])
         (g,) = fn.args
-        body, ctx, start, end, chunk, n = (b.load(self.field(b, name), typ=I64)
-                                           for name in ("fn", "ctx", "start", "end", "chunk", "nchunks"))
+        body, ctx, start, end, chunk, n = (b.load(self.field(b, name), typ=I64) for name in TASK)
         head, done = self.loop(b, fn, "claim"), fn.append_basic_block("claimed")
         v = self.get(b, "next")
-        c = b.and_(v, ir.Constant(I64, MASK))
-        ours = b.and_(b.icmp_unsigned("==", b.lshr(v, ir.Constant(I64, 32)), g), b.icmp_signed("<", c, n))
+        c = b.and_(v, i64(MASK))
+        ours = b.and_(b.icmp_unsigned("==", b.lshr(v, i64(32)), g), b.icmp_signed("<", c, n))
         try_ = fn.append_basic_block("try")
         b.cbranch(ours, try_, done)
         b.position_at_end(try_)
-        pair = b.cmpxchg(self.field(b, "next"), v, b.add(v, ir.Constant(I64, 1)), SEQ, SEQ)
+        pair = b.cmpxchg(self.field(b, "next"), v, b.add(v, i64(1)), SEQ, SEQ)
         won = fn.append_basic_block("won")
         b.cbranch(b.extract_value(pair, 1), won, head)
         b.position_at_end(won)
@@ -190,9 +203,9 @@ class _Pool:
         hi = b.add(lo, chunk)
         hi = b.select(b.icmp_signed("<", hi, end), hi, end)
         b.call(self.callable(b, body), [b.inttoptr(ctx, PTR), lo, hi])
-        before = b.atomic_rmw("add", self.field(b, "done"), ir.Constant(I64, 1), SEQ)
-        last = b.icmp_signed("==", before, b.sub(n, ir.Constant(I64, 1)))
-        with b.if_then(b.and_(last, b.icmp_signed("!=", self.get(b, "joiner"), ir.Constant(I64, 0)))):
+        before = b.atomic_rmw("add", self.field(b, "done"), i64(1), SEQ)
+        last = b.icmp_signed("==", before, b.sub(n, i64(1)))
+        with b.if_then(b.and_(last, self.is_set(b, "joiner"))):
             self.call(b, "sem_post", self.joined)
         b.branch(head)
         b.position_at_end(done)
@@ -205,13 +218,12 @@ class _Pool:
         seen = b.alloca(I64)
         allowed = b.alloca(ir.ArrayType(I64, CPU_WORDS))        # the cores the process may use
         mask = b.alloca(ir.ArrayType(I64, CPU_WORDS))
-        b.store(ir.Constant(I64, 0), seen)
-        self.call(b, "sched_getaffinity", ir.Constant(I32, 0), ir.Constant(I64, 8 * CPU_WORDS), allowed)
+        b.store(i64(0), seen)
+        self.call(b, "sched_getaffinity", ir.Constant(I32, 0), i64(8 * CPU_WORDS), allowed)
         wait = self.loop(b, fn, "wait")
 
         def news() -> ir.Value:
-            return b.or_(b.icmp_signed("!=", self.get(b, "stop"), ir.Constant(I64, 0)),
-                         b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)))
+            return b.or_(self.is_set(b, "stop"), b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)))
         ready, idle = self.poll(b, fn, "spin", news, SPINS)
         b.position_at_end(idle)
         yielded, sleep = self.poll(b, fn, "yield", news, YIELDS, before=lambda: self.call(b, "sched_yield"))
@@ -219,13 +231,13 @@ class _Pool:
         b.branch(ready)
         # sleep: count ourselves a sleeper, re-check (the caller may have posted in between), wait.
         b.position_at_end(sleep)
-        b.atomic_rmw("add", self.field(b, "sleepers"), ir.Constant(I64, 1), SEQ)
+        b.atomic_rmw("add", self.field(b, "sleepers"), i64(1), SEQ)
         with b.if_then(b.not_(news())):
             self.call(b, "sem_wait", self.wake)
         b.branch(wait)
         b.position_at_end(ready)
         work, stop = fn.append_basic_block("work"), fn.append_basic_block("stop")
-        b.cbranch(b.icmp_signed("!=", self.get(b, "stop"), ir.Constant(I64, 0)), stop, work)
+        b.cbranch(self.is_set(b, "stop"), stop, work)
         b.position_at_end(work)
         g = self.get(b, "gen")
         b.store(g, seen)
@@ -233,7 +245,7 @@ class _Pool:
         b.call(self.claim, [g])
         b.branch(wait)
         b.position_at_end(stop)
-        b.ret(ir.Constant(PTR, None))
+        b.ret(NULL)
         return fn
 
     def _keep_off_caller(self, b: ir.IRBuilder, allowed: ir.Value, mask: ir.Value) -> None:
@@ -242,29 +254,26 @@ class _Pool:
         nothing changes."""
         cpu = self.get(b, "cpu")
         here = b.sext(self.call(b, "sched_getcpu"), I64)
-        valid = b.and_(b.icmp_signed(">=", cpu, ir.Constant(I64, 0)),
-                       b.icmp_signed("<", cpu, ir.Constant(I64, 64 * CPU_WORDS)))
+        valid = b.and_(b.icmp_signed(">=", cpu, i64(0)), b.icmp_signed("<", cpu, i64(64 * CPU_WORDS)))
         with b.if_then(b.and_(b.icmp_signed("==", here, cpu), valid)):
             for w in range(CPU_WORDS):
-                at = [ir.Constant(I64, 0), ir.Constant(I64, w)]
-                b.store(b.load(b.gep(allowed, at, inbounds=True), typ=I64), b.gep(mask, at, inbounds=True))
-            word = b.gep(mask, [ir.Constant(I64, 0), b.lshr(cpu, ir.Constant(I64, 6))], inbounds=True)
-            bit = b.shl(ir.Constant(I64, 1), b.and_(cpu, ir.Constant(I64, 63)))
+                b.store(b.load(self.element(b, allowed, w), typ=I64), self.element(b, mask, w))
+            word = self.element(b, mask, b.lshr(cpu, i64(6)))
+            bit = b.shl(i64(1), b.and_(cpu, i64(63)))
             b.store(b.and_(b.load(word, typ=I64), b.not_(bit)), word)
-            self.call(b, "sched_setaffinity", ir.Constant(I32, 0), ir.Constant(I64, 8 * CPU_WORDS), mask)
+            self.call(b, "sched_setaffinity", ir.Constant(I32, 0), i64(8 * CPU_WORDS), mask)
 
     def _start_workers(self, b: ir.IRBuilder, fn: ir.Function) -> None:
         """Once per module: the semaphores, then threads - 1 workers (a failed create just
         means fewer)."""
-        old = b.cmpxchg(self.field(b, "started"), ir.Constant(I64, 0), ir.Constant(I64, 1), SEQ, SEQ)
+        old = b.cmpxchg(self.field(b, "started"), i64(0), i64(1), SEQ, SEQ)
         start, go = fn.append_basic_block("start_workers"), fn.append_basic_block("go")
         b.cbranch(b.extract_value(old, 1), start, go)
         b.position_at_end(start)
         for sem in (self.wake, self.joined):
             self.call(b, "sem_init", sem, ir.Constant(I32, 0), ir.Constant(I32, 0))
         for t in range(1, self.threads):
-            tid = b.gep(self.tids, [ir.Constant(I64, 0), ir.Constant(I64, t)], inbounds=True)
-            self.call(b, "pthread_create", tid, ir.Constant(PTR, None), self.worker, ir.Constant(PTR, None))
+            self.call(b, "pthread_create", self.element(b, self.tids, t), NULL, self.worker, NULL)
         b.branch(go)
         b.position_at_end(go)
 
@@ -272,12 +281,10 @@ class _Pool:
         """void run(ptr fn, ptr ctx, i64 start, i64 end, i64 nchunks): one parallel loop."""
         fn, b = self.function("minic.pool.run", VOID, [PTR, PTR, I64, I64, I64])
         body, ctx, start, end, n = fn.args
-        inline, pooled = fn.append_basic_block("inline"), fn.append_basic_block("pooled")
-        few = b.icmp_signed("<=", n, ir.Constant(I64, 1))
-        lock_try = fn.append_basic_block("lock")
-        b.cbranch(few, inline, lock_try)
+        inline, pooled, lock_try = (fn.append_basic_block(name) for name in ("inline", "pooled", "lock"))
+        b.cbranch(b.icmp_signed("<=", n, i64(1)), inline, lock_try)
         b.position_at_end(lock_try)
-        got = b.cmpxchg(self.field(b, "busy"), ir.Constant(I64, 0), ir.Constant(I64, 1), SEQ, SEQ)
+        got = b.cmpxchg(self.field(b, "busy"), i64(0), i64(1), SEQ, SEQ)
         b.cbranch(b.extract_value(got, 1), pooled, inline)
         b.position_at_end(inline)
         b.call(self.callable(b, b.ptrtoint(body, I64)), [ctx, start, end])
@@ -285,16 +292,15 @@ class _Pool:
         b.position_at_end(pooled)
         self._start_workers(b, fn)
         extent = b.sub(end, start)
-        chunk = b.sdiv(b.add(extent, b.sub(n, ir.Constant(I64, 1))), n)
-        for name, value in (("fn", b.ptrtoint(body, I64)), ("ctx", b.ptrtoint(ctx, I64)), ("start", start),
-                            ("end", end), ("chunk", chunk), ("nchunks", n)):
+        chunk = b.sdiv(b.add(extent, b.sub(n, i64(1))), n)
+        for name, value in zip(TASK, (b.ptrtoint(body, I64), b.ptrtoint(ctx, I64), start, end, chunk, n)):
             self.put(b, name, value)
         self.put(b, "done", 0)
         self.put(b, "cpu", b.sext(self.call(b, "sched_getcpu"), I64))
-        g = b.add(self.get(b, "gen"), ir.Constant(I64, 1))
-        self.put(b, "next", b.shl(g, ir.Constant(I64, 32)))
+        g = b.add(self.get(b, "gen"), i64(1))
+        self.put(b, "next", b.shl(g, i64(32)))
         self.put(b, "gen", g)
-        self._post(b, fn, self.wake, b.atomic_rmw("xchg", self.field(b, "sleepers"), ir.Constant(I64, 0), SEQ))
+        self._post(b, fn, self.wake, b.atomic_rmw("xchg", self.field(b, "sleepers"), i64(0), SEQ))
         b.call(self.claim, [g])
         self._join(b, fn, n)
         self.put(b, "busy", 0)
@@ -308,10 +314,10 @@ class _Pool:
         b.store(count, k)
         head = self.loop(b, fn, "post")
         more, done = fn.append_basic_block("post.more"), fn.append_basic_block("post.done")
-        b.cbranch(b.icmp_signed(">", b.load(k), ir.Constant(I64, 0)), more, done)
+        b.cbranch(b.icmp_signed(">", b.load(k), i64(0)), more, done)
         b.position_at_end(more)
         self.call(b, "sem_post", sem)
-        b.store(b.sub(b.load(k), ir.Constant(I64, 1)), k)
+        b.store(b.sub(b.load(k), i64(1)), k)
         b.branch(head)
         b.position_at_end(done)
 
@@ -335,23 +341,19 @@ class _Pool:
     def _stop(self) -> None:
         """void minic_pool_stop(void): stop and join the workers (before the code is freed)."""
         fn, b = self.function(STOP_FN, VOID, [], internal=False)
-        with b.if_then(b.icmp_signed("!=", self.get(b, "started"), ir.Constant(I64, 0))):
+        with b.if_then(self.is_set(b, "started")):
             self.put(b, "stop", 1)
             for _ in range(1, self.threads):              # one wake-up per worker, asleep or not
                 self.call(b, "sem_post", self.wake)
             for t in range(1, self.threads):
-                tid = b.gep(self.tids, [ir.Constant(I64, 0), ir.Constant(I64, t)], inbounds=True)
-                with b.if_then(b.icmp_signed("!=", b.load(tid, typ=I64), ir.Constant(I64, 0))):
-                    self.call(b, "pthread_join", b.load(tid, typ=I64), ir.Constant(PTR, None))
-            self.put(b, "started", 0)
-            self.put(b, "stop", 0)
-            self.put(b, "sleepers", 0)
+                tid = self.element(b, self.tids, t)
+                with b.if_then(b.icmp_signed("!=", b.load(tid, typ=I64), i64(0))):
+                    self.call(b, "pthread_join", b.load(tid, typ=I64), NULL)
+            for name in ("started", "stop", "sleepers"):
+                self.put(b, name, 0)
         b.ret_void()
 
 
 def pool_run(module: ir.Module, threads: int) -> ir.Function:
     """The module's ``run`` function, creating the pool on first use."""
-    existing = module.globals.get("minic.pool.run")
-    if existing is not None:
-        return existing
-    return _Pool(module, threads).run
+    return module.globals.get("minic.pool.run") or _Pool(module, threads).run
