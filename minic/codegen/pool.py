@@ -162,10 +162,10 @@ class _Pool:
         return head
 
     def poll(self, b: ir.IRBuilder, fn: ir.Function, name: str, ready, spins: int,
-             before=None) -> tuple[ir.Block, ir.Block]:
+             before=None) -> ir.Block:
         """Evaluate ``ready()`` up to ``spins`` times (after ``before()`` each time, if given);
-        returns (block reached when it was true, block reached when it stayed false), the
-        builder in neither."""
+        returns the block reached when it was true, the builder in the one reached when it
+        stayed false."""
         with b.goto_entry_block():
             count = b.alloca(I64)
         b.store(i64(0), count)
@@ -178,7 +178,8 @@ class _Pool:
         n = b.add(b.load(count), i64(1))
         b.store(n, count)
         b.cbranch(b.icmp_signed("<", n, i64(spins)), head, no)
-        return yes, no
+        b.position_at_end(no)
+        return yes
 
     # --- the functions -----------------------------------------------------------------
 
@@ -224,13 +225,10 @@ class _Pool:
 
         def news() -> ir.Value:
             return b.or_(self.is_set(b, "stop"), b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)))
-        ready, idle = self.poll(b, fn, "spin", news, SPINS)
-        b.position_at_end(idle)
-        yielded, sleep = self.poll(b, fn, "yield", news, YIELDS, before=lambda: self.call(b, "sched_yield"))
-        b.position_at_end(yielded)
-        b.branch(ready)
+        ready = self.poll(b, fn, "spin", news, SPINS)
+        yielded = self.poll(b, fn, "yield", news, YIELDS, before=lambda: self.call(b, "sched_yield"))
+        ir.IRBuilder(yielded).branch(ready)
         # sleep: count ourselves a sleeper, re-check (the caller may have posted in between), wait.
-        b.position_at_end(sleep)
         b.atomic_rmw("add", self.field(b, "sleepers"), i64(1), SEQ)
         with b.if_then(b.not_(news())):
             self.call(b, "sem_wait", self.wake)
@@ -326,8 +324,7 @@ class _Pool:
         (the thread that ends the last chunk posts it)."""
         def finished() -> ir.Value:
             return b.icmp_signed(">=", self.get(b, "done"), n)
-        joined, sleep = self.poll(b, fn, "join", finished, JOIN_SPINS)
-        b.position_at_end(sleep)
+        joined = self.poll(b, fn, "join", finished, JOIN_SPINS)
         self.put(b, "joiner", 1)
         head = self.loop(b, fn, "join.sleep")
         block = fn.append_basic_block("join.block")

@@ -146,10 +146,8 @@ class VectorLoop:
                 return self.e.call(x.fn, x.dtype, [self.splat(args[0])])     # the intrinsic's vector form
             if x.fn == "neg" and x.dtype.is_float:
                 return b.fneg(self.splat(args[0]))
-            if x.fn == "exp" and x.dtype == DType.f32:
-                return self.exp(self.splat(args[0]))
-            if x.fn == "erf" and x.dtype == DType.f32:
-                return self.erf(self.splat(args[0]))
+            if x.fn in ("exp", "erf") and x.dtype == DType.f32:        # polynomials, not a call per lane
+                return {"exp": self.exp, "erf": self.erf}[x.fn](self.splat(args[0]))
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
                                  reg_type(x.dtype))
         if isinstance(x, Cast):
