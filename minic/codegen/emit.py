@@ -67,17 +67,15 @@ class Emitter:
     """Emits the statements of one LLVM function, ``void name(args)`` (internal).
 
     ``ptrs`` maps buffer names to base pointers, ``vars`` maps sizes and loop
-    variables to i64 values.  ``parallel_ok`` is False inside an outlined
-    parallel body: nested parallel loops run serially.
+    variables to i64 values.  ``threads`` is 1 inside an outlined parallel body:
+    nested parallel loops run serially.
     """
 
-    def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int,
-                 parallel_ok: bool = True) -> None:
+    def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int) -> None:
         self.module = module
         self.function = ir.Function(module, ir.FunctionType(VOID, args), name)
         self.function.linkage = "internal"
         self.threads = threads
-        self.parallel_ok = parallel_ok
         entry = self.function.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)           # allocas go first in the entry block
         self.b = ir.IRBuilder(self.function.append_basic_block("body"))
@@ -261,7 +259,7 @@ class Emitter:
         self.stmt(s.body)
 
     def loop(self, s: For) -> None:
-        if s.kind == ForKind.PARALLEL and self.parallel_ok and self.threads > 1:
+        if s.kind == ForKind.PARALLEL and self.threads > 1:
             from minic.codegen.parallel import emit_parallel
             emit_parallel(self, s)
         elif s.kind == ForKind.VECTORIZED and isinstance(s.extent, Const) and _straight_line(s.body):

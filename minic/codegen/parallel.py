@@ -74,7 +74,7 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
     """``void body(ptr ctx, i64 begin, i64 end)`` running iterations [begin, end) of ``s``."""
     name = f"{parent.function.name}.par{parent.outlined}"
     parent.outlined += 1
-    inner = Emitter(parent.module, name, [PTR, I64, I64], parent.threads, parallel_ok=False)
+    inner = Emitter(parent.module, name, [PTR, I64, I64], threads=1)       # nested parallel loops: serial
     ctx, begin, end = inner.function.args
     for k, var in enumerate(names + buffers):
         value = inner.b.load(_at(inner.b, ctx, k), typ=I64)
