@@ -44,10 +44,10 @@ class EntryLayout:
         return EntryLayout(program.name, slots, tuple(program.sizes), dict(program.lifetimes), dict(program.checks))
 
     def to_json(self) -> str:
-        return json.dumps({"name": self.name, "sizes": list(self.sizes),
-                           "lifetimes": {k: list(v) for k, v in self.lifetimes.items()},
-                           "checks": {str(k): v for k, v in self.checks.items()},
-                           "slots": [[s.name, s.value, list(s.shape), s.dtype.value, s.role.value] for s in self.slots]})
+        slots = [[s.name, s.value, s.shape, s.dtype.value, s.role.value] for s in self.slots]
+        # json writes tuples as lists and int keys as strings: from_json turns them back
+        return json.dumps({"name": self.name, "sizes": self.sizes, "lifetimes": self.lifetimes,
+                           "checks": self.checks, "slots": slots})
 
     @staticmethod
     def from_json(text: str) -> "EntryLayout":
