@@ -163,18 +163,16 @@ class Emitter:
         on x86): a zero divisor runs as 1 (the graph's data check reports it, see
         ops/elementwise.py), and a signed c = -1 is done as a negation (MIN / -1 wraps to MIN)."""
         b = self.b
+        divide = {("div", False): b.sdiv, ("mod", False): b.srem,
+                  ("div", True): b.udiv, ("mod", True): b.urem}[op, unsigned]
         if isinstance(c, ir.Constant) and c.constant not in (0, -1):     # index arithmetic: no guard needed
-            return {("div", False): b.sdiv, ("mod", False): b.srem,
-                    ("div", True): b.udiv, ("mod", True): b.urem}[op, unsigned](a, c)
+            return divide(a, c)
         zero, one, minus = (ir.Constant(c.type, k) for k in (0, 1, -1))
         if unsigned:
-            safe = b.select(b.icmp_unsigned("==", c, zero), one, c)
-            return (b.udiv if op == "div" else b.urem)(a, safe)
+            return divide(a, b.select(b.icmp_unsigned("==", c, zero), one, c))
         by_minus = b.icmp_signed("==", c, minus)
         safe = b.select(b.or_(b.icmp_signed("==", c, zero), by_minus), one, c)
-        if op == "div":
-            return b.select(by_minus, b.sub(zero, a), b.sdiv(a, safe))
-        return b.select(by_minus, zero, b.srem(a, safe))
+        return b.select(by_minus, b.sub(zero, a) if op == "div" else zero, divide(a, safe))   # a % -1 is 0
 
     def call(self, fn: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
         b = self.b
