@@ -81,8 +81,7 @@ class CompiledModel:
         buffer_plan, arena = self._arena(env)
         base = arena.ctypes.data
         base += -base % 64                   # the arena starts on a cache line
-        pointers = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
-        pointers += [c.ctypes.data for c in self._constants]
+        pointers = [a.ctypes.data for a in (*arrays, *outputs, *self._constants)]
         pointers += [base + buffer_plan.offsets[s.name] for s in self.layout.role(Role.TEMP)]
         pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
