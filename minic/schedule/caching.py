@@ -312,7 +312,10 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
                for x in walk(part)):
             continue
         rest = _replace_part(seq(*later), part, band, outer, out, keep=False)
-        if rest == seq(*later) or _reads(rest, out) or _reads(_swap(term, part, const(0, part.dtype)), out):
+        # The row is kept in ``out``: nothing else may read it, neither the later statements nor
+        # the rest of the reduction's term.
+        others = walk(_swap(term, part, const(0, part.dtype)))
+        if rest == seq(*later) or _reads(rest, out) or any(isinstance(x, Load) and x.buffer == out for x in others):
             continue
         rest = _replace_part(seq(*later), part, band, outer, out, keep=True)
         keep = Store(out, here, part)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from minic.ir.interpret import interpret
-from minic.ir.loops import BinOp, Load, Store, print_function
+from minic.ir.loops import BinOp, Load, Store, print_function, walk
 from minic.ir.text import parse_graph
 from minic.runtime import CompileOptions, compile_graph, prepare
 from minic.schedule.caching import cache_in_output
@@ -103,6 +103,19 @@ def test_what_a_later_pass_still_reads_is_not_overwritten():
     text = print_function(g)
     assert _loads(text, "x") == 1 and "y[i0, r1] =" not in text and text.count("exp(") == 2, text
     _bit_identical(f, g)
+
+
+def test_a_reduction_term_that_reads_the_output_keeps_its_own_values():
+    """Made by hand: the sum pass's term also reads y[i0, r1], where the rule would keep the exp;
+    the kept exp would change what it reads, so the rule must not apply."""
+    f = kernel_of(graph_of("softmax", [(3, 40)], axis=-1))
+    (st,) = stores(the_loop(f, "r1").body)
+    y = next(p for p in f.params if p.name == "y")
+    at = next(x for x in walk(st.value) if isinstance(x, Load) and x.buffer.name == "x0").index   # (i0, r1)
+    term = BinOp("mul", st.value.b, Load(y, at))
+    f = rewrite_loops(f, "r1", lambda t: replace(t, body=Store(st.buffer, st.index, BinOp("add", st.value.a, term))))
+    assert cache_in_output(f) == f
+    _bit_identical(f, cache_in_output(f))
 
 
 def test_where_the_rule_does_not_apply_the_kernel_stays():
