@@ -44,7 +44,8 @@ def fold(m: Match) -> Node | None:
     c_new = m.constant(f"{rest[0].name}_bn" if rest else f"{w.name}_bn_bias", np.asarray(c2).astype(dtype))
     m.retire(*lin.inputs[1:], *bn.inputs[1:])      # the old weights and statistics, unless shared
     out = Value(lin.outputs[0].name, bn.outputs[0].type)     # the folded node keeps the linear node's name
-    return Node("conv2d" if lin.op == "conv2d" else "gemm", [x, w_new, c_new], [out], attrs, lin.group)
+    return replace(lin, op="conv2d" if lin.op == "conv2d" else "gemm", inputs=[x, w_new, c_new], outputs=[out],
+                   attrs=attrs)
 
 
 def fold_batchnorm(graph: Graph) -> Graph:

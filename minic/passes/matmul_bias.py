@@ -32,7 +32,8 @@ def bias_epilogue(m: Match) -> Node | None:
             attrs = replace(mm.attrs, beta=1.0)
         else:
             continue
-        return Node("gemm", [mm.inputs[0], mm.inputs[1], bias], m.node.outputs, attrs, m.node.group)
+        return replace(mm, op="gemm", inputs=[mm.inputs[0], mm.inputs[1], bias], outputs=m.node.outputs,
+                       attrs=attrs, group=m.node.group)
     return None
 
 

@@ -17,7 +17,7 @@ then edits ``g`` in place, keeping ``g.nodes`` in topological order.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 import numpy as np
@@ -38,7 +38,7 @@ def clone(graph: Graph) -> Graph:
 
     inputs = [new(v) for v in graph.inputs]
     constants = [new(v) for v in graph.constants]
-    nodes = [Node(n.op, [copy[v] for v in n.inputs], [new(v) for v in n.outputs], n.attrs, n.group)
+    nodes = [replace(n, inputs=[copy[v] for v in n.inputs], outputs=[new(v) for v in n.outputs])
              for n in graph.nodes]
     return Graph(graph.name, inputs, [copy[v] for v in graph.outputs], nodes, constants)
 
@@ -127,14 +127,14 @@ class Match:
 
     def rebuilt(self, op: str, inputs: list[Value], **attrs) -> Node:
         """A new node ``op(inputs){attrs}`` computing the matched node's outputs: its replacement."""
-        return Node(op, inputs, self.node.outputs, ops.get(op).make_attrs(**attrs), self.node.group)
+        return replace(self.node, op=op, inputs=inputs, attrs=ops.get(op).make_attrs(**attrs))
 
     def emit(self, op: str, inputs: list[Value], base: str, **attrs) -> Value:
         """A new one-output node ``op(inputs){attrs}`` before the matched one, its type inferred."""
         definition = ops.get(op)
         made = definition.make_attrs(**attrs)
         out = Value(fresh_name(self.graph, base), definition.infer(made, [v.type for v in inputs])[0])
-        node = Node(op, inputs, [out], made, self.node.group)
+        node = replace(self.node, op=op, inputs=inputs, outputs=[out], attrs=made)   # its group, source, scope
         self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
         self.producers[out] = node
         return out

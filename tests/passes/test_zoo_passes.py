@@ -36,6 +36,9 @@ def test_o2_preserves_and_shrinks_the_zoo(name: str):
     # (the cnn's has one): both on purpose, so the count is taken without them
     cleaned = optimize(graph, passes=[p for p in pipeline(2) if p not in ("winograd-conv2d", "fuse-groups")])
     assert len(cleaned.nodes) < len(graph.nodes)
+    # every node still says where the user wrote it: what a rule makes inherits the matched node's origin
+    assert all(n.source for n in graph.nodes) and all(n.source for n in optimized.nodes)
+    assert {n.scope for n in optimized.nodes} <= {n.scope for n in graph.nodes}
     for arrays in variants(inputs, axes):
         for x, y in zip(interpret(graph, arrays), interpret(optimized, arrays)):
             np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-5)
