@@ -137,3 +137,14 @@ def test_unsupported_element_type():
     x64 = helper.make_tensor_value_info("x", TensorProto.COMPLEX64, [2])
     with pytest.raises(UnsupportedError, match="element type COMPLEX64"):
         from_onnx(_model([helper.make_node("Relu", ["x"], ["y"])], [x64], [Y]))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "edge"])
+def test_a_copying_pad_of_an_empty_axis_is_one_line_naming_the_node(mode):
+    """ONNX's reference (numpy) and onnxruntime both refuse it; so does the import, naming the node."""
+    pads = helper.make_tensor("pads", TensorProto.INT64, [4], [1, 0, 1, 0])
+    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode, name="grow")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 3])], [Y], [pads], opset=19)
+    with pytest.raises(UserError, match=rf"^node grow \(Pad, opset 19\): pad: axis 0 of f32\[0, 3\] is empty, "
+                                        rf"so mode '{mode}' has no element to copy into its padding$"):
+        from_onnx(model)

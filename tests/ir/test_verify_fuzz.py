@@ -7,11 +7,13 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minic.errors import UserError
-from minic.ir.graph import Graph
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import interpret
 from minic.ir.types import DType, TensorType
 from minic.ir.verify import VerifyError, verify
@@ -65,3 +67,34 @@ def test_verifier_rejects_only_with_verify_error(graph_strategy, data, hows):
             interpret(graph, arrays)
     except UserError:
         pass
+
+
+def _pad_of(x: Value, mode: str, pads: tuple[int, ...], before: list[Node]) -> Graph:
+    """x (a graph input, or the output of ``before``) padded; the output declared as plain arithmetic gives."""
+    y = Value("y", TensorType(tuple(d + lo + hi for d, lo, hi in zip(x.type.shape, pads, pads[x.type.rank:])),
+                              x.type.dtype))
+    pad = Node("pad", [x], [y], ops.get("pad").make_attrs(pads=pads, mode=mode))
+    return Graph("g", before[0].inputs if before else [x], [y], before + [pad], [])
+
+
+@pytest.mark.parametrize("mode", ["reflect", "edge"])
+def test_a_copying_pad_of_an_empty_axis_is_a_verify_error(mode):
+    """Found by the fuzz above: numpy's pad (the reference, as ONNX's) cannot grow an empty
+    axis by copying its elements; the verifier says so, naming the node, before anything runs."""
+    x = Value("x", TensorType((3,), DType.f32))
+    empty = Value("empty", TensorType((0,), DType.f32))
+    cut = Node("slice", [x], [empty], ops.get("slice").make_attrs(axes=(0,), starts=(2,), ends=(1,), steps=(1,)))
+    with pytest.raises(VerifyError, match=rf"node #1 \(%y = pad\): pad: axis 0 of f32\[0\] is empty, so mode '{mode}'"):
+        verify(_pad_of(empty, mode, (1, 1), [cut]))
+    square = Value("x", TensorType((0, 3), DType.f32))        # straight from a graph input
+    with pytest.raises(VerifyError, match=r"node #0 \(%y = pad\): pad: axis 0 of f32\[0, 3\] is empty"):
+        verify(_pad_of(square, mode, (0, 0, 1, 0), []))
+    # Padding only the non-empty axis copies nothing from the empty one: an empty result, as numpy gives.
+    g = verify(_pad_of(square, mode, (0, 1, 0, 1), []))
+    assert interpret(g, [np.ones((0, 3), np.float32)])[0].shape == (0, 5)
+
+
+def test_a_constant_pad_grows_an_empty_axis():
+    x = Value("x", TensorType((0, 2), DType.f32))
+    g = _pad_of(x, "constant", (1, 0, 1, 0), [])
+    np.testing.assert_array_equal(interpret(verify(g), [np.ones((0, 2), np.float32)])[0], np.zeros((2, 2)))

@@ -389,6 +389,9 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
     for i, d in enumerate(x.shape):
         extra = attrs.pads[i] + attrs.pads[i + x.rank]
         require(isinstance(d, int) or extra == 0, f"pad: axis {i} of {x} is symbolic")
+        # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
+        require(d != 0 or extra == 0 or attrs.mode == "constant",
+                f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy into its padding")
         shape.append(d + extra if extra else d)
     return [TensorType(tuple(shape), x.dtype)]
 
