@@ -3,8 +3,10 @@ that a kernel stores is lowered as its input written into the interior plus a
 border fill, never as a bounds test per element; fusion gives the pad to its
 producer, so the window that reads it runs unguarded."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.interpret import interpret
@@ -91,3 +93,18 @@ def test_a_pad_with_two_readers_is_one_kernel_they_share():
     assert program.kernels[0].name == "k0_pad" and all(selects(k) == 0 for k in program.kernels)
     arr = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
     np.testing.assert_allclose(run_program(program, [arr])[0], interpret(g, [arr])[0], atol=1e-5)
+
+
+def test_reflect_pads_below_the_axis_size_compile_to_the_reference_and_larger_ones_are_refused():
+    """The rule reflects once (torch and onnxruntime allow no more); numpy reflects again and
+    again, so pads of the axis size or more would compile to other values: refused at inference."""
+    pad = ops.get("pad")
+    for n, p in [(2, 1), (3, 2), (5, 4), (1, 3)]:          # a size-1 axis reflects to its one element
+        x = Value("x", TensorType((n,), DType.f32))
+        attrs = pad.make_attrs(pads=(p, p), mode="reflect")
+        y = Value("y", pad.infer(attrs, [x.type])[0])
+        g = Graph("g", [x], [y], [Node("pad", [x], [y], attrs)], [])
+        a = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(run_program(verify_program(lower_graph(g)), [a])[0], interpret(g, [a])[0])
+    with pytest.raises(UserError, match=r"pad: reflect pads \(0, 2\) on axis 1 of f32\[4, 2\] must be smaller"):
+        pad.infer(pad.make_attrs(pads=(0, 0, 0, 2), mode="reflect"), [TensorType((4, 2), DType.f32)])

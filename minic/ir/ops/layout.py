@@ -387,11 +387,15 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
     require(len(attrs.pads) == 2 * x.rank, f"pad: {len(attrs.pads)} pads for rank {x.rank}")
     shape = []
     for i, d in enumerate(x.shape):
-        extra = attrs.pads[i] + attrs.pads[i + x.rank]
+        lo, hi = attrs.pads[i], attrs.pads[i + x.rank]
+        extra = lo + hi
         require(isinstance(d, int) or extra == 0, f"pad: axis {i} of {x} is symbolic")
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
         require(d != 0 or extra == 0 or attrs.mode == "constant",
                 f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy into its padding")
+        # The compute rule reflects once, as torch and onnxruntime do (numpy reflects again and again).
+        require(attrs.mode != "reflect" or extra == 0 or d == 1 or max(lo, hi) < d,
+                f"pad: reflect pads ({lo}, {hi}) on axis {i} of {x} must be smaller than its size")
         shape.append(d + extra if extra else d)
     return [TensorType(tuple(shape), x.dtype)]
 
