@@ -56,6 +56,15 @@ def test_softmax_rows_sum_to_one_and_keep_order():
 
 # --- the verifier names the node and the broken rule --------------------------------
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_an_exclusive_running_op_over_an_empty_axis_is_empty(op):
+    for shape, axis in (((2, 0), 1), ((0,), 0)):
+        attrs = ops.get(op).make_attrs(axis=axis, exclusive=True, reverse=axis == 0)
+        assert ops.get(op).reference(attrs, np.ones(shape, np.float32)).shape == shape
+    got = ops.get(op).reference(ops.get(op).make_attrs(axis=1, exclusive=True), X)
+    np.testing.assert_array_equal(got, [[0, 0, 1], [0, 3, 7]] if op == "cumsum" else [[1, 0, 0], [1, 3, 12]])
+
+
 def two_nodes() -> tuple[Value, Value, Value, Node, Node]:
     x = Value("x", TensorType(("B", 3), DType.f32))
     a = Value("a", TensorType(("B", 3), DType.f32))

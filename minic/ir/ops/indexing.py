@@ -301,9 +301,9 @@ def _running(accumulate, neutral: int):
     def run(attrs: RunningAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs.axis % x.ndim
         y = np.flip(x, axis) if attrs.reverse else x
-        if attrs.exclusive:                         # shift by one: the neutral element first
-            first = np.full_like(np.take(y, [0], axis), neutral)
-            y = np.concatenate([first, np.take(y, range(y.shape[axis] - 1), axis)], axis)
+        if attrs.exclusive:                         # shift by one: the neutral element first, the last dropped
+            front = [(int(a == axis), 0) for a in range(x.ndim)]
+            y = np.take(np.pad(y, front, constant_values=neutral), range(y.shape[axis]), axis)
         out = accumulate(y, axis=axis, dtype=x.dtype)
         return (np.flip(out, axis) if attrs.reverse else out).astype(x.dtype)
     return run
