@@ -173,15 +173,9 @@ def power(site: Site, index: tuple[Expr, ...]) -> Expr:
     if not x.dtype.is_float:
         raise UnsupportedError(f"pow of {x.dtype.value} is not supported by the minic backend")
     # x ** 2 (RMSNorm's x.pow(2)) is a multiply; a libm pow would be slow and less exact.
-    if exponent.data is not None and exponent.data.size == 1:
-        e = float(exponent.data.reshape(()))
-        if e == 2.0:
-            return BinOp("mul", x, x)
-        if e == 1.0:
-            return x
-        if e == 0.5:
-            return Call("sqrt", (x,))
-    return Call("pow", (x, arg(exponent, index)))
+    simple = {2.0: BinOp("mul", x, x), 1.0: x, 0.5: Call("sqrt", (x,))}
+    e = float(exponent.data.reshape(())) if exponent.data is not None and exponent.data.size == 1 else None
+    return simple[e] if e in simple else Call("pow", (x, arg(exponent, index)))
 
 
 define("pow", OpKind.ELEMENTWISE, _binary_infer(None), lambda attrs, a, b: np.power(a, b).astype(a.dtype), power,

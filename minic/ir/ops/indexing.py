@@ -16,6 +16,7 @@ from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, div_checks
 from minic.ir.ops.layout import delinearize, gather_checks, linearize
+from minic.ir.ops.reduce import reduced_shape
 from minic.ir.ops.shapes import broadcast, norm_axis, require
 from minic.ir.types import DType, TensorType
 
@@ -188,9 +189,9 @@ def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd
     axis = attrs.axis % data.ndim
     idx = wrap_indices(idx, data.shape[axis], "scatter_elements")
     out = data.copy()
-    where = list(np.indices(idx.shape, sparse=True))
+    where = list(np.indices(idx.shape, sparse=True))     # index arrays broadcast against each other
     where[axis] = idx
-    target = tuple(np.broadcast_arrays(*where))
+    target = tuple(where)
     if attrs.reduction == "none":
         out[target] = upd
     else:
@@ -259,29 +260,22 @@ class ArgAttrs:
 
 
 def _arg_infer(attrs: ArgAttrs, ts: list[TensorType]) -> list[TensorType]:
-    x = ts[0]
-    require(x.dtype != DType.bool, "arg_max/arg_min do not take bool")
-    axis = norm_axis(attrs.axis, x.rank)
-    shape = tuple((1 if attrs.keepdims else None) if i == axis else d for i, d in enumerate(x.shape))
-    return [TensorType(tuple(d for d in shape if d is not None), DType.i64)]
+    require(ts[0].dtype != DType.bool, "arg_max/arg_min do not take bool")
+    return [TensorType(reduced_shape(ts[0].shape, (attrs.axis,), attrs.keepdims), DType.i64)]
 
 
 def _arg(pick):
     def run(attrs: ArgAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs.axis % x.ndim
-        if attrs.last:                          # the first hit in the flipped row is the last one
-            out = x.shape[axis] - 1 - pick(np.flip(x, axis), axis=axis)
-        else:
-            out = pick(x, axis=axis)
-        out = out.astype(np.int64)
-        return np.expand_dims(out, axis) if attrs.keepdims else out
+        first = lambda y: pick(y, axis=axis, keepdims=attrs.keepdims).astype(np.int64)
+        # The last hit is the first one in the flipped row.
+        return x.shape[axis] - 1 - first(np.flip(x, axis)) if attrs.last else first(x)
     return run
 
 
-define("arg_max", OpKind.REDUCTION, _arg_infer, _arg(np.argmax), arg_rule, ArgAttrs,
-               doc="arg_max(x, axis) = the index of the largest element along axis (first or last of ties)")
-define("arg_min", OpKind.REDUCTION, _arg_infer, _arg(np.argmin), arg_rule, ArgAttrs,
-               doc="arg_min(x, axis) = the index of the smallest element along axis (first or last of ties)")
+for _name, _pick, _extreme in (("arg_max", np.argmax, "largest"), ("arg_min", np.argmin, "smallest")):
+    define(_name, OpKind.REDUCTION, _arg_infer, _arg(_pick), arg_rule, ArgAttrs,
+           doc=f"{_name}(x, axis) = the index of the {_extreme} element along axis (first or last of ties)")
 
 
 @dataclass(frozen=True)

@@ -62,23 +62,21 @@ def delinearize(flat: Expr, shape: list[Dim]) -> list[Expr]:
     return [flat] + out if shape else []
 
 
-def reshape_index(index: tuple[Expr, ...], out_shape: tuple[Dim, ...], in_shape: tuple[Dim, ...]) -> tuple[Expr, ...]:
-    """The input index of a row-major reshape from ``in_shape`` to ``out_shape``."""
+def reshape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    """The input element of a row-major reshape (flatten, squeeze, unsqueeze, reshape_dynamic too:
+    its shape tensor agrees with its declared type)."""
+    x = site.inputs[0]
+    out_shape, in_shape = site.out.shape, x.type.shape
     # No split into runs of equal products: one run of all axes, through the flat index.
     groups = _groups(out_shape, in_shape) or [(list(range(len(out_shape))), list(range(len(in_shape))))]
-    result: list[Expr] = []
+    source: list[Expr] = []
     for go, gi in groups:
         if [out_shape[k] for k in go] == [in_shape[k] for k in gi]:
-            result += [index[k] for k in go]       # the same axes: no arithmetic
+            source += [index[k] for k in go]       # the same axes: no arithmetic
         else:
             flat = linearize([index[k] for k in go], [out_shape[k] for k in go])
-            result += delinearize(flat, [in_shape[k] for k in gi])
-    return tuple(result)
-
-
-def reshape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
-    x = site.inputs[0]          # reshape_dynamic's shape tensor agrees with its declared type
-    return x.at(reshape_index(index, site.out.shape, x.type.shape))
+            source += delinearize(flat, [in_shape[k] for k in gi])
+    return x.at(tuple(source))
 
 
 def to_out_shape(t, x):
@@ -388,23 +386,21 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
     shape = []
     for i, d in enumerate(x.shape):
         lo, hi = attrs.pads[i], attrs.pads[i + x.rank]
-        extra = lo + hi
-        require(isinstance(d, int) or extra == 0, f"pad: axis {i} of {x} is symbolic")
+        require(isinstance(d, int) or lo + hi == 0, f"pad: axis {i} of {x} is symbolic")
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
-        require(d != 0 or extra == 0 or attrs.mode == "constant",
+        require(d != 0 or lo + hi == 0 or attrs.mode == "constant",
                 f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy into its padding")
         # The compute rule reflects once, as torch and onnxruntime do (numpy reflects again and again).
-        require(attrs.mode != "reflect" or extra == 0 or d == 1 or max(lo, hi) < d,
+        require(attrs.mode != "reflect" or lo + hi == 0 or d == 1 or max(lo, hi) < d,
                 f"pad: reflect pads ({lo}, {hi}) on axis {i} of {x} must be smaller than its size")
-        shape.append(d + extra if extra else d)
+        shape.append(d + lo + hi if lo + hi else d)
     return [TensorType(tuple(shape), x.dtype)]
 
 
 def _pad(attrs: PadAttrs, x: np.ndarray) -> np.ndarray:
     widths = list(zip(attrs.pads[:x.ndim], attrs.pads[x.ndim:]))
-    if attrs.mode == "constant":
-        return np.pad(x, widths, constant_values=x.dtype.type(attrs.value))
-    return np.pad(x, widths, mode=attrs.mode)
+    value = {"constant_values": x.dtype.type(attrs.value)} if attrs.mode == "constant" else {}
+    return np.pad(x, widths, mode=attrs.mode, **value)
 
 
 def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:

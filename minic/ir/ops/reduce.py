@@ -10,7 +10,7 @@ from minic.ir.compute import Reduce, Site, count, highest, lowest, reduce_axes
 from minic.ir.loops import BinOp, Expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axes, require
-from minic.ir.types import DType, TensorType
+from minic.ir.types import DType, Shape, TensorType
 
 
 @dataclass(frozen=True)
@@ -22,16 +22,17 @@ class ReduceAttrs:
         require(len(self.axes) > 0, "reduce: axes must not be empty")
 
 
-def reduced_shape(attrs: ReduceAttrs, t: TensorType) -> TensorType:
-    axes = norm_axes(attrs.axes, t.rank)
-    if attrs.keepdims:
-        return TensorType(tuple(1 if i in axes else d for i, d in enumerate(t.shape)), t.dtype)
-    return TensorType(tuple(d for i, d in enumerate(t.shape) if i not in axes), t.dtype)
+def reduced_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
+    """``shape`` reduced over ``axes``: each kept as size 1 if ``keepdims``, else dropped."""
+    axes = norm_axes(axes, len(shape))
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
 def _infer(attrs: ReduceAttrs, ts: list[TensorType]) -> list[TensorType]:
     require(ts[0].dtype != DType.bool, "reduce does not take bool")
-    return [reduced_shape(attrs, ts[0])]
+    return [TensorType(reduced_shape(ts[0].shape, attrs.axes, attrs.keepdims), ts[0].dtype)]
 
 
 # op: numpy reducer, Loop IR reducer.  Each starts from its identity, so reducing an empty axis
