@@ -96,8 +96,6 @@ def field_types(cls: type) -> dict[str, Any]:
 
 def conforms(value: Any, hint: Any) -> bool:
     """Whether an attribute value has its field's declared type (bools are not ints)."""
-    if hint == Dim:
-        return isinstance(value, (int, str)) and not isinstance(value, bool)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return any(conforms(value, a) for a in args)
@@ -106,10 +104,8 @@ def conforms(value: Any, hint: Any) -> bool:
             return False
         hints = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
         return len(hints) == len(value) and all(conforms(v, h) for v, h in zip(value, hints))
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (int, float):                # an int is a float too
+        return isinstance(value, (int, hint)) and not isinstance(value, bool)
     return isinstance(value, hint) if isinstance(hint, type) else True        # NoneType: only None
 
 

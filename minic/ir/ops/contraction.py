@@ -19,14 +19,10 @@ def _matmul_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
     a, b = ts
     require(a.dtype == b.dtype and a.dtype.is_float, f"matmul needs two float inputs of one dtype, got {a} and {b}")
     require(a.rank >= 1 and b.rank >= 1, "matmul needs inputs of rank >= 1")
-    ash = a.shape if a.rank > 1 else (1,) + a.shape
-    bsh = b.shape if b.rank > 1 else b.shape + (1,)
-    require(ash[-1] == bsh[-2], f"matmul: contracted dims differ: {list(a.shape)} @ {list(b.shape)}")
-    out = broadcast(ash[:-2], bsh[:-2]) + (ash[-2], bsh[-1])
-    if a.rank == 1:
-        out = out[:-2] + out[-1:]
-    if b.rank == 1:
-        out = out[:-1]
+    k = b.shape[-2] if b.rank > 1 else b.shape[0]
+    require(a.shape[-1] == k, f"matmul: contracted dims differ: {list(a.shape)} @ {list(b.shape)}")
+    # numpy's rule: the batch axes broadcast; a 1-D operand has no row (a) or column (b) in the result.
+    out = broadcast(a.shape[:-2], b.shape[:-2]) + a.shape[-2:-1] + (b.shape[-1:] if b.rank > 1 else ())
     return [TensorType(out, a.dtype)]
 
 

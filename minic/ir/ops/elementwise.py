@@ -118,8 +118,7 @@ def div_checks(site: Site) -> list[DataCheck]:
     b = site.inputs[1]
     divisor = lambda index: arg(b, index)
     return [DataCheck(site.out.shape, lambda index: BinOp("eq", divisor(index), const(0, b.type.dtype)),
-                      lambda index: as_i64(divisor(index)),
-                      "integer division by zero")]
+                      lambda index: as_i64(divisor(index)), "integer division by zero")]
 
 
 def binary(name: str, reference: Callable, loop_op: str, torch, result: DType | None = None,

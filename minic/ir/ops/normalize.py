@@ -111,10 +111,8 @@ def layer_norm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     var = BinOp("div", Reduce("sum", loops, BinOp("mul", centred, centred)), n)
     y = BinOp("div", BinOp("sub", x.at(index), mean),
               Call("sqrt", (BinOp("add", var, const(site.attrs.eps, dt)),)))
-    if len(site.inputs) > 1:
-        y = BinOp("mul", y, site.inputs[1].at(index[first:]))
-    if len(site.inputs) > 2:
-        y = BinOp("add", y, site.inputs[2].at(index[first:]))
+    for op, param in zip(("mul", "add"), site.inputs[1:]):       # times the scale, plus the bias (if given)
+        y = BinOp(op, y, param.at(index[first:]))
     return y
 
 
