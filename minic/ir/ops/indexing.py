@@ -187,15 +187,13 @@ _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimu
 
 def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
     axis = attrs.axis % data.ndim
-    idx = wrap_indices(idx, data.shape[axis], "scatter_elements")
+    where = list(np.indices(idx.shape, sparse=True))     # index arrays: they broadcast against each other
+    where[axis] = wrap_indices(idx, data.shape[axis], "scatter_elements")
     out = data.copy()
-    where = list(np.indices(idx.shape, sparse=True))     # index arrays broadcast against each other
-    where[axis] = idx
-    target = tuple(where)
     if attrs.reduction == "none":
-        out[target] = upd
+        out[tuple(where)] = upd
     else:
-        _UFUNC[attrs.reduction].at(out, target, upd)
+        _UFUNC[attrs.reduction].at(out, tuple(where), upd)
     return out
 
 
