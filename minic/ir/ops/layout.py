@@ -171,9 +171,8 @@ def _torch_unsqueeze(t, x):
 
 _layout("squeeze", _squeeze_infer, lambda attrs, x: np.squeeze(x, axis=tuple(attrs.axes)), reshape_rule, AxesAttrs,
         "squeeze(x, axes): drop the size-1 axes", _torch_squeeze)
-_layout("unsqueeze", _unsqueeze_infer,
-        lambda attrs, x: np.expand_dims(x, tuple(a % (x.ndim + len(attrs.axes)) for a in attrs.axes)), reshape_rule,
-        AxesAttrs, "unsqueeze(x, axes): insert size-1 axes at the given output positions", _torch_unsqueeze)
+_layout("unsqueeze", _unsqueeze_infer, lambda attrs, x: np.expand_dims(x, attrs.axes), reshape_rule, AxesAttrs,
+        "unsqueeze(x, axes): insert size-1 axes at the given output positions", _torch_unsqueeze)
 
 
 @dataclass(frozen=True)
