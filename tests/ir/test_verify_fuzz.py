@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import minic
 from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
@@ -89,6 +90,8 @@ def test_a_copying_pad_of_an_empty_axis_is_a_verify_error(mode):
     square = Value("x", TensorType((0, 3), DType.f32))        # straight from a graph input
     with pytest.raises(VerifyError, match=r"node #0 \(%y = pad\): pad: axis 0 of f32\[0, 3\] is empty"):
         verify(_pad_of(square, mode, (0, 0, 1, 0), []))
+    with pytest.raises(VerifyError, match="is empty"):      # compiled, it read past the empty input's buffer
+        minic.compile(_pad_of(square, mode, (0, 0, 1, 0), []))
     # Padding only the non-empty axis copies nothing from the empty one: an empty result, as numpy gives.
     g = verify(_pad_of(square, mode, (0, 1, 0, 1), []))
     assert interpret(g, [np.ones((0, 3), np.float32)])[0].shape == (0, 5)
