@@ -71,7 +71,7 @@ def test_verifier_rejects_only_with_verify_error(graph_strategy, data, hows):
 
 
 def _pad_of(x: Value, mode: str, pads: tuple[int, ...], before: list[Node]) -> Graph:
-    """x (a graph input, or the output of ``before``) padded; the output declared as plain arithmetic gives."""
+    """x (a graph input, or the output of ``before``) padded; the output declared as arithmetic gives."""
     y = Value("y", TensorType(tuple(d + lo + hi for d, lo, hi in zip(x.type.shape, pads, pads[x.type.rank:])),
                               x.type.dtype))
     pad = Node("pad", [x], [y], ops.get("pad").make_attrs(pads=pads, mode=mode))
@@ -84,8 +84,10 @@ def test_a_copying_pad_of_an_empty_axis_is_a_verify_error(mode):
     axis by copying its elements; the verifier says so, naming the node, before anything runs."""
     x = Value("x", TensorType((3,), DType.f32))
     empty = Value("empty", TensorType((0,), DType.f32))
-    cut = Node("slice", [x], [empty], ops.get("slice").make_attrs(axes=(0,), starts=(2,), ends=(1,), steps=(1,)))
-    with pytest.raises(VerifyError, match=rf"node #1 \(%y = pad\): pad: axis 0 of f32\[0\] is empty, so mode '{mode}'"):
+    attrs = ops.get("slice").make_attrs(axes=(0,), starts=(2,), ends=(1,), steps=(1,))
+    cut = Node("slice", [x], [empty], attrs)
+    want = rf"node #1 \(%y = pad\): pad: axis 0 of f32\[0\] is empty, so mode '{mode}' has no element"
+    with pytest.raises(VerifyError, match=want):
         verify(_pad_of(empty, mode, (1, 1), [cut]))
     square = Value("x", TensorType((0, 3), DType.f32))        # straight from a graph input
     with pytest.raises(VerifyError, match=r"node #0 \(%y = pad\): pad: axis 0 of f32\[0, 3\] is empty"):

@@ -105,6 +105,7 @@ def test_reflect_pads_below_the_axis_size_compile_to_the_reference_and_larger_on
         y = Value("y", pad.infer(attrs, [x.type])[0])
         g = Graph("g", [x], [y], [Node("pad", [x], [y], attrs)], [])
         a = np.arange(n, dtype=np.float32)
-        np.testing.assert_array_equal(run_program(verify_program(lower_graph(g)), [a])[0], interpret(g, [a])[0])
-    with pytest.raises(UserError, match=r"pad: reflect pads \(0, 2\) on axis 1 of f32\[4, 2\] must be smaller"):
+        (got,) = run_program(verify_program(lower_graph(g)), [a])
+        np.testing.assert_array_equal(got, interpret(g, [a])[0])
+    with pytest.raises(UserError, match=r"pad: reflect pads \(0, 2\) on axis 1 of f32\[4, 2\] must be"):
         pad.infer(pad.make_attrs(pads=(0, 0, 0, 2), mode="reflect"), [TensorType((4, 2), DType.f32)])

@@ -293,7 +293,7 @@ def _running(accumulate, neutral: int):
     def run(attrs: RunningAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs.axis % x.ndim
         y = np.flip(x, axis) if attrs.reverse else x
-        if attrs.exclusive:                         # shift by one: the neutral element first, the last dropped
+        if attrs.exclusive:                         # shift by one: the neutral element first, drop the last
             front = [(int(a == axis), 0) for a in range(x.ndim)]
             y = np.take(np.pad(y, front, constant_values=neutral), range(y.shape[axis]), axis)
         out = accumulate(y, axis=axis, dtype=x.dtype)

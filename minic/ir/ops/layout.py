@@ -171,8 +171,8 @@ def _torch_unsqueeze(t, x):
 
 _layout("squeeze", _squeeze_infer, lambda attrs, x: np.squeeze(x, axis=tuple(attrs.axes)), reshape_rule, AxesAttrs,
         "squeeze(x, axes): drop the size-1 axes", _torch_squeeze)
-_layout("unsqueeze", _unsqueeze_infer, lambda attrs, x: np.expand_dims(x, attrs.axes), reshape_rule, AxesAttrs,
-        "unsqueeze(x, axes): insert size-1 axes at the given output positions", _torch_unsqueeze)
+_layout("unsqueeze", _unsqueeze_infer, lambda attrs, x: np.expand_dims(x, attrs.axes), reshape_rule,
+        AxesAttrs, "unsqueeze(x, axes): insert size-1 axes at the given output positions", _torch_unsqueeze)
 
 
 @dataclass(frozen=True)
@@ -388,7 +388,7 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
         require(isinstance(d, int) or lo + hi == 0, f"pad: axis {i} of {x} is symbolic")
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
         require(d != 0 or lo + hi == 0 or attrs.mode == "constant",
-                f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy into its padding")
+                f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy")
         # The compute rule reflects once, as torch and onnxruntime do (numpy reflects again and again).
         require(attrs.mode != "reflect" or lo + hi == 0 or d == 1 or max(lo, hi) < d,
                 f"pad: reflect pads ({lo}, {hi}) on axis {i} of {x} must be smaller than its size")
