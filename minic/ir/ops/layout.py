@@ -389,9 +389,6 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
         require(d != 0 or lo + hi == 0 or attrs.mode == "constant",
                 f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy")
-        # The compute rule reflects once, as torch and onnxruntime do (numpy reflects again and again).
-        require(attrs.mode != "reflect" or lo + hi == 0 or d == 1 or max(lo, hi) < d,
-                f"pad: reflect pads ({lo}, {hi}) on axis {i} of {x} must be smaller than its size")
         shape.append(d + lo + hi if lo + hi else d)
     return [TensorType(tuple(shape), x.dtype)]
 
@@ -413,6 +410,11 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
         n = x.type.shape[a]
         i = BinOp("sub", index[a], const(before[a])) if before[a] else index[a]
         if mode == "reflect":       # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+            period = 2 * (n - 1)
+            if max(before[a], site.attrs.pads[a + rank]) >= n > 1:
+                # Wider than the axis: numpy (ONNX's reference) reflects again and again, which
+                # repeats with period 2(n - 1); shifted by whole periods to index from 0 first.
+                i = BinOp("mod", BinOp("add", i, const(period * -(-before[a] // period))), const(period))
             i = BinOp("max", i, BinOp("sub", const(0), i))
             last = BinOp("sub", dim_expr(n), const(1))
             i = BinOp("min", i, BinOp("sub", BinOp("mul", const(2), last), i))
