@@ -180,14 +180,7 @@ def reduce_axes(site: Site, x: Operand, axes: tuple[int, ...], keep: bool,
                 index: tuple[Expr, ...]) -> tuple[tuple[tuple[Var, Expr], ...], tuple[Expr, ...]]:
     """Fresh reduction variables for ``axes`` of ``x`` and the input index built from
     them and the output ``index`` (which has the reduced axes as size 1 if ``keep``)."""
-    loops, source, k = [], [], 0
-    for a, d in enumerate(x.type.shape):
-        if a in axes:
-            v = site.fresh.var("r")
-            loops.append((v, dim_expr(d)))
-            source.append(v)
-            k += keep
-        else:
-            source.append(index[k])
-            k += 1
-    return tuple(loops), tuple(source)
+    loops = {a: (site.fresh.var("r"), dim_expr(d)) for a, d in enumerate(x.type.shape) if a in axes}
+    kept = iter([i for a, i in enumerate(index) if not (keep and a in loops)])   # the index of the other axes
+    source = tuple(loops[a][0] if a in loops else next(kept) for a in range(x.type.rank))
+    return tuple(loops.values()), source

@@ -382,18 +382,15 @@ def expr_str(e: Expr, parent: int = -1) -> str:
         return e.name
     if isinstance(e, Const):
         return _const_str(e)
-    if isinstance(e, BinOp):
-        if e.op in ("max", "min"):
-            return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
+    if isinstance(e, BinOp) and e.op not in ("max", "min"):
         sym, prec = _INFIX[e.op]
         text = f"{expr_str(e.a, prec)} {sym} {expr_str(e.b, prec + 1)}"
         return f"({text})" if prec < parent else text
     if isinstance(e, Load):                   # a scalar (rank-0) buffer, an accumulator, has no index
         return e.buffer.name + (f"[{', '.join(expr_str(i) for i in e.index)}]" if e.index else "")
-    if isinstance(e, Call):
-        return f"{e.fn}({', '.join(expr_str(a) for a in e.args)})"
-    if isinstance(e, Select):
-        return f"select({expr_str(e.cond)}, {expr_str(e.a)}, {expr_str(e.b)})"
+    if isinstance(e, (BinOp, Call, Select)):  # max, min, the calls and select print as calls
+        name = e.op if isinstance(e, BinOp) else e.fn if isinstance(e, Call) else "select"
+        return f"{name}({', '.join(expr_str(k) for k in children(e))})"
     if isinstance(e, Cast):
         return f"({e.to.value}){expr_str(e.value, 9)}"
     raise TypeError(f"not a Loop IR expression: {e!r}")
