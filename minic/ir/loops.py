@@ -265,17 +265,16 @@ _OPERANDS = {
     Select: (lambda e: (e.cond, e.a, e.b), lambda e, kids: Select(*kids)),
     Cast: (lambda e: (e.value,), lambda e, kids: Cast(e.to, kids[0])),
 }
+_LEAF = (lambda e: (), lambda e, kids: e)      # Var, Const: no operands (a Reduce's: compute.r_children)
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
-    kind = _OPERANDS.get(type(e))
-    return kind[0](e) if kind else ()
+    return _OPERANDS.get(type(e), _LEAF)[0](e)
 
 
 def rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
     """``e`` with its children replaced by ``kids`` (same order as ``children``)."""
-    kind = _OPERANDS.get(type(e))
-    return kind[1](e, kids) if kind else e
+    return _OPERANDS.get(type(e), _LEAF)[1](e, kids)
 
 
 def map_expr(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
@@ -325,17 +324,16 @@ _PARTS = {
          lambda s, exprs, stmts: If(*exprs, *stmts)),
     Seq: (lambda s: (), lambda s: s.stmts, lambda s, exprs, stmts: Seq(stmts)),
 }
+_NO_PARTS = (lambda s: (), lambda s: ())      # not a statement: nothing inside (map_stmt refuses it)
 
 
 def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
     """The expressions a statement holds directly (not those of nested statements)."""
-    kind = _PARTS.get(type(s))
-    return kind[0](s) if kind else ()
+    return _PARTS.get(type(s), _NO_PARTS)[0](s)
 
 
 def sub_stmts(s: Stmt) -> tuple[Stmt, ...]:
-    kind = _PARTS.get(type(s))
-    return kind[1](s) if kind else ()
+    return _PARTS.get(type(s), _NO_PARTS)[1](s)
 
 
 def map_stmt(s: Stmt, expr: Callable[[Expr], Expr], stmt: Callable[[Stmt], Stmt]) -> Stmt:

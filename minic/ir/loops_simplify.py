@@ -14,7 +14,8 @@ import functools
 from dataclasses import dataclass
 from typing import Mapping
 
-from minic.ir.loops import ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, Var, const, map_expr
+from minic.ir.loops import (ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, For, Stmt, Var, const,
+                            map_expr, map_stmt)
 from minic.ir.loops_interp import _binop
 from minic.ir.rules import Rules, rule
 from minic.ir.types import DType
@@ -211,10 +212,9 @@ def simplify(e: Expr, ranges: Mapping[str, Range] | None = None) -> Expr:
                                              At(x, ranges)))
 
 
-def simplify_stmt(s, ranges: Mapping[str, Range] | None = None):
+def simplify_stmt(s: Stmt, ranges: Mapping[str, Range] | None = None) -> Stmt:
     """``simplify`` every expression of a statement tree, using the ranges of the
     loops around each (loops with constant bounds give exact ranges)."""
-    from minic.ir.loops import For, map_stmt
     ranges = dict(ranges or {})
     if isinstance(s, For):
         start, extent = simplify(s.start, ranges), simplify(s.extent, ranges)
