@@ -352,9 +352,7 @@ def walk_stmts(s: Stmt) -> Iterator[Stmt]:
 
 def seq(*stmts: Stmt) -> Stmt:
     """A Seq of the statements, flattening nested Seqs; one statement stays itself."""
-    flat: list[Stmt] = []
-    for s in stmts:
-        flat.extend(s.stmts if isinstance(s, Seq) else (s,))
+    flat = [t for s in stmts for t in (s.stmts if isinstance(s, Seq) else (s,))]
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
