@@ -33,8 +33,7 @@ def _params(body: Stmt, outputs: list[Buffer]) -> tuple[Buffer, ...]:
     """Every non-local buffer the body touches: those it reads, then those it writes."""
     loads = [x for s in walk_stmts(body) for e in stmt_exprs(s) for x in walk(e) if isinstance(x, Load)]
     seen = {x.buffer.name: x.buffer for x in loads if x.buffer.role != Role.LOCAL}      # in order of first use
-    reads = [b for b in seen.values() if b not in outputs]
-    return tuple(reads) + tuple(outputs)
+    return tuple(b for b in seen.values() if b not in outputs) + tuple(outputs)
 
 
 def build_kernel(name: str, nodes: list[Node], stores: list[Value], buffers: dict[Value, Buffer],
