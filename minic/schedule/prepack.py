@@ -124,8 +124,7 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
 
     body = go(k.body)
     del go, _try        # a cycle through their closures' cells (holding the program) would outlive this call
-    if body is k.body:
-        return k
+    # Every kernel's parameters are listed anew (in order of first use), packed or not.
     from minic.lowering.kernel import _params
     outputs = [b for b in k.params if b.role in (Role.OUTPUT, Role.TEMP)
                and any(isinstance(s, Store) and s.buffer == b for s in walk_stmts(body))]
