@@ -55,21 +55,19 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
     def rewrite(loop: For) -> Stmt:
         n = loop.extent
         known = n.value if isinstance(n, Const) else None
-        if known is not None and known % factor == 0:
-            mode, count = "exact", const(known // factor)
-        elif tail == "exact":
+        divides = known is not None and known % factor == 0
+        if not divides and tail == "exact":
             raise fail(f, f"split of '{name}' by {factor} does not cover its extent {expr_str(n)} exactly; "
                           "use tail='guard' or tail='overlap'")
-        elif tail == "guard":
-            mode, count = "guard", _binop("div", BinOp("add", n, const(factor - 1)), const(factor))
-        elif tail == "peel":
-            mode, count = "peel", _binop("div", n, const(factor))
-        else:
+        mode = "exact" if divides else tail
+        if mode == "overlap":
             if known is not None and known < factor:
                 raise fail(f, f"split of '{name}' with tail='overlap' needs extent >= {factor}, got {known}")
             check_independent(f, loop, "overlap-split", distinct_writes=True)
             _check_overwrites_only(f, loop)
-            mode, count = "overlap", _binop("div", BinOp("add", n, const(factor - 1)), const(factor))
+        # guard and overlap run ceil(n / f) blocks, the last one partly; exact and peel n / f whole ones
+        blocks = BinOp("add", n, const(factor - 1)) if mode in ("guard", "overlap") else n
+        count = _binop("div", blocks, const(factor))
         vo, vi = Var(outer), Var(inner)
         base = _binop("mul", vo, const(factor))
         if mode == "overlap":
