@@ -81,19 +81,19 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         reads = [x for x in walk(value) if isinstance(x, Load)]
         if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):
             return None
-        outer = sorted(free_vars(value) - {c.var.name for c in chain})
+        inner = {c.var.name for c in chain}
+        outer = sorted(free_vars(value) - inner)
         around = [loops.get(n) for n in outer] + chain          # None: a variable no loop here binds
         if not all(c and isinstance(c.start, Const) and isinstance(c.extent, Const) for c in around):
             return None
         shape = tuple(loops[n].extent.value for n in outer) + tuple(alloc.buffer.shape)
         if alloc.buffer.dtype.numpy.itemsize * int(np.prod(shape)) > LIMIT:
             return None
-        ranges = [(c.start.value, c.extent.value) for c in around]
-        names = [c.var.name for c in around]
-        grids = np.meshgrid(*[np.arange(s, s + n, dtype=np.int64) for s, n in ranges], indexing="ij", sparse=True)
-        env = dict(zip(names, grids))
+        grids = np.meshgrid(*[np.arange(c.start.value, c.start.value + c.extent.value, dtype=np.int64)
+                              for c in around], indexing="ij", sparse=True)
+        env = {c.var.name: g for c, g in zip(around, grids)}
         # Run the fill for every tile at once: the store's own index says where each value goes.
-        where = tuple(g - s for g, (s, _) in zip(grids, ranges[:len(outer)]))
+        where = tuple(g - c.start.value for g, c in zip(grids, around[:len(outer)]))
         where += tuple(evaluate(i, env, program.constants) for i in t.index)
         data = np.zeros(shape, alloc.buffer.dtype.numpy)
         data[where] = evaluate(value, env, program.constants)
@@ -112,8 +112,7 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
         pattern = value
         for u, ix in axes.items():
             pattern = map_expr(pattern, lambda x, ix=ix, u=u: Var(u) if x == ix else None)
-        inner = names[len(outer):]
-        if free_vars(pattern) & set(inner) or any(free_vars(i) - set(inner) for i in t.index):
+        if free_vars(pattern) & inner or any(free_vars(i) - inner for i in t.index):
             return body
         stored = np.zeros(alloc.buffer.shape, bool)         # the same for every tile: the index is the fill's own
         stored[where[len(outer):]] = True
