@@ -81,9 +81,8 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
             return If(BinOp("ge", n, const(factor)), nest, rename_loops(loop, "_s"))
         if mode == "peel":
             done = _binop("mul", count, const(factor))
-            vt = Var(rest)
-            return seq(nest, For(vt, _binop("add", loop.start, done), _binop("sub", n, done), loop.kind,
-                                 subst_stmt(loop.body, {name: vt})))
+            return seq(nest, For(Var(rest), _binop("add", loop.start, done), _binop("sub", n, done), loop.kind,
+                                 subst_stmt(loop.body, {name: Var(rest)})))
         return nest
     return _tidy(rewrite_loops(f, name, rewrite))
 
