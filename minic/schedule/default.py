@@ -67,14 +67,14 @@ def _vectorize_leaves(k: Function) -> Function:
     stores with a stride stays for LLVM."""
     for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
         name = loop.var.name
-        if reduction_update(loop.body) is not None and (not isinstance(loop.extent, Const) or loop.extent.value >= LANES):
+        short = isinstance(loop.extent, Const) and loop.extent.value < LANES
+        if reduction_update(loop.body) is not None and not short:
             with suppress(ScheduleError):  # a scalar reduction: partial results in vector lanes
                 k = rfactor(k, name, LANES)
             continue
         if not all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
                    and not any(name in free_vars(i) for i in t.index[:-1]) for t in stmts_of(loop.body)):
             continue
-        short = isinstance(loop.extent, Const) and loop.extent.value < LANES
         if short and loop.extent.value < SHORT_LANES:
             continue
         # A short row (7 to 15 elements) is one vector of its length; a loop whose iterations are not

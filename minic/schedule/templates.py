@@ -282,8 +282,8 @@ def default_knobs(f: Function) -> Knobs:
     short = (len(c.reduction) == 1 and c.row == c.spatial[-1].var.name and isinstance(c.reduction[0].extent, Const)
              and c.reduction[0].extent.value <= 64)
     if (one_by_one and len(c.reduction) > 1) or short:
-        for split, shape in ((8, Knobs(rows=8, lanes=16)), (4, Knobs(rows=4, lanes=64))):
-            if n % split == 0 and channels >= shape.lanes:
+        for shape in (Knobs(rows=8, lanes=16), Knobs(rows=4, lanes=64)):
+            if n % shape.rows == 0 and channels >= shape.lanes:
                 return shape
     return Knobs(rows=min(rows, n))
 
