@@ -50,6 +50,11 @@ def mem_type(dtype: DType) -> ir.Type:
     return I8 if dtype == DType.bool else reg_type(dtype)
 
 
+def element(b: ir.IRBuilder, array: ir.Value, k: int | ir.Value, ty: ir.Type) -> ir.Value:
+    """The address of ``array[k]``, ``array`` pointing at values of type ``ty``."""
+    return b.gep(array, [ir.Constant(I64, k) if isinstance(k, int) else k], inbounds=True, source_etype=ty)
+
+
 def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
     """The module's function ``name`` (an intrinsic, libm or libc), declared on first use."""
     return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
@@ -86,9 +91,6 @@ class Emitter:
         self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed
         self.outlined = 0
 
-    def finish(self) -> None:
-        self.b.ret_void()
-
     # --- expressions -----------------------------------------------------------
 
     def intrinsic(self, name: str, ty: ir.Type) -> ir.Function:
@@ -103,7 +105,7 @@ class Emitter:
         flat = self.expr(index[0])
         for i, d in zip(index[1:], buffer.shape[1:]):
             flat = self.b.add(self.b.mul(flat, self.expr(dim_expr(d)), flags=["nsw"]), self.expr(i), flags=["nsw"])
-        return self.b.gep(base, [flat], inbounds=True, source_etype=mem_type(buffer.dtype))
+        return element(self.b, base, flat, mem_type(buffer.dtype))
 
     def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
         value = self.b.load(self.address(buffer, index), typ=mem_type(buffer.dtype))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from minic.codegen.emit import I64, PTR, VOID, Emitter
+from minic.codegen.emit import I64, PTR, VOID, Emitter, element
 from minic.options import Target
 from minic.codegen.elf import check_machine
 from minic.codegen.target import is_host, target_machine, triple
@@ -52,7 +52,7 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
         # as an opaque pointer, like the buffers (llvmlite keeps a global's [2 x i64]* type through a bitcast)
         e.ptrs[STATUS.name] = e.b.inttoptr(e.b.ptrtoint(status_global(module), I64), PTR)
     e.stmt(k.body)
-    e.finish()
+    e.b.ret_void()
     return fn
 
 
@@ -72,14 +72,10 @@ def build_module(program: Program, options: Target) -> ir.Module:
     buffers_arg, sizes_arg = entry.args
     b = ir.IRBuilder(entry.append_basic_block("entry"))
     slot = {buf.name: k for k, buf in enumerate(entry_buffers(program))}
-
-    def load_ptr(k: int) -> ir.Value:
-        return b.load(b.gep(buffers_arg, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR), typ=PTR)
-
-    sizes = {s: b.load(b.gep(sizes_arg, [ir.Constant(I64, k)], inbounds=True, source_etype=I64), typ=I64, name=s)
-             for k, s in enumerate(program.sizes)}
+    sizes = {s: b.load(element(b, sizes_arg, k, I64), typ=I64, name=s) for k, s in enumerate(program.sizes)}
     for k in program.kernels:
-        b.call(kernels[k.name], [load_ptr(slot[p.name]) for p in k.params] + [sizes[s] for s in k.sizes])
+        pointers = [b.load(element(b, buffers_arg, slot[p.name], PTR), typ=PTR) for p in k.params]
+        b.call(kernels[k.name], pointers + [sizes[s] for s in k.sizes])
     b.ret_void()
     return module
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I64, PTR, Emitter
+from minic.codegen.emit import I64, PTR, Emitter, element
 from minic.codegen.pool import pool_run
 from minic.ir.loops import BinOp, Expr, For, ForKind, Function, Load, free_vars, sub_stmts, substitute, walk
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, PARALLEL_WORK, work
@@ -63,27 +63,20 @@ def uses_pool(f: Function, sizes: dict[str, int], threads: int) -> bool:
     return False
 
 
-# The context is an array of i64 (pointers stored as integers): a flat layout
-# both sides index the same way.
-def _at(b: ir.IRBuilder, array: ir.Value, k) -> ir.Value:
-    k = ir.Constant(I64, k) if isinstance(k, int) else k
-    return b.gep(array, [k], inbounds=True, source_etype=I64)
-
-
 def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> ir.Function:
     """``void body(ptr ctx, i64 begin, i64 end)`` running iterations [begin, end) of ``s``."""
     name = f"{parent.function.name}.par{parent.outlined}"
     parent.outlined += 1
     inner = Emitter(parent.module, name, [PTR, I64, I64], threads=1)       # nested parallel loops: serial
     ctx, begin, end = inner.function.args
-    for k, var in enumerate(names + buffers):
-        value = inner.b.load(_at(inner.b, ctx, k), typ=I64)
-        if k < len(names):
-            inner.vars[var] = value
-        else:
-            inner.ptrs[var] = inner.b.inttoptr(value, PTR)
+    # The context is an array of i64 (pointers stored as integers): the sizes and loop
+    # variables in ``names``' order, then the buffers'.
+    for k, var in enumerate(names):
+        inner.vars[var] = inner.b.load(element(inner.b, ctx, k, I64), typ=I64)
+    for k, var in enumerate(buffers, len(names)):
+        inner.ptrs[var] = inner.b.inttoptr(inner.b.load(element(inner.b, ctx, k, I64), typ=I64), PTR)
     inner.serial(s.var.name, begin, end, lambda: inner.stmt(s.body))
-    inner.finish()
+    inner.b.ret_void()
     return inner.function
 
 
@@ -95,7 +88,7 @@ def emit_parallel(e: Emitter, s: For) -> None:
     # The context: every value the body may use, in the parent's frame (it outlives the loop).
     ctx = e.allocas.alloca(I64, size=ir.Constant(I64, max(1, len(names) + len(buffers))), name="ctx")
     for k, value in enumerate([e.vars[n] for n in names] + [b.ptrtoint(e.ptrs[n], I64) for n in buffers]):
-        b.store(value, _at(b, ctx, k))
+        b.store(value, element(b, ctx, k, I64))
     start = e.expr(s.start)
     extent = e.expr(s.extent)
     # A few chunks per thread: a thread the OS runs late leaves its share to the others.
