@@ -118,7 +118,6 @@ class Emitter:
         self.b.store(value, self.address(buffer, index))
 
     def expr(self, e: Expr) -> ir.Value:
-        b = self.b
         if isinstance(e, Var):
             return self.vars[e.name]
         if isinstance(e, Const):
@@ -135,7 +134,7 @@ class Emitter:
         if isinstance(e, Call):
             return self.call(e.fn, e.dtype, [self.expr(a) for a in e.args])
         if isinstance(e, Select):
-            return b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+            return self.b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, Cast):
             return self.cast(self.expr(e.value), e.value.dtype, e.to)
         raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")

@@ -30,10 +30,9 @@ class Loaded:
 
     def __del__(self) -> None:
         # Worker threads of the module's pool (parallel.py) run in this code: stop and join
-        # them before the engine frees it.
+        # them before the engine frees it (no engine: __init__ raised, the except below).
         try:
-            engine = getattr(self, "engine", None)
-            stop = engine.get_function_address(STOP_FN) if engine is not None else 0
+            stop = self.engine.get_function_address(STOP_FN)
             if stop:
                 ctypes.CFUNCTYPE(None)(stop)()
         except Exception:  # noqa: BLE001 - at interpreter exit ctypes may be gone; the threads end with it

@@ -49,9 +49,8 @@ def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> s
     if not options.triple:         # the host's CPU is part of what the code was built for
         import llvmlite.binding as llvm
         h.update(llvm.get_host_cpu_name().encode() + llvm.get_host_cpu_features().flatten().encode())
-    names = {}
+    names = {v: k for k, v in enumerate(graph.values())}
     for v in graph.values():
-        names[v] = len(names)
         h.update(f"{names[v]}:{v.name}:{v.type};".encode())
     for c in graph.constants:
         h.update(hashlib.sha256(c.data.tobytes()).digest())
