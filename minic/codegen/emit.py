@@ -148,16 +148,16 @@ class Emitter:
             if op in FCMP:
                 return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(FCMP[op], a, c)
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op](a, c)
-        unsigned = dtype.is_unsigned
+        icmp = b.icmp_unsigned if dtype.is_unsigned else b.icmp_signed
         if op in FCMP:
-            return (b.icmp_unsigned if unsigned else b.icmp_signed)(FCMP[op], a, c)
+            return icmp(FCMP[op], a, c)
         if op in ("max", "min"):
-            return b.select((b.icmp_unsigned if unsigned else b.icmp_signed)(">" if op == "max" else "<", a, c), a, c)
+            return b.select(icmp(">" if op == "max" else "<", a, c), a, c)
         if op in ("div", "mod"):
-            return self.int_divide(op, a, c, unsigned)
+            return self.int_divide(op, a, c, dtype.is_unsigned)
         return {"add": b.add, "sub": b.sub, "mul": b.mul,
                 "and": b.and_, "or": b.or_, "xor": b.xor, "shl": b.shl,
-                "shr": b.lshr if unsigned else b.ashr}[op](a, c)
+                "shr": b.lshr if dtype.is_unsigned else b.ashr}[op](a, c)
 
     def int_divide(self, op: str, a: ir.Value, c: ir.Value, unsigned: bool = False) -> ir.Value:
         """Integer ``a / c`` or ``a % c`` without the two cases where the CPU traps (SIGFPE
