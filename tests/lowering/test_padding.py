@@ -10,6 +10,7 @@ from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.interpret import interpret
 from minic.ir.loops import Select, print_program, walk, stmt_exprs, walk_stmts
 from minic.ir.loops_interp import run_program
+from minic.ir.text import parse_graph
 from minic.runtime import CompileOptions, compile_graph
 from minic.ir.loops_verify import verify_program
 from minic.ir.types import DType, TensorType
@@ -108,3 +109,15 @@ def test_reflect_pads_compile_to_the_reference_at_any_width():
         np.testing.assert_array_equal(interpret(g, [a])[0], want)
         np.testing.assert_array_equal(run_program(verify_program(lower_graph(g)), [a])[0], want)
         np.testing.assert_array_equal(compile_graph(g, CompileOptions(use_cache=False))(a), want)    # compiled
+
+
+def test_a_wide_reflect_pad_beside_a_symbolic_axis_compiles():
+    """Only the padded axes are static: the symbolic batch axis is left alone."""
+    g = parse_graph("""graph @g(%x: f32[B, 3, 4]) -> (f32[B, 9, 10]) {
+  %y = pad(%x) {pads = [0, 3, 2, 0, 3, 4], mode = "reflect"} : f32[B, 9, 10]
+  return %y
+}""")
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    want = np.pad(x, [(0, 0), (3, 3), (2, 4)], mode="reflect")
+    np.testing.assert_array_equal(interpret(g, [x])[0], want)
+    np.testing.assert_array_equal(compile_graph(g, CompileOptions(use_cache=False))(x), want)

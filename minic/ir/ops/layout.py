@@ -410,10 +410,11 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
         n = x.type.shape[a]
         i = BinOp("sub", index[a], const(before[a])) if before[a] else index[a]
         if mode == "reflect":       # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
-            period = 2 * (n - 1)
-            if max(before[a], site.attrs.pads[a + rank]) >= n > 1:
+            wider = max(before[a], site.attrs.pads[a + rank])
+            if wider and wider >= n > 1:        # only a padded axis, which is static, compares its size
                 # Wider than the axis: numpy (ONNX's reference) reflects again and again, which
                 # repeats with period 2(n - 1); shifted by whole periods to index from 0 first.
+                period = 2 * (n - 1)
                 i = BinOp("mod", BinOp("add", i, const(period * -(-before[a] // period))), const(period))
             i = BinOp("max", i, BinOp("sub", const(0), i))
             last = BinOp("sub", dim_expr(n), const(1))
