@@ -45,7 +45,8 @@ from minic.lowering.precision import widen
 from minic.options import CompileOptions, GraphOptions, Target
 from minic.passes import optimize, pipeline as level_passes
 from minic.passes.to_f16 import to_f16
-from minic.schedule import default_schedule, records
+from minic.schedule import default_schedule
+from minic.tune import records
 
 STAGES = ("graph", "opt", "fused", "loops", "scheduled", "llvm", "asm", "object")
 
@@ -71,7 +72,7 @@ class Compilation:
     graph: Graph | Any
     options: CompileOptions = field(default_factory=CompileOptions)
     passes: PassOptions = field(default_factory=PassOptions)
-    tuning: Any = None                       # schedule.records.Tuning, read once by the caller; None: read here
+    tuning: Any = None                       # tune.records.Tuning, read once by the caller; None: read here
     start: str = "graph"                     # the stage whose IR ``graph`` is
     keep: tuple[str, ...] | None = None      # the stages whose IR outlives the next one's; None: all
     trace: list[str] = field(default_factory=list)           # the stages run, in order
@@ -126,7 +127,8 @@ def _loops(c: Compilation, graph: Graph):
 
 
 def _scheduled(c: Compilation, program):
-    return default_schedule(program, c.target, c.tuning or records.load(c.options.cache))
+    tuning = c.tuning or records.load(c.options.cache)
+    return default_schedule(program, c.target, tuning.knobs(records.target_of(c.target)))
 
 
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)

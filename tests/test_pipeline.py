@@ -117,7 +117,7 @@ def test_show_prints_loops_before_and_after_scheduling(capsys):
 
 def test_tuning_records_are_read_once_per_compile(tmp_path, monkeypatch):
     from minic.runtime import compile_graph
-    from minic.schedule import records
+    from minic.tune import records
     loads = []
     real = records.load
     monkeypatch.setattr(records, "load", lambda options: loads.append(options) or real(options))

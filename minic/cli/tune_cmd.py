@@ -50,7 +50,7 @@ def handle(args: argparse.Namespace) -> int:
     from minic.ir.interpret import bind_symbols
     from minic.ir.types import TensorType
     from minic.runtime import CompileOptions
-    from minic.schedule import records
+    from minic.tune import records
     from minic.schedule.templates import find_contraction, signature
     from minic.tune.tuner import as_record
     if args.trials < 1:

@@ -31,7 +31,7 @@ def prepare(graph: Graph, options: CompileOptions | None = None) -> Program:
 @fewer_collections
 def compile_graph(graph: Graph, options: CompileOptions | None = None) -> CompiledModel:
     """Compile ``graph`` to native code for this machine (or load it from the cache)."""
-    from minic.schedule import records
+    from minic.tune import records
     options = options or CompileOptions()
     store = options.cache
     tuning = records.load(store)                  # read once: the cache key and the schedules use it

@@ -40,7 +40,7 @@ def compiler_fingerprint() -> bytes:
 
 def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> str:
     """SHA-256 over the graph (structure, attributes, types, constant bytes), the options
-    and the tuning records (``records.Tuning.digest``: they choose the schedules)."""
+    and the tuning records (``tune.records.Tuning.digest``: they choose the schedules)."""
     h = hashlib.sha256(compiler_fingerprint())
     for f in fields(options):
         if f.name not in ("cache_dir", "use_cache"):

@@ -6,8 +6,9 @@ parallel), ``caching.py`` (cache_accumulator, pack, rfactor: the ones with a
 local buffer; cache_in_output, which keeps a value in the output row instead),
 ``templates.py`` (the contraction micro-kernel and its knobs),
 ``default.py`` (what every kernel gets untuned), ``prepack.py`` (weights packed
-at compile time), ``records.py`` (the tuning records the schedules follow; the
-tuner that writes them is ``minic/tune/``).
+at compile time).  The transforms are pure: tuning (measuring, searching,
+confirming, and the records file it writes) is ``minic/tune/``; a compile reads
+the records once and hands ``default_schedule`` the knobs of its target.
 """
 from minic.schedule.default import default_schedule
 

@@ -28,7 +28,6 @@ from minic.schedule.nest import ScheduleError, loops, map_children, map_exprs, s
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
-from minic.schedule import records
 from minic.schedule.templates import (Knobs, default_knobs, find_contraction, fuse_for_threads, schedule_contraction,
                                      signature, vectorize_reductions, widen_parallel)
 
@@ -164,18 +163,15 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
     return replace(k, body=_parallelize(_fuse_outer(k, target.threads).body))
 
 
-def default_schedule(program: Program, target: Target, tuning: records.Tuning) -> Program:
-    """``program`` scheduled kernel by kernel for ``target`` (threads and the machine); a
-    contraction with a tuning record for this target in ``tuning`` uses the recorded knobs."""
-    tuned = tuning.best
-    key = records.target_of(target)
+def default_schedule(program: Program, target: Target, tuned: dict[str, dict] | None = None) -> Program:
+    """``program`` scheduled kernel by kernel for ``target`` (threads and the machine).  A
+    contraction whose signature is in ``tuned`` (signature -> knobs: the tuning records that
+    beat the default on this target, read by the caller, ``minic/tune/records.py``) uses those knobs."""
 
     def knobs_for(k: Function) -> Knobs | None:
         if not tuned or find_contraction(k) is None:
             return None
-        record = tuned.get((signature(k), key))
-        if record is None or record.kept_default:      # the default won: follow today's default
-            return None
-        return Knobs(**record.knobs)
+        knobs = tuned.get(signature(k))
+        return Knobs(**knobs) if knobs is not None else None
     program = prepack(replace(program, kernels=[schedule_kernel(k, target, knobs_for(k)) for k in program.kernels]))
     return replace(program, kernels=[widen_parallel(k, target.threads) for k in program.kernels])

@@ -3,6 +3,6 @@
 Read in this order: ``measure.py`` (one kernel timed as it runs in the model),
 ``tuner.py`` (the search over a template's knobs), ``confirm.py`` (a point
 replaces the default only when it wins beyond the noise).  The records they
-write are read by the schedules (``minic/schedule/records.py``).  Tuning
+write (``records.py``) are read once per compile and handed to the schedules.  Tuning
 comes after codegen in the reading order: measuring compiles and runs code.
 """

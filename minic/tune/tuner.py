@@ -37,7 +37,7 @@ import numpy as np
 
 from minic.options import CompileOptions
 from minic.ir.loops import Const, Function, Role
-from minic.schedule import records
+from minic.tune import records
 from minic.tune.confirm import CANDIDATES, PASSES, ROUNDS, Comparison, block_size, pick, time_together
 from minic.tune.measure import flops, measure, ready
 from minic.schedule.nest import ScheduleError, unique_loops

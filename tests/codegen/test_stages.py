@@ -8,7 +8,7 @@ from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, TensorType
 from minic.lowering import lower_graph
 from minic.options import Target
-from minic.schedule import default_schedule, records
+from minic.schedule import default_schedule
 
 
 def program():
@@ -17,7 +17,7 @@ def program():
     h, y = Value("h", TensorType(("B", 512), DType.f32)), Value("y", TensorType(("B", 512), DType.f32))
     nodes = [Node("matmul", [x, w], [h], ops.get("matmul").make_attrs()),
              Node("tanh", [h], [y], ops.get("tanh").make_attrs())]
-    return default_schedule(lower_graph(Graph("m", [x], [y], nodes, [w])), Target(threads=2), records.Tuning(b"", {}))
+    return default_schedule(lower_graph(Graph("m", [x], [y], nodes, [w])), Target(threads=2))
 
 
 def test_loops_print_with_a_parallel_outer_loop():

@@ -7,12 +7,12 @@ import sys
 import textwrap
 import time
 
-from minic.schedule.records import read
+from minic.tune.records import read
 
 SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from minic.schedule.records import Record, append
+    from minic.tune.records import Record, append
     path, who = Path(sys.argv[1]), sys.argv[2]
     while not path.with_name("go").exists():     # start together, so the appends overlap
         time.sleep(0.001)

@@ -8,7 +8,7 @@ import pytest
 
 from minic.ir.loops import print_function
 from minic.runtime import CompileOptions, compile_graph, prepare
-from minic.schedule import records
+from minic.tune import records
 from minic.schedule.nest import ScheduleError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
@@ -145,6 +145,15 @@ def test_a_kept_default_record_follows_todays_default(tmp_path):
     assert "acc0[3, 16]" not in print_function(prepare(graph, options).kernels[0])
     assert print_function(prepare(graph, options).kernels[0]) == \
         print_function(prepare(graph, CompileOptions(use_cache=False, records=tmp_path / "none.jsonl")).kernels[0])
+
+
+def test_the_schedules_get_the_knobs_of_this_target_that_beat_the_default():
+    """The records are read by the caller; the schedule is handed signature -> knobs for its target."""
+    won = records.Record("s", "t", {"rows": 4}, 1.0, 2.0, 1.0, 8, gain=0.5, margin=0.03)
+    lost = records.Record("u", "t", {"rows": 6}, 2.0, 2.0, 1.0, 8, kept_default=True, margin=0.03)
+    elsewhere = records.Record("v", "other", {"rows": 2}, 1.0, 2.0, 1.0, 8, gain=0.5, margin=0.03)
+    tuning = records.Tuning(b"", records.best([won, lost, elsewhere]))
+    assert tuning.knobs("t") == {"s": {"rows": 4}} and tuning.knobs("other") == {"v": {"rows": 2}}
 
 
 def test_bad_record_lines_are_skipped(tmp_path):

@@ -62,6 +62,11 @@ class Tuning:
     digest: bytes
     best: dict[tuple[str, str], Record]
 
+    def knobs(self, target: str) -> dict[str, dict]:
+        """signature -> knobs of the records measured on ``target`` whose point beat the
+        default (where the default won, the default schedule is today's default)."""
+        return {sig: r.knobs for (sig, t), r in self.best.items() if t == target and not r.kept_default}
+
 
 def load(cache: CacheOptions) -> Tuning:
     """The records compilation follows (``cache.records``), read once."""
