@@ -71,37 +71,20 @@ def _divide_term(t: Expr, c: int) -> Expr:
         return const(t.value // c, t.dtype)
     assert isinstance(t, BinOp) and isinstance(t.b, Const)
     if t.b.value % c == 0:
-        return _mul(t.a, const(t.b.value // c, t.dtype))
-    return _mul(_divide_term(t.a, c // t.b.value), t.b) if c % t.b.value == 0 else BinOp("div", t, const(c))
+        return _apply("mul", t.a, const(t.b.value // c, t.dtype))
+    if c % t.b.value == 0:
+        return _apply("mul", _divide_term(t.a, c // t.b.value), t.b)
+    return BinOp("div", t, const(c))
 
 
 def _sum(terms: list[Expr], dtype: DType) -> Expr:
-    return functools.reduce(_add, terms) if terms else const(0, dtype)
+    return functools.reduce(lambda a, b: _apply("add", a, b), terms) if terms else const(0, dtype)
 
 
-def _add(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, Const) and isinstance(b, Const):
-        return const(a.value + b.value, a.dtype)
-    if isinstance(b, Const) and b.value == 0:
-        return a
-    if isinstance(a, Const) and a.value == 0:
-        return b
-    return BinOp("add", a, b)
-
-
-def _mul(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, Const) and isinstance(b, Const):
-        return const(a.value * b.value, a.dtype)
-    if isinstance(a, Const):
-        a, b = b, a
-    if isinstance(b, Const):
-        if b.value == 1:
-            return a
-        if b.value == 0 and _is_int(a):
-            return b
-        if isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const):
-            return _mul(a.a, const(a.b.value * b.value, a.dtype))
-    return BinOp("mul", a, b)
+def _apply(op: str, a: Expr, b: Expr) -> Expr:
+    """``a op b`` simplified at its root by the rules (``a`` and ``b`` are simple already)."""
+    e = BinOp(op, a, b)
+    return RULES.apply(op, At(e, {})) or e
 
 
 @dataclass(slots=True)                 # made at every expression: kept cheap
@@ -141,13 +124,23 @@ def float_neutral(at: At) -> Expr | None:
 
 @rule("add", "sub", "mul")
 def integer_arithmetic(at: At) -> Expr | None:
-    """c1 + c2 -> c;  x + 0 -> x;  x - 0 -> x;  x * 1 -> x;  x * 0 -> 0;  (x * c1) * c2 -> x * (c1·c2)"""
+    """x + 0 -> x;  0 + x -> x;  x - 0 -> x;  x * 1 -> x;  x * 0 -> 0;  c * x -> x * c;
+    (x * c1) * c2 -> x * (c1·c2)"""
     e = at.e
     if not _ints(at):
         return None
-    if e.op == "sub":
+    if e.op == "add" and _is(e.a, 0):
+        return e.b
+    if e.op != "mul":
         return e.a if _is(e.b, 0) else None
-    return (_add if e.op == "add" else _mul)(e.a, e.b)
+    a, b = (e.b, e.a) if isinstance(e.a, Const) else (e.a, e.b)     # the constant second
+    if not isinstance(b, Const):
+        return None
+    if b.value in (0, 1):
+        return a if b.value == 1 else b
+    if isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const):
+        return _apply("mul", a.a, const(a.b.value * b.value, a.dtype))
+    return BinOp("mul", a, b)
 
 
 @rule("div", "mod")
