@@ -14,9 +14,8 @@ import functools
 from dataclasses import dataclass
 from typing import Mapping
 
-from minic.ir.loops import (ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, For, Stmt, Var, const,
-                            map_expr, map_stmt)
-from minic.ir.loops_interp import _binop
+from minic.ir.loops import BINOPS, BinOp, Const, Expr, For, Stmt, Var, const, map_expr, map_stmt
+from minic.ir.loops_interp import Interpreter
 from minic.ir.rules import Rules, rule
 from minic.ir.types import DType
 
@@ -103,14 +102,13 @@ def _is(x: Expr, value: float) -> bool:
     return isinstance(x, Const) and x.value == value
 
 
-@rule(*ARITH_OPS, *COMPARE_OPS, *LOGIC_OPS)
+@rule(*BINOPS)
 def constant_operands(at: At) -> Expr | None:
-    """c1 op c2 -> c  (integer and bool operands: floats are left to LLVM)"""
+    """c1 op c2 -> c, as the interpreter computes it  (ints and bools: floats are left to LLVM)"""
     e = at.e
     if not (isinstance(e.a, Const) and isinstance(e.b, Const)) or not (_is_int(e.a) or e.a.dtype == DType.bool):
         return None
-    return Const(e.dtype.numpy.type(_binop(e.op, e.a.dtype.numpy.type(e.a.value),
-                                           e.b.dtype.numpy.type(e.b.value), e.a.dtype)).item(), e.dtype)
+    return Const(Interpreter({}, {}).eval(e).item(), e.dtype)
 
 
 @rule("mul", "add", "sub")
