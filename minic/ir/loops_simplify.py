@@ -111,26 +111,21 @@ def constant_operands(at: At) -> Expr | None:
     return Const(Interpreter({}, {}).eval(e).item(), e.dtype)
 
 
-@rule("mul", "add", "sub")
-def float_neutral(at: At) -> Expr | None:
-    """x * 1.0 -> x;  x + 0.0 -> x;  x - 0.0 -> x  (floats)"""
-    e = at.e
-    if _is_int(e.a) or not _is(e.b, 1.0 if e.op == "mul" else 0.0):
-        return None
-    return e.a
-
-
 @rule("add", "sub", "mul")
+def neutral_operand(at: At) -> Expr | None:
+    """x + 0 -> x;  x - 0 -> x;  x * 1 -> x  (of every type: x + 0.0 -> x, x * 1.0 -> x)"""
+    e = at.e
+    return e.a if _is(e.b, 1 if e.op == "mul" else 0) else None
+
+
+@rule("add", "mul")
 def integer_arithmetic(at: At) -> Expr | None:
-    """x + 0 -> x;  0 + x -> x;  x - 0 -> x;  x * 1 -> x;  x * 0 -> 0;  c * x -> x * c;
-    (x * c1) * c2 -> x * (c1·c2)"""
+    """0 + x -> x;  1 * x -> x;  x * 0 -> 0;  c * x -> x * c;  (x * c1) * c2 -> x * (c1·c2)  (i64, i32)"""
     e = at.e
     if not _ints(at):
         return None
-    if e.op == "add" and _is(e.a, 0):
-        return e.b
-    if e.op != "mul":
-        return e.a if _is(e.b, 0) else None
+    if e.op == "add":
+        return e.b if _is(e.a, 0) else None
     a, b = (e.b, e.a) if isinstance(e.a, Const) else (e.a, e.b)     # the constant second
     if not isinstance(b, Const):
         return None
@@ -192,7 +187,7 @@ def same_type_cast(at: At) -> Expr | None:
     return at.e.value if at.e.value.dtype == at.e.to else None
 
 
-RULES = Rules([constant_operands, float_neutral, integer_arithmetic, whole_terms, decided_by_ranges,
+RULES = Rules([constant_operands, neutral_operand, integer_arithmetic, whole_terms, decided_by_ranges,
                constant_condition, same_type_cast])
 
 
