@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable, Iterator, Sequence, Union
@@ -88,14 +89,37 @@ class Const(Expr):
     dtype: DType = DType.i64
 
 
+def _trunc_div(a: int, b: int) -> int:
+    """Integer division as C and LLVM do it: toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _div(a, b):
+    return type(a)(_trunc_div(int(a), int(b))) if isinstance(a, np.integer) else a / b
+
+
+def _mod(a, b):
+    if isinstance(a, np.integer):
+        return type(a)(int(a) - _trunc_div(int(a), int(b)) * int(b))
+    return np.fmod(a, b)                         # LLVM's frem
+
+
+# The binary ops, each with what it computes on numpy scalars of its operands' type (the
+# interpreter runs these, and constant folding through it).
+BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _div, "mod": _mod,
+          "max": np.fmax, "min": np.fmin,                  # like LLVM's maxnum: a NaN operand is ignored
+          "shl": operator.lshift, "shr": operator.rshift,  # numpy: logical on unsigned, arithmetic on signed
+          "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+          "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
+          "and": operator.and_, "or": operator.or_, "xor": operator.xor}    # logical on np.bool_
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC_OPS = ("and", "or", "xor")          # logical on bools, bitwise on integers
-ARITH_OPS = ("add", "sub", "mul", "div", "mod", "max", "min", "shl", "shr")   # shr: logical when unsigned
 
 
 @dataclass(frozen=True)
 class BinOp(Expr):
-    op: str                    # one of ARITH_OPS, COMPARE_OPS, LOGIC_OPS
+    op: str                    # one of BINOPS
     a: Expr
     b: Expr
 

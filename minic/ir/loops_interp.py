@@ -7,7 +7,6 @@ shapes, and every schedule against the unscheduled loops.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Sequence
 
 import numpy as np
@@ -15,32 +14,9 @@ import numpy as np
 from minic.errors import UserError
 from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
-from minic.ir.loops import (CALLS, STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const, Expr, For, Function, If, Load,
-                            Program, Role, Select, Seq, Stmt, Store, Var)
+from minic.ir.loops import (BINOPS, CALLS, STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const,
+                            Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var)
 from minic.ir.types import DType, TensorType, dim_eval
-
-def _trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-# Integer div and mod truncate toward zero (as C and LLVM do); the rest as numpy computes
-# on scalars of the operands' type.
-_BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "max": np.fmax, "min": np.fmin,           # like LLVM's maxnum: a NaN operand is ignored
-           "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
-           "ne": operator.ne, "and": operator.and_, "or": operator.or_, "xor": operator.xor,  # logical on np.bool_
-           "shl": operator.lshift, "shr": operator.rshift}  # numpy: logical on unsigned, arithmetic on signed
-
-
-def _binop(op: str, a, b, dtype: DType):
-    if op == "div":
-        return a / b if dtype.is_float else dtype.numpy.type(_trunc_div(int(a), int(b)))
-    if op == "mod":                                # floats: LLVM's frem
-        return np.fmod(a, b) if dtype.is_float else dtype.numpy.type(int(a) - _trunc_div(int(a), int(b)) * int(b))
-    if op not in _BINOPS:
-        raise ValueError(f"unknown binary op {op}")
-    return _BINOPS[op](a, b)
 
 
 class Interpreter:
@@ -69,7 +45,7 @@ class Interpreter:
         if isinstance(e, Const):
             return e.dtype.numpy.type(e.value)
         if isinstance(e, BinOp):
-            return e.dtype.numpy.type(_binop(e.op, self._eval(e.a), self._eval(e.b), e.a.dtype))
+            return e.dtype.numpy.type(BINOPS[e.op](self._eval(e.a), self._eval(e.b)))
         if isinstance(e, Load):
             return self.memory[e.buffer.name][self.offset(e.buffer, e.index)]
         if isinstance(e, Call):

@@ -14,9 +14,8 @@ import functools
 from dataclasses import dataclass
 from typing import Mapping
 
-from minic.ir.loops import (ARITH_OPS, COMPARE_OPS, LOGIC_OPS, BinOp, Const, Expr, For, Stmt, Var, const,
-                            map_expr, map_stmt)
-from minic.ir.loops_interp import _binop
+from minic.ir.loops import BINOPS, BinOp, Const, Expr, For, Stmt, Var, const, map_expr, map_stmt
+from minic.ir.loops_interp import Interpreter
 from minic.ir.rules import Rules, rule
 from minic.ir.types import DType
 
@@ -71,37 +70,20 @@ def _divide_term(t: Expr, c: int) -> Expr:
         return const(t.value // c, t.dtype)
     assert isinstance(t, BinOp) and isinstance(t.b, Const)
     if t.b.value % c == 0:
-        return _mul(t.a, const(t.b.value // c, t.dtype))
-    return _mul(_divide_term(t.a, c // t.b.value), t.b) if c % t.b.value == 0 else BinOp("div", t, const(c))
+        return _apply("mul", t.a, const(t.b.value // c, t.dtype))
+    if c % t.b.value == 0:
+        return _apply("mul", _divide_term(t.a, c // t.b.value), t.b)
+    return BinOp("div", t, const(c))
 
 
 def _sum(terms: list[Expr], dtype: DType) -> Expr:
-    return functools.reduce(_add, terms) if terms else const(0, dtype)
+    return functools.reduce(lambda a, b: _apply("add", a, b), terms) if terms else const(0, dtype)
 
 
-def _add(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, Const) and isinstance(b, Const):
-        return const(a.value + b.value, a.dtype)
-    if isinstance(b, Const) and b.value == 0:
-        return a
-    if isinstance(a, Const) and a.value == 0:
-        return b
-    return BinOp("add", a, b)
-
-
-def _mul(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, Const) and isinstance(b, Const):
-        return const(a.value * b.value, a.dtype)
-    if isinstance(a, Const):
-        a, b = b, a
-    if isinstance(b, Const):
-        if b.value == 1:
-            return a
-        if b.value == 0 and _is_int(a):
-            return b
-        if isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const):
-            return _mul(a.a, const(a.b.value * b.value, a.dtype))
-    return BinOp("mul", a, b)
+def _apply(op: str, a: Expr, b: Expr) -> Expr:
+    """``a op b`` simplified at its root by the rules (``a`` and ``b`` are simple already)."""
+    e = BinOp(op, a, b)
+    return RULES.apply(op, At(e, {})) or e
 
 
 @dataclass(slots=True)                 # made at every expression: kept cheap
@@ -120,34 +102,38 @@ def _is(x: Expr, value: float) -> bool:
     return isinstance(x, Const) and x.value == value
 
 
-@rule(*ARITH_OPS, *COMPARE_OPS, *LOGIC_OPS)
+@rule(*BINOPS)
 def constant_operands(at: At) -> Expr | None:
-    """c1 op c2 -> c  (integer and bool operands: floats are left to LLVM)"""
+    """c1 op c2 -> c, as the interpreter computes it  (ints and bools: floats are left to LLVM)"""
     e = at.e
     if not (isinstance(e.a, Const) and isinstance(e.b, Const)) or not (_is_int(e.a) or e.a.dtype == DType.bool):
         return None
-    return Const(e.dtype.numpy.type(_binop(e.op, e.a.dtype.numpy.type(e.a.value),
-                                           e.b.dtype.numpy.type(e.b.value), e.a.dtype)).item(), e.dtype)
-
-
-@rule("mul", "add", "sub")
-def float_neutral(at: At) -> Expr | None:
-    """x * 1.0 -> x;  x + 0.0 -> x;  x - 0.0 -> x  (floats)"""
-    e = at.e
-    if _is_int(e.a) or not _is(e.b, 1.0 if e.op == "mul" else 0.0):
-        return None
-    return e.a
+    return Const(Interpreter({}, {}).eval(e).item(), e.dtype)
 
 
 @rule("add", "sub", "mul")
+def neutral_operand(at: At) -> Expr | None:
+    """x + 0 -> x;  x - 0 -> x;  x * 1 -> x  (of every type: x + 0.0 -> x, x * 1.0 -> x)"""
+    e = at.e
+    return e.a if _is(e.b, 1 if e.op == "mul" else 0) else None
+
+
+@rule("add", "mul")
 def integer_arithmetic(at: At) -> Expr | None:
-    """c1 + c2 -> c;  x + 0 -> x;  x - 0 -> x;  x * 1 -> x;  x * 0 -> 0;  (x * c1) * c2 -> x * (c1·c2)"""
+    """0 + x -> x;  1 * x -> x;  x * 0 -> 0;  c * x -> x * c;  (x * c1) * c2 -> x * (c1·c2)  (i64, i32)"""
     e = at.e
     if not _ints(at):
         return None
-    if e.op == "sub":
-        return e.a if _is(e.b, 0) else None
-    return (_add if e.op == "add" else _mul)(e.a, e.b)
+    if e.op == "add":
+        return e.b if _is(e.a, 0) else None
+    a, b = (e.b, e.a) if isinstance(e.a, Const) else (e.a, e.b)     # the constant second
+    if not isinstance(b, Const):
+        return None
+    if b.value in (0, 1):
+        return a if b.value == 1 else b
+    if isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const):
+        return _apply("mul", a.a, const(a.b.value * b.value, a.dtype))
+    return BinOp("mul", a, b)
 
 
 @rule("div", "mod")
@@ -201,7 +187,7 @@ def same_type_cast(at: At) -> Expr | None:
     return at.e.value if at.e.value.dtype == at.e.to else None
 
 
-RULES = Rules([constant_operands, float_neutral, integer_arithmetic, whole_terms, decided_by_ranges,
+RULES = Rules([constant_operands, neutral_operand, integer_arithmetic, whole_terms, decided_by_ranges,
                constant_condition, same_type_cast])
 
 

@@ -3,9 +3,9 @@ agree, and constant indices inside their buffer.  Messages name the kernel."""
 from __future__ import annotations
 
 from minic.errors import UserError
-from minic.ir.loops import (STATUS, CALLS, COMPARE_OPS, LOGIC_OPS, Allocate, BinOp, Buffer, Call, Cast, Const, Expr,
-                            For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, expr_str, stmt_exprs,
-                            sub_stmts, walk)
+from minic.ir.loops import (BINOPS, CALLS, COMPARE_OPS, LOGIC_OPS, STATUS, Allocate, BinOp, Buffer, Call,
+                            Cast, Const, Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store,
+                            Var, expr_str, stmt_exprs, sub_stmts, walk)
 from minic.ir.types import DType
 
 
@@ -34,6 +34,8 @@ def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]
             if x.name not in scope:
                 raise LoopVerifyError(f"{where}: variable '{x.name}' is not defined here")
         elif isinstance(x, BinOp):
+            if x.op not in BINOPS:
+                raise LoopVerifyError(f"{where}: unknown binary op {x.op}")
             if x.a.dtype != x.b.dtype:
                 raise LoopVerifyError(f"{where}: {expr_str(x)} mixes {x.a.dtype.value} and {x.b.dtype.value}")
             if x.op in LOGIC_OPS and not (x.a.dtype == DType.bool or x.a.dtype.is_int):
