@@ -20,7 +20,6 @@ and one pass in no level, run when asked for (CompileOptions.precision):
 
 ``rewrite.py`` is the toolkit they share; ``manager.py`` runs them by name.
 """
-from minic.passes.manager import PassStat, format_stats, optimize, pipeline
-from minic.passes.registry import LEVELS, PASSES
+from minic.passes.manager import LEVELS, PASSES, PassStat, format_stats, optimize, pipeline
 
 __all__ = ["LEVELS", "PASSES", "PassStat", "format_stats", "optimize", "pipeline"]
