@@ -45,9 +45,9 @@ class CompiledModel:
         self._input_names = [s.value for s in layout.role(Role.INPUT)]
         self._constants = [owned(constants[s.value]) for s in layout.role(Role.CONST)]
         self._plans: dict[tuple, tuple[BufferPlan, np.ndarray]] = {}
-        # The status word the data checks write (Program.checks); None when the code has none.
+        # The status word the data checks write (Program.checks); a word of our own, left 0, if it has none.
         status = code.global_address(STATUS.name) if layout.checks else None
-        self._status = (ctypes.c_int64 * 2).from_address(status) if status else None
+        self._status = (ctypes.c_int64 * 2).from_address(status) if status else (ctypes.c_int64 * 2)()
 
     def plan(self, env: dict[str, int]) -> BufferPlan:
         """The buffer plan for these symbol values (made once per distinct shape)."""
@@ -85,12 +85,10 @@ class CompiledModel:
         pointers += [base + buffer_plan.offsets[s.name] for s in self.layout.role(Role.TEMP)]
         pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
-        status = self._status
-        if status is not None:
-            status[0] = 0
+        self._status[0] = 0
         self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes))
-        if status is not None and status[0]:
-            raise self.layout.data_error(status[0], status[1])
+        if self._status[0]:
+            raise self.layout.data_error(*self._status)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self) -> str:
