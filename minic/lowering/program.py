@@ -68,11 +68,10 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     groups = _groups(graph)
     group_of = {n: g for g, nodes in enumerate(groups) for n in nodes}
     users = graph.users()
-    produced = {v for n in graph.nodes for v in n.outputs}
     outputs: list[Buffer] = []
     copies: list[tuple[Value, Buffer]] = []
     for v in graph.outputs:                      # each output gets a buffer of its own
-        own = v in produced and v not in buffers
+        own = v not in buffers and not v.is_constant     # not an input, a constant or a repeat
         outputs.append(buffer(v, Role.OUTPUT, "" if own else "_out"))
         if own:
             buffers[v] = outputs[-1]             # its kernel stores it there
