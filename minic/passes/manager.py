@@ -12,8 +12,8 @@ from minic.errors import UserError
 from minic.ir.graph import Graph
 from minic.ir.verify import VerifyError, verify
 from minic.limits import fewer_collections
-from minic.passes import (algebra, batchnorm, cse, dead_code, fold_constants, fuse_groups, identity, matmul_bias,
-                          padding, reshapes, shape_chains, to_f16, winograd)
+from minic.passes import (algebra, batchnorm, cse, dead_code, fold_constants, fuse_groups, identity,
+                          matmul_bias, padding, reshapes, shape_chains, to_f16, winograd)
 from minic.passes.rewrite import Rule, rewrite
 
 Pass = Callable[[Graph], Graph]
