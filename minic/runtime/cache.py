@@ -77,14 +77,13 @@ def load(path: Path) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]] | None:
     try:
         if not data.startswith(MAGIC):
             raise ValueError("bad magic")
-        head_end = data.index(b"\n", len(MAGIC))
-        meta = json.loads(data[len(MAGIC):head_end])
-        rest = data[head_end + 1:]
+        head, rest = data[len(MAGIC):].split(b"\n", 1)       # the JSON line (json.dumps writes no newline)
+        meta = json.loads(head)
         if hashlib.sha256(rest).hexdigest() != meta["sha256"]:
             raise ValueError("checksum mismatch")
         obj, npz = rest[:meta["object_bytes"]], rest[meta["object_bytes"]:]
         with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
-            derived = {k: arrays[k] for k in arrays.files}
+            derived = dict(arrays)
         return EntryLayout.from_json(meta["layout"]), obj, derived
     except (ValueError, KeyError, TypeError, OSError) as e:
         warnings.warn(f"minic cache: ignoring corrupt entry {path} ({e})")
