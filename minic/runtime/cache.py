@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import warnings
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +41,9 @@ def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> s
     """SHA-256 over the graph (structure, attributes, types, constant bytes), the options
     and the tuning records (``records.Tuning.digest``: they choose the schedules)."""
     h = hashlib.sha256(compiler_fingerprint())
-    for f in fields(options):
-        if f.name not in ("cache_dir", "use_cache"):
-            h.update(f"{f.name}={getattr(options, f.name)!r};".encode())
+    for name, value in attr_items(options):        # where the cache lives is no part of what it holds
+        if name not in ("cache_dir", "use_cache"):
+            h.update(f"{name}={value!r};".encode())
     h.update(records_digest)
     if not options.triple:         # the host's CPU is part of what the code was built for
         import llvmlite.binding as llvm
