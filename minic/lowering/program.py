@@ -79,8 +79,7 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
             copies.append((v, outputs[-1]))
 
     kernels, lifetimes, checks = [], {}, {}
-    position = {id(n): i for i, n in enumerate(graph.nodes)}
-    describe = lambda n: n.describe(position[id(n)])
+    describe = lambda n: n.describe(graph.nodes.index(n))       # a data check's message names its node
     for nodes in groups:
         # The values the group stores: graph outputs (their buffers are outputs), and those another kernel reads.
         stores = [v for n in nodes for v in n.outputs if buffers.get(v) in outputs or v in crossing]
