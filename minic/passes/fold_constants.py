@@ -32,7 +32,7 @@ def foldable(node: Node) -> bool:
 
 @rule()
 def fold(m: Match) -> tuple[Value, ...] | None:
-    """op(@c1, @c2, ...) -> @op(c1, c2, ...)"""
+    """op(@c1, @c2, ...) -> @op(c1, c2, ...): run nodes whose inputs are all constants once, now."""
     return m.folded(evaluate(m.node)) if foldable(m.node) else None
 
 

@@ -20,8 +20,11 @@ Pass = Callable[[Graph], Graph]
 
 
 def applying(*rules: Rule) -> Pass:
-    """The pass that applies ``rules`` until none applies (``rewrite``): most passes are a table of rules."""
-    return partial(rewrite, rules=rules)
+    """The pass that applies ``rules`` until none applies (``rewrite``): most passes are a table of rules.
+    Like every pass, its docstring states what it rewrites: its rules' identities, one a line."""
+    apply = partial(rewrite, rules=rules)
+    apply.__doc__ = "\n".join(r.identity for r in rules)
+    return apply
 
 
 PASSES: dict[str, Pass] = {

@@ -9,7 +9,7 @@ shape and stating its identity, applied by ``rewrite`` to a fixpoint.
         inner = m.producer(m.node.inputs[0], "neg")
         return inner.inputs[0] if inner else None
 
-    def simplify(graph): return rewrite(graph, [double_negation, ...])
+    "simplify-algebra": applying(double_negation, ...),   # manager.py: the pass rewrite(graph, rules)
 
 A pass never changes its caller's graph: it starts with ``g = clone(graph)`` and
 then edits ``g`` in place, keeping ``g.nodes`` in topological order.
