@@ -9,7 +9,7 @@ import pytest
 from minic import pipeline
 from minic.api import graph_of, load
 from minic.errors import UserError
-from minic.passes import registry
+from minic.passes import manager as registry
 from minic.runtime import CompileOptions
 
 sys.path.insert(0, str(Path(__file__).parent))

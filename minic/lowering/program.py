@@ -18,14 +18,16 @@ from minic.ir.verify import verify
 from minic.lowering.kernel import build_kernel, copy_kernel
 
 
-def _groups(graph: Graph) -> list[list[Node]]:
-    """The fusion groups, ordered so that each comes after the groups it reads from."""
+def _groups(graph: Graph) -> tuple[list[list[Node]], set[Value]]:
+    """The fusion groups, ordered so that each comes after the groups it reads from, and the values
+    that a group reads from another (each stored by its kernel)."""
     members: dict[object, list[Node]] = {}
     for i, node in enumerate(graph.nodes):
         members.setdefault(("g", node.group) if node.group is not None else ("n", i), []).append(node)
     producer = {v: key for key, nodes in members.items() for n in nodes for v in n.outputs}
-    deps = {key: {producer[v] for n in nodes for v in n.inputs if v in producer} - {key}
-            for key, nodes in members.items()}
+    reads = {key: {v for n in nodes for v in n.inputs if v in producer and producer[v] != key}
+             for key, nodes in members.items()}                  # what each group reads from others
+    deps = {key: {producer[v] for v in values} for key, values in reads.items()}
     order, done = [], set()
     pending = list(members)                      # in order of first node: a stable, readable order
     while pending:
@@ -35,7 +37,7 @@ def _groups(graph: Graph) -> list[list[Node]]:
         pending.remove(ready)
         done.add(ready)
         order.append(members[ready])
-    return order
+    return order, set().union(*reads.values())
 
 
 def _buffer_name(name: str, taken: set[str]) -> str:
@@ -65,14 +67,11 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
 
     buffers: dict[Value, Buffer] = {v: buffer(v, Role.INPUT) for v in graph.inputs}
     buffers.update((v, buffer(v, Role.CONST)) for v in graph.constants if v.data.size != 1)   # scalars: literals
-    groups = _groups(graph)
-    group_of = {n: g for g, nodes in enumerate(groups) for n in nodes}
-    users = graph.users()
-    produced = {v for n in graph.nodes for v in n.outputs}
+    groups, crossing = _groups(graph)
     outputs: list[Buffer] = []
     copies: list[tuple[Value, Buffer]] = []
     for v in graph.outputs:                      # each output gets a buffer of its own
-        own = v in produced and v not in buffers
+        own = v not in buffers and not v.is_constant     # not an input, a constant or a repeat
         outputs.append(buffer(v, Role.OUTPUT, "" if own else "_out"))
         if own:
             buffers[v] = outputs[-1]             # its kernel stores it there
@@ -80,12 +79,10 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
             copies.append((v, outputs[-1]))
 
     kernels, lifetimes, checks = [], {}, {}
-    position = {id(n): i for i, n in enumerate(graph.nodes)}
-    describe = lambda n: n.describe(position[id(n)])
-    for g, nodes in enumerate(groups):
+    describe = lambda n: n.describe(graph.nodes.index(n))       # a data check's message names its node
+    for nodes in groups:
         # The values the group stores: graph outputs (their buffers are outputs), and those another kernel reads.
-        stores = [v for n in nodes for v in n.outputs
-                  if buffers.get(v) in outputs or any(group_of[u] != g for u in users.get(v, []))]
+        stores = [v for n in nodes for v in n.outputs if buffers.get(v) in outputs or v in crossing]
         for v in stores:
             if v not in buffers:
                 buffers[v] = buffer(v, Role.TEMP)

@@ -18,9 +18,9 @@ and one pass in no level, run when asked for (CompileOptions.precision):
 
   to_f16.py          to-f16                    op(x: f32) : f32 -> cast(op(cast(x, f16)) : f16, f32)
 
-``rewrite.py`` is the toolkit they share; ``manager.py`` runs them by name.
+``rewrite.py`` is the toolkit they share; ``manager.py`` names them (a pass of rules as its
+table of rules) and runs them by name.
 """
-from minic.passes.manager import PassStat, format_stats, optimize, pipeline
-from minic.passes.registry import LEVELS, PASSES
+from minic.passes.manager import LEVELS, PASSES, PassStat, format_stats, optimize, pipeline
 
 __all__ = ["LEVELS", "PASSES", "PassStat", "format_stats", "optimize", "pipeline"]

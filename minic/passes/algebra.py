@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.ir.graph import Graph, Node, Value
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.ir.graph import Node, Value
+from minic.passes.rewrite import Match, rule
 
 # op -> (the constant that leaves the other operand unchanged, may it stand on the left?)
 # x + 0 -> x holds up to the sign of zero (-0.0 + 0.0 = +0.0), as in every ML
@@ -48,11 +48,3 @@ def transpose_pair(m: Match) -> Value | Node | None:
     if perm == tuple(range(len(perm))):
         return inner.inputs[0]
     return m.rebuilt("transpose", [inner.inputs[0]], perm=perm)
-
-
-RULES = [neutral_operand, double_negation, transpose_pair]
-
-
-def simplify_algebra(graph: Graph) -> Graph:
-    """x*1, x+0, x-0, x/1, x**1 -> x;  neg(neg(x)) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)."""
-    return rewrite(graph, RULES)

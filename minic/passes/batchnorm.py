@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 
 from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.ir.graph import Node, Value
+from minic.passes.rewrite import Match, rule
 
 
 def _scale_shift(bn: Node) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +46,3 @@ def fold(m: Match) -> Node | None:
     out = Value(lin.outputs[0].name, bn.outputs[0].type)     # the folded node keeps the linear node's name
     return replace(lin, op="conv2d" if lin.op == "conv2d" else "gemm", inputs=[x, w_new, c_new], outputs=[out],
                    attrs=attrs)
-
-
-def fold_batchnorm(graph: Graph) -> Graph:
-    """batch_norm(conv2d(x, w, b)) -> conv2d(x, w·k, (b - mean)·k + bias), k = scale / sqrt(var + eps); gemm alike."""
-    return rewrite(graph, [fold])

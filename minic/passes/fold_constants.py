@@ -5,10 +5,10 @@ import math
 
 from minic.errors import UserError
 from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value
+from minic.ir.graph import Node, Value
 from minic.ir.interpret import resolve
 from minic.limits import ensure_values_fit
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.passes.rewrite import Match, rule
 
 # Folding expand(@c, [4096, 4096]) would bake a large array into the model that
 # the compiled code could compute cheaply; results above this many elements are
@@ -32,13 +32,8 @@ def foldable(node: Node) -> bool:
 
 @rule()
 def fold(m: Match) -> tuple[Value, ...] | None:
-    """op(@c1, @c2, ...) -> @op(c1, c2, ...)"""
-    return m.folded(evaluate(m.node)) if foldable(m.node) else None
-
-
-def fold_constants(graph: Graph) -> Graph:
     """op(@c1, @c2, ...) -> @op(c1, c2, ...): run nodes whose inputs are all constants once, now."""
-    return rewrite(graph, [fold])
+    return m.folded(evaluate(m.node)) if foldable(m.node) else None
 
 
 def evaluate(node: Node) -> tuple:

@@ -1,8 +1,8 @@
 """eliminate-identity: ``identity(x) -> x`` and every op that, with its attributes, is one."""
 from __future__ import annotations
 
-from minic.ir.graph import Graph, Value
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.ir.graph import Value
+from minic.passes.rewrite import Match, rule
 
 # Ops that cannot reorder elements: when the result has x's type, it *is* x.
 # (Not transpose: transpose(x: f32[4, 4], perm=[1, 0]) keeps the type.)
@@ -37,11 +37,3 @@ def identity_permutation(m: Match) -> Value | None:
 def whole_slice(m: Match) -> Value | None:
     """slice(x)[0:n:1] over axes of size n -> x  (a slice with steps 1 that keeps x's type)"""
     return m.node.inputs[0] if _same_type(m) and all(s == 1 for s in m.node.attrs.steps) else None
-
-
-RULES = [identity, same_type, identity_permutation, whole_slice]
-
-
-def eliminate_identity(graph: Graph) -> Graph:
-    """identity(x) -> x, dropout(x) -> x, and reshape/transpose/cast/expand/slice/... (x) -> x when a no-op."""
-    return rewrite(graph, RULES)

@@ -5,9 +5,9 @@ from dataclasses import replace
 
 from minic.errors import UserError
 from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value
+from minic.ir.graph import Node, Value
 from minic.ir.ops.shapes import broadcast
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.passes.rewrite import Match, rule
 
 
 def _bias_fits(bias: Value, product: Value) -> bool:
@@ -35,8 +35,3 @@ def bias_epilogue(m: Match) -> Node | None:
         return replace(mm, op="gemm", inputs=[mm.inputs[0], mm.inputs[1], bias], outputs=m.node.outputs,
                        attrs=attrs, group=m.node.group)
     return None
-
-
-def fuse_matmul_bias(graph: Graph) -> Graph:
-    """add(matmul(x, w), b) -> gemm(x, w, b) for 2-D x and w;  add(gemm(x, w), b) -> gemm(x, w, b)."""
-    return rewrite(graph, [bias_epilogue])

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from minic.ir.graph import Graph, Node
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.ir.graph import Node
+from minic.passes.rewrite import Match, rule
 
 # The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max.
 PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
@@ -34,8 +34,3 @@ def pad_apart(m: Match) -> Node | None:
         m.memo[key] = m.emit("pad", [x], f"{x.name}_padded", pads=(0, 0, top, left, 0, 0, bottom, right),
                              value=PAD_VALUE[node.op])
     return replace(node, inputs=[m.memo[key], *node.inputs[1:]], attrs=replace(node.attrs, padding=(0,) * 4))
-
-
-def explicit_padding(graph: Graph) -> Graph:
-    """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0}; max_pool2d alike with -inf."""
-    return rewrite(graph, [pad_apart])

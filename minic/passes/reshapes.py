@@ -1,8 +1,8 @@
 """fuse-reshapes: ``reshape(reshape(x, s1), s2) -> reshape(x, s2)``, flatten/squeeze/unsqueeze included."""
 from __future__ import annotations
 
-from minic.ir.graph import Graph, Node, Value
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.ir.graph import Node, Value
+from minic.passes.rewrite import Match, rule
 
 # Each of these keeps the elements in row-major order and only changes the
 # shape, so each equals reshape(x, its result shape) and a chain of them equals
@@ -18,8 +18,3 @@ def reshape_pair(m: Match) -> Value | Node | None:
         return None
     x, out = inner.inputs[0], m.node.outputs[0]
     return x if x.type == out.type else m.rebuilt("reshape", [x], shape=out.type.shape)
-
-
-def fuse_reshapes(graph: Graph) -> Graph:
-    """reshape(reshape(x, s1), s2) -> reshape(x, s2); -> x itself when s2 is x's shape."""
-    return rewrite(graph, [reshape_pair])

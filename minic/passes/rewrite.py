@@ -9,7 +9,7 @@ shape and stating its identity, applied by ``rewrite`` to a fixpoint.
         inner = m.producer(m.node.inputs[0], "neg")
         return inner.inputs[0] if inner else None
 
-    def simplify(graph): return rewrite(graph, [double_negation, ...])
+    "simplify-algebra": applying(double_negation, ...),   # manager.py: the pass rewrite(graph, rules)
 
 A pass never changes its caller's graph: it starts with ``g = clone(graph)`` and
 then edits ``g`` in place, keeping ``g.nodes`` in topological order.
@@ -30,17 +30,11 @@ from minic.ir.rules import Rule, Rules, rule  # noqa: F401 - the passes import r
 def clone(graph: Graph) -> Graph:
     """A copy with fresh Values and Nodes.  Constant arrays and attribute
     dataclasses are shared: passes replace them, never write into them."""
-    copy: dict[Value, Value] = {}
-
-    def new(v: Value) -> Value:
-        copy[v] = Value(v.name, v.type, v.data)
-        return copy[v]
-
-    inputs = [new(v) for v in graph.inputs]
-    constants = [new(v) for v in graph.constants]
-    nodes = [replace(n, inputs=[copy[v] for v in n.inputs], outputs=[new(v) for v in n.outputs])
+    copy = {v: replace(v) for v in graph.values()}
+    nodes = [replace(n, inputs=[copy[v] for v in n.inputs], outputs=[copy[v] for v in n.outputs])
              for n in graph.nodes]
-    return Graph(graph.name, inputs, [copy[v] for v in graph.outputs], nodes, constants)
+    return Graph(graph.name, [copy[v] for v in graph.inputs], [copy[v] for v in graph.outputs], nodes,
+                 [copy[v] for v in graph.constants])
 
 
 def replace_uses(graph: Graph, old: Value, new: Value) -> None:
@@ -131,10 +125,9 @@ class Match:
 
     def emit(self, op: str, inputs: list[Value], base: str, **attrs) -> Value:
         """A new one-output node ``op(inputs){attrs}`` before the matched one, its type inferred."""
-        definition = ops.get(op)
-        made = definition.make_attrs(**attrs)
-        out = Value(fresh_name(self.graph, base), definition.infer(made, [v.type for v in inputs])[0])
-        node = replace(self.node, op=op, inputs=inputs, outputs=[out], attrs=made)   # its group, source, scope
+        node = self.rebuilt(op, inputs, **attrs)                 # the matched node's group, source, scope
+        out = Value(fresh_name(self.graph, base), ops.get(op).infer(node.attrs, [v.type for v in inputs])[0])
+        node.outputs = [out]
         self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
         self.producers[out] = node
         return out

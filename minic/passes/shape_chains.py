@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.ir.graph import Graph, Node, Value
+from minic.ir.graph import Node, Value
 from minic.ir.types import DType, Dim, canon, dim_div, dim_mul, dim_prod
 from minic.passes.fold_constants import evaluate, foldable
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.passes.rewrite import Match, rule
 
 # The ops of a shape program: each maps vectors of entries to a vector of entries.
 CHAIN_OPS = {"shape", "gather", "unsqueeze", "squeeze", "concat", "slice", "identity", "cast",
@@ -124,8 +124,3 @@ def static_entries(m: Match) -> tuple[Value, ...] | None:
     made = m.folded([np.array(entries, dtype=np.int64).reshape(out.type.shape)])
     m.retire(*made)
     return made
-
-
-def fold_constant_gather(graph: Graph) -> Graph:
-    """reshape_dynamic(x, s) -> reshape(x, [entries of s]) when types tell every entry; gather(@c, @i) -> @c[i]."""
-    return rewrite(graph, [static_target, constant_gather, static_entries])

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.ir.graph import Graph, Value
-from minic.passes.rewrite import Match, rewrite, rule
+from minic.ir.graph import Value
+from minic.passes.rewrite import Match, rule
 
 # F(2x2, 3x3): y = A^T [(G g G^T) ⊙ (B^T d B)] A, for a 4x4 tile d and a 3x3 filter g.
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.float64)
@@ -103,8 +103,3 @@ def winograd_f2x3(m: Match) -> Value | None:
         y = m.emit("add", [y, m.constant(f"{bias[0].name}_hw", bias[0].data[:, None, None])], f"{out.name}_b")
     m.retire(w, *bias)
     return y
-
-
-def winograd_conv2d(graph: Graph) -> Graph:
-    """conv2d(x, w, b){3x3, stride 1, constant w} -> A^T [(G w G^T) ⊙ (B^T d B)] A + b (F(2x2, 3x3), where it pays)."""
-    return rewrite(graph, [winograd_f2x3])

@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import warnings
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +41,9 @@ def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> s
     """SHA-256 over the graph (structure, attributes, types, constant bytes), the options
     and the tuning records (``tune.records.Tuning.digest``: they choose the schedules)."""
     h = hashlib.sha256(compiler_fingerprint())
-    for f in fields(options):
-        if f.name not in ("cache_dir", "use_cache"):
-            h.update(f"{f.name}={getattr(options, f.name)!r};".encode())
+    for name, value in attr_items(options):        # where the cache lives is no part of what it holds
+        if name not in ("cache_dir", "use_cache"):
+            h.update(f"{name}={value!r};".encode())
     h.update(records_digest)
     if not options.triple:         # the host's CPU is part of what the code was built for
         import llvmlite.binding as llvm
@@ -77,14 +76,13 @@ def load(path: Path) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]] | None:
     try:
         if not data.startswith(MAGIC):
             raise ValueError("bad magic")
-        head_end = data.index(b"\n", len(MAGIC))
-        meta = json.loads(data[len(MAGIC):head_end])
-        rest = data[head_end + 1:]
+        head, rest = data[len(MAGIC):].split(b"\n", 1)       # the JSON line (json.dumps writes no newline)
+        meta = json.loads(head)
         if hashlib.sha256(rest).hexdigest() != meta["sha256"]:
             raise ValueError("checksum mismatch")
         obj, npz = rest[:meta["object_bytes"]], rest[meta["object_bytes"]:]
         with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
-            derived = {k: arrays[k] for k in arrays.files}
+            derived = dict(arrays)
         return EntryLayout.from_json(meta["layout"]), obj, derived
     except (ValueError, KeyError, TypeError, OSError) as e:
         warnings.warn(f"minic cache: ignoring corrupt entry {path} ({e})")

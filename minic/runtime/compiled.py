@@ -12,7 +12,6 @@ import numpy as np
 
 from minic.codegen.jit import Loaded
 from minic.codegen.module import ENTRY
-from minic.errors import UserError
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
@@ -41,13 +40,13 @@ class CompiledModel:
         self.layout = layout
         self._code = code                    # keeps the machine code alive
         self._entry = _ENTRY_TYPE(code.address(ENTRY))
-        self._inputs = [Value(s.name, TensorType(s.shape, s.dtype)) for s in layout.role(Role.INPUT)]
-        self._input_names = [s.value for s in layout.role(Role.INPUT)]
+        # Named as the user knows them (the graph's names, not the buffers'): bind_symbols' messages say them.
+        self._inputs = [Value(s.value, TensorType(s.shape, s.dtype)) for s in layout.role(Role.INPUT)]
         self._constants = [owned(constants[s.value]) for s in layout.role(Role.CONST)]
         self._plans: dict[tuple, tuple[BufferPlan, np.ndarray]] = {}
-        # The status word the data checks write (Program.checks); None when the code has none.
+        # The status word the data checks write (Program.checks); a word of our own, left 0, if it has none.
         status = code.global_address(STATUS.name) if layout.checks else None
-        self._status = (ctypes.c_int64 * 2).from_address(status) if status else None
+        self._status = (ctypes.c_int64 * 2).from_address(status) if status else (ctypes.c_int64 * 2)()
 
     def plan(self, env: dict[str, int]) -> BufferPlan:
         """The buffer plan for these symbol values (made once per distinct shape)."""
@@ -65,12 +64,7 @@ class CompiledModel:
 
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays = contiguous(arrays)
-        try:
-            env = bind_symbols(self._inputs, arrays)
-        except UserError as e:               # name the model's inputs as the user knows them
-            for slot, name in zip(self._inputs, self._input_names):
-                e = UserError(str(e).replace(f"'{slot.name}'", f"'{name}'"))
-            raise e from None
+        env = bind_symbols(self._inputs, arrays)
         shapes = [tuple(dim_eval(d, env) for d in s.shape) for s in self.layout.role(Role.OUTPUT)]
         out_types = [s.dtype.numpy for s in self.layout.role(Role.OUTPUT)]
         nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, t in zip(shapes, out_types))
@@ -85,12 +79,10 @@ class CompiledModel:
         pointers += [base + buffer_plan.offsets[s.name] for s in self.layout.role(Role.TEMP)]
         pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
-        status = self._status
-        if status is not None:
-            status[0] = 0
+        self._status[0] = 0
         self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes))
-        if status is not None and status[0]:
-            raise self.layout.data_error(status[0], status[1])
+        if self._status[0]:
+            raise self.layout.data_error(*self._status)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self) -> str:

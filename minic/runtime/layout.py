@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 from minic.codegen.module import entry_buffers
-from minic.ir.loops import Program, Role
+from minic.ir.loops import Program, Role, data_error
 from minic.ir.types import DType
 from minic.runtime.buffer_plan import Temp
 
@@ -58,5 +58,4 @@ class EntryLayout:
 
     def data_error(self, code: int, value: int) -> "DataError":
         """The error a status word of ``[code, value]`` reports (code != 0)."""
-        from minic.ir.loops import data_error
         return data_error(self.name, self.checks, code, value)

@@ -16,7 +16,7 @@ from minic.ir.interpret import interpret
 from minic.ir.types import DType, TensorType
 from minic.ir.verify import verify
 from minic.passes import PASSES, optimize
-from minic.passes.registry import ROUNDING
+from minic.passes.manager import ROUNDING
 
 SHAPE = ("B", 2, 3, 4)                          # every pool value has this type: NCHW with a symbolic batch
 

@@ -48,3 +48,19 @@ def test_nan_and_inf_propagate_like_pytorch(mlp):
     got = run(x)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+def test_errors_name_an_input_as_the_graph_does(tmp_path):
+    """The buffer of input 'x.1' is x_1 (a C identifier); a message says 'x.1'."""
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value
+    from minic.ir.loops import Role
+    from minic.ir.types import DType, TensorType
+    from minic.runtime import CompileOptions, compile_graph
+    t = TensorType(("B", 4), DType.f32)
+    x, y = Value("x.1", t), Value("y", t)
+    model = compile_graph(Graph("g", [x], [y], [Node("relu", [x], [y], ops.get("relu").make_attrs())]),
+                          CompileOptions(cache_dir=tmp_path))
+    assert [s.name for s in model.layout.role(Role.INPUT)] == ["x_1"]
+    with pytest.raises(UserError, match=r"input 'x\.1': expected dtype f32"):
+        model(np.zeros((2, 4), np.float64))
