@@ -22,12 +22,10 @@ import io
 import json
 import os
 import re
-import types
-import typing
 from contextlib import ExitStack
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, NoReturn, Union
+from typing import Any, NoReturn
 
 import numpy as np
 from lark import Lark, Token, Tree
@@ -424,10 +422,12 @@ class _Builder:
                 self.fail(name, f"unknown attribute '{name}' of {op.name}; it takes {', '.join(hints) or 'none'}")
             if name in values:
                 self.fail(name, f"attribute '{name}' is given twice")
-            value = _coerce(self.scalar(value_tree), hints[name])
-            if value is _BAD:
+            value = _attr_value(self.scalar(value_tree))
+            if not ops.conforms(value, hints[name]):
                 self.fail(value_tree, f"type mismatch: attribute '{name}' of {op.name} must be "
                                       f"{ops.describe_type(hints[name])}, got '{self.source(value_tree)}'")
+            if hints[name] is float and isinstance(value, int):
+                value = float(str(value))        # eps = 1 is held as 1.0 (and 1e400's digits as inf)
             values[name] = value
         missing = [f.name for f in fields(op.attrs) if f.name not in values
                    and f.default is MISSING and f.default_factory is MISSING]
@@ -439,28 +439,22 @@ class _Builder:
             self.fail(at, str(e))
 
 
-# --- attribute values: the parsed (kind, value) against the field's declared type
+# --- attribute values: read as the printer writes them; ops.conforms checks the field's type
 
-_BAD = object()
+_BAD = object()                          # what the printer never writes: conforms to no field type
 
 
-def _coerce(item: tuple[Any, Any], hint: Any) -> Any:
-    """The attribute value of ``item`` for a field typed ``hint``, or _BAD."""
+def _attr_value(item: tuple[Any, Any], in_list: bool = False) -> Any:
+    """The attribute value that the parsed (kind, value) ``item`` spells.  The printer
+    writes a str as a JSON string ("tanh"), but in a list as a bare dim ([B*T, 4])."""
     kind, value = item
-    if hint == Dim:
-        return value if kind in (int, Dim) else _BAD
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return next((v for v in (_coerce(item, a) for a in args) if v is not _BAD), _BAD)
-    if origin is tuple:                  # tuple[int, ...] or tuple[int, int]
-        if kind is not tuple or (args[-1] is not Ellipsis and len(args) != len(value)):
-            return _BAD
-        hints = args[:1] * len(value) if args[-1] is Ellipsis else args
-        out = tuple(_coerce(x, h) for x, h in zip(value, hints))
-        return _BAD if _BAD in out else out
-    if hint is float:
+    if kind is tuple:
+        return tuple(_attr_value(x, in_list=True) for x in value)
+    if kind is float:
         try:
-            return float(_float_of(str(value), np.dtype(np.float64))) if kind in (float, int) else _BAD
+            return float(_float_of(value, np.dtype(np.float64)))
         except (ValueError, OverflowError):
             return _BAD
-    return value if kind is hint else _BAD           # bool, int, str, DType, NoneType
+    if kind is (str if in_list else Dim):  # "B" in a list, or B*T outside one: never printed
+        return _BAD
+    return value
