@@ -22,12 +22,10 @@ import io
 import json
 import os
 import re
-import types
-import typing
 from contextlib import ExitStack
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, NoReturn, Union
+from typing import Any, NoReturn
 
 import numpy as np
 from lark import Lark, Token, Tree
@@ -213,9 +211,9 @@ def _describe(terminal: str) -> str:
     return _TERMINALS.get(terminal) or f"'{_lark().get_terminal(terminal).pattern.value}'"
 
 
-_WORDS: dict[str, tuple[str, Any]] = {"true": ("bool", True), "false": ("bool", False),
-                                      "none": ("none", None), "end": ("int", END),
-                                      **{d.value: ("dtype", d) for d in DType}}
+# What a lone word means in a scalar; any other word is a dim (a symbol).
+_WORDS: dict[str, Any] = {"true": True, "false": False, "none": None, "end": END,
+                          **{d.value: d for d in DType}}
 
 
 class _Builder:
@@ -288,35 +286,37 @@ class _Builder:
         shape = []
         for d in dims:
             kind, value = self.dim(d)
-            if kind == "int" and value < 0:
+            if kind is int and value < 0:
                 self.fail(d, f"a dim must be >= 0, got {value}")
             shape.append(value)
         return TensorType(tuple(shape), DType[dtype])
 
-    def dim(self, tree: Tree) -> tuple[str, Any]:
-        """("int", 3) or ("dim", "B*T") or, for a lone word, what the word means."""
+    def dim(self, tree: Tree) -> tuple[Any, Any]:
+        """(int, 3) or (Dim, "B*T")."""
         parts = tree.children
         if len(parts) == 1 and parts[0].type == "INT":
-            return "int", int(parts[0])
+            return int, int(parts[0])
         text = "*".join(parts)
         try:
             canon(text)
         except UserError:
             self.fail(tree, f"bad symbolic dim '{text}': expected a product like B*T or 4*T")
-        return "dim", text
+        return Dim, text
 
-    def scalar(self, tree: Tree) -> tuple[str, Any]:
-        """(kind, value) of a scalar or, for an attribute, a list of them."""
+    def scalar(self, tree: Tree) -> tuple[Any, Any]:
+        """(kind, value) of a scalar or, for an attribute, a list of them.  The kind is the
+        type of the value (True: bool, END: int, f16: DType), but tuple for a list of
+        (kind, value) items, float for a float's text, and Dim for a symbolic dim."""
         if tree.data == "list":
-            return "list", [self.scalar(s) for s in tree.children]
+            return tuple, [self.scalar(s) for s in tree.children]
         item = tree.children[0]
         if isinstance(item, Tree):
             if len(item.children) == 1 and item.children[0] in _WORDS:
-                return _WORDS[item.children[0]]
+                return type(_WORDS[item.children[0]]), _WORDS[item.children[0]]
             return self.dim(item)
         if item.type == "STRING":
-            return "str", self.string(item)
-        return "float", str(item)
+            return str, self.string(item)
+        return float, str(item)
 
     def string(self, token: Token) -> str:
         try:
@@ -348,14 +348,14 @@ class _Builder:
 
     def element(self, tree: Tree, dtype: DType) -> Any:
         kind, value = self.scalar(tree)
-        if dtype == DType.bool and kind == "bool":
+        if dtype == DType.bool and kind is bool:
             return value
-        if dtype.is_int and kind == "int":
+        if dtype.is_int and kind is int:
             info = np.iinfo(dtype.numpy)
             if not info.min <= value <= info.max:
                 self.fail(tree, f"{value} is out of range for {dtype.value}")
             return value
-        if dtype.is_float and kind in ("float", "int"):
+        if dtype.is_float and kind in (float, int):
             try:
                 return _float_of(str(value), dtype.numpy)
             except (ValueError, OverflowError) as e:
@@ -422,10 +422,12 @@ class _Builder:
                 self.fail(name, f"unknown attribute '{name}' of {op.name}; it takes {', '.join(hints) or 'none'}")
             if name in values:
                 self.fail(name, f"attribute '{name}' is given twice")
-            value = _coerce(self.scalar(value_tree), hints[name])
-            if value is _BAD:
+            value = _attr_value(self.scalar(value_tree))
+            if not ops.conforms(value, hints[name]):
                 self.fail(value_tree, f"type mismatch: attribute '{name}' of {op.name} must be "
                                       f"{ops.describe_type(hints[name])}, got '{self.source(value_tree)}'")
+            if hints[name] is float and isinstance(value, int):
+                value = float(str(value))        # eps = 1 is held as 1.0 (and 1e400's digits as inf)
             values[name] = value
         missing = [f.name for f in fields(op.attrs) if f.name not in values
                    and f.default is MISSING and f.default_factory is MISSING]
@@ -437,31 +439,22 @@ class _Builder:
             self.fail(at, str(e))
 
 
-# --- attribute values: the parsed (kind, value) against the field's declared type
+# --- attribute values: read as the printer writes them; ops.conforms checks the field's type
 
-_BAD = object()
+_BAD = object()                          # what the printer never writes: conforms to no field type
 
 
-def _coerce(item: tuple[str, Any], hint: Any) -> Any:
-    """The attribute value of ``item`` for a field typed ``hint``, or _BAD."""
+def _attr_value(item: tuple[Any, Any], in_list: bool = False) -> Any:
+    """The attribute value that the parsed (kind, value) ``item`` spells.  The printer
+    writes a str as a JSON string ("tanh"), but in a list as a bare dim ([B*T, 4])."""
     kind, value = item
-    if hint == Dim:
-        return value if kind in ("int", "dim") else _BAD
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return next((v for v in (_coerce(item, a) for a in args) if v is not _BAD), _BAD)
-    if origin is tuple:                  # tuple[int, ...] or tuple[int, int]
-        if kind != "list" or (args[-1] is not Ellipsis and len(args) != len(value)):
-            return _BAD
-        hints = args[:1] * len(value) if args[-1] is Ellipsis else args
-        out = tuple(_coerce(x, h) for x, h in zip(value, hints))
-        return _BAD if _BAD in out else out
-    if hint is float:
+    if kind is tuple:
+        return tuple(_attr_value(x, in_list=True) for x in value)
+    if kind is float:
         try:
-            return float(_float_of(str(value), np.dtype(np.float64))) if kind in ("float", "int") else _BAD
+            return float(_float_of(value, np.dtype(np.float64)))
         except (ValueError, OverflowError):
             return _BAD
-    want = {int: "int", bool: "bool", str: "str", DType: "dtype", type(None): "none"}.get(hint)
-    if want is None:                     # a field type this file does not know: the op's check decides
-        return _BAD if kind == "list" else value
-    return value if kind == want else _BAD
+    if kind is (str if in_list else Dim):  # "B" in a list, or B*T outside one: never printed
+        return _BAD
+    return value

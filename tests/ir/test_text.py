@@ -184,6 +184,11 @@ ERRORS = [  # (name, replace this, by this, "line:col", words the message must h
     ("constant named as value", "@c)", "%c)", "3:16", ["%c is a constant", "@c"]),
     ("attribute type", "add(%x, @c) : f32[B, 4]", "reduce_sum(%x) {axes = 1} : f32[B]", "3:31",
      ["type mismatch", "'axes' of reduce_sum", "list of ints", "'1'"]),
+    ("bare word for a string", "add(%x, @c)", "gelu(%x) {approximate = tanh}", "3:32",
+     ["type mismatch", "'approximate' of gelu", "a string", "'tanh'"]),
+    ("string in a list of dims", "add(%x, @c) : f32[B, 4]",
+     'reshape(%x) {shape = ["B", 4]} : f32[B, 4]', "3:29",
+     ["type mismatch", "'shape' of reshape", "list of dims", "'[\"B\", 4]'"]),
     ("missing attribute", "add(%x, @c) : f32[B, 4]", "reduce_sum(%x) : f32[B]", "3:8", ["reduce_sum needs", "axes"]),
     ("attribute check", "add(%x, @c)", 'gelu(%x) {approximate = "erf"}', "3:8", ["gelu", "approximate", "'erf'"]),
     ("unknown dtype", "f32[4]", "f33[4]", "2:14", ["unknown dtype 'f33'"]),
@@ -206,6 +211,13 @@ def test_error_messages(name, old, new, where, words):
     for word in words:
         assert word in message, message
     assert "\n" not in message
+
+
+def test_an_int_for_a_float_attribute_is_held_as_a_float():
+    text = BASE.replace("add(%x, @c) : f32[B, 4]", "layer_norm(%x) {eps = 1} : f32[B, 4]")
+    node = parse_graph(text).nodes[0]
+    assert type(node.attrs.eps) is float and node.attrs.eps == 1.0
+    assert "eps = 1.0" in print_graph(Graph("g", node.inputs, node.outputs, [node], []))
 
 
 def test_bad_npz_references(tmp_path):
