@@ -19,8 +19,8 @@ from typing import Callable
 import numpy as np
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
-                            Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
-                            walk, walk_stmts)
+                            Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
+                            substitute, walk, walk_stmts)
 from minic.ir.loops_interp import _BINOPS
 from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
@@ -115,18 +115,16 @@ def _prepacked(alloc: Allocate, loops: dict[str, For], kernel: str, program: Pro
     # The panel as a function of its own index: the fill's value with each store index a
     # variable over the buffer's axis.  Where that leaves none of the fill's loops and the fill
     # stores every element, other reads of those values in scope read the panel too.
-    axes = {f"{name}_{d}": ix for d, ix in enumerate(t.index)}
-    pattern = value
-    for u, ix in axes.items():
-        pattern = map_expr(pattern, lambda x, ix=ix, u=u: Var(u) if x == ix else None)
+    holes = {f"{name}_{d}": (Const(0), Const(n)) for d, n in enumerate(alloc.buffer.shape)}
+    axis = {ix: Var(u) for ix, u in zip(t.index, holes)}
+    pattern = map_expr(value, lambda x: axis.get(x))
     if free_vars(pattern) & inner or any(free_vars(i) - inner for i in t.index):
         return body
     stored = np.zeros(alloc.buffer.shape, bool)         # the same for every tile: the index is the fill's own
     stored[where[len(outer):]] = True
     if not stored.all():
         return body
-    holes = {u: (Const(0), Const(n)) for u, n in zip(axes, alloc.buffer.shape)}
-    return _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in axes)), {})
+    return _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in holes)), {})
 
 
 def _reuse(s: Stmt, value: Expr, holes: dict[str, tuple[Expr, Expr]], packed: Callable[[dict[str, Expr]], Expr],
@@ -134,37 +132,21 @@ def _reuse(s: Stmt, value: Expr, holes: dict[str, tuple[Expr, Expr]], packed: Ca
     """``s`` with every expression that is ``value`` at other loops over the same ranges as
     ``holes`` (the fill's loop variables) replaced by ``packed`` of those loops' variables."""
     def swap(e: Expr) -> Expr | None:
-        bound: dict[str, Expr] = {}
-        return packed(bound) if _unify(value, e, holes, ranges, bound) else None
+        # Where e matches, the nodes of value and e pair up in order, each hole with its loop variable.
+        bound = {p.name: x for p, x in zip(walk(value), walk(e)) if isinstance(p, Var) and p.name in holes
+                 and isinstance(x, Var) and ranges.get(x.name) == holes[p.name]}
+        return packed(bound) if substitute(value, bound) == e else None
 
     if isinstance(s, For):
         ranges = {**ranges, s.var.name: (s.start, s.extent)}
     return map_stmt(s, lambda e: map_expr(e, swap), lambda t: _reuse(t, value, holes, packed, ranges))
 
 
-def _unify(pattern: Expr, e: Expr, holes: dict[str, tuple[Expr, Expr]], ranges: dict[str, tuple[Expr, Expr]],
-           bound: dict[str, Expr]) -> bool:
-    """Whether ``e`` is ``pattern`` with each hole (a variable) bound to a loop variable of
-    the hole's range, the same one wherever the hole occurs (``bound`` collects them)."""
-    if isinstance(pattern, Var) and pattern.name in holes:
-        if pattern.name not in bound and isinstance(e, Var) and ranges.get(e.name) == holes[pattern.name]:
-            bound[pattern.name] = e
-        return bound.get(pattern.name) == e
-    if type(pattern) is not type(e):
-        return False
-    kids = children(e)
-    if len(children(pattern)) != len(kids) or rebuild(pattern, kids) != e:
-        return False
-    return all(_unify(a, b, holes, ranges, bound) for a, b in zip(children(pattern), kids))
-
-
 def _drop(s: Stmt, fill: Stmt) -> Stmt:
-    if isinstance(s, Seq):
-        rest = tuple(t for t in s.stmts if t is not fill)
-        return rest[0] if len(rest) == 1 else Seq(rest)
+    """``s`` (a panel's allocation's body) without ``fill``, its first statement or its ``then``'s."""
     if isinstance(s, If):
-        return If(s.cond, _drop(s.then, fill), s.otherwise)
-    return s
+        return replace(s, then=_drop(s.then, fill))
+    return seq(*(t for t in stmts_of(s) if t is not fill))
 
 
 def prepack(program: Program) -> Program:
