@@ -6,14 +6,12 @@ first two make the register-tiled matmul micro-kernel (see ``templates.py``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator
-
 from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role,
                             Select, Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq,
                             stmt_exprs, sub_stmts, substitute, walk, walk_stmts)
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_children,
-                                 map_exprs, perfect_band, private_buffers, rename_loops, rewrite_loops,
-                                 stmts_of, stores, subst_stmt, wrap)
+from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, map_children, map_exprs,
+                                 perfect_band, private_buffers, rename_loops, rewrite_loops, stmts_of, stores,
+                                 subst_stmt, the_loop, wrap)
 from minic.schedule.primitives import _band, _binop, _tidy
 
 
@@ -79,7 +77,7 @@ def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function
     the panel stays in cache for every iteration that reuses it.  The reads must
     all use one index, and every inner loop it names needs a constant extent.
     """
-    loop = _single_loop(f, at, "pack")
+    loop = the_loop(f, at, only="pack")
     found = [ld for ld in loads(loop.body) if ld.buffer.name == buffer]
     if not found:
         raise fail(f, f"pack: loop '{at}' does not read a buffer '{buffer}'")
@@ -92,7 +90,7 @@ def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function
 def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     """``pack`` for any expression the body of ``at`` computes (a fused concat, say):
     it is computed once per element into the local buffer ``name``."""
-    loop = _single_loop(f, at, "pack")
+    loop = the_loop(f, at, only="pack")
     written = {st.buffer.name for st in stores(loop.body)}
     read = {x.buffer.name for x in walk(operand) if isinstance(x, Load)}
     if read & written:
@@ -116,22 +114,10 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     return _tidy(rewrite_loops(f, at, lambda t: replace(t, body=body)))
 
 
-def _single_loop(f: Function, at: str, what: str) -> For:
-    found = loops_named(f.body, at)
-    if len(found) != 1:
-        raise fail(f, f"{what}: there is {'no' if not found else 'more than one'} loop '{at}'")
-    return found[0]
-
-
 def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
     """The loops inside ``s`` that enclose the first statement reading ``target``."""
-    def go(t: Stmt, stack: list[For]) -> Iterator[list[For]]:
-        if any(x == target for e in stmt_exprs(t) for x in walk(e)):
-            yield stack
-        inner = stack + [t] if isinstance(t, For) else stack
-        for k in sub_stmts(t):
-            yield from go(k, inner)
-    return next(go(s, []), None)
+    reads = [t for t in walk_stmts(s) if any(x == target for e in stmt_exprs(t) for x in walk(e))]
+    return [t for t in loops(s) if any(x is reads[0] for x in walk_stmts(t.body))] if reads else None
 
 
 IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
@@ -182,7 +168,7 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     elements before the update (``y[.., r] = e(r); acc = acc + y[.., r]``) go with it, in
     vectors too, when each iteration writes its own elements.
     """
-    loop = _single_loop(f, name, "rfactor")
+    loop = the_loop(f, name, only="rfactor")
     found = reduction_update(loop.body)
     if found is None:
         raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator "

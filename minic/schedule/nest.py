@@ -99,12 +99,15 @@ def wrap(band: list[For], body: Stmt) -> Stmt:
     return body
 
 
-def the_loop(f: Function, name: str) -> For:
-    """The first loop called ``name`` (an error names the loops there are)."""
+def the_loop(f: Function, name: str, only: str = "") -> For:
+    """The first loop called ``name`` (an error names the loops there are); with ``only``
+    (the primitive that asks), the one loop called ``name``."""
     found = loops_named(f.body, name)
     if not found:
         names = sorted({t.var.name for t in loops(f.body)})
         raise fail(f, f"no loop '{name}' (loops: {', '.join(names) or 'none'})")
+    if only and len(found) > 1:
+        raise fail(f, f"{only}: there is more than one loop '{name}'")
     return found[0]
 
 
