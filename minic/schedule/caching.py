@@ -6,12 +6,13 @@ first two make the register-tiled matmul micro-kernel (see ``templates.py``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+
 from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role,
                             Select, Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq,
                             stmt_exprs, sub_stmts, substitute, walk, walk_stmts)
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, map_children, map_exprs,
-                                 perfect_band, private_buffers, rename_loops, rewrite_loops, stmts_of, stores,
-                                 subst_stmt, the_loop, wrap)
+from minic.schedule.nest import (bounds_vars, check_independent, const_extent, fail, loads, loops,
+                                 map_children, map_exprs, perfect_band, private_buffers, rename_loops,
+                                 rewrite_loops, stmts_of, stores, subst_stmt, the_loop, wrap)
 from minic.schedule.primitives import _band, _binop, _tidy
 
 
@@ -53,14 +54,9 @@ def cache_accumulator(f: Function, *names: str) -> Function:
         s = map_stmt(s, retarget, fix)
         return Store(tile, at, s.value) if isinstance(s, Store) and s.buffer == acc else s
 
-    parts = []
-    for s in stmts_of(alloc.body):
-        chain, leaf = [], fix(s)
-        while isinstance(leaf, For) and not (band_vars & (free_vars(leaf.start) | free_vars(leaf.extent))):
-            chain.append(leaf)
-            leaf = leaf.body
-        parts.append(wrap(chain, wrap(band, leaf)))
-    result = Allocate(tile, seq(*parts))
+    # Each part's band goes inside the loops it starts with whose bounds do not use the band.
+    parts = [perfect_band(fix(s), lambda t: not band_vars & bounds_vars(t)) for s in stmts_of(alloc.body)]
+    result = Allocate(tile, seq(*(wrap(chain, wrap(band, leaf)) for chain, leaf in parts)))
     return _tidy(rewrite_loops(f, top.var.name, lambda _: result))
 
 

@@ -83,10 +83,11 @@ def stmts_of(s: Stmt) -> tuple[Stmt, ...]:
     return s.stmts if isinstance(s, Seq) else (s,)
 
 
-def perfect_band(s: Stmt) -> tuple[list[For], Stmt]:
-    """The loops ``s`` starts with, each the only statement of the one before, and what they hold."""
+def perfect_band(s: Stmt, keep: Callable[[For], bool] = lambda t: True) -> tuple[list[For], Stmt]:
+    """The loops ``s`` starts with, each the only statement of the one before, and what they hold
+    (the band stops at the first loop that ``keep`` refuses)."""
     band = []
-    while isinstance(s, For):
+    while isinstance(s, For) and keep(s):
         band.append(s)
         s = s.body
     return band, s
@@ -97,6 +98,11 @@ def wrap(band: list[For], body: Stmt) -> Stmt:
     for loop in reversed(band):
         body = replace(loop, body=body)
     return body
+
+
+def bounds_vars(t: For) -> set[str]:
+    """The variables that a loop's bounds use."""
+    return free_vars(t.start) | free_vars(t.extent)
 
 
 def the_loop(f: Function, name: str, only: str = "") -> For:
