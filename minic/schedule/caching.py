@@ -170,12 +170,8 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
         raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator "
                       "that e does not read")
     elements, st = found
-    if elements:                         # lanes write their own elements, and read only those
-        check_independent(f, replace(loop, body=seq(*elements)), "rfactor", distinct_writes=True)
-        written = {(e.buffer, e.index) for e in elements}
-        if any(ld.buffer in {b for b, _ in written} and (ld.buffer, ld.index) not in written
-               for ld in loads(loop.body)):
-            raise fail(f, f"rfactor: loop '{name}' reads elements that another iteration writes")
+    # Lanes write their own elements, and read only those; the accumulator becomes the partial results.
+    check_independent(f, loop, "rfactor", distinct_writes=True, shared=frozenset({st.buffer.name}))
     acc, op, term = st.buffer, st.value.op, st.value.b
     part = Buffer(f"{acc.name}_part", (lanes,), acc.dtype, Role.LOCAL)
     ro, lv, rt = Var(name + "o"), Var(name + "v"), Var(name + "t")

@@ -59,10 +59,9 @@ def unique_loops(f: Function) -> Function:
         if isinstance(t, For):
             n = seen.get(t.var.name, 0)
             seen[t.var.name] = n + 1
-            if n == 0:
-                return replace(t, body=go(t.body))
-            new = Var(f"{t.var.name}_{n}")
-            return For(new, t.start, t.extent, t.kind, go(subst_stmt(t.body, {t.var.name: new})))
+            if n:               # the first loop of a name keeps it
+                new = Var(f"{t.var.name}_{n}")
+                t = replace(subst_stmt(t, {t.var.name: new}), var=new)
         return map_children(t, go)
     return replace(f, body=go(f.body))
 
@@ -149,16 +148,17 @@ def private_buffers(s: Stmt) -> set[str]:
     return {t.buffer.name for t in walk_stmts(s) if isinstance(t, Allocate)}
 
 
-def check_independent(f: Function, loop: For, what: str, distinct_writes: bool) -> None:
+def check_independent(f: Function, loop: For, what: str, distinct_writes: bool,
+                      shared: frozenset[str] = frozenset()) -> None:
     """Raise unless the iterations of ``loop`` may run in any order, or at once.
 
-    Conservative rule: a buffer the body writes (other than its private locals)
-    is read in the body only at the very index it is written at, so no
-    iteration reads another's result; with ``distinct_writes`` each such store's
-    index must also mention the loop variable (else every iteration writes one
-    element: a reduction).
+    Conservative rule: a buffer the body writes (other than its private locals
+    and the ``shared`` ones, accumulators that the caller takes care of) is read
+    in the body only at the very index it is written at, so no iteration reads
+    another's result; with ``distinct_writes`` each such store's index must also
+    mention the loop variable (else every iteration writes one element: a reduction).
     """
-    private = private_buffers(loop.body)
+    private = private_buffers(loop.body) | shared
     written = {}
     for st in stores(loop.body):
         if st.buffer.name in private:

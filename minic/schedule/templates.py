@@ -237,11 +237,9 @@ def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, n
     size = nr * 4 * math.prod(r.extent.value for r in c.reduction)
     if len(factors) != 1 or size > PACK_LIMIT:
         return f
-    try:
-        f = pack_operand(f, lo, factors[0], "w_pack")
-    except ScheduleError:
-        return f                   # e.g. computed in two places: the template runs unpacked
-    return rewrite_loops(f, lo, _fill_where_used)
+    with suppress(ScheduleError):  # e.g. computed in two places: the template runs unpacked
+        return rewrite_loops(pack_operand(f, lo, factors[0], "w_pack"), lo, _fill_where_used)
+    return f
 
 
 def _fill_where_used(loop: For) -> For:
