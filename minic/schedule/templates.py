@@ -48,8 +48,8 @@ class Contraction:
     """Where a contraction nest sits in a kernel, and its loops."""
     spatial: tuple[For, ...]
     reduction: tuple[For, ...]
-    lane: str                      # the spatial loop that becomes vector lanes
-    row: str                       # the spatial loop that becomes unrolled register rows
+    lane: For                      # the spatial loop that becomes vector lanes
+    row: For                       # the spatial loop that becomes unrolled register rows
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def find_contraction(f: Function) -> Contraction | None:
                      else (spatial[-1], spatial[-2] if len(spatial) > 1 else None))
         if row is None:
             continue
-        return Contraction(tuple(spatial), tuple(reduction), lane.var.name, row.var.name)
+        return Contraction(tuple(spatial), tuple(reduction), lane, row)
     return None
 
 
@@ -136,26 +136,25 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
     c = find_contraction(f)
     if c is None:
         raise ScheduleError(f"kernel {f.name} holds no contraction nest")
-    by_name = {t.var.name: t for t in c.spatial}
-    lane, row = by_name[c.lane], by_name[c.row]
-    nr = min(knobs.lanes, lane.extent.value) if isinstance(lane.extent, Const) else knobs.lanes
-    mr = min(knobs.rows, row.extent.value) if isinstance(row.extent, Const) else knobs.rows
-    lo, li, ro, ri = c.lane + "o", c.lane + "i", c.row + "o", c.row + "i"
-    names = [t.var.name for t in c.spatial]
-    before = [n for n in names[:names.index(c.lane)] if n != c.row]
-    after = [n for n in names[names.index(c.lane) + 1:] if n != c.row]
+    lane, row = c.lane.var.name, c.row.var.name
+    nr = min(knobs.lanes, c.lane.extent.value) if isinstance(c.lane.extent, Const) else knobs.lanes
+    mr = min(knobs.rows, c.row.extent.value) if isinstance(c.row.extent, Const) else knobs.rows
+    lo, li, ro, ri = lane + "o", lane + "i", row + "o", row + "i"
+    k = c.spatial.index(c.lane)
+    before = [t.var.name for t in c.spatial[:k] if t is not c.row]
+    after = [t.var.name for t in c.spatial[k + 1:] if t is not c.row]
     # Reorder first, split after: a symbolic extent splits into if (n >= f) {tiles} else {plain},
     # and the tiles must already be in their final order (a band under an if can still be
     # reordered, but not across it).
-    f = reorder(f, *before, c.lane, *after, c.row)
-    f = split(f, c.lane, nr, tail="overlap")
-    f = reorder(f, *after, c.row, li)
-    f = split(f, c.row, mr, tail="overlap")
+    f = reorder(f, *before, lane, *after, row)
+    f = split(f, lane, nr, tail="overlap")
+    f = reorder(f, *after, row, li)
+    f = split(f, row, mr, tail="overlap")
     f = cache_accumulator(f, ri, li)
     f = unroll(f, ri)
     f = vectorize(f, li)
     f = rewrite_loops(f, ri, lambda t: _store_along_rows(t, li))
-    if not isinstance(row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
+    if not isinstance(c.row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
         with suppress(ScheduleError):
             f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
     if knobs.pack:
@@ -266,18 +265,16 @@ def default_knobs(f: Function) -> Knobs:
     10 % and 8 % less time than 32 x 8 and 32 x 7; its 3x3 convolutions and its 14- and
     7-column stages did best with the general choice."""
     c = find_contraction(unique_loops(f))
-    row = next((t for t in c.spatial if t.var.name == c.row), None) if c else None
-    if row is None or not isinstance(row.extent, Const):
+    if c is None or not isinstance(c.row.extent, Const):
         return Knobs()
-    n = row.extent.value
+    n = c.row.extent.value
     rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
     one_by_one = "conv2d" in f.origin and all(isinstance(t.extent, Const) and t.extent.value == 1
                                              for t in c.reduction[1:])
-    lane = next(t for t in c.spatial if t.var.name == c.lane)
-    channels = lane.extent.value if isinstance(lane.extent, Const) else 0
+    channels = c.lane.extent.value if isinstance(c.lane.extent, Const) else 0
     # A matmul of weight lanes (its epilogue stored along its rows) with as short a reduction:
     # Winograd's 16 matmuls at resnet50's 56-column stage, 64 input channels.
-    short = (len(c.reduction) == 1 and c.row == c.spatial[-1].var.name and isinstance(c.reduction[0].extent, Const)
+    short = (len(c.reduction) == 1 and c.row is c.spatial[-1] and isinstance(c.reduction[0].extent, Const)
              and c.reduction[0].extent.value <= 64)
     if (one_by_one and len(c.reduction) > 1) or short:
         for shape in (Knobs(rows=8, lanes=16), Knobs(rows=4, lanes=64)):
