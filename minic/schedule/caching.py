@@ -248,13 +248,6 @@ def _reached(s: Stmt) -> list[For]:
     return [s] if isinstance(s, For) else []
 
 
-def _map_bands(s: Stmt, fn) -> Stmt:
-    """``s`` with ``fn`` applied to each loop reached through blocks and allocations only."""
-    if isinstance(s, (Seq, Allocate)):
-        return map_children(s, lambda t: _map_bands(t, fn))
-    return fn(s) if isinstance(s, For) else s
-
-
 def _same_ranges(a: list[For], b: list[For]) -> bool:
     return len(a) == len(b) and all(x.start == y.start and x.extent == y.extent and x.kind == y.kind == ForKind.SERIAL
                                     for x, y in zip(a, b))
@@ -313,13 +306,14 @@ def _reads(s: Stmt, buffer: Buffer) -> bool:
 def _replace_part(s: Stmt, part: Expr, band: list[For], outer: tuple[Expr, ...], out: Buffer,
                   keep: bool) -> Stmt:
     """``part`` (over ``band``'s variables) replaced in each loop band of ``s`` over the same
-    ranges by its element of ``out`` (``keep``), or by a constant (to see what else reads
-    ``out``, and whether ``part`` occurs at all: the result then differs from ``s``)."""
-    def in_band(t: For) -> Stmt:
-        loops_, _ = perfect_band(t)
-        if not _same_ranges(band, loops_):
-            return t
-        pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})
-        by = Load(out, outer + tuple(t.var for t in loops_)) if keep else const(0, part.dtype)
-        return map_exprs(t, lambda e: _swap(e, pattern, by))
-    return _map_bands(s, in_band)
+    ranges, reached through blocks and allocations, by its element of ``out`` (``keep``), or
+    by a constant (to see what else reads ``out``, and whether ``part`` occurs at all: the
+    result then differs from ``s``)."""
+    if isinstance(s, (Seq, Allocate)):
+        return map_children(s, lambda t: _replace_part(t, part, band, outer, out, keep))
+    loops_, _ = perfect_band(s)
+    if not _same_ranges(band, loops_):
+        return s
+    pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})
+    by = Load(out, outer + tuple(t.var for t in loops_)) if keep else const(0, part.dtype)
+    return map_exprs(s, lambda e: _swap(e, pattern, by))

@@ -173,23 +173,20 @@ def fuse_for_threads(f: Function, name: str, threads: int) -> tuple[Function, st
     at enough iterations: every loop fused in makes the indices of the ones inside divisions
     by its extent (with B, a real division) that LLVM cannot hoist out of them.  Returns the
     function and the loop's new name."""
-    while True:
-        found = loops_named(f.body, name)
-        if len(found) != 1:
-            return f, name
-        top = found[0]
-        inner = top.body
-        if not (isinstance(inner, For) and inner.kind == ForKind.SERIAL
-                and top.kind in (ForKind.SERIAL, ForKind.PARALLEL)
-                and (fewest(top.extent) or 0) < CHUNKS_PER_THREAD * threads):
-            return f, name
-        try:
-            fused = fuse(f, name, inner.var.name, name + inner.var.name)
-            if top.kind == ForKind.PARALLEL:
-                fused = parallel(fused, name + inner.var.name)        # checks the fused loop's independence
-        except ScheduleError:
-            return f, name
-        f, name = fused, name + inner.var.name
+    found = loops_named(f.body, name)
+    top = found[0] if len(found) == 1 else None
+    if not (top is not None and isinstance(top.body, For) and top.body.kind == ForKind.SERIAL
+            and top.kind in (ForKind.SERIAL, ForKind.PARALLEL)
+            and (fewest(top.extent) or 0) < CHUNKS_PER_THREAD * threads):
+        return f, name
+    fused_name = name + top.body.var.name
+    try:
+        fused = fuse(f, name, top.body.var.name, fused_name)
+        if top.kind == ForKind.PARALLEL:
+            fused = parallel(fused, fused_name)        # checks the fused loop's independence
+    except ScheduleError:
+        return f, name
+    return fuse_for_threads(fused, fused_name, threads)
 
 
 def widen_parallel(f: Function, threads: int) -> Function:
