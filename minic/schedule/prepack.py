@@ -89,26 +89,24 @@ def _prepacked(alloc: Allocate, loops: dict[str, For], kernel: str, program: Pro
     if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):
         return None
     inner = {c.var.name for c in chain}
-    outer = sorted(free_vars(value) - inner)
-    around = [loops.get(n) for n in outer] + chain          # None: a variable no loop here binds
+    tiles = [loops.get(n) for n in sorted(free_vars(value) - inner)]     # None: a variable no loop here binds
+    around = tiles + chain
     if not all(c and isinstance(c.start, Const) and isinstance(c.extent, Const) for c in around):
         return None
-    shape = tuple(loops[n].extent.value for n in outer) + tuple(alloc.buffer.shape)
+    shape = tuple(c.extent.value for c in tiles) + tuple(alloc.buffer.shape)
     if alloc.buffer.dtype.numpy.itemsize * int(np.prod(shape)) > LIMIT:
         return None
-    grids = np.meshgrid(*[np.arange(c.start.value, c.start.value + c.extent.value, dtype=np.int64)
-                          for c in around], indexing="ij", sparse=True)
+    grids = np.ix_(*[c.start.value + np.arange(c.extent.value, dtype=np.int64) for c in around])
     env = {c.var.name: g for c, g in zip(around, grids)}
     # Run the fill for every tile at once: the store's own index says where each value goes.
-    where = tuple(g - c.start.value for g, c in zip(grids, around[:len(outer)]))
+    where = tuple(g - c.start.value for g, c in zip(grids, tiles))
     where += tuple(evaluate(i, env, program.constants) for i in t.index)
     data = np.zeros(shape, alloc.buffer.dtype.numpy)
     data[where] = evaluate(value, env, program.constants)
     name = f"{kernel}_{alloc.buffer.name}"
     packed = Buffer(name, shape, alloc.buffer.dtype, Role.CONST)
     new[name] = data
-    lead = tuple(BinOp("sub", Var(n), Const(loops[n].start.value)) if loops[n].start.value else Var(n)
-                 for n in outer)
+    lead = tuple(BinOp("sub", c.var, c.start) if c.start.value else c.var for c in tiles)
     body = _drop(alloc.body, fill)
     body = map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
                                               if isinstance(x, Load) and x.buffer == alloc.buffer else None))
@@ -121,7 +119,7 @@ def _prepacked(alloc: Allocate, loops: dict[str, For], kernel: str, program: Pro
     if free_vars(pattern) & inner or any(free_vars(i) - inner for i in t.index):
         return body
     stored = np.zeros(alloc.buffer.shape, bool)         # the same for every tile: the index is the fill's own
-    stored[where[len(outer):]] = True
+    stored[where[len(tiles):]] = True
     if not stored.all():
         return body
     return _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in holes)), {})
