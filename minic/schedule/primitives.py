@@ -138,10 +138,9 @@ def reorder(f: Function, *names: str) -> Function:
     named = iter(names)                    # the band's named slots get the named loops, in the order given
     order = [by_name[next(named)] if b.var.name in names else b for b in band]
     for k, loop in enumerate(order):
-        inner = {b.var.name for b in order[k + 1:]}
-        used = bounds_vars(loop)
-        if used & inner:
-            raise fail(f, f"cannot move loop '{loop.var.name}' outside '{sorted(used & inner)[0]}': its bounds use it")
+        inside = sorted(bounds_vars(loop) & {b.var.name for b in order[k + 1:]})
+        if inside:
+            raise fail(f, f"cannot move loop '{loop.var.name}' outside '{inside[0]}': its bounds use it")
     for loop in band:
         check_independent(f, loop, "reorder", distinct_writes=False)
     return rewrite_loops(f, top.var.name, lambda _: wrap(order, band[-1].body))
