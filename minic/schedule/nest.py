@@ -160,9 +160,7 @@ def check_independent(f: Function, loop: For, what: str, distinct_writes: bool,
     """
     private = private_buffers(loop.body) | shared
     written = {}
-    for st in stores(loop.body):
-        if st.buffer.name in private:
-            continue
+    for st in [st for st in stores(loop.body) if st.buffer.name not in private]:
         written.setdefault(st.buffer.name, set()).add(st.index)
         if distinct_writes and not any(loop.var.name in free_vars(i) for i in st.index):
             raise fail(f, f"cannot {what} loop '{loop.var.name}': every iteration writes "

@@ -83,11 +83,7 @@ def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
 
 def find_contraction(f: Function) -> Contraction | None:
     """The first contraction nest of ``f`` (see the module docstring), or None."""
-    for nest in stmts_of(f.body):
-        found = _scalar_reduction(nest)
-        if found is None:
-            continue
-        spatial, reduction, _ = found
+    for spatial, reduction, _ in filter(None, map(_scalar_reduction, stmts_of(f.body))):
         update = reduction[-1].body
         if not _is_product_sum(update):
             continue
@@ -305,17 +301,14 @@ def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
             acc = max(acc, x[.., 2 * j + q])             acc[ji] = max(acc[ji], x[.., 2 * j + q])
           y[.., j] = acc                             vectorized for ji < 16: y[.., j] = acc[ji]
     """
-    for nest in stmts_of(f.body):
-        found = _scalar_reduction(nest)
-        if found is None:
-            continue
-        spatial, _, store = found
+    for spatial, _, store in filter(None, map(_scalar_reduction, stmts_of(f.body))):
         j = spatial[-1]
         if not (isinstance(j.extent, Const) and j.extent.value >= lanes and j.start == Const(0)):
             continue
         name = j.var.name
+        in_memory = [a for a in [store] + loads(spatial[0]) if a.buffer.role != Role.LOCAL]
         if len(loops_named(f.body, name)) > 1 or stride(store.index[-1], name) != 1 or not all(
-                _vector_access(a.index, name) for a in [store] + loads(nest) if a.buffer.role != Role.LOCAL):
+                _vector_access(a.index, name) for a in in_memory):
             continue
         with suppress(ScheduleError):
             f = vectorize(cache_accumulator(split(f, name, lanes, tail="overlap"), name + "i"), name + "i")
