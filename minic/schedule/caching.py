@@ -73,7 +73,7 @@ def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function
     the panel stays in cache for every iteration that reuses it.  The reads must
     all use one index, and every inner loop it names needs a constant extent.
     """
-    loop = the_loop(f, at, only="pack")
+    loop = the_loop(f, at, unique_for="pack")
     found = [ld for ld in loads(loop.body) if ld.buffer.name == buffer]
     if not found:
         raise fail(f, f"pack: loop '{at}' does not read a buffer '{buffer}'")
@@ -86,7 +86,7 @@ def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function
 def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     """``pack`` for any expression the body of ``at`` computes (a fused concat, say):
     it is computed once per element into the local buffer ``name``."""
-    loop = the_loop(f, at, only="pack")
+    loop = the_loop(f, at, unique_for="pack")
     written = {st.buffer.name for st in stores(loop.body)}
     read = {x.buffer.name for x in walk(operand) if isinstance(x, Load)}
     if read & written:
@@ -164,7 +164,7 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     elements before the update (``y[.., r] = e(r); acc = acc + y[.., r]``) go with it, in
     vectors too, when each iteration writes its own elements.
     """
-    loop = the_loop(f, name, only="rfactor")
+    loop = the_loop(f, name, unique_for="rfactor")
     found = reduction_update(loop.body)
     if found is None:
         raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator "

@@ -104,15 +104,15 @@ def bounds_vars(t: For) -> set[str]:
     return free_vars(t.start) | free_vars(t.extent)
 
 
-def the_loop(f: Function, name: str, only: str = "") -> For:
-    """The first loop called ``name`` (an error names the loops there are); with ``only``
-    (the primitive that asks), the one loop called ``name``."""
+def the_loop(f: Function, name: str, unique_for: str = "") -> For:
+    """The first loop called ``name`` (an error names the loops there are); with ``unique_for``
+    (a primitive that cannot take several copies), the one loop called ``name``."""
     found = loops_named(f.body, name)
     if not found:
         names = sorted({t.var.name for t in loops(f.body)})
         raise fail(f, f"no loop '{name}' (loops: {', '.join(names) or 'none'})")
-    if only and len(found) > 1:
-        raise fail(f, f"{only}: there is more than one loop '{name}'")
+    if unique_for and len(found) > 1:
+        raise fail(f, f"{unique_for}: there is more than one loop '{name}'")
     return found[0]
 
 

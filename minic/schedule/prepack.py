@@ -25,6 +25,8 @@ from minic.ir.loops_interp import _BINOPS
 from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
+# The interpreter's operations, on whole arrays; a float max/min keeps a NaN, as codegen's llvm.maximum does.
+_OPS = {**_BINOPS, "div": np.divide, "max": np.maximum, "min": np.minimum}
 
 
 def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarray]) -> np.ndarray:
@@ -45,7 +47,7 @@ def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarra
         if e.op in ("div", "mod") and not e.a.dtype.is_float:
             q = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))      # C: toward zero
             return q if e.op == "div" else a - q * b
-        return np.divide(a, b) if e.op == "div" else _BINOPS[e.op](a, b)     # the interpreter's operations
+        return _OPS[e.op](a, b)
     raise ValueError(f"cannot pre-pack an expression with {type(e).__name__}")
 
 
@@ -65,15 +67,15 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
     return replace(k, body=body, params=_params(body, outputs))
 
 
-def _walk(s: Stmt, scope: dict[str, For], pack: Callable[[Allocate, dict[str, For]], Stmt | None]) -> Stmt:
-    """``s`` with each allocation that ``pack`` rewrites rewritten (``scope``: the loops around it)."""
+def _walk(s: Stmt, scope: dict[str, For], rewrite: Callable[[Allocate, dict[str, For]], Stmt | None]) -> Stmt:
+    """``s`` with each allocation that ``rewrite`` rewrites rewritten (``scope``: the loops around it)."""
     if isinstance(s, Allocate):
-        done = pack(s, scope)
+        done = rewrite(s, scope)
         if done is not None:
-            return _walk(done, scope, pack)
+            return _walk(done, scope, rewrite)
     if isinstance(s, For):
         scope = {**scope, s.var.name: s}
-    return map_children(s, lambda t: _walk(t, scope, pack))
+    return map_children(s, lambda t: _walk(t, scope, rewrite))
 
 
 def _prepacked(alloc: Allocate, loops: dict[str, For], kernel: str, program: Program,
