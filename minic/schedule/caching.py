@@ -6,14 +6,13 @@ first two make the register-tiled matmul micro-kernel (see ``templates.py``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role,
                             Select, Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq,
                             stmt_exprs, sub_stmts, substitute, walk, walk_stmts)
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops_named, map_children,
-                                 map_exprs, perfect_band, private_buffers, rename_loops, rewrite_loops,
-                                 stmts_of, stores, subst_stmt, wrap)
+from minic.schedule.nest import (bounds_vars, check_independent, const_extent, fail, loads, loops,
+                                 map_children, map_exprs, perfect_band, private_buffers, rename_loops,
+                                 rewrite_loops, stmts_of, stores, subst_stmt, the_loop, wrap)
 from minic.schedule.primitives import _band, _binop, _tidy
 
 
@@ -55,14 +54,9 @@ def cache_accumulator(f: Function, *names: str) -> Function:
         s = map_stmt(s, retarget, fix)
         return Store(tile, at, s.value) if isinstance(s, Store) and s.buffer == acc else s
 
-    parts = []
-    for s in stmts_of(alloc.body):
-        chain, leaf = [], fix(s)
-        while isinstance(leaf, For) and not (band_vars & (free_vars(leaf.start) | free_vars(leaf.extent))):
-            chain.append(leaf)
-            leaf = leaf.body
-        parts.append(wrap(chain, wrap(band, leaf)))
-    result = Allocate(tile, seq(*parts))
+    # Each part's band goes inside the loops it starts with whose bounds do not use the band.
+    parts = [perfect_band(fix(s), lambda t: not band_vars & bounds_vars(t)) for s in stmts_of(alloc.body)]
+    result = Allocate(tile, seq(*(wrap(chain, wrap(band, leaf)) for chain, leaf in parts)))
     return _tidy(rewrite_loops(f, top.var.name, lambda _: result))
 
 
@@ -79,7 +73,7 @@ def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function
     the panel stays in cache for every iteration that reuses it.  The reads must
     all use one index, and every inner loop it names needs a constant extent.
     """
-    loop = _single_loop(f, at, "pack")
+    loop = the_loop(f, at, unique_for="pack")
     found = [ld for ld in loads(loop.body) if ld.buffer.name == buffer]
     if not found:
         raise fail(f, f"pack: loop '{at}' does not read a buffer '{buffer}'")
@@ -92,7 +86,7 @@ def pack(f: Function, at: str, buffer: str, name: str | None = None) -> Function
 def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     """``pack`` for any expression the body of ``at`` computes (a fused concat, say):
     it is computed once per element into the local buffer ``name``."""
-    loop = _single_loop(f, at, "pack")
+    loop = the_loop(f, at, unique_for="pack")
     written = {st.buffer.name for st in stores(loop.body)}
     read = {x.buffer.name for x in walk(operand) if isinstance(x, Load)}
     if read & written:
@@ -116,22 +110,10 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     return _tidy(rewrite_loops(f, at, lambda t: replace(t, body=body)))
 
 
-def _single_loop(f: Function, at: str, what: str) -> For:
-    found = loops_named(f.body, at)
-    if len(found) != 1:
-        raise fail(f, f"{what}: there is {'no' if not found else 'more than one'} loop '{at}'")
-    return found[0]
-
-
 def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
     """The loops inside ``s`` that enclose the first statement reading ``target``."""
-    def go(t: Stmt, stack: list[For]) -> Iterator[list[For]]:
-        if any(x == target for e in stmt_exprs(t) for x in walk(e)):
-            yield stack
-        inner = stack + [t] if isinstance(t, For) else stack
-        for k in sub_stmts(t):
-            yield from go(k, inner)
-    return next(go(s, []), None)
+    reads = [t for t in walk_stmts(s) if any(x == target for e in stmt_exprs(t) for x in walk(e))]
+    return [t for t in loops(s) if any(x is reads[0] for x in walk_stmts(t.body))] if reads else None
 
 
 IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
@@ -182,18 +164,14 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     elements before the update (``y[.., r] = e(r); acc = acc + y[.., r]``) go with it, in
     vectors too, when each iteration writes its own elements.
     """
-    loop = _single_loop(f, name, "rfactor")
+    loop = the_loop(f, name, unique_for="rfactor")
     found = reduction_update(loop.body)
     if found is None:
         raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator "
                       "that e does not read")
     elements, st = found
-    if elements:                         # lanes write their own elements, and read only those
-        check_independent(f, replace(loop, body=seq(*elements)), "rfactor", distinct_writes=True)
-        written = {(e.buffer, e.index) for e in elements}
-        if any(ld.buffer in {b for b, _ in written} and (ld.buffer, ld.index) not in written
-               for ld in loads(loop.body)):
-            raise fail(f, f"rfactor: loop '{name}' reads elements that another iteration writes")
+    # Lanes write their own elements, and read only those; the accumulator becomes the partial results.
+    check_independent(f, loop, "rfactor", distinct_writes=True, shared=frozenset({st.buffer.name}))
     acc, op, term = st.buffer, st.value.op, st.value.b
     part = Buffer(f"{acc.name}_part", (lanes,), acc.dtype, Role.LOCAL)
     ro, lv, rt = Var(name + "o"), Var(name + "v"), Var(name + "t")
@@ -270,13 +248,6 @@ def _reached(s: Stmt) -> list[For]:
     return [s] if isinstance(s, For) else []
 
 
-def _map_bands(s: Stmt, fn) -> Stmt:
-    """``s`` with ``fn`` applied to each loop reached through blocks and allocations only."""
-    if isinstance(s, (Seq, Allocate)):
-        return map_children(s, lambda t: _map_bands(t, fn))
-    return fn(s) if isinstance(s, For) else s
-
-
 def _same_ranges(a: list[For], b: list[For]) -> bool:
     return len(a) == len(b) and all(x.start == y.start and x.extent == y.extent and x.kind == y.kind == ForKind.SERIAL
                                     for x, y in zip(a, b))
@@ -335,13 +306,14 @@ def _reads(s: Stmt, buffer: Buffer) -> bool:
 def _replace_part(s: Stmt, part: Expr, band: list[For], outer: tuple[Expr, ...], out: Buffer,
                   keep: bool) -> Stmt:
     """``part`` (over ``band``'s variables) replaced in each loop band of ``s`` over the same
-    ranges by its element of ``out`` (``keep``), or by a constant (to see what else reads
-    ``out``, and whether ``part`` occurs at all: the result then differs from ``s``)."""
-    def in_band(t: For) -> Stmt:
-        loops_, _ = perfect_band(t)
-        if not _same_ranges(band, loops_):
-            return t
-        pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})
-        by = Load(out, outer + tuple(t.var for t in loops_)) if keep else const(0, part.dtype)
-        return map_exprs(t, lambda e: _swap(e, pattern, by))
-    return _map_bands(s, in_band)
+    ranges, reached through blocks and allocations, by its element of ``out`` (``keep``), or
+    by a constant (to see what else reads ``out``, and whether ``part`` occurs at all: the
+    result then differs from ``s``)."""
+    if isinstance(s, (Seq, Allocate)):
+        return map_children(s, lambda t: _replace_part(t, part, band, outer, out, keep))
+    loops_, _ = perfect_band(s)
+    if not _same_ranges(band, loops_):
+        return s
+    pattern = substitute(part, {r.var.name: t.var for r, t in zip(band, loops_)})
+    by = Load(out, outer + tuple(t.var for t in loops_)) if keep else const(0, part.dtype)
+    return map_exprs(s, lambda e: _swap(e, pattern, by))

@@ -49,13 +49,11 @@ def _has_parallel(s: Stmt) -> bool:
 def _parallelize(s: Stmt) -> Stmt:
     if _has_parallel(s):                   # scheduled already (a template chose its loop)
         return s
-    if isinstance(s, (Seq, Allocate)):
+    # Blocks, allocations and an axis of size 1: look inside.
+    if isinstance(s, (Seq, Allocate)) or (isinstance(s, For) and s.extent == Const(1)):
         return map_children(s, _parallelize)
-    if isinstance(s, For):
-        if isinstance(s.extent, Const) and s.extent.value == 1:    # an axis of size 1: look inside
-            return replace(s, body=_parallelize(s.body))
-        if s.kind == ForKind.SERIAL and _may_pay(s):
-            return replace(s, kind=ForKind.PARALLEL)
+    if isinstance(s, For) and s.kind == ForKind.SERIAL and _may_pay(s):
+        return replace(s, kind=ForKind.PARALLEL)
     return s
 
 

@@ -59,10 +59,9 @@ def unique_loops(f: Function) -> Function:
         if isinstance(t, For):
             n = seen.get(t.var.name, 0)
             seen[t.var.name] = n + 1
-            if n == 0:
-                return replace(t, body=go(t.body))
-            new = Var(f"{t.var.name}_{n}")
-            return For(new, t.start, t.extent, t.kind, go(subst_stmt(t.body, {t.var.name: new})))
+            if n:               # the first loop of a name keeps it
+                new = Var(f"{t.var.name}_{n}")
+                t = replace(subst_stmt(t, {t.var.name: new}), var=new)
         return map_children(t, go)
     return replace(f, body=go(f.body))
 
@@ -83,10 +82,11 @@ def stmts_of(s: Stmt) -> tuple[Stmt, ...]:
     return s.stmts if isinstance(s, Seq) else (s,)
 
 
-def perfect_band(s: Stmt) -> tuple[list[For], Stmt]:
-    """The loops ``s`` starts with, each the only statement of the one before, and what they hold."""
+def perfect_band(s: Stmt, keep: Callable[[For], bool] = lambda t: True) -> tuple[list[For], Stmt]:
+    """The loops ``s`` starts with, each the only statement of the one before, and what they hold
+    (the band stops at the first loop that ``keep`` refuses)."""
     band = []
-    while isinstance(s, For):
+    while isinstance(s, For) and keep(s):
         band.append(s)
         s = s.body
     return band, s
@@ -99,12 +99,20 @@ def wrap(band: list[For], body: Stmt) -> Stmt:
     return body
 
 
-def the_loop(f: Function, name: str) -> For:
-    """The first loop called ``name`` (an error names the loops there are)."""
+def bounds_vars(t: For) -> set[str]:
+    """The variables that a loop's bounds use."""
+    return free_vars(t.start) | free_vars(t.extent)
+
+
+def the_loop(f: Function, name: str, unique_for: str = "") -> For:
+    """The first loop called ``name`` (an error names the loops there are); with ``unique_for``
+    (a primitive that cannot take several copies), the one loop called ``name``."""
     found = loops_named(f.body, name)
     if not found:
         names = sorted({t.var.name for t in loops(f.body)})
         raise fail(f, f"no loop '{name}' (loops: {', '.join(names) or 'none'})")
+    if unique_for and len(found) > 1:
+        raise fail(f, f"{unique_for}: there is more than one loop '{name}'")
     return found[0]
 
 
@@ -140,20 +148,19 @@ def private_buffers(s: Stmt) -> set[str]:
     return {t.buffer.name for t in walk_stmts(s) if isinstance(t, Allocate)}
 
 
-def check_independent(f: Function, loop: For, what: str, distinct_writes: bool) -> None:
+def check_independent(f: Function, loop: For, what: str, distinct_writes: bool,
+                      shared: frozenset[str] = frozenset()) -> None:
     """Raise unless the iterations of ``loop`` may run in any order, or at once.
 
-    Conservative rule: a buffer the body writes (other than its private locals)
-    is read in the body only at the very index it is written at, so no
-    iteration reads another's result; with ``distinct_writes`` each such store's
-    index must also mention the loop variable (else every iteration writes one
-    element: a reduction).
+    Conservative rule: a buffer the body writes (other than its private locals
+    and the ``shared`` ones, accumulators that the caller takes care of) is read
+    in the body only at the very index it is written at, so no iteration reads
+    another's result; with ``distinct_writes`` each such store's index must also
+    mention the loop variable (else every iteration writes one element: a reduction).
     """
-    private = private_buffers(loop.body)
+    private = private_buffers(loop.body) | shared
     written = {}
-    for st in stores(loop.body):
-        if st.buffer.name in private:
-            continue
+    for st in [st for st in stores(loop.body) if st.buffer.name not in private]:
         written.setdefault(st.buffer.name, set()).add(st.index)
         if distinct_writes and not any(loop.var.name in free_vars(i) for i in st.index):
             raise fail(f, f"cannot {what} loop '{loop.var.name}': every iteration writes "

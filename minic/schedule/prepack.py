@@ -19,11 +19,14 @@ from typing import Callable
 import numpy as np
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
-                            Select, Seq, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, rebuild,
-                            walk, walk_stmts)
+                            Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
+                            substitute, walk, walk_stmts)
+from minic.ir.loops_interp import _BINOPS
 from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
+# The interpreter's operations, on whole arrays; a float max/min keeps a NaN, as codegen's llvm.maximum does.
+_OPS = {**_BINOPS, "div": np.divide, "max": np.maximum, "min": np.minimum}
 
 
 def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarray]) -> np.ndarray:
@@ -32,21 +35,19 @@ def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarra
         return env[e.name]
     if isinstance(e, Const):
         return np.asarray(e.value, e.dtype.numpy)
+    args = [evaluate(x, env, constants) for x in children(e)]
     if isinstance(e, Load):
-        return constants[e.buffer.name][tuple(evaluate(i, env, constants) for i in e.index)]
+        return constants[e.buffer.name][tuple(args)]
     if isinstance(e, Select):
-        return np.where(evaluate(e.cond, env, constants), evaluate(e.a, env, constants), evaluate(e.b, env, constants))
+        return np.where(*args)
     if isinstance(e, Cast):
-        return evaluate(e.value, env, constants).astype(e.to.numpy)
+        return args[0].astype(e.to.numpy)
     if isinstance(e, BinOp):
-        a, b = evaluate(e.a, env, constants), evaluate(e.b, env, constants)
+        a, b = args
         if e.op in ("div", "mod") and not e.a.dtype.is_float:
             q = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))      # C: toward zero
             return q if e.op == "div" else a - q * b
-        ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
-               "min": np.minimum, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-               "eq": np.equal, "ne": np.not_equal, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
-        return ops[e.op](a, b)
+        return _OPS[e.op](a, b)
     raise ValueError(f"cannot pre-pack an expression with {type(e).__name__}")
 
 
@@ -58,71 +59,7 @@ def _fill(alloc: Allocate) -> For | None:
 
 
 def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -> Function:
-    loops: dict[str, For] = {}
-
-    def go(s: Stmt) -> Stmt:
-        if isinstance(s, For):
-            loops[s.var.name] = s
-            out = replace(s, body=go(s.body))
-            del loops[s.var.name]
-            return out
-        if isinstance(s, Allocate):
-            done = _try(s)
-            if done is not None:
-                return go(done)
-        return map_children(s, go)
-
-    def _try(alloc: Allocate) -> Stmt | None:
-        fill = _fill(alloc)
-        if fill is None:
-            return None
-        chain, t = perfect_band(fill)
-        value = t.value
-        reads = [x for x in walk(value) if isinstance(x, Load)]
-        if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):
-            return None
-        inner = {c.var.name for c in chain}
-        outer = sorted(free_vars(value) - inner)
-        around = [loops.get(n) for n in outer] + chain          # None: a variable no loop here binds
-        if not all(c and isinstance(c.start, Const) and isinstance(c.extent, Const) for c in around):
-            return None
-        shape = tuple(loops[n].extent.value for n in outer) + tuple(alloc.buffer.shape)
-        if alloc.buffer.dtype.numpy.itemsize * int(np.prod(shape)) > LIMIT:
-            return None
-        grids = np.meshgrid(*[np.arange(c.start.value, c.start.value + c.extent.value, dtype=np.int64)
-                              for c in around], indexing="ij", sparse=True)
-        env = {c.var.name: g for c, g in zip(around, grids)}
-        # Run the fill for every tile at once: the store's own index says where each value goes.
-        where = tuple(g - c.start.value for g, c in zip(grids, around[:len(outer)]))
-        where += tuple(evaluate(i, env, program.constants) for i in t.index)
-        data = np.zeros(shape, alloc.buffer.dtype.numpy)
-        data[where] = evaluate(value, env, program.constants)
-        name = f"{k.name}_{alloc.buffer.name}"
-        packed = Buffer(name, shape, alloc.buffer.dtype, Role.CONST)
-        new[name] = data
-        lead = tuple(BinOp("sub", Var(n), Const(loops[n].start.value)) if loops[n].start.value else Var(n)
-                     for n in outer)
-        body = _drop(alloc.body, fill)
-        body = map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
-                                                  if isinstance(x, Load) and x.buffer == alloc.buffer else None))
-        # The panel as a function of its own index: the fill's value with each store index a
-        # variable over the buffer's axis.  Where that leaves none of the fill's loops and the fill
-        # stores every element, other reads of those values in scope read the panel too.
-        axes = {f"{name}_{d}": ix for d, ix in enumerate(t.index)}
-        pattern = value
-        for u, ix in axes.items():
-            pattern = map_expr(pattern, lambda x, ix=ix, u=u: Var(u) if x == ix else None)
-        if free_vars(pattern) & inner or any(free_vars(i) - inner for i in t.index):
-            return body
-        stored = np.zeros(alloc.buffer.shape, bool)         # the same for every tile: the index is the fill's own
-        stored[where[len(outer):]] = True
-        if not stored.all():
-            return body
-        holes = {u: (Const(0), Const(n)) for u, n in zip(axes, alloc.buffer.shape)}
-        return _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in axes)), {})
-
-    body = go(k.body)
-    del go, _try        # a cycle through their closures' cells (holding the program) would outlive this call
+    body = _walk(k.body, {}, lambda alloc, scope: _prepacked(alloc, scope, k.name, program, new))
     # Every kernel's parameters are listed anew (in order of first use), packed or not.
     from minic.lowering.kernel import _params
     outputs = [b for b in k.params if b.role in (Role.OUTPUT, Role.TEMP)
@@ -130,42 +67,86 @@ def _prepack_kernel(k: Function, program: Program, new: dict[str, np.ndarray]) -
     return replace(k, body=body, params=_params(body, outputs))
 
 
+def _walk(s: Stmt, scope: dict[str, For], rewrite: Callable[[Allocate, dict[str, For]], Stmt | None]) -> Stmt:
+    """``s`` with each allocation that ``rewrite`` rewrites rewritten (``scope``: the loops around it)."""
+    if isinstance(s, Allocate):
+        done = rewrite(s, scope)
+        if done is not None:
+            return _walk(done, scope, rewrite)
+    if isinstance(s, For):
+        scope = {**scope, s.var.name: s}
+    return map_children(s, lambda t: _walk(t, scope, rewrite))
+
+
+def _prepacked(alloc: Allocate, loops: dict[str, For], kernel: str, program: Program,
+               new: dict[str, np.ndarray]) -> Stmt | None:
+    """``alloc``'s body reading a new constant (added to ``new``) instead of a panel its fill
+    computes from constants, inside ``loops``; None when the panel is not such a panel."""
+    fill = _fill(alloc)
+    if fill is None:
+        return None
+    chain, t = perfect_band(fill)
+    value = t.value
+    reads = [x for x in walk(value) if isinstance(x, Load)]
+    if not reads or any(x.buffer.role != Role.CONST or x.buffer.name not in program.constants for x in reads):
+        return None
+    inner = {c.var.name for c in chain}
+    tiles = [loops.get(n) for n in sorted(free_vars(value) - inner)]     # None: a variable no loop here binds
+    around = tiles + chain
+    if not all(c and isinstance(c.start, Const) and isinstance(c.extent, Const) for c in around):
+        return None
+    shape = tuple(c.extent.value for c in tiles) + tuple(alloc.buffer.shape)
+    if alloc.buffer.dtype.numpy.itemsize * int(np.prod(shape)) > LIMIT:
+        return None
+    grids = np.ix_(*[c.start.value + np.arange(c.extent.value, dtype=np.int64) for c in around])
+    env = {c.var.name: g for c, g in zip(around, grids)}
+    # Run the fill for every tile at once: the store's own index says where each value goes.
+    where = tuple(g - c.start.value for g, c in zip(grids, tiles))
+    where += tuple(evaluate(i, env, program.constants) for i in t.index)
+    data = np.zeros(shape, alloc.buffer.dtype.numpy)
+    data[where] = evaluate(value, env, program.constants)
+    name = f"{kernel}_{alloc.buffer.name}"
+    packed = Buffer(name, shape, alloc.buffer.dtype, Role.CONST)
+    new[name] = data
+    lead = tuple(BinOp("sub", c.var, c.start) if c.start.value else c.var for c in tiles)
+    body = _drop(alloc.body, fill)
+    body = map_exprs(body, lambda e: map_expr(e, lambda x: Load(packed, lead + x.index)
+                                              if isinstance(x, Load) and x.buffer == alloc.buffer else None))
+    # The panel as a function of its own index: the fill's value with each store index a
+    # variable over the buffer's axis.  Where that leaves none of the fill's loops and the fill
+    # stores every element, other reads of those values in scope read the panel too.
+    holes = {f"{name}_{d}": (Const(0), Const(n)) for d, n in enumerate(alloc.buffer.shape)}
+    axis = {ix: Var(u) for ix, u in zip(t.index, holes)}
+    pattern = map_expr(value, lambda x: axis.get(x))
+    if free_vars(pattern) & inner or any(free_vars(i) - inner for i in t.index):
+        return body
+    stored = np.zeros(alloc.buffer.shape, bool)         # the same for every tile: the index is the fill's own
+    stored[where[len(tiles):]] = True
+    if not stored.all():
+        return body
+    return _reuse(body, pattern, holes, lambda bound: Load(packed, lead + tuple(bound[u] for u in holes)), {})
+
+
 def _reuse(s: Stmt, value: Expr, holes: dict[str, tuple[Expr, Expr]], packed: Callable[[dict[str, Expr]], Expr],
            ranges: dict[str, tuple[Expr, Expr]]) -> Stmt:
     """``s`` with every expression that is ``value`` at other loops over the same ranges as
     ``holes`` (the fill's loop variables) replaced by ``packed`` of those loops' variables."""
     def swap(e: Expr) -> Expr | None:
-        bound: dict[str, Expr] = {}
-        return packed(bound) if _unify(value, e, holes, ranges, bound) else None
+        # Where e matches, the nodes of value and e pair up in order, each hole with its loop variable.
+        bound = {p.name: x for p, x in zip(walk(value), walk(e)) if isinstance(p, Var) and p.name in holes
+                 and isinstance(x, Var) and ranges.get(x.name) == holes[p.name]}
+        return packed(bound) if substitute(value, bound) == e else None
 
     if isinstance(s, For):
         ranges = {**ranges, s.var.name: (s.start, s.extent)}
     return map_stmt(s, lambda e: map_expr(e, swap), lambda t: _reuse(t, value, holes, packed, ranges))
 
 
-def _unify(pattern: Expr, e: Expr, holes: dict[str, tuple[Expr, Expr]], ranges: dict[str, tuple[Expr, Expr]],
-           bound: dict[str, Expr]) -> bool:
-    """Whether ``e`` is ``pattern`` with each hole (a variable) bound to a loop variable of
-    the hole's range, the same one wherever the hole occurs (``bound`` collects them)."""
-    if isinstance(pattern, Var) and pattern.name in holes:
-        if pattern.name not in bound and isinstance(e, Var) and ranges.get(e.name) == holes[pattern.name]:
-            bound[pattern.name] = e
-        return bound.get(pattern.name) == e
-    if type(pattern) is not type(e):
-        return False
-    kids = children(e)
-    if len(children(pattern)) != len(kids) or rebuild(pattern, kids) != e:
-        return False
-    return all(_unify(a, b, holes, ranges, bound) for a, b in zip(children(pattern), kids))
-
-
 def _drop(s: Stmt, fill: Stmt) -> Stmt:
-    if isinstance(s, Seq):
-        rest = tuple(t for t in s.stmts if t is not fill)
-        return rest[0] if len(rest) == 1 else Seq(rest)
+    """``s`` (a panel's allocation's body) without ``fill``, its first statement or its ``then``'s."""
     if isinstance(s, If):
-        return If(s.cond, _drop(s.then, fill), s.otherwise)
-    return s
+        return replace(s, then=_drop(s.then, fill))
+    return seq(*(t for t in stmts_of(s) if t is not fill))
 
 
 def prepack(program: Program) -> Program:

@@ -13,8 +13,9 @@ from dataclasses import replace
 from minic.ir.loops import (Allocate, BinOp, Const, Expr, For, ForKind, Function, If, Stmt, Var, const, expr_str,
                             free_vars, seq, walk_stmts)
 from minic.ir.loops_simplify import simplify, simplify_stmt
-from minic.schedule.nest import (check_independent, const_extent, fail, loads, loops, loops_named, perfect_band,
-                                 private_buffers, rename_loops, rewrite_loops, stores, subst_stmt, the_loop, wrap)
+from minic.schedule.nest import (bounds_vars, check_independent, const_extent, fail, loads, loops,
+                                 loops_named, perfect_band, private_buffers, rename_loops, rewrite_loops,
+                                 stores, subst_stmt, the_loop, wrap)
 
 MAX_UNROLL = 64          # copies of a body codegen will write out
 MAX_LANES = 64           # vector lanes of one vectorized loop (LLVM splits wide vectors into registers)
@@ -99,9 +100,8 @@ def _check_overwrites_only(f: Function, loop: For) -> None:
 
 def _sink_guard(cond: Expr, body: Stmt) -> Stmt:
     """``if (cond) body``, the test placed inside the loops that ``body`` starts with."""
-    if isinstance(body, For) and not (free_vars(body.start) | free_vars(body.extent)) & free_vars(cond):
-        return replace(body, body=_sink_guard(cond, body.body))
-    return If(cond, body)
+    chain, inner = perfect_band(body, lambda t: not bounds_vars(t) & free_vars(cond))
+    return wrap(chain, If(cond, inner))
 
 
 def _band(f: Function, names: list[str]) -> tuple[For, list[For]]:
@@ -138,10 +138,9 @@ def reorder(f: Function, *names: str) -> Function:
     named = iter(names)                    # the band's named slots get the named loops, in the order given
     order = [by_name[next(named)] if b.var.name in names else b for b in band]
     for k, loop in enumerate(order):
-        inner = {b.var.name for b in order[k + 1:]}
-        used = free_vars(loop.start) | free_vars(loop.extent)
-        if used & inner:
-            raise fail(f, f"cannot move loop '{loop.var.name}' outside '{sorted(used & inner)[0]}': its bounds use it")
+        inside = sorted(bounds_vars(loop) & {b.var.name for b in order[k + 1:]})
+        if inside:
+            raise fail(f, f"cannot move loop '{loop.var.name}' outside '{inside[0]}': its bounds use it")
     for loop in band:
         check_independent(f, loop, "reorder", distinct_writes=False)
     return rewrite_loops(f, top.var.name, lambda _: wrap(order, band[-1].body))
@@ -169,7 +168,7 @@ def fuse(f: Function, outer: str, inner: str, name: str | None = None) -> Functi
     if not (isinstance(o.body, For) and o.body.var.name == inner):
         raise fail(f, f"cannot fuse '{outer}' and '{inner}': '{inner}' is not the only statement of '{outer}'")
     i = o.body
-    if outer in free_vars(i.start) | free_vars(i.extent):
+    if outer in bounds_vars(i):
         raise fail(f, f"cannot fuse '{outer}' and '{inner}': the bounds of '{inner}' depend on '{outer}'")
     v = Var(name)
     env = {outer: _binop("add", o.start, BinOp("div", v, i.extent)),

@@ -48,8 +48,8 @@ class Contraction:
     """Where a contraction nest sits in a kernel, and its loops."""
     spatial: tuple[For, ...]
     reduction: tuple[For, ...]
-    lane: str                      # the spatial loop that becomes vector lanes
-    row: str                       # the spatial loop that becomes unrolled register rows
+    lane: For                      # the spatial loop that becomes vector lanes
+    row: For                       # the spatial loop that becomes unrolled register rows
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,7 @@ def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
 
 def find_contraction(f: Function) -> Contraction | None:
     """The first contraction nest of ``f`` (see the module docstring), or None."""
-    for nest in stmts_of(f.body):
-        found = _scalar_reduction(nest)
-        if found is None:
-            continue
-        spatial, reduction, _ = found
+    for spatial, reduction, _ in filter(None, map(_scalar_reduction, stmts_of(f.body))):
         update = reduction[-1].body
         if not _is_product_sum(update):
             continue
@@ -97,7 +93,7 @@ def find_contraction(f: Function) -> Contraction | None:
                      else (spatial[-1], spatial[-2] if len(spatial) > 1 else None))
         if row is None:
             continue
-        return Contraction(tuple(spatial), tuple(reduction), lane.var.name, row.var.name)
+        return Contraction(tuple(spatial), tuple(reduction), lane, row)
     return None
 
 
@@ -136,26 +132,25 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int) -> Function:
     c = find_contraction(f)
     if c is None:
         raise ScheduleError(f"kernel {f.name} holds no contraction nest")
-    by_name = {t.var.name: t for t in c.spatial}
-    lane, row = by_name[c.lane], by_name[c.row]
-    nr = min(knobs.lanes, lane.extent.value) if isinstance(lane.extent, Const) else knobs.lanes
-    mr = min(knobs.rows, row.extent.value) if isinstance(row.extent, Const) else knobs.rows
-    lo, li, ro, ri = c.lane + "o", c.lane + "i", c.row + "o", c.row + "i"
-    names = [t.var.name for t in c.spatial]
-    before = [n for n in names[:names.index(c.lane)] if n != c.row]
-    after = [n for n in names[names.index(c.lane) + 1:] if n != c.row]
+    lane, row = c.lane.var.name, c.row.var.name
+    nr = min(knobs.lanes, c.lane.extent.value) if isinstance(c.lane.extent, Const) else knobs.lanes
+    mr = min(knobs.rows, c.row.extent.value) if isinstance(c.row.extent, Const) else knobs.rows
+    lo, li, ro, ri = lane + "o", lane + "i", row + "o", row + "i"
+    k = c.spatial.index(c.lane)
+    before = [t.var.name for t in c.spatial[:k] if t is not c.row]
+    after = [t.var.name for t in c.spatial[k + 1:] if t is not c.row]
     # Reorder first, split after: a symbolic extent splits into if (n >= f) {tiles} else {plain},
     # and the tiles must already be in their final order (a band under an if can still be
     # reordered, but not across it).
-    f = reorder(f, *before, c.lane, *after, c.row)
-    f = split(f, c.lane, nr, tail="overlap")
-    f = reorder(f, *after, c.row, li)
-    f = split(f, c.row, mr, tail="overlap")
+    f = reorder(f, *before, lane, *after, row)
+    f = split(f, lane, nr, tail="overlap")
+    f = reorder(f, *after, row, li)
+    f = split(f, row, mr, tail="overlap")
     f = cache_accumulator(f, ri, li)
     f = unroll(f, ri)
     f = vectorize(f, li)
     f = rewrite_loops(f, ri, lambda t: _store_along_rows(t, li))
-    if not isinstance(row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
+    if not isinstance(c.row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
         with suppress(ScheduleError):
             f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
     if knobs.pack:
@@ -174,23 +169,20 @@ def fuse_for_threads(f: Function, name: str, threads: int) -> tuple[Function, st
     at enough iterations: every loop fused in makes the indices of the ones inside divisions
     by its extent (with B, a real division) that LLVM cannot hoist out of them.  Returns the
     function and the loop's new name."""
-    while True:
-        found = loops_named(f.body, name)
-        if len(found) != 1:
-            return f, name
-        top = found[0]
-        inner = top.body
-        if not (isinstance(inner, For) and inner.kind == ForKind.SERIAL
-                and top.kind in (ForKind.SERIAL, ForKind.PARALLEL)
-                and (fewest(top.extent) or 0) < CHUNKS_PER_THREAD * threads):
-            return f, name
-        try:
-            fused = fuse(f, name, inner.var.name, name + inner.var.name)
-            if top.kind == ForKind.PARALLEL:
-                fused = parallel(fused, name + inner.var.name)        # checks the fused loop's independence
-        except ScheduleError:
-            return f, name
-        f, name = fused, name + inner.var.name
+    found = loops_named(f.body, name)
+    top = found[0] if len(found) == 1 else None
+    if not (top is not None and isinstance(top.body, For) and top.body.kind == ForKind.SERIAL
+            and top.kind in (ForKind.SERIAL, ForKind.PARALLEL)
+            and (fewest(top.extent) or 0) < CHUNKS_PER_THREAD * threads):
+        return f, name
+    fused_name = name + top.body.var.name
+    try:
+        fused = fuse(f, name, top.body.var.name, fused_name)
+        if top.kind == ForKind.PARALLEL:
+            fused = parallel(fused, fused_name)        # checks the fused loop's independence
+    except ScheduleError:
+        return f, name
+    return fuse_for_threads(fused, fused_name, threads)
 
 
 def widen_parallel(f: Function, threads: int) -> Function:
@@ -237,11 +229,9 @@ def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, n
     size = nr * 4 * math.prod(r.extent.value for r in c.reduction)
     if len(factors) != 1 or size > PACK_LIMIT:
         return f
-    try:
-        f = pack_operand(f, lo, factors[0], "w_pack")
-    except ScheduleError:
-        return f                   # e.g. computed in two places: the template runs unpacked
-    return rewrite_loops(f, lo, _fill_where_used)
+    with suppress(ScheduleError):  # e.g. computed in two places: the template runs unpacked
+        return rewrite_loops(pack_operand(f, lo, factors[0], "w_pack"), lo, _fill_where_used)
+    return f
 
 
 def _fill_where_used(loop: For) -> For:
@@ -268,18 +258,16 @@ def default_knobs(f: Function) -> Knobs:
     10 % and 8 % less time than 32 x 8 and 32 x 7; its 3x3 convolutions and its 14- and
     7-column stages did best with the general choice."""
     c = find_contraction(unique_loops(f))
-    row = next((t for t in c.spatial if t.var.name == c.row), None) if c else None
-    if row is None or not isinstance(row.extent, Const):
+    if c is None or not isinstance(c.row.extent, Const):
         return Knobs()
-    n = row.extent.value
+    n = c.row.extent.value
     rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
     one_by_one = "conv2d" in f.origin and all(isinstance(t.extent, Const) and t.extent.value == 1
                                              for t in c.reduction[1:])
-    lane = next(t for t in c.spatial if t.var.name == c.lane)
-    channels = lane.extent.value if isinstance(lane.extent, Const) else 0
+    channels = c.lane.extent.value if isinstance(c.lane.extent, Const) else 0
     # A matmul of weight lanes (its epilogue stored along its rows) with as short a reduction:
     # Winograd's 16 matmuls at resnet50's 56-column stage, 64 input channels.
-    short = (len(c.reduction) == 1 and c.row == c.spatial[-1].var.name and isinstance(c.reduction[0].extent, Const)
+    short = (len(c.reduction) == 1 and c.row is c.spatial[-1] and isinstance(c.reduction[0].extent, Const)
              and c.reduction[0].extent.value <= 64)
     if (one_by_one and len(c.reduction) > 1) or short:
         for shape in (Knobs(rows=8, lanes=16), Knobs(rows=4, lanes=64)):
@@ -313,17 +301,14 @@ def vectorize_reductions(f: Function, lanes: int = REDUCTION_LANES) -> Function:
             acc = max(acc, x[.., 2 * j + q])             acc[ji] = max(acc[ji], x[.., 2 * j + q])
           y[.., j] = acc                             vectorized for ji < 16: y[.., j] = acc[ji]
     """
-    for nest in stmts_of(f.body):
-        found = _scalar_reduction(nest)
-        if found is None:
-            continue
-        spatial, _, store = found
+    for spatial, _, store in filter(None, map(_scalar_reduction, stmts_of(f.body))):
         j = spatial[-1]
         if not (isinstance(j.extent, Const) and j.extent.value >= lanes and j.start == Const(0)):
             continue
         name = j.var.name
+        in_memory = [a for a in [store] + loads(spatial[0]) if a.buffer.role != Role.LOCAL]
         if len(loops_named(f.body, name)) > 1 or stride(store.index[-1], name) != 1 or not all(
-                _vector_access(a.index, name) for a in [store] + loads(nest) if a.buffer.role != Role.LOCAL):
+                _vector_access(a.index, name) for a in in_memory):
             continue
         with suppress(ScheduleError):
             f = vectorize(cache_accumulator(split(f, name, lanes, tail="overlap"), name + "i"), name + "i")

@@ -123,9 +123,8 @@ class CostModel:
 
 def _extents(f: Function) -> tuple[int | None, int | None]:
     c = find_contraction(unique_loops(f))
-    loops = {t.var.name: t for t in c.spatial}
     value = lambda t: t.extent.value if isinstance(t.extent, Const) else None  # noqa: E731
-    return value(loops[c.row]), value(loops[c.lane])
+    return value(c.row), value(c.lane)
 
 
 def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, trials: int,
