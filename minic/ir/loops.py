@@ -108,7 +108,7 @@ def _mod(a, b):
 # The binary ops, each with what it computes on numpy scalars of its operands' type (the
 # interpreter runs these, and constant folding through it).
 BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _div, "mod": _mod,
-          "max": np.fmax, "min": np.fmin,                  # like LLVM's maxnum: a NaN operand is ignored
+          "max": np.maximum, "min": np.minimum,      # a NaN propagates: codegen's llvm.maximum, PyTorch
           "shl": operator.lshift, "shr": operator.rshift,  # numpy: logical on unsigned, arithmetic on signed
           "lt": operator.lt, "le": operator.le, "gt": operator.gt,
           "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,

@@ -18,15 +18,12 @@ from typing import Callable
 
 import numpy as np
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program, Role,
-                            Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
+from minic.ir.loops import (BINOPS, Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program,
+                            Role, Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
                             substitute, walk, walk_stmts)
-from minic.ir.loops_interp import _BINOPS
 from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
-# The interpreter's operations, on whole arrays; a float max/min keeps a NaN, as codegen's llvm.maximum does.
-_OPS = {**_BINOPS, "div": np.divide, "max": np.maximum, "min": np.minimum}
 
 
 def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarray]) -> np.ndarray:
@@ -47,7 +44,7 @@ def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarra
         if e.op in ("div", "mod") and not e.a.dtype.is_float:
             q = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))      # C: toward zero
             return q if e.op == "div" else a - q * b
-        return _OPS[e.op](a, b)
+        return BINOPS[e.op](a, b)                # the interpreter's operations, on whole arrays
     raise ValueError(f"cannot pre-pack an expression with {type(e).__name__}")
 
 

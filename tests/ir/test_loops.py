@@ -85,3 +85,26 @@ def test_simplify_preserves_value(a, b, c, k):
     after = Interpreter(env, {}).eval(simplify(e, ranges))
     assert before == after
     assert isinstance(simplify(BinOp("add", const(2), const(3))), Const)
+
+
+def test_float_max_and_min_keep_a_nan_in_the_interpreter_and_in_compiled_code():
+    """The Loop IR interpreter (and constant folding, which runs it) means by max/min what
+    codegen's llvm.maximum/minimum and the ops' numpy references mean: a NaN propagates."""
+    import minic
+    from minic.ir.loops_interp import run_program
+    from minic.ir.text import parse_graph
+    from minic.runtime import CompileOptions, prepare
+    graph = parse_graph("""graph @g(%x: f32[6], %y: f32[6]) -> (f32[6], f32[6], f32[6]) {
+  %a = max(%x, %y) : f32[6]
+  %b = min(%x, %y) : f32[6]
+  %c = relu(%x) : f32[6]
+  return %a, %b, %c
+}""")
+    x = np.array([np.nan, 1, -2, np.nan, 3, -0.5], np.float32)
+    y = np.array([0, np.nan, -1, np.nan, 2, 1], np.float32)
+    want = [np.maximum(x, y), np.minimum(x, y), np.maximum(x, 0)]
+    interpreted = run_program(prepare(graph, CompileOptions(use_cache=False)), [x, y])
+    compiled = minic.compile(graph, backend="minic", use_cache=False)(x, y)
+    for got in (interpreted, compiled):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
