@@ -290,7 +290,11 @@ class VectorLoop:
             v = self.shuffle(self.b.load(ptr, typ=ir.VectorType(ty, self.lanes // repeats), align=align),
                              [lane // repeats for lane in range(self.lanes)])
         elif step > 1 or (self.padded() and buffer.role is not Role.LOCAL):
-            v = self.masked_load(ptr, buffer.dtype, step)
+            # lane l = ptr[l * step], from one masked load of padded() elements (step 1) or of lanes * step
+            # (a shuffle keeps every step-th): nothing past the last lane's element, maybe past the buffer
+            n = self.padded() if step == 1 else self.lanes * step
+            wide = self.masked("load", ptr, buffer.dtype, [i <= (self.lanes - 1) * step for i in range(n)])
+            v = self.shuffle(wide, [lane * step for lane in range(self.lanes)])
         else:
             v = self.b.load(ptr, typ=self.vec(ty), align=align)
         return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
@@ -304,28 +308,17 @@ class VectorLoop:
             return None
         return 1 << n.bit_length()
 
-    def masked_load(self, ptr: ir.Value, dtype: DType, step: int) -> ir.Value:
-        """Lane l = ptr[l * step], from one masked load whose elements past the last lane's are
-        masked off (they may lie past the buffer): of ``padded()`` elements for step 1, of
-        lanes * step for a larger step, whose every step-th a shuffle keeps."""
-        n = self.padded() if step == 1 else self.lanes * step
-        wide, mask_ty = ir.VectorType(mem_type(dtype), n), ir.VectorType(I1, n)
-        name = f"llvm.masked.load.{type_suffix(wide)}.p0"
-        fn = declare(self.e.module, name, wide, [PTR, I32, mask_ty, wide])
-        mask = ir.Constant(mask_ty, [i <= (self.lanes - 1) * step for i in range(n)])
-        align = ir.Constant(I32, dtype.numpy.itemsize)
-        v = self.b.call(fn, [ptr, align, mask, ir.Constant(wide, ir.Undefined)])
-        return self.shuffle(v, [lane * step for lane in range(self.lanes)])
-
-    def masked_store(self, ptr: ir.Value, dtype: DType, value: ir.Value) -> None:
-        """``value`` stored at ``ptr`` as a vector of ``padded()`` lanes, those past the last masked off."""
-        n = self.padded()
-        wide, mask_ty = ir.VectorType(mem_type(dtype), n), ir.VectorType(I1, n)
-        name = f"llvm.masked.store.{type_suffix(wide)}.p0"
+    def masked(self, op: str, ptr: ir.Value, dtype: DType, mask: list[bool], value: ir.Value | None = None):
+        """LLVM's ``llvm.masked.load`` or ``llvm.masked.store`` of ``len(mask)`` elements at ``ptr``
+        (a load's masked-off lanes undefined)."""
+        wide, mask_ty = ir.VectorType(mem_type(dtype), len(mask)), ir.VectorType(I1, len(mask))
+        align, mask = ir.Constant(I32, dtype.numpy.itemsize), ir.Constant(mask_ty, mask)
+        name = f"llvm.masked.{op}.{type_suffix(wide)}.p0"
+        if op == "load":
+            fn = declare(self.e.module, name, wide, [PTR, I32, mask_ty, wide])
+            return self.b.call(fn, [ptr, align, mask, ir.Constant(wide, ir.Undefined)])
         fn = declare(self.e.module, name, VOID, [wide, PTR, I32, mask_ty])
-        mask = ir.Constant(mask_ty, [i < self.lanes for i in range(n)])
-        align = ir.Constant(I32, dtype.numpy.itemsize)
-        self.b.call(fn, [self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)]), ptr, align, mask])
+        return self.b.call(fn, [value, ptr, align, mask])
 
     # --- statements -----------------------------------------------------------------
 
@@ -342,8 +335,10 @@ class VectorLoop:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
             ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
-            if self.padded() and s.buffer.role is not Role.LOCAL:
-                self.masked_store(ptr, s.buffer.dtype, value)
+            if self.padded() and s.buffer.role is not Role.LOCAL:   # padded() lanes, the last's past masked off
+                n = self.padded()
+                wide = self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)])
+                self.masked("store", ptr, s.buffer.dtype, [i < self.lanes for i in range(n)], wide)
                 return
             ptr = self.b.bitcast(ptr, ir.PointerType(value.type))   # typed for llvmlite's check; "ptr" in the IR
             self.b.store(value, ptr, align=s.buffer.dtype.numpy.itemsize)
