@@ -139,7 +139,8 @@ class Emitter:
             return self.cast(self.expr(e.value), e.value.dtype, e.to)
         raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")
 
-    def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value) -> ir.Value:
+    def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value, fast: tuple[str, ...] = ()) -> ir.Value:
+        """``a op c``; ``fast``: fast-math flags for a float add, sub or mul (vector.py's)."""
         b = self.b
         if dtype.is_float:
             if op in ("max", "min"):
@@ -147,7 +148,8 @@ class Emitter:
                 return b.call(self.intrinsic("llvm.maximum" if op == "max" else "llvm.minimum", a.type), [a, c])
             if op in FCMP:
                 return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(FCMP[op], a, c)
-            return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op](a, c)
+            arith = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op]
+            return arith(a, c, flags=fast if op in ("add", "sub", "mul") else ())
         icmp = b.icmp_unsigned if dtype.is_unsigned else b.icmp_signed
         if op in FCMP:
             return icmp(FCMP[op], a, c)

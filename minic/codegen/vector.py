@@ -104,7 +104,7 @@ class VectorLoop:
 
     def step(self, index: tuple[Expr, ...]) -> int | None:
         """s when only the last index uses the loop variable, as ``s * j + c`` with 1 <= s <= MAX_STRIDE
-        (1: a contiguous access; more: a strided one, ``masked_load``); None otherwise."""
+        (1: a contiguous access; more: a strided one, read by a masked load); None otherwise."""
         s = stride(index[-1], self.var) if self.last_only(index) else None
         return s if s is not None and 1 <= s <= MAX_STRIDE else None
 
@@ -127,14 +127,12 @@ class VectorLoop:
         if isinstance(x, BinOp):
             a, c = self.expr(x.a), self.expr(x.b)
             a, c = self.splat(a), self.splat(c)
-            if x.a.dtype.is_float and x.op in ("add", "sub", "mul"):
-                return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op](a, c, flags=FAST)
             if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
                 # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
                 # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
                 v, c = (a, c) if _plain(x.b) else (c, a)
                 return b.select(b.fcmp_ordered("<" if x.op == "max" else ">", v, c), c, v)
-            return self.e.binop(x.op, x.a.dtype, a, c)      # float max/min: llvm.maximum/minimum on vectors
+            return self.e.binop(x.op, x.a.dtype, a, c, FAST)   # a float max/min: llvm.maximum/minimum
         if isinstance(x, Select) and not uses(x.cond, self.var) and (self.reads(x.a) or self.reads(x.b)):
             return self.choose(x)
         if isinstance(x, Select):
@@ -335,7 +333,7 @@ class VectorLoop:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
             ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
-            if self.padded() and s.buffer.role is not Role.LOCAL:   # padded() lanes, the last's past masked off
+            if self.padded() and s.buffer.role is not Role.LOCAL:      # lanes past the last masked off
                 n = self.padded()
                 wide = self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)])
                 self.masked("store", ptr, s.buffer.dtype, [i < self.lanes for i in range(n)], wide)
