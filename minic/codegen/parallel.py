@@ -26,7 +26,8 @@ from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, Emitter, element
 from minic.codegen.pool import pool_run
-from minic.ir.loops import BinOp, Expr, For, ForKind, Function, Load, free_vars, sub_stmts, substitute, walk
+from minic.ir.loops import (BinOp, Expr, For, ForKind, Function, Load, Stmt, free_vars, sub_stmts, substitute,
+                            walk)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, PARALLEL_WORK, work
 from minic.ir.loops_simplify import simplify
 
@@ -46,21 +47,16 @@ def uses_pool(f: Function, sizes: dict[str, int], threads: int) -> bool:
     the decision ``emit_parallel``'s code makes at run time, taken here in Python
     (an enclosing loop's variable taken at its first iteration)."""
     from minic.ir.loops_interp import Interpreter
-    if threads < 2:
-        return False
     run = Interpreter(sizes, {})
-    todo = [f.body]
-    while todo:
-        s = todo.pop()
+
+    def pooled(s: Stmt) -> bool:
         if isinstance(s, For) and s.kind == ForKind.PARALLEL:      # nested ones run inside it, serially
             total = pool_work(s)
-            if total is None or run.eval(total) >= PARALLEL_WORK:
-                return True
-            continue
+            return total is None or run.eval(total) >= PARALLEL_WORK
         if isinstance(s, For):
             run.env[s.var.name] = run.eval(s.start)
-        todo.extend(sub_stmts(s))
-    return False
+        return any(pooled(t) for t in sub_stmts(s))
+    return threads >= 2 and pooled(f.body)
 
 
 def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> ir.Function:
