@@ -75,9 +75,6 @@ class VectorLoop:
         one = self.b.insert_element(ir.Constant(self.vec(v.type), ir.Undefined), v, ir.Constant(I32, 0))
         return self.shuffle(one, [0] * self.lanes)
 
-    def lane_value(self, lane: int) -> ir.Value:
-        return self.b.add(self.start, ir.Constant(I64, lane))
-
     def per_lane(self, fn, ty: ir.Type) -> ir.Value:
         """A vector whose lane l is ``fn(l)`` (a scalar)."""
         out = ir.Constant(self.vec(ty), ir.Undefined)
@@ -90,9 +87,10 @@ class VectorLoop:
             return v
         return self.b.extract_element(v, ir.Constant(I32, lane))
 
-    def at_lane(self, lane_value: ir.Value, fn):
-        """Run ``fn`` with the loop variable bound to one scalar lane value."""
-        self.e.vars[self.var] = lane_value
+    def at_lane(self, fn, lane: int | None = None):
+        """Run scalar code ``fn`` with the loop variable bound to lane ``lane``'s value (None:
+        ``start`` itself, for the first lane's address or a value the same on every lane)."""
+        self.e.vars[self.var] = self.start if lane is None else self.b.add(self.start, ir.Constant(I64, lane))
         try:
             return fn()
         finally:
@@ -118,7 +116,7 @@ class VectorLoop:
 
     def expr(self, x: Expr) -> ir.Value:
         if not uses(x, self.var):
-            return self.at_lane(self.start, lambda: self.e.expr(x))   # uniform: the scalar code
+            return self.at_lane(lambda: self.e.expr(x))   # uniform: the scalar code
         b = self.b
         if isinstance(x, Var):
             return b.add(self.splat(self.start), ir.Constant(self.vec(I64), list(range(self.lanes))))
@@ -278,9 +276,9 @@ class VectorLoop:
         step = self.step(index)
         repeats = self.repeated(index) if step is None else None
         if step is None and not repeats:                     # gathered, lane by lane
-            return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
+            return self.per_lane(lambda l: self.at_lane(lambda: self.e.load(buffer, index), l),
                                  reg_type(buffer.dtype))
-        ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
+        ptr = self.at_lane(lambda: self.e.address(buffer, index))
         ty, align = mem_type(buffer.dtype), buffer.dtype.numpy.itemsize
         if repeats:
             # lane l = ptr[l / d]: one vector load of lanes / d elements, each lane of it repeated
@@ -332,7 +330,7 @@ class VectorLoop:
         if self.step(s.index) == 1:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
-            ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
+            ptr = self.at_lane(lambda: self.e.address(s.buffer, s.index))
             if self.padded() and s.buffer.role is not Role.LOCAL:      # lanes past the last masked off
                 n = self.padded()
                 wide = self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)])
@@ -342,8 +340,8 @@ class VectorLoop:
             self.b.store(value, ptr, align=s.buffer.dtype.numpy.itemsize)
             return
         for lane in range(self.lanes):
-            scalar = self.b.extract_element(value, ir.Constant(I32, lane))
-            self.at_lane(self.lane_value(lane), lambda: self.e.store(s.buffer, s.index, scalar))
+            scalar = self.lane(value, lane)
+            self.at_lane(lambda: self.e.store(s.buffer, s.index, scalar), lane)
 
 
 def _plain(e: Expr) -> bool:
