@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import (F32, I1, I8, I32, I64, PTR, VOID, Emitter, declare, mem_type, reg_type,
-                                type_suffix)
+from minic.codegen.emit import (F32, I1, I8, I32, I64, PTR, VOID, Emitter, declare, element, mem_type,
+                                reg_type, type_suffix)
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
@@ -250,8 +250,8 @@ class VectorLoop:
         rows, n = buffer.shape
         b, shuffle = self.b, self.shuffle
         base = self.e.ptrs[buffer.name]
-        loaded = [b.load(b.gep(base, [ir.Constant(I64, r * n)], inbounds=True, source_etype=F32),
-                         typ=ir.VectorType(F32, n), align=4) for r in range(rows)]
+        loaded = [b.load(element(b, base, r * n, F32), typ=ir.VectorType(F32, n), align=4)
+                  for r in range(rows)]
         undef = ir.Constant(ir.VectorType(F32, 8), ir.Undefined)
         unpack = ([0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15])      # unpcklps, unpckhps
         pairs = ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15])       # shufps
