@@ -60,6 +60,16 @@ def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> 
     return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
 
 
+def define(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
+           internal: bool = True) -> tuple[ir.Function, ir.IRBuilder]:
+    """A new function ``ret name(args)`` (internal: not seen outside the module) and a
+    builder in its entry block."""
+    fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    if internal:
+        fn.linkage = "internal"
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
 # Float functions: an LLVM intrinsic where one exists, else the C library.
 INTRINSICS = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
               "tan": "llvm.tan", "tanh": "llvm.tanh", "abs": "llvm.fabs", "floor": "llvm.floor",
@@ -78,14 +88,10 @@ class Emitter:
 
     def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int) -> None:
         self.module = module
-        self.function = ir.Function(module, ir.FunctionType(VOID, args), name)
-        self.function.linkage = "internal"
+        self.function, self.allocas = define(module, name, VOID, args)
         self.threads = threads
-        entry = self.function.append_basic_block("entry")
-        self.allocas = ir.IRBuilder(entry)           # allocas go first in the entry block
         self.b = ir.IRBuilder(self.function.append_basic_block("body"))
-        self.allocas.branch(self.b.block)
-        self.allocas.position_before(entry.terminator)
+        self.allocas.position_before(self.allocas.branch(self.b.block))    # allocas: first in the entry block
         self.ptrs: dict[str, ir.Value] = {}
         self.vars: dict[str, ir.Value] = {}
         self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed

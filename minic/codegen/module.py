@@ -11,7 +11,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from minic.codegen.emit import I64, PTR, VOID, Emitter, element
+from minic.codegen.emit import I64, PTR, VOID, Emitter, define, element
 from minic.options import Target
 from minic.codegen.elf import check_machine
 from minic.codegen.target import is_host, target_machine, triple
@@ -68,9 +68,8 @@ def build_module(program: Program, options: Target) -> ir.Module:
         if key not in shared:
             shared[key] = _kernel(module, k, options.threads)
         kernels[k.name] = shared[key]
-    entry = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR]), ENTRY)
+    entry, b = define(module, ENTRY, VOID, [PTR, PTR], internal=False)
     buffers_arg, sizes_arg = entry.args
-    b = ir.IRBuilder(entry.append_basic_block("entry"))
     slot = {buf.name: k for k, buf in enumerate(entry_buffers(program))}
     sizes = {s: b.load(element(b, sizes_arg, k, I64), typ=I64, name=s) for k, s in enumerate(program.sizes)}
     for k in program.kernels:

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare
+from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare, define
 
 TASK = ("fn", "ctx", "start", "end", "chunk", "nchunks")     # one loop's, as pool_run was handed it
 FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu") + TASK
@@ -142,12 +142,6 @@ class _Pool:
     def call(self, b: ir.IRBuilder, name: str, *args) -> ir.Value:
         return b.call(self.libc[name], list(args))
 
-    def function(self, name: str, ret: ir.Type, args: list[ir.Type], internal: bool = True):
-        fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
-        if internal:
-            fn.linkage = "internal"
-        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
-
     def callable(self, b: ir.IRBuilder, address: ir.Value) -> ir.Value:
         """A body function's address (an i64) as something llvmlite can call: a pointer
         that knows its function type (in the IR text it is just ``ptr``)."""
@@ -185,7 +179,7 @@ class _Pool:
     def _claim(self) -> ir.Function:
         """void claim(i64 g): run chunks of generation g until none is left; whoever ends
         the last chunk wakes a caller that sleeps in the join."""
-        fn, b = self.function("minic.pool.claim", VOID, [I64])
+        fn, b = define(self.module, "minic.pool.claim", VOID, [I64])
         (g,) = fn.args
         body, ctx, start, end, chunk, n = (b.load(self.field(b, name), typ=I64) for name in TASK)
         head, done = self.loop(b, "claim"), fn.append_basic_block("claimed")
@@ -214,7 +208,7 @@ class _Pool:
 
     def _worker(self) -> ir.Function:
         """ptr worker(ptr): wait for a new generation (spin, yield, sleep), claim its chunks, repeat."""
-        fn, b = self.function("minic.pool.worker", PTR, [PTR])
+        fn, b = define(self.module, "minic.pool.worker", PTR, [PTR])
         seen = b.alloca(I64)
         allowed = b.alloca(ir.ArrayType(I64, CPU_WORDS))        # the cores the process may use
         mask = b.alloca(ir.ArrayType(I64, CPU_WORDS))
@@ -276,7 +270,7 @@ class _Pool:
 
     def _run(self) -> ir.Function:
         """void run(ptr fn, ptr ctx, i64 start, i64 end, i64 nchunks): one parallel loop."""
-        fn, b = self.function("minic.pool.run", VOID, [PTR, PTR, I64, I64, I64])
+        fn, b = define(self.module, "minic.pool.run", VOID, [PTR, PTR, I64, I64, I64])
         body, ctx, start, end, n = fn.args
         inline, pooled, lock_try = (fn.append_basic_block(name) for name in ("inline", "pooled", "lock"))
         b.cbranch(b.icmp_signed("<=", n, i64(1)), inline, lock_try)
@@ -336,7 +330,7 @@ class _Pool:
 
     def _stop(self) -> None:
         """void minic_pool_stop(void): stop and join the workers (before the code is freed)."""
-        fn, b = self.function(STOP_FN, VOID, [], internal=False)
+        fn, b = define(self.module, STOP_FN, VOID, [], internal=False)
         with b.if_then(self.is_set(b, "started")):
             self.put(b, "stop", 1)
             for _ in range(1, self.threads):              # one wake-up per worker, asleep or not
