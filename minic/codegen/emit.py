@@ -14,7 +14,6 @@ loops with a constant extent are copied out; parallel loops go to
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 from llvmlite import ir
@@ -281,11 +280,11 @@ class Emitter:
             # Serial (and a vectorized loop codegen cannot take: a symbolic extent, or
             # nested statements), left to LLVM's loop vectorizer at O2/O3.
             start = self.expr(s.start)
-            self.serial(s.var.name, start, self.b.add(start, self.expr(s.extent)), lambda: self.stmt(s.body))
+            self.serial(s, start, self.b.add(start, self.expr(s.extent)))
 
-    def serial(self, var: str, start: ir.Value, end: ir.Value, body: Callable[[], None]) -> None:
-        """for (var = start; var < end; var++) body()"""
-        b = self.b
+    def serial(self, s: For, start: ir.Value, end: ir.Value) -> None:
+        """Loop ``s`` over [start, end): for (var = start; var < end; var++) body"""
+        b, var = self.b, s.var.name
         before = b.block
         head = self.function.append_basic_block(f"{var}.head")
         loop = self.function.append_basic_block(f"{var}.body")
@@ -297,7 +296,7 @@ class Emitter:
         b.cbranch(b.icmp_signed("<", i, end), loop, done)
         b.position_at_end(loop)
         self.vars[var] = i
-        body()
+        self.stmt(s.body)
         i.add_incoming(b.add(i, ir.Constant(I64, 1), flags=["nsw"]), b.block)
         b.branch(head)
         b.position_at_end(done)

@@ -71,7 +71,7 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
         inner.vars[var] = inner.b.load(element(inner.b, ctx, k, I64), typ=I64)
     for k, var in enumerate(buffers, len(names)):
         inner.ptrs[var] = inner.b.inttoptr(inner.b.load(element(inner.b, ctx, k, I64), typ=I64), PTR)
-    inner.serial(s.var.name, begin, end, lambda: inner.stmt(s.body))
+    inner.serial(s, begin, end)
     inner.b.ret_void()
     return inner.function
 
