@@ -269,8 +269,8 @@ class Emitter:
             from minic.codegen.parallel import emit_parallel
             emit_parallel(self, s)
         elif s.kind == ForKind.VECTORIZED and isinstance(s.extent, Const) and _straight_line(s.body):
-            from minic.codegen.vector import emit_vectorized
-            emit_vectorized(self, s)
+            from minic.codegen.vector import VectorLoop
+            VectorLoop(self, s).stmt(s.body)
         elif s.kind == ForKind.UNROLLED and isinstance(s.extent, Const) and isinstance(s.start, Const):
             for i in range(s.start.value, s.start.value + s.extent.value):
                 self.vars[s.var.name] = ir.Constant(I64, i)

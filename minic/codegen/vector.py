@@ -43,7 +43,7 @@ FAST = ("contract",)
 
 
 class VectorLoop:
-    """Emits one vectorized loop into the Emitter's current block."""
+    """Emits one vectorized loop ``s`` into the Emitter's current block: ``VectorLoop(e, s).stmt(s.body)``."""
 
     def __init__(self, e: Emitter, s: For) -> None:
         self.e, self.b = e, e.b
@@ -347,7 +347,3 @@ class VectorLoop:
 def _plain(e: Expr) -> bool:
     """A float constant that is a number (max/min against it needs no NaN test)."""
     return isinstance(e, Const) and e.dtype.is_float and e.value == e.value
-
-
-def emit_vectorized(e: Emitter, s: For) -> None:
-    VectorLoop(e, s).stmt(s.body)
