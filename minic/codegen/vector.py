@@ -285,22 +285,24 @@ class VectorLoop:
             # d times by a shuffle (was: a gather, one scalar load a lane)
             v = self.shuffle(self.b.load(ptr, typ=ir.VectorType(ty, self.lanes // repeats), align=align),
                              [lane // repeats for lane in range(self.lanes)])
-        elif step > 1 or (self.padded() and buffer.role is not Role.LOCAL):
+        elif step > 1 or self.padded(buffer):
             # lane l = ptr[l * step], from one masked load of padded() elements (step 1) or of lanes * step
             # (a shuffle keeps every step-th): nothing past the last lane's element, maybe past the buffer
-            n = self.padded() if step == 1 else self.lanes * step
+            n = self.padded(buffer) if step == 1 else self.lanes * step
             wide = self.masked("load", ptr, buffer.dtype, [i <= (self.lanes - 1) * step for i in range(n)])
             v = self.shuffle(wide, [lane * step for lane in range(self.lanes)])
         else:
             v = self.b.load(ptr, typ=self.vec(ty), align=align)
         return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
 
-    def padded(self) -> int | None:
-        """The power of two above a lane count that is none (7 -> 8, up to 16), on x86: LLVM
-        would split a 7-lane access into pieces of 4, 2 and 1; a masked one of 8 is one
-        instruction there (elsewhere, aarch64's NEON, a masked access runs lane by lane)."""
+    def padded(self, buffer: Buffer) -> int | None:
+        """The power of two above a lane count that is none (7 -> 8, up to 16), on x86: the lanes
+        of a masked contiguous access of ``buffer`` (LLVM would split a 7-lane access into pieces
+        of 4, 2 and 1; a masked one of 8 is one instruction there; elsewhere, aarch64's NEON, a
+        masked access runs lane by lane).  None in a local tile: LLVM keeps a tile in registers
+        only if no masked access touches it."""
         n = self.lanes
-        if n & (n - 1) == 0 or n > 16 or not self.x86():
+        if n & (n - 1) == 0 or n > 16 or not self.x86() or buffer.role is Role.LOCAL:
             return None
         return 1 << n.bit_length()
 
@@ -331,8 +333,7 @@ class VectorLoop:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
             ptr = self.at_lane(lambda: self.e.address(s.buffer, s.index))
-            if self.padded() and s.buffer.role is not Role.LOCAL:      # lanes past the last masked off
-                n = self.padded()
+            if n := self.padded(s.buffer):        # lanes past the last masked off
                 wide = self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)])
                 self.masked("store", ptr, s.buffer.dtype, [i < self.lanes for i in range(n)], wide)
                 return
