@@ -30,6 +30,7 @@ from minic.ir.loops import (BinOp, Expr, For, ForKind, Function, Load, Stmt, fre
                             walk)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, PARALLEL_WORK, work
 from minic.ir.loops_simplify import simplify
+from minic.ir.types import DType
 
 
 def pool_work(s: For) -> Expr | None:
@@ -88,8 +89,7 @@ def emit_parallel(e: Emitter, s: For) -> None:
     start = e.expr(s.start)
     extent = e.expr(s.extent)
     # A few chunks per thread: a thread the OS runs late leaves its share to the others.
-    most = ir.Constant(I64, CHUNKS_PER_THREAD * threads)
-    chunks = b.select(b.icmp_signed("<", extent, most), extent, most)
+    chunks = e.binop("min", DType.i64, extent, ir.Constant(I64, CHUNKS_PER_THREAD * threads))
     total = pool_work(s)
     if total is not None and free_vars(total) <= set(e.vars):
         small = b.icmp_signed("<", e.expr(total), ir.Constant(I64, PARALLEL_WORK))
