@@ -69,10 +69,9 @@ def define(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
-# Float functions: an LLVM intrinsic where one exists, else the C library.
-INTRINSICS = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
-              "tan": "llvm.tan", "tanh": "llvm.tanh", "abs": "llvm.fabs", "floor": "llvm.floor",
-              "ceil": "llvm.ceil", "round": "llvm.roundeven", "pow": "llvm.pow"}
+# Float functions: an LLVM intrinsic where one exists (llvm.<name> but for abs and round), else the C library.
+INTRINSICS = {"abs": "llvm.fabs", "round": "llvm.roundeven"} | {
+    fn: f"llvm.{fn}" for fn in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "pow")}
 LIBM = {fn: {F32: fn + "f", F64: fn} for fn in ("erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}
 FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
