@@ -30,12 +30,11 @@ def entry_buffers(program: Program) -> list[Buffer]:
 def status_global(module: ir.Module) -> ir.GlobalVariable:
     """The module's status word ``i64 minic_status[2]`` (STATUS), zero-initialised.  The
     runtime clears it before each call and reads it after; an aarch64 harness does too."""
-    if STATUS.name in module.globals:
-        return module.globals[STATUS.name]
-    kind = ir.ArrayType(I64, 2)
-    status = ir.GlobalVariable(module, kind, STATUS.name)
-    status.initializer = ir.Constant(kind, [0, 0])
-    return status
+    if STATUS.name not in module.globals:             # made by the first kernel that reports
+        kind = ir.ArrayType(I64, 2)
+        status = ir.GlobalVariable(module, kind, STATUS.name)
+        status.initializer = ir.Constant(kind, [0, 0])
+    return module.globals[STATUS.name]
 
 
 def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
