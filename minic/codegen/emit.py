@@ -14,7 +14,6 @@ loops with a constant extent are copied out; parallel loops go to
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 from llvmlite import ir
@@ -60,10 +59,19 @@ def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> 
     return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
 
 
-# Float functions: an LLVM intrinsic where one exists, else the C library.
-INTRINSICS = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
-              "tan": "llvm.tan", "tanh": "llvm.tanh", "abs": "llvm.fabs", "floor": "llvm.floor",
-              "ceil": "llvm.ceil", "round": "llvm.roundeven", "pow": "llvm.pow"}
+def define(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
+           internal: bool = True) -> tuple[ir.Function, ir.IRBuilder]:
+    """A new function ``ret name(args)`` (internal: not seen outside the module) and a
+    builder in its entry block."""
+    fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    if internal:
+        fn.linkage = "internal"
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+# Float functions: an LLVM intrinsic where one exists (llvm.<name> but for abs and round), else the C library.
+INTRINSICS = {"abs": "llvm.fabs", "round": "llvm.roundeven"} | {
+    fn: f"llvm.{fn}" for fn in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "pow")}
 LIBM = {fn: {F32: fn + "f", F64: fn} for fn in ("erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}
 FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
@@ -78,14 +86,10 @@ class Emitter:
 
     def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int) -> None:
         self.module = module
-        self.function = ir.Function(module, ir.FunctionType(VOID, args), name)
-        self.function.linkage = "internal"
+        self.function, self.allocas = define(module, name, VOID, args)
         self.threads = threads
-        entry = self.function.append_basic_block("entry")
-        self.allocas = ir.IRBuilder(entry)           # allocas go first in the entry block
         self.b = ir.IRBuilder(self.function.append_basic_block("body"))
-        self.allocas.branch(self.b.block)
-        self.allocas.position_before(entry.terminator)
+        self.allocas.position_before(self.allocas.branch(self.b.block))    # allocas: first in the entry block
         self.ptrs: dict[str, ir.Value] = {}
         self.vars: dict[str, ir.Value] = {}
         self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed
@@ -139,7 +143,8 @@ class Emitter:
             return self.cast(self.expr(e.value), e.value.dtype, e.to)
         raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")
 
-    def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value) -> ir.Value:
+    def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value, fast: tuple[str, ...] = ()) -> ir.Value:
+        """``a op c``; ``fast``: fast-math flags for a float add, sub or mul (vector.py's)."""
         b = self.b
         if dtype.is_float:
             if op in ("max", "min"):
@@ -147,7 +152,8 @@ class Emitter:
                 return b.call(self.intrinsic("llvm.maximum" if op == "max" else "llvm.minimum", a.type), [a, c])
             if op in FCMP:
                 return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(FCMP[op], a, c)
-            return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op](a, c)
+            arith = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}[op]
+            return arith(a, c, flags=fast if op in ("add", "sub", "mul") else ())
         icmp = b.icmp_unsigned if dtype.is_unsigned else b.icmp_signed
         if op in FCMP:
             return icmp(FCMP[op], a, c)
@@ -262,8 +268,8 @@ class Emitter:
             from minic.codegen.parallel import emit_parallel
             emit_parallel(self, s)
         elif s.kind == ForKind.VECTORIZED and isinstance(s.extent, Const) and _straight_line(s.body):
-            from minic.codegen.vector import emit_vectorized
-            emit_vectorized(self, s)
+            from minic.codegen.vector import VectorLoop
+            VectorLoop(self, s).stmt(s.body)
         elif s.kind == ForKind.UNROLLED and isinstance(s.extent, Const) and isinstance(s.start, Const):
             for i in range(s.start.value, s.start.value + s.extent.value):
                 self.vars[s.var.name] = ir.Constant(I64, i)
@@ -273,11 +279,11 @@ class Emitter:
             # Serial (and a vectorized loop codegen cannot take: a symbolic extent, or
             # nested statements), left to LLVM's loop vectorizer at O2/O3.
             start = self.expr(s.start)
-            self.serial(s.var.name, start, self.b.add(start, self.expr(s.extent)), lambda: self.stmt(s.body))
+            self.serial(s, start, self.b.add(start, self.expr(s.extent)))
 
-    def serial(self, var: str, start: ir.Value, end: ir.Value, body: Callable[[], None]) -> None:
-        """for (var = start; var < end; var++) body()"""
-        b = self.b
+    def serial(self, s: For, start: ir.Value, end: ir.Value) -> None:
+        """Loop ``s`` over [start, end): for (var = start; var < end; var++) body"""
+        b, var = self.b, s.var.name
         before = b.block
         head = self.function.append_basic_block(f"{var}.head")
         loop = self.function.append_basic_block(f"{var}.body")
@@ -289,7 +295,7 @@ class Emitter:
         b.cbranch(b.icmp_signed("<", i, end), loop, done)
         b.position_at_end(loop)
         self.vars[var] = i
-        body()
+        self.stmt(s.body)
         i.add_incoming(b.add(i, ir.Constant(I64, 1), flags=["nsw"]), b.block)
         b.branch(head)
         b.position_at_end(done)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from minic.codegen.emit import I64, PTR, VOID, Emitter, element
+from minic.codegen.emit import I64, PTR, VOID, Emitter, define, element
 from minic.options import Target
 from minic.codegen.elf import check_machine
 from minic.codegen.target import is_host, target_machine, triple
@@ -30,12 +30,11 @@ def entry_buffers(program: Program) -> list[Buffer]:
 def status_global(module: ir.Module) -> ir.GlobalVariable:
     """The module's status word ``i64 minic_status[2]`` (STATUS), zero-initialised.  The
     runtime clears it before each call and reads it after; an aarch64 harness does too."""
-    if STATUS.name in module.globals:
-        return module.globals[STATUS.name]
-    kind = ir.ArrayType(I64, 2)
-    status = ir.GlobalVariable(module, kind, STATUS.name)
-    status.initializer = ir.Constant(kind, [0, 0])
-    return status
+    if STATUS.name not in module.globals:             # made by the first kernel that reports
+        kind = ir.ArrayType(I64, 2)
+        status = ir.GlobalVariable(module, kind, STATUS.name)
+        status.initializer = ir.Constant(kind, [0, 0])
+    return module.globals[STATUS.name]
 
 
 def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
@@ -68,9 +67,8 @@ def build_module(program: Program, options: Target) -> ir.Module:
         if key not in shared:
             shared[key] = _kernel(module, k, options.threads)
         kernels[k.name] = shared[key]
-    entry = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR]), ENTRY)
+    entry, b = define(module, ENTRY, VOID, [PTR, PTR], internal=False)
     buffers_arg, sizes_arg = entry.args
-    b = ir.IRBuilder(entry.append_basic_block("entry"))
     slot = {buf.name: k for k, buf in enumerate(entry_buffers(program))}
     sizes = {s: b.load(element(b, sizes_arg, k, I64), typ=I64, name=s) for k, s in enumerate(program.sizes)}
     for k in program.kernels:

@@ -26,9 +26,11 @@ from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, Emitter, element
 from minic.codegen.pool import pool_run
-from minic.ir.loops import BinOp, Expr, For, ForKind, Function, Load, free_vars, sub_stmts, substitute, walk
+from minic.ir.loops import (BinOp, Expr, For, ForKind, Function, Load, Stmt, free_vars, sub_stmts, substitute,
+                            walk)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, PARALLEL_WORK, work
 from minic.ir.loops_simplify import simplify
+from minic.ir.types import DType
 
 
 def pool_work(s: For) -> Expr | None:
@@ -46,21 +48,16 @@ def uses_pool(f: Function, sizes: dict[str, int], threads: int) -> bool:
     the decision ``emit_parallel``'s code makes at run time, taken here in Python
     (an enclosing loop's variable taken at its first iteration)."""
     from minic.ir.loops_interp import Interpreter
-    if threads < 2:
-        return False
     run = Interpreter(sizes, {})
-    todo = [f.body]
-    while todo:
-        s = todo.pop()
+
+    def pooled(s: Stmt) -> bool:
         if isinstance(s, For) and s.kind == ForKind.PARALLEL:      # nested ones run inside it, serially
             total = pool_work(s)
-            if total is None or run.eval(total) >= PARALLEL_WORK:
-                return True
-            continue
+            return total is None or run.eval(total) >= PARALLEL_WORK
         if isinstance(s, For):
             run.env[s.var.name] = run.eval(s.start)
-        todo.extend(sub_stmts(s))
-    return False
+        return any(pooled(t) for t in sub_stmts(s))
+    return threads >= 2 and pooled(f.body)
 
 
 def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> ir.Function:
@@ -75,7 +72,7 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
         inner.vars[var] = inner.b.load(element(inner.b, ctx, k, I64), typ=I64)
     for k, var in enumerate(buffers, len(names)):
         inner.ptrs[var] = inner.b.inttoptr(inner.b.load(element(inner.b, ctx, k, I64), typ=I64), PTR)
-    inner.serial(s.var.name, begin, end, lambda: inner.stmt(s.body))
+    inner.serial(s, begin, end)
     inner.b.ret_void()
     return inner.function
 
@@ -92,8 +89,7 @@ def emit_parallel(e: Emitter, s: For) -> None:
     start = e.expr(s.start)
     extent = e.expr(s.extent)
     # A few chunks per thread: a thread the OS runs late leaves its share to the others.
-    most = ir.Constant(I64, CHUNKS_PER_THREAD * threads)
-    chunks = b.select(b.icmp_signed("<", extent, most), extent, most)
+    chunks = e.binop("min", DType.i64, extent, ir.Constant(I64, CHUNKS_PER_THREAD * threads))
     total = pool_work(s)
     if total is not None and free_vars(total) <= set(e.vars):
         small = b.icmp_signed("<", e.expr(total), ir.Constant(I64, PARALLEL_WORK))

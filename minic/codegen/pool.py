@@ -69,7 +69,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare
+from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare, define
 
 TASK = ("fn", "ctx", "start", "end", "chunk", "nchunks")     # one loop's, as pool_run was handed it
 FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu") + TASK
@@ -142,35 +142,28 @@ class _Pool:
     def call(self, b: ir.IRBuilder, name: str, *args) -> ir.Value:
         return b.call(self.libc[name], list(args))
 
-    def function(self, name: str, ret: ir.Type, args: list[ir.Type], internal: bool = True):
-        fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
-        if internal:
-            fn.linkage = "internal"
-        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
-
     def callable(self, b: ir.IRBuilder, address: ir.Value) -> ir.Value:
         """A body function's address (an i64) as something llvmlite can call: a pointer
         that knows its function type (in the IR text it is just ``ptr``)."""
         return b.inttoptr(address, self.body_type.as_pointer())
 
     @staticmethod
-    def loop(b: ir.IRBuilder, fn: ir.Function, name: str) -> ir.Block:
+    def loop(b: ir.IRBuilder, name: str) -> ir.Block:
         """Open block ``name`` (a loop head: branch there now, and back to it later)."""
-        head = fn.append_basic_block(name)
+        head = b.function.append_basic_block(name)
         b.branch(head)
         b.position_at_end(head)
         return head
 
-    def poll(self, b: ir.IRBuilder, fn: ir.Function, name: str, ready, spins: int,
-             before=None) -> ir.Block:
+    def poll(self, b: ir.IRBuilder, name: str, ready, spins: int, before=None) -> ir.Block:
         """Evaluate ``ready()`` up to ``spins`` times (after ``before()`` each time, if given);
         returns the block reached when it was true, the builder in the one reached when it
         stayed false."""
         with b.goto_entry_block():
             count = b.alloca(I64)
         b.store(i64(0), count)
-        head = self.loop(b, fn, name)
-        yes, again, no = (fn.append_basic_block(f"{name}.{s}") for s in ("ready", "again", "timeout"))
+        head = self.loop(b, name)
+        yes, again, no = (b.function.append_basic_block(f"{name}.{s}") for s in ("ready", "again", "timeout"))
         if before is not None:
             before()
         b.cbranch(ready(), yes, again)
@@ -186,10 +179,10 @@ class _Pool:
     def _claim(self) -> ir.Function:
         """void claim(i64 g): run chunks of generation g until none is left; whoever ends
         the last chunk wakes a caller that sleeps in the join."""
-        fn, b = self.function("minic.pool.claim", VOID, [I64])
+        fn, b = define(self.module, "minic.pool.claim", VOID, [I64])
         (g,) = fn.args
         body, ctx, start, end, chunk, n = (b.load(self.field(b, name), typ=I64) for name in TASK)
-        head, done = self.loop(b, fn, "claim"), fn.append_basic_block("claimed")
+        head, done = self.loop(b, "claim"), fn.append_basic_block("claimed")
         v = self.get(b, "next")
         c = b.and_(v, i64(MASK))
         ours = b.and_(b.icmp_unsigned("==", b.lshr(v, i64(32)), g), b.icmp_signed("<", c, n))
@@ -215,18 +208,18 @@ class _Pool:
 
     def _worker(self) -> ir.Function:
         """ptr worker(ptr): wait for a new generation (spin, yield, sleep), claim its chunks, repeat."""
-        fn, b = self.function("minic.pool.worker", PTR, [PTR])
+        fn, b = define(self.module, "minic.pool.worker", PTR, [PTR])
         seen = b.alloca(I64)
         allowed = b.alloca(ir.ArrayType(I64, CPU_WORDS))        # the cores the process may use
         mask = b.alloca(ir.ArrayType(I64, CPU_WORDS))
         b.store(i64(0), seen)
         self.call(b, "sched_getaffinity", ir.Constant(I32, 0), i64(8 * CPU_WORDS), allowed)
-        wait = self.loop(b, fn, "wait")
+        wait = self.loop(b, "wait")
 
         def news() -> ir.Value:
             return b.or_(self.is_set(b, "stop"), b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)))
-        ready = self.poll(b, fn, "spin", news, SPINS)
-        yielded = self.poll(b, fn, "yield", news, YIELDS, before=lambda: self.call(b, "sched_yield"))
+        ready = self.poll(b, "spin", news, SPINS)
+        yielded = self.poll(b, "yield", news, YIELDS, before=lambda: self.call(b, "sched_yield"))
         ir.IRBuilder(yielded).branch(ready)
         # sleep: count ourselves a sleeper, re-check (the caller may have posted in between), wait.
         b.atomic_rmw("add", self.field(b, "sleepers"), i64(1), SEQ)
@@ -261,11 +254,11 @@ class _Pool:
             b.store(b.and_(b.load(word, typ=I64), b.not_(bit)), word)
             self.call(b, "sched_setaffinity", ir.Constant(I32, 0), i64(8 * CPU_WORDS), mask)
 
-    def _start_workers(self, b: ir.IRBuilder, fn: ir.Function) -> None:
+    def _start_workers(self, b: ir.IRBuilder) -> None:
         """Once per module: the semaphores, then threads - 1 workers (a failed create just
         means fewer)."""
         old = b.cmpxchg(self.field(b, "started"), i64(0), i64(1), SEQ, SEQ)
-        start, go = fn.append_basic_block("start_workers"), fn.append_basic_block("go")
+        start, go = b.function.append_basic_block("start_workers"), b.function.append_basic_block("go")
         b.cbranch(b.extract_value(old, 1), start, go)
         b.position_at_end(start)
         for sem in (self.wake, self.joined):
@@ -277,7 +270,7 @@ class _Pool:
 
     def _run(self) -> ir.Function:
         """void run(ptr fn, ptr ctx, i64 start, i64 end, i64 nchunks): one parallel loop."""
-        fn, b = self.function("minic.pool.run", VOID, [PTR, PTR, I64, I64, I64])
+        fn, b = define(self.module, "minic.pool.run", VOID, [PTR, PTR, I64, I64, I64])
         body, ctx, start, end, n = fn.args
         inline, pooled, lock_try = (fn.append_basic_block(name) for name in ("inline", "pooled", "lock"))
         b.cbranch(b.icmp_signed("<=", n, i64(1)), inline, lock_try)
@@ -288,7 +281,7 @@ class _Pool:
         b.call(self.callable(b, b.ptrtoint(body, I64)), [ctx, start, end])
         b.ret_void()
         b.position_at_end(pooled)
-        self._start_workers(b, fn)
+        self._start_workers(b)
         extent = b.sub(end, start)
         chunk = b.sdiv(b.add(extent, b.sub(n, i64(1))), n)
         for name, value in zip(TASK, (b.ptrtoint(body, I64), b.ptrtoint(ctx, I64), start, end, chunk, n)):
@@ -298,20 +291,20 @@ class _Pool:
         g = b.add(self.get(b, "gen"), i64(1))
         self.put(b, "next", b.shl(g, i64(32)))
         self.put(b, "gen", g)
-        self._post(b, fn, self.wake, b.atomic_rmw("xchg", self.field(b, "sleepers"), i64(0), SEQ))
+        self._post(b, self.wake, b.atomic_rmw("xchg", self.field(b, "sleepers"), i64(0), SEQ))
         b.call(self.claim, [g])
-        self._join(b, fn, n)
+        self._join(b, n)
         self.put(b, "busy", 0)
         b.ret_void()
         return fn
 
-    def _post(self, b: ir.IRBuilder, fn: ir.Function, sem: ir.Value, count: ir.Value) -> None:
+    def _post(self, b: ir.IRBuilder, sem: ir.Value, count: ir.Value) -> None:
         """for (k = count; k > 0; k--) sem_post(sem)"""
         with b.goto_entry_block():
             k = b.alloca(I64)
         b.store(count, k)
-        head = self.loop(b, fn, "post")
-        more, done = fn.append_basic_block("post.more"), fn.append_basic_block("post.done")
+        head = self.loop(b, "post")
+        more, done = b.function.append_basic_block("post.more"), b.function.append_basic_block("post.done")
         b.cbranch(b.icmp_signed(">", b.load(k), i64(0)), more, done)
         b.position_at_end(more)
         self.call(b, "sem_post", sem)
@@ -319,15 +312,15 @@ class _Pool:
         b.branch(head)
         b.position_at_end(done)
 
-    def _join(self, b: ir.IRBuilder, fn: ir.Function, n: ir.Value) -> None:
+    def _join(self, b: ir.IRBuilder, n: ir.Value) -> None:
         """Wait until all n chunks are done: poll JOIN_SPINS times, then sleep on ``joined``
         (the thread that ends the last chunk posts it)."""
         def finished() -> ir.Value:
             return b.icmp_signed(">=", self.get(b, "done"), n)
-        joined = self.poll(b, fn, "join", finished, JOIN_SPINS)
+        joined = self.poll(b, "join", finished, JOIN_SPINS)
         self.put(b, "joiner", 1)
-        head = self.loop(b, fn, "join.sleep")
-        block = fn.append_basic_block("join.block")
+        head = self.loop(b, "join.sleep")
+        block = b.function.append_basic_block("join.block")
         b.cbranch(finished(), joined, block)
         b.position_at_end(block)
         self.call(b, "sem_wait", self.joined)
@@ -337,7 +330,7 @@ class _Pool:
 
     def _stop(self) -> None:
         """void minic_pool_stop(void): stop and join the workers (before the code is freed)."""
-        fn, b = self.function(STOP_FN, VOID, [], internal=False)
+        fn, b = define(self.module, STOP_FN, VOID, [], internal=False)
         with b.if_then(self.is_set(b, "started")):
             self.put(b, "stop", 1)
             for _ in range(1, self.threads):              # one wake-up per worker, asleep or not

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import (F32, I1, I8, I32, I64, PTR, VOID, Emitter, declare, mem_type, reg_type,
-                                type_suffix)
+from minic.codegen.emit import (F32, I1, I8, I32, I64, PTR, VOID, Emitter, declare, element, mem_type,
+                                reg_type, type_suffix)
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
@@ -43,7 +43,7 @@ FAST = ("contract",)
 
 
 class VectorLoop:
-    """Emits one vectorized loop into the Emitter's current block."""
+    """Emits one vectorized loop ``s`` into the Emitter's current block: ``VectorLoop(e, s).stmt(s.body)``."""
 
     def __init__(self, e: Emitter, s: For) -> None:
         self.e, self.b = e, e.b
@@ -75,9 +75,6 @@ class VectorLoop:
         one = self.b.insert_element(ir.Constant(self.vec(v.type), ir.Undefined), v, ir.Constant(I32, 0))
         return self.shuffle(one, [0] * self.lanes)
 
-    def lane_value(self, lane: int) -> ir.Value:
-        return self.b.add(self.start, ir.Constant(I64, lane))
-
     def per_lane(self, fn, ty: ir.Type) -> ir.Value:
         """A vector whose lane l is ``fn(l)`` (a scalar)."""
         out = ir.Constant(self.vec(ty), ir.Undefined)
@@ -90,9 +87,10 @@ class VectorLoop:
             return v
         return self.b.extract_element(v, ir.Constant(I32, lane))
 
-    def at_lane(self, lane_value: ir.Value, fn):
-        """Run ``fn`` with the loop variable bound to one scalar lane value."""
-        self.e.vars[self.var] = lane_value
+    def at_lane(self, fn, lane: int | None = None):
+        """Run scalar code ``fn`` with the loop variable bound to lane ``lane``'s value (None:
+        ``start`` itself, for the first lane's address or a value the same on every lane)."""
+        self.e.vars[self.var] = self.start if lane is None else self.b.add(self.start, ir.Constant(I64, lane))
         try:
             return fn()
         finally:
@@ -104,7 +102,7 @@ class VectorLoop:
 
     def step(self, index: tuple[Expr, ...]) -> int | None:
         """s when only the last index uses the loop variable, as ``s * j + c`` with 1 <= s <= MAX_STRIDE
-        (1: a contiguous access; more: a strided one, ``masked_load``); None otherwise."""
+        (1: a contiguous access; more: a strided one, read by a masked load); None otherwise."""
         s = stride(index[-1], self.var) if self.last_only(index) else None
         return s if s is not None and 1 <= s <= MAX_STRIDE else None
 
@@ -118,7 +116,7 @@ class VectorLoop:
 
     def expr(self, x: Expr) -> ir.Value:
         if not uses(x, self.var):
-            return self.at_lane(self.start, lambda: self.e.expr(x))   # uniform: the scalar code
+            return self.at_lane(lambda: self.e.expr(x))   # uniform: the scalar code
         b = self.b
         if isinstance(x, Var):
             return b.add(self.splat(self.start), ir.Constant(self.vec(I64), list(range(self.lanes))))
@@ -127,14 +125,12 @@ class VectorLoop:
         if isinstance(x, BinOp):
             a, c = self.expr(x.a), self.expr(x.b)
             a, c = self.splat(a), self.splat(c)
-            if x.a.dtype.is_float and x.op in ("add", "sub", "mul"):
-                return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[x.op](a, c, flags=FAST)
             if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
                 # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
                 # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
                 v, c = (a, c) if _plain(x.b) else (c, a)
                 return b.select(b.fcmp_ordered("<" if x.op == "max" else ">", v, c), c, v)
-            return self.e.binop(x.op, x.a.dtype, a, c)      # float max/min: llvm.maximum/minimum on vectors
+            return self.e.binop(x.op, x.a.dtype, a, c, FAST)   # a float max/min: llvm.maximum/minimum
         if isinstance(x, Select) and not uses(x.cond, self.var) and (self.reads(x.a) or self.reads(x.b)):
             return self.choose(x)
         if isinstance(x, Select):
@@ -254,8 +250,8 @@ class VectorLoop:
         rows, n = buffer.shape
         b, shuffle = self.b, self.shuffle
         base = self.e.ptrs[buffer.name]
-        loaded = [b.load(b.gep(base, [ir.Constant(I64, r * n)], inbounds=True, source_etype=F32),
-                         typ=ir.VectorType(F32, n), align=4) for r in range(rows)]
+        loaded = [b.load(element(b, base, r * n, F32), typ=ir.VectorType(F32, n), align=4)
+                  for r in range(rows)]
         undef = ir.Constant(ir.VectorType(F32, 8), ir.Undefined)
         unpack = ([0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15])      # unpcklps, unpckhps
         pairs = ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15])       # shufps
@@ -280,52 +276,47 @@ class VectorLoop:
         step = self.step(index)
         repeats = self.repeated(index) if step is None else None
         if step is None and not repeats:                     # gathered, lane by lane
-            return self.per_lane(lambda l: self.at_lane(self.lane_value(l), lambda: self.e.load(buffer, index)),
+            return self.per_lane(lambda l: self.at_lane(lambda: self.e.load(buffer, index), l),
                                  reg_type(buffer.dtype))
-        ptr = self.at_lane(self.start, lambda: self.e.address(buffer, index))
+        ptr = self.at_lane(lambda: self.e.address(buffer, index))
         ty, align = mem_type(buffer.dtype), buffer.dtype.numpy.itemsize
         if repeats:
             # lane l = ptr[l / d]: one vector load of lanes / d elements, each lane of it repeated
             # d times by a shuffle (was: a gather, one scalar load a lane)
             v = self.shuffle(self.b.load(ptr, typ=ir.VectorType(ty, self.lanes // repeats), align=align),
                              [lane // repeats for lane in range(self.lanes)])
-        elif step > 1 or (self.padded() and buffer.role is not Role.LOCAL):
-            v = self.masked_load(ptr, buffer.dtype, step)
+        elif step > 1 or self.padded(buffer):
+            # lane l = ptr[l * step], from one masked load of padded() elements (step 1) or of lanes * step
+            # (a shuffle keeps every step-th): nothing past the last lane's element, maybe past the buffer
+            n = self.padded(buffer) if step == 1 else self.lanes * step
+            wide = self.masked("load", ptr, buffer.dtype, [i <= (self.lanes - 1) * step for i in range(n)])
+            v = self.shuffle(wide, [lane * step for lane in range(self.lanes)])
         else:
             v = self.b.load(ptr, typ=self.vec(ty), align=align)
         return self.b.trunc(v, self.vec(I1)) if buffer.dtype == DType.bool else v
 
-    def padded(self) -> int | None:
-        """The power of two above a lane count that is none (7 -> 8, up to 16), on x86: LLVM
-        would split a 7-lane access into pieces of 4, 2 and 1; a masked one of 8 is one
-        instruction there (elsewhere, aarch64's NEON, a masked access runs lane by lane)."""
+    def padded(self, buffer: Buffer) -> int | None:
+        """The power of two above a lane count that is none (7 -> 8, up to 16), on x86: the lanes
+        of a masked contiguous access of ``buffer`` (LLVM would split a 7-lane access into pieces
+        of 4, 2 and 1; a masked one of 8 is one instruction there; elsewhere, aarch64's NEON, a
+        masked access runs lane by lane).  None in a local tile: LLVM keeps a tile in registers
+        only if no masked access touches it."""
         n = self.lanes
-        if n & (n - 1) == 0 or n > 16 or not self.x86():
+        if n & (n - 1) == 0 or n > 16 or not self.x86() or buffer.role is Role.LOCAL:
             return None
         return 1 << n.bit_length()
 
-    def masked_load(self, ptr: ir.Value, dtype: DType, step: int) -> ir.Value:
-        """Lane l = ptr[l * step], from one masked load whose elements past the last lane's are
-        masked off (they may lie past the buffer): of ``padded()`` elements for step 1, of
-        lanes * step for a larger step, whose every step-th a shuffle keeps."""
-        n = self.padded() if step == 1 else self.lanes * step
-        wide, mask_ty = ir.VectorType(mem_type(dtype), n), ir.VectorType(I1, n)
-        name = f"llvm.masked.load.{type_suffix(wide)}.p0"
-        fn = declare(self.e.module, name, wide, [PTR, I32, mask_ty, wide])
-        mask = ir.Constant(mask_ty, [i <= (self.lanes - 1) * step for i in range(n)])
-        align = ir.Constant(I32, dtype.numpy.itemsize)
-        v = self.b.call(fn, [ptr, align, mask, ir.Constant(wide, ir.Undefined)])
-        return self.shuffle(v, [lane * step for lane in range(self.lanes)])
-
-    def masked_store(self, ptr: ir.Value, dtype: DType, value: ir.Value) -> None:
-        """``value`` stored at ``ptr`` as a vector of ``padded()`` lanes, those past the last masked off."""
-        n = self.padded()
-        wide, mask_ty = ir.VectorType(mem_type(dtype), n), ir.VectorType(I1, n)
-        name = f"llvm.masked.store.{type_suffix(wide)}.p0"
+    def masked(self, op: str, ptr: ir.Value, dtype: DType, mask: list[bool], value: ir.Value | None = None):
+        """LLVM's ``llvm.masked.load`` or ``llvm.masked.store`` of ``len(mask)`` elements at ``ptr``
+        (a load's masked-off lanes undefined)."""
+        wide, mask_ty = ir.VectorType(mem_type(dtype), len(mask)), ir.VectorType(I1, len(mask))
+        align, mask = ir.Constant(I32, dtype.numpy.itemsize), ir.Constant(mask_ty, mask)
+        name = f"llvm.masked.{op}.{type_suffix(wide)}.p0"
+        if op == "load":
+            fn = declare(self.e.module, name, wide, [PTR, I32, mask_ty, wide])
+            return self.b.call(fn, [ptr, align, mask, ir.Constant(wide, ir.Undefined)])
         fn = declare(self.e.module, name, VOID, [wide, PTR, I32, mask_ty])
-        mask = ir.Constant(mask_ty, [i < self.lanes for i in range(n)])
-        align = ir.Constant(I32, dtype.numpy.itemsize)
-        self.b.call(fn, [self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)]), ptr, align, mask])
+        return self.b.call(fn, [value, ptr, align, mask])
 
     # --- statements -----------------------------------------------------------------
 
@@ -341,22 +332,19 @@ class VectorLoop:
         if self.step(s.index) == 1:
             if s.buffer.dtype == DType.bool:
                 value = self.b.zext(value, self.vec(I8))
-            ptr = self.at_lane(self.start, lambda: self.e.address(s.buffer, s.index))
-            if self.padded() and s.buffer.role is not Role.LOCAL:
-                self.masked_store(ptr, s.buffer.dtype, value)
+            ptr = self.at_lane(lambda: self.e.address(s.buffer, s.index))
+            if n := self.padded(s.buffer):        # lanes past the last masked off
+                wide = self.shuffle(value, [min(i, self.lanes - 1) for i in range(n)])
+                self.masked("store", ptr, s.buffer.dtype, [i < self.lanes for i in range(n)], wide)
                 return
             ptr = self.b.bitcast(ptr, ir.PointerType(value.type))   # typed for llvmlite's check; "ptr" in the IR
             self.b.store(value, ptr, align=s.buffer.dtype.numpy.itemsize)
             return
         for lane in range(self.lanes):
-            scalar = self.b.extract_element(value, ir.Constant(I32, lane))
-            self.at_lane(self.lane_value(lane), lambda: self.e.store(s.buffer, s.index, scalar))
+            scalar = self.lane(value, lane)
+            self.at_lane(lambda: self.e.store(s.buffer, s.index, scalar), lane)
 
 
 def _plain(e: Expr) -> bool:
     """A float constant that is a number (max/min against it needs no NaN test)."""
     return isinstance(e, Const) and e.dtype.is_float and e.value == e.value
-
-
-def emit_vectorized(e: Emitter, s: For) -> None:
-    VectorLoop(e, s).stmt(s.body)
