@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.compute import DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes, wrap_index, wrap_indices
+from minic.ir.compute import (DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes,
+                               reduce_over, wrap_index, wrap_indices)
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, broadcast_infer, div_checks
@@ -86,8 +87,7 @@ def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axis = norm_axis(site.attrs.axis, x.type.rank)
-    loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
-    best = Reduce("max" if site.op == "arg_max" else "min", loops, x.at(row))
+    best = reduce_over(site, x, (axis,), site.attrs.keepdims, index, "max" if site.op == "arg_max" else "min")
     loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
     (w, n), = loops
     hit = BinOp("eq", x.at(row), best)

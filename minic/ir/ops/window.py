@@ -8,7 +8,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_axes
+from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_over
 from minic.ir.loops import BinOp, Expr, Select, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
@@ -172,8 +172,8 @@ def _global_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
 
 def global_avg_pool_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
-    loops, source = reduce_axes(site, x, tuple(range(2, x.type.rank)), True, index)
-    return BinOp("div", Reduce("sum", loops, x.at(source)), count(x.type.shape[2:], x.type.dtype))
+    total = reduce_over(site, x, tuple(range(2, x.type.rank)), True, index, "sum")
+    return BinOp("div", total, count(x.type.shape[2:], x.type.dtype))
 
 
 define("global_avg_pool", OpKind.REDUCTION, _global_infer,
