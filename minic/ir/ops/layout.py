@@ -88,7 +88,7 @@ class ShapeAttrs:
     shape: tuple[Dim, ...]
 
 
-def _reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
+def reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     shape = tuple(canon(d) for d in attrs.shape)
     require(canon(dim_prod(x.shape)) == canon(dim_prod(shape)),
@@ -96,7 +96,7 @@ def _reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(shape, x.dtype)]
 
 
-_layout("reshape", _reshape_infer, lambda attrs, x: x.reshape(attrs.shape), reshape_rule, ShapeAttrs,
+_layout("reshape", reshape_infer, lambda attrs, x: x.reshape(attrs.shape), reshape_rule, ShapeAttrs,
         "reshape(x, shape): same elements in row-major order, another shape", to_out_shape)
 
 
