@@ -36,10 +36,6 @@ def sigmoid_expr(x: Expr) -> Expr:
     return BinOp("div", one, BinOp("add", one, Call("exp", (Call("neg", (x,)),))))
 
 
-def call(fn: str) -> Callable[[Expr], Expr]:
-    return lambda x: Call(fn, (x,))
-
-
 def arg(x: Operand, index: tuple[Expr, ...]) -> Expr:
     """Input ``x`` at output ``index``, broadcasting as numpy does."""
     return x.at(broadcast_index(index, x.type.shape))
@@ -74,7 +70,7 @@ def unary(name: str, sample: str = "float_unary", reference: Callable[[np.ndarra
           compute: Callable[[Expr], Expr] | None = None, torch: str | None = None) -> None:
     """out = f(x), by default numpy's, the Loop IR's and torch's function ``name``;
     ``sample`` "unary" for ops that also take ints, else float only."""
-    reference, compute = reference or getattr(np, name), compute or call(name)
+    reference, compute = reference or getattr(np, name), compute or (lambda x: Call(name, (x,)))
     define(name, OpKind.ELEMENTWISE, _unary_infer(name, sample != "unary"), lambda attrs, x: reference(x),
            lambda site, index: compute(arg(site.inputs[0], index)), doc=f"{name}(x), elementwise",
            torch=torch or name, sample=sample)
