@@ -75,30 +75,29 @@ def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(x.shape[:2] + out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode), x.dtype)]
 
 
-def _padded(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> tuple[np.ndarray, tuple[int, int]]:
-    """x padded by the explicit padding (``pad_value``), then by whatever the last
-    ceil_mode window reaches past it (``extra_value``)."""
+def _pool_windows(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> np.ndarray:
+    """The windows of x padded by the explicit padding (``pad_value``), then by whatever
+    the last ceil_mode window reaches past it (``extra_value``)."""
     out = out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode)
     pt, pl, pb, pr = attrs.padding
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
     # the rows and columns the last window reaches, per spatial axis
     need = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(out, attrs.stride, attrs.dilation, attrs.kernel)]
     extra = ((0, 0), (0, 0)) + tuple((0, max(0, n - have)) for n, have in zip(need, xp.shape[2:]))
-    return np.pad(xp, extra, constant_values=extra_value), out
+    xp = np.pad(xp, extra, constant_values=extra_value)
+    return windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out)
 
 
 def max_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
-    xp, out = _padded(attrs, x, -np.inf, -np.inf)
-    return windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out).max(axis=(2, 3))
+    return _pool_windows(attrs, x, -np.inf, -np.inf).max(axis=(2, 3))
 
 
 def avg_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
-    xp, out = _padded(attrs, x, 0.0, 0.0)
-    sums = windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out).sum(axis=(2, 3))
+    sums = _pool_windows(attrs, x, 0.0, 0.0).sum(axis=(2, 3))
     # The divisor counts the cells of each window that lie in the input, plus
     # those in the explicit padding when count_include_pad (never ceil_mode's extra).
-    mask, _ = _padded(attrs, np.ones((1, 1) + x.shape[2:], x.dtype), float(attrs.count_include_pad), 0.0)
-    count = windows(mask, attrs.kernel, attrs.stride, attrs.dilation, out).sum(axis=(2, 3))
+    mask = np.ones((1, 1) + x.shape[2:], x.dtype)
+    count = _pool_windows(attrs, mask, float(attrs.count_include_pad), 0.0).sum(axis=(2, 3))
     return (sums / count).astype(x.dtype)
 
 
