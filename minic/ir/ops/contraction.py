@@ -10,6 +10,7 @@ import numpy as np
 from minic.ir.compute import Reduce, Site, broadcast_index, clamp
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
+from minic.ir.ops.elementwise import arg
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.ops.window import out_hw, symmetric, taps, windows
 from minic.ir.types import TensorType
@@ -90,8 +91,7 @@ def gemm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     if attrs.alpha != 1.0:
         y = BinOp("mul", const(attrs.alpha, dt), y)
     if len(site.inputs) == 3:
-        c = site.inputs[2]
-        term = c.at(broadcast_index(index, c.type.shape))
+        term = arg(site.inputs[2], index)
         y = BinOp("add", y, term if attrs.beta == 1.0 else BinOp("mul", const(attrs.beta, dt), term))
     return y
 

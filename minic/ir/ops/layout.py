@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import DataCheck, Site, broadcast_index, clamp, in_range, index_check, wrap_index, wrap_indices
+from minic.ir.compute import DataCheck, Site, clamp, in_range, index_check, wrap_index, wrap_indices
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
+from minic.ir.ops.elementwise import identity
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
 from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_prod
 
@@ -105,8 +106,7 @@ def _expand_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
 
 
 _layout("expand", _expand_infer,
-        lambda attrs, x: np.broadcast_to(x, np.broadcast_shapes(x.shape, attrs.shape)).copy(),
-        lambda site, index: site.inputs[0].at(broadcast_index(index, site.inputs[0].type.shape)), ShapeAttrs,
+        lambda attrs, x: np.broadcast_to(x, broadcast(x.shape, attrs.shape)).copy(), identity, ShapeAttrs,
         "expand(x, shape): broadcast x to shape (numpy rules, both ways)", lambda t, x: x.expand(t.out))
 
 
