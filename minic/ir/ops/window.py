@@ -9,7 +9,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
 from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_over
-from minic.ir.loops import BinOp, Expr, Select, const
+from minic.ir.loops import BinOp, Expr, Select, const, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
 from minic.ir.types import TensorType
@@ -54,18 +54,16 @@ class PoolAttrs:
 
 def out_hw(attrs, h: int, w: int, kernel: tuple[int, int], ceil_mode: bool = False) -> tuple[int, int]:
     """Output height and width of the window sweep of ``attrs`` (stride, padding, dilation: a pool's or conv2d's)."""
-    pt, pl, pb, pr = attrs.padding
-    return (pooled_size(h, kernel[0], attrs.stride[0], pt, pb, attrs.dilation[0], ceil_mode),
-            pooled_size(w, kernel[1], attrs.stride[1], pl, pr, attrs.dilation[1], ceil_mode))
+    return tuple(pooled_size(n, k, s, lo, hi, d, ceil_mode) for n, k, s, lo, hi, d
+                 in zip((h, w), kernel, attrs.stride, attrs.padding[:2], attrs.padding[2:], attrs.dilation))
 
 
 def taps(attrs, oy: Expr, ox: Expr, p: Expr, q: Expr, x: Operand) -> tuple[Expr, Expr, Expr]:
     """The input row and column that tap (p, q) of the window at output (oy, ox) reads (NCHW ``x``),
     and whether it lies inside the input (not in the padding)."""
-    h = BinOp("sub", BinOp("add", BinOp("mul", oy, const(attrs.stride[0])), BinOp("mul", p, const(attrs.dilation[0]))), const(attrs.padding[0]))
-    w = BinOp("sub", BinOp("add", BinOp("mul", ox, const(attrs.stride[1])), BinOp("mul", q, const(attrs.dilation[1]))), const(attrs.padding[1]))
-    H, W = x.type.shape[2], x.type.shape[3]
-    return h, w, BinOp("and", in_range(h, const(0), const(H)), in_range(w, const(0), const(W)))
+    h, w = (BinOp("sub", BinOp("add", BinOp("mul", o, const(s)), BinOp("mul", k, const(d))), const(before))
+            for o, k, s, d, before in zip((oy, ox), (p, q), attrs.stride, attrs.dilation, attrs.padding))
+    return h, w, fold("and", [in_range(i, const(0), const(n)) for i, n in zip((h, w), x.type.shape[2:])])
 
 
 def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
