@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, broadcast_index, clamp
+from minic.ir.compute import Reduce, Site, broadcast_index
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg
@@ -159,8 +159,7 @@ def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     per_group = out_channels // attrs.groups
     c, p, q = site.fresh.var("c"), site.fresh.var("p"), site.fresh.var("q")
     channel = c if attrs.groups == 1 else BinOp("add", BinOp("mul", BinOp("div", o, const(per_group)), const(cg)), c)
-    h, v, inside = taps(attrs, oy, ox, p, q, x)
-    pixel = x.at((n, channel, clamp(h, x.type.shape[2]), clamp(v, x.type.shape[3])))
+    _, _, inside, pixel = taps(attrs, x, (n, channel, oy, ox), p, q)
     if any(attrs.padding):     # taps in the zero padding contribute nothing
         pixel = Select(inside, pixel, const(0.0, x.type.dtype))
     loops = ((c, const(cg)), (p, const(kh)), (q, const(kw)))

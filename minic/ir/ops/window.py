@@ -58,12 +58,15 @@ def out_hw(attrs, h: int, w: int, kernel: tuple[int, int], ceil_mode: bool = Fal
                  in zip((h, w), kernel, attrs.stride, attrs.padding[:2], attrs.padding[2:], attrs.dilation))
 
 
-def taps(attrs, oy: Expr, ox: Expr, p: Expr, q: Expr, x: Operand) -> tuple[Expr, Expr, Expr]:
-    """The input row and column that tap (p, q) of the window at output (oy, ox) reads (NCHW ``x``),
-    and whether it lies inside the input (not in the padding)."""
+def taps(attrs, x: Operand, at: tuple[Expr, ...], p: Expr, q: Expr) -> tuple[Expr, Expr, Expr, Expr]:
+    """Tap (p, q) of the window at output ``at`` = (n, c, oy, ox) of NCHW ``x``: the input row and
+    column it reads, whether it lies inside the input (not in the padding), and x's element there
+    (clamped into x: a tap in the padding reads an edge, which the caller masks)."""
+    n, c, oy, ox = at
     h, w = (BinOp("sub", BinOp("add", BinOp("mul", o, const(s)), BinOp("mul", k, const(d))), const(before))
             for o, k, s, d, before in zip((oy, ox), (p, q), attrs.stride, attrs.dilation, attrs.padding))
-    return h, w, fold("and", [in_range(i, const(0), const(n)) for i, n in zip((h, w), x.type.shape[2:])])
+    inside = fold("and", [in_range(i, const(0), const(size)) for i, size in zip((h, w), x.type.shape[2:])])
+    return h, w, inside, x.at((n, c, clamp(h, x.type.shape[2]), clamp(w, x.type.shape[3])))
 
 
 def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -100,15 +103,11 @@ def avg_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
 
 
 def _window(site: Site, index: tuple[Expr, ...]):
-    """The reduction variables of a pooling window, the input rows/columns they
-    reach, and whether each lies inside the input."""
-    x = site.inputs[0]
-    a = site.attrs
+    """The reduction variables of a pooling window and, per tap, what ``taps`` says of it
+    (the input row and column, whether it lies inside the input, the element)."""
     p, q = site.fresh.var("p"), site.fresh.var("q")
-    loops = ((p, const(a.kernel[0])), (q, const(a.kernel[1])))
-    h, w, inside = taps(a, index[2], index[3], p, q, x)
-    element = x.at((index[0], index[1], clamp(h, x.type.shape[2]), clamp(w, x.type.shape[3])))
-    return loops, h, w, inside, element
+    loops = ((p, const(site.attrs.kernel[0])), (q, const(site.attrs.kernel[1])))
+    return (loops, *taps(site.attrs, site.inputs[0], index, p, q))
 
 
 def max_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
