@@ -400,26 +400,22 @@ def _pad(attrs: PadAttrs, x: np.ndarray) -> np.ndarray:
 
 
 def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
-    x = site.inputs[0]
-    rank = x.type.rank
-    before = site.attrs.pads[:rank]
-    mode = site.attrs.mode
+    x, pads, mode = site.inputs[0], site.attrs.pads, site.attrs.mode
     inside: list[Expr] = []             # per padded axis: the source index lies in x, not in the padding
     source: list[Expr] = []
-    for a in range(rank):
-        n = x.type.shape[a]
-        i = BinOp("sub", index[a], const(before[a])) if before[a] else index[a]
+    for i, n, before, after in zip(index, x.type.shape, pads[:x.type.rank], pads[x.type.rank:]):
+        i = BinOp("sub", i, const(before)) if before else i
         if mode == "reflect":       # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
-            wider = max(before[a], site.attrs.pads[a + rank])
+            wider = max(before, after)
             if wider and wider >= n > 1:        # only a padded axis, which is static, compares its size
                 # Wider than the axis: numpy (ONNX's reference) reflects again and again, which
                 # repeats with period 2(n - 1); shifted by whole periods to index from 0 first.
                 period = 2 * (n - 1)
-                i = BinOp("mod", BinOp("add", i, const(period * -(-before[a] // period))), const(period))
+                i = BinOp("mod", BinOp("add", i, const(period * -(-before // period))), const(period))
             i = BinOp("max", i, BinOp("sub", const(0), i))
             last = BinOp("sub", dim_expr(n), const(1))
             i = BinOp("min", i, BinOp("sub", BinOp("mul", const(2), last), i))
-        if mode == "constant" and (before[a] or site.attrs.pads[a + rank]):
+        if mode == "constant" and (before or after):
             inside.append(in_range(i, const(0), dim_expr(n)))
         source.append(clamp(i, n))
     element = x.at(tuple(source))
