@@ -383,8 +383,7 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     require(len(attrs.pads) == 2 * x.rank, f"pad: {len(attrs.pads)} pads for rank {x.rank}")
     shape = []
-    for i, d in enumerate(x.shape):
-        lo, hi = attrs.pads[i], attrs.pads[i + x.rank]
+    for i, (d, lo, hi) in enumerate(zip(x.shape, attrs.pads, attrs.pads[x.rank:])):     # begin, end of axis i
         require(isinstance(d, int) or lo + hi == 0, f"pad: axis {i} of {x} is symbolic")
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
         require(d != 0 or lo + hi == 0 or attrs.mode == "constant",
@@ -423,10 +422,9 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 
 
 def _torch_pad(t, x):
-    widths = []
     rank = x.dim()
-    for axis in reversed(range(rank)):               # torch lists the last axis first
-        widths += [t.attrs.pads[axis], t.attrs.pads[axis + rank]]
+    # (begin, end) of each axis, the last axis first (torch's order)
+    widths = [w for axis in reversed(range(rank)) for w in (t.attrs.pads[axis], t.attrs.pads[axis + rank])]
     mode = {"edge": "replicate"}.get(t.attrs.mode, t.attrs.mode)
     if mode != "constant":                            # torch pads all but N, C in these modes
         widths = widths[:2 * (rank - 2)]
