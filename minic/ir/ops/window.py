@@ -124,9 +124,8 @@ def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     a, x = site.attrs, site.inputs[0]
     loops, h, w, counted, _ = _window(site, index)
     if a.count_include_pad:
-        H, W = x.type.shape[2] + a.padding[2], x.type.shape[3] + a.padding[3]
-        counted = BinOp("and", in_range(h, const(-a.padding[0]), const(H)),
-                        in_range(w, const(-a.padding[1]), const(W)))
+        counted = fold("and", [in_range(i, const(-before), const(n + after)) for i, n, before, after
+                               in zip((h, w), x.type.shape[2:], a.padding[:2], a.padding[2:])])
     cells = Reduce("sum", loops, Select(counted, const(1.0, dt), const(0.0, dt)))
     return BinOp("div", total, cells)
 
