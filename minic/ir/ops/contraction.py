@@ -141,8 +141,7 @@ def conv2d(attrs: Conv2dAttrs, x, w, b=None) -> np.ndarray:
     o, cg, kh, kw = w.shape
     g = attrs.groups
     out = out_hw(attrs, x.shape[2], x.shape[3], (kh, kw))
-    pt, pl, pb, pr = attrs.padding
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    xp = np.pad(x, ((0, 0), (0, 0), attrs.padding[0::2], attrs.padding[1::2]))    # rows, then columns
     cols = windows(xp, (kh, kw), attrs.stride, attrs.dilation, out).reshape(n, g, cg, kh, kw, *out)
     y = np.einsum("ngcijyx,gocij->ngoyx", cols, w.reshape(g, o // g, cg, kh, kw), optimize=True)
     y = y.reshape(n, o, *out)

@@ -97,6 +97,7 @@ def layer_norm(attrs: LayerNormAttrs, x: np.ndarray, scale=None, bias=None) -> n
 
 
 def _square(e: Expr) -> Expr:
+    """e · e, e built once (the centred element: one read of x)."""
     return BinOp("mul", e, e)
 
 

@@ -80,8 +80,8 @@ def _pool_windows(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value
     """The windows of x padded by the explicit padding (``pad_value``), then by whatever
     the last ceil_mode window reaches past it (``extra_value``)."""
     out = out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode)
-    pt, pl, pb, pr = attrs.padding
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
+    # padding is (top, left, bottom, right): (top, bottom) for the rows, (left, right) for the columns
+    xp = np.pad(x, ((0, 0), (0, 0), attrs.padding[0::2], attrs.padding[1::2]), constant_values=pad_value)
     # the rows and columns the last window reaches, per spatial axis
     need = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(out, attrs.stride, attrs.dilation, attrs.kernel)]
     extra = ((0, 0), (0, 0)) + tuple((0, max(0, n - have)) for n, have in zip(need, xp.shape[2:]))
