@@ -12,9 +12,11 @@ declares its rule beside its meaning, in ``minic/ir/ops/``.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -47,12 +49,10 @@ class Fresh:
     """Unique variable and buffer names within one kernel."""
 
     def __init__(self) -> None:
-        self.count: dict[str, int] = {}
+        self.counters: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)    # 0, 1, ...
 
     def name(self, prefix: str) -> str:
-        n = self.count.get(prefix, 0)
-        self.count[prefix] = n + 1
-        return f"{prefix}{n}"
+        return f"{prefix}{next(self.counters[prefix])}"
 
     def var(self, prefix: str = "r") -> Var:
         return Var(self.name(prefix))
@@ -184,3 +184,11 @@ def reduce_axes(site: Site, x: Operand, axes: tuple[int, ...], keep: bool,
     kept = iter([i for a, i in enumerate(index) if not (keep and a in loops)])   # the index of the other axes
     source = tuple(loops[a][0] if a in loops else next(kept) for a in range(x.type.rank))
     return tuple(loops.values()), source
+
+
+def reduce_over(site: Site, x: Operand, axes: tuple[int, ...], keep: bool, index: tuple[Expr, ...], op: str,
+                body: Callable[[Expr], Expr] = lambda element: element) -> Reduce:
+    """``op`` of ``body(x's element)`` over ``axes`` of ``x``, along the row through output ``index``
+    (fresh variables: see reduce_axes)."""
+    loops, source = reduce_axes(site, x, axes, keep, index)
+    return Reduce(op, loops, body(x.at(source)))

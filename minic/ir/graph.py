@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Iterator
 
@@ -70,10 +71,7 @@ class Graph:
         return users
 
     def values(self) -> Iterator[Value]:
-        yield from self.inputs
-        yield from self.constants
-        for node in self.nodes:
-            yield from node.outputs
+        return itertools.chain(self.inputs, self.constants, (v for node in self.nodes for v in node.outputs))
 
 
 def constant(name: str, data: np.ndarray) -> Value:

@@ -88,26 +88,6 @@ def _bfloat16() -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16)
 
 
-def promote(a: DType, b: DType) -> DType:
-    """The common type of two tensor operands, as PyTorch's ``torch.result_type``
-    (and ONNX's type constraints, which only ever ask it of equal types) define it:
-    bool < integers < floats; within a category the wider wins; u8 with a signed
-    integer goes to the smallest signed type holding both (u8, i8 -> i16; u64 to i64);
-    f16 with bf16 goes to f32."""
-    if a == b:
-        return a
-    rank = lambda d: 0 if d == DType.bool else 1 if d.is_int else 2
-    if rank(a) != rank(b):
-        return a if rank(a) > rank(b) else b
-    if {a, b} == {DType.f16, DType.bf16}:
-        return DType.f32
-    if a.is_unsigned != b.is_unsigned:                         # a signed and an unsigned integer
-        signed, unsigned = (b, a) if a.is_unsigned else (a, b)
-        bits = min(64, max(signed.bits, 2 * unsigned.bits))   # u8 with i8 -> i16, u16 -> i32, u32 and u64 -> i64
-        return {16: DType.i16, 32: DType.i32, 64: DType.i64}.get(bits, signed)
-    return a if a.bits > b.bits else b
-
-
 Dim = Union[int, str]
 Shape = tuple[Dim, ...]
 

@@ -46,20 +46,3 @@ def test_tensor_type_prints_and_dtypes():
     assert DType.of("float64") is DType.f64 and DType.of(DType.bf16.numpy) is DType.bf16
     with pytest.raises(UserError, match="complex64 is not supported"):
         DType.of("complex64")
-
-
-def test_promotion_matches_torch():
-    """minic's type promotion is torch.result_type's, for every pair of dtypes."""
-    import itertools
-    import torch
-    from minic.frontend.torch import TORCH_DTYPES
-    from minic.ir.types import promote
-    wide = (DType.u16, DType.u32, DType.u64)            # torch: "Promotion for uint16, uint32, uint64 ... not supported"
-    for a, b in itertools.product(DType, DType):
-        if a in wide or b in wide:
-            continue
-        assert TORCH_DTYPES[promote(a, b)] == torch.promote_types(TORCH_DTYPES[a], TORCH_DTYPES[b]), (a, b)
-    # the wide unsigned types follow the same rule: the smallest signed type holding both, floats win
-    assert [promote(DType.u16, DType.i8), promote(DType.u32, DType.i16), promote(DType.u64, DType.i8),
-            promote(DType.u16, DType.u32), promote(DType.u64, DType.f16)] == [
-        DType.i32, DType.i64, DType.i64, DType.u32, DType.f16]

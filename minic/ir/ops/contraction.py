@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, broadcast_index, clamp
+from minic.ir.compute import Reduce, Site, broadcast_index
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
+from minic.ir.ops.elementwise import arg
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.ops.window import out_hw, symmetric, taps, windows
 from minic.ir.types import TensorType
@@ -90,8 +91,7 @@ def gemm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     if attrs.alpha != 1.0:
         y = BinOp("mul", const(attrs.alpha, dt), y)
     if len(site.inputs) == 3:
-        c = site.inputs[2]
-        term = c.at(broadcast_index(index, c.type.shape))
+        term = arg(site.inputs[2], index)
         y = BinOp("add", y, term if attrs.beta == 1.0 else BinOp("mul", const(attrs.beta, dt), term))
     return y
 
@@ -141,8 +141,7 @@ def conv2d(attrs: Conv2dAttrs, x, w, b=None) -> np.ndarray:
     o, cg, kh, kw = w.shape
     g = attrs.groups
     out = out_hw(attrs, x.shape[2], x.shape[3], (kh, kw))
-    pt, pl, pb, pr = attrs.padding
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    xp = np.pad(x, ((0, 0), (0, 0), attrs.padding[0::2], attrs.padding[1::2]))    # rows, then columns
     cols = windows(xp, (kh, kw), attrs.stride, attrs.dilation, out).reshape(n, g, cg, kh, kw, *out)
     y = np.einsum("ngcijyx,gocij->ngoyx", cols, w.reshape(g, o // g, cg, kh, kw), optimize=True)
     y = y.reshape(n, o, *out)
@@ -159,8 +158,7 @@ def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     per_group = out_channels // attrs.groups
     c, p, q = site.fresh.var("c"), site.fresh.var("p"), site.fresh.var("q")
     channel = c if attrs.groups == 1 else BinOp("add", BinOp("mul", BinOp("div", o, const(per_group)), const(cg)), c)
-    h, v, inside = taps(attrs, oy, ox, p, q, x)
-    pixel = x.at((n, channel, clamp(h, x.type.shape[2]), clamp(v, x.type.shape[3])))
+    _, _, inside, pixel = taps(attrs, x, (n, channel, oy, ox), p, q)
     if any(attrs.padding):     # taps in the zero padding contribute nothing
         pixel = Select(inside, pixel, const(0.0, x.type.dtype))
     loops = ((c, const(cg)), (p, const(kh)), (q, const(kw)))

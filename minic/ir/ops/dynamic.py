@@ -13,9 +13,9 @@ from minic.errors import DataError
 from minic.ir.compute import DataCheck, Site
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
-from minic.ir.ops.layout import ShapeAttrs, reshape_rule
+from minic.ir.ops.layout import ShapeAttrs, reshape_infer, reshape_rule
 from minic.ir.ops.shapes import require
-from minic.ir.types import DType, TensorType, canon, dim_prod
+from minic.ir.types import DType, TensorType
 
 def _pick(sizes: list[Expr], k: Expr) -> Expr:
     """sizes[k] for a run-time k (the last size when k is out of range)."""
@@ -50,10 +50,7 @@ def _reshape_dynamic_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[Tens
     x, s = ts
     require(s.dtype == DType.i64 and s.shape == (len(attrs.shape),),
             f"reshape_dynamic: the shape tensor must be i64[{len(attrs.shape)}], got {s}")
-    require(canon(dim_prod(x.shape)) == canon(dim_prod(attrs.shape)),
-            f"reshape_dynamic: {x} has {dim_prod(x.shape)} elements, "
-            f"declared shape {list(attrs.shape)} has {dim_prod(attrs.shape)}")
-    return [TensorType(tuple(canon(d) for d in attrs.shape), x.dtype)]
+    return reshape_infer(attrs, [x])           # the declared shape, which must hold x's elements
 
 
 def _reshape_dynamic(attrs: ShapeAttrs, x: np.ndarray, shape: np.ndarray) -> np.ndarray:

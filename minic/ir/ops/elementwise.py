@@ -36,10 +36,6 @@ def sigmoid_expr(x: Expr) -> Expr:
     return BinOp("div", one, BinOp("add", one, Call("exp", (Call("neg", (x,)),))))
 
 
-def call(fn: str) -> Callable[[Expr], Expr]:
-    return lambda x: Call(fn, (x,))
-
-
 def arg(x: Operand, index: tuple[Expr, ...]) -> Expr:
     """Input ``x`` at output ``index``, broadcasting as numpy does."""
     return x.at(broadcast_index(index, x.type.shape))
@@ -53,52 +49,51 @@ def _unary_infer(name: str, float_only: bool):
     return infer
 
 
-def _binary_infer(result: DType | None):
+def broadcast_infer(name: str, what: str = "inputs", accepts: Callable[[DType], bool] = lambda d: True,
+                    result: DType | None = None):
+    """Inputs of one dtype that ``accepts`` takes, broadcast together; the result has dtype
+    ``result``, else theirs."""
     def infer(attrs, ts: list[TensorType]) -> list[TensorType]:
-        require(ts[0].dtype == ts[1].dtype, f"input dtypes differ: {ts[0].dtype.value} and {ts[1].dtype.value}")
-        return [TensorType(broadcast(ts[0].shape, ts[1].shape), result or ts[0].dtype)]
+        dtype = ts[0].dtype
+        require(all(t.dtype == dtype for t in ts) and accepts(dtype),
+                f"{name} needs {what} of one dtype, got {', '.join(t.dtype.value for t in ts)}")
+        return [TensorType(broadcast(*(t.shape for t in ts)), result or dtype)]
     return infer
 
 
-def _logical_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
+def _logical_infer(name: str):
     """Bools (logical), or integers of one dtype (bitwise): torch's bitwise_* take both."""
-    dtype = ts[0].dtype
-    require(all(t.dtype == dtype for t in ts) and (dtype == DType.bool or dtype.is_int),
-            f"needs bool or integer inputs of one dtype, got {', '.join(t.dtype.value for t in ts)}")
-    return [TensorType(broadcast(*(t.shape for t in ts)), dtype)]
+    return broadcast_infer(name, "bool or integer inputs", lambda d: d == DType.bool or d.is_int)
 
 
-def unary(name: str, reference: Callable[[np.ndarray], np.ndarray], compute: Callable[[Expr], Expr],
-          torch: str, sample: str = "float_unary") -> None:
-    """out = f(x); ``sample`` "unary" for ops that also take ints, else float only."""
+def unary(name: str, sample: str = "float_unary", reference: Callable[[np.ndarray], np.ndarray] | None = None,
+          compute: Callable[[Expr], Expr] | None = None, torch: str | None = None) -> None:
+    """out = f(x), by default numpy's, the Loop IR's and torch's function ``name``;
+    ``sample`` "unary" for ops that also take ints, else float only."""
+    reference, compute = reference or getattr(np, name), compute or (lambda x: Call(name, (x,)))
     define(name, OpKind.ELEMENTWISE, _unary_infer(name, sample != "unary"), lambda attrs, x: reference(x),
            lambda site, index: compute(arg(site.inputs[0], index)), doc=f"{name}(x), elementwise",
-           torch=torch, sample=sample)
+           torch=torch or name, sample=sample)
 
 
-# name      numpy reference                                   compute rule                                         torch
-unary("neg", np.negative, call("neg"), "neg", "unary")
-unary("abs", np.abs, call("abs"), "abs", "unary")
-unary("relu", lambda x: np.maximum(x, x.dtype.type(0)), lambda x: BinOp("max", x, const(0, x.dtype)), "relu", "unary")
-unary("exp", np.exp, call("exp"), "exp", "exp")
-unary("log", np.log, call("log"), "log", "domain")
-unary("sqrt", np.sqrt, call("sqrt"), "sqrt", "domain")
-unary("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype), lambda x: BinOp("div", const(1.0, x.dtype), Call("sqrt", (x,))),
-      "rsqrt", "domain")
-unary("tanh", np.tanh, call("tanh"), "tanh", "bounded_unary")
-unary("sigmoid", sigmoid, sigmoid_expr, "sigmoid", "bounded_unary")
-unary("silu", lambda x: (x * sigmoid(x)).astype(x.dtype), lambda x: BinOp("mul", x, sigmoid_expr(x)), "nn.functional.silu")
-unary("erf", erf, call("erf"), "erf", "bounded_unary")
-unary("sin", np.sin, call("sin"), "sin", "bounded_unary")
-unary("cos", np.cos, call("cos"), "cos", "bounded_unary")
-unary("tan", np.tan, call("tan"), "tan", "tan")
-unary("floor", np.floor, call("floor"), "floor", "rounding")
-unary("ceil", np.ceil, call("ceil"), "ceil", "rounding")
-unary("round", np.round, call("round"), "round", "rounding")          # halves to even, as in ONNX and PyTorch
-# The inverse and hyperbolic functions ONNX has (libm calls); "onnx" names no random-graph
-# spec, so the cross-check does not generate them: the ONNX node suite checks them.
-for _name in ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"):
-    unary(_name, getattr(np, "arc" + _name[1:] if _name.startswith("a") else _name), call(_name), _name, "onnx")
+# The functions of one name in numpy, the Loop IR and torch, by random-graph spec ("onnx" names
+# none, so the cross-check does not generate them: the ONNX node suite checks them).
+_SAME_NAME = {"unary": ["abs"], "exp": ["exp"], "domain": ["log", "sqrt"], "tan": ["tan"],
+              "bounded_unary": ["tanh", "sin", "cos"], "rounding": ["floor", "ceil", "round"],
+              "onnx": ["sinh", "cosh"]}
+for _sample, _names in _SAME_NAME.items():              # round halves to even, as in ONNX and PyTorch
+    for _name in _names:
+        unary(_name, _sample)
+unary("neg", "unary", np.negative)
+unary("relu", "unary", lambda x: np.maximum(x, x.dtype.type(0)), lambda x: BinOp("max", x, const(0, x.dtype)))
+unary("rsqrt", "domain", lambda x: (1 / np.sqrt(x)).astype(x.dtype),
+      lambda x: BinOp("div", const(1.0, x.dtype), Call("sqrt", (x,))))
+unary("sigmoid", "bounded_unary", sigmoid, sigmoid_expr)
+unary("silu", "float_unary", lambda x: (x * sigmoid(x)).astype(x.dtype),
+      lambda x: BinOp("mul", x, sigmoid_expr(x)), "nn.functional.silu")
+unary("erf", "bounded_unary", erf)
+for _name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):       # numpy's arcsin, ...
+    unary(_name, "onnx", getattr(np, "arc" + _name[1:]))
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -121,26 +116,29 @@ def div_checks(site: Site) -> list[DataCheck]:
                       lambda index: as_i64(divisor(index)), "integer division by zero")]
 
 
-def binary(name: str, reference: Callable, loop_op: str, torch, result: DType | None = None,
-           sample: str = "arithmetic", infer=None, checks=None, doc: str = "{}(a, b), elementwise with broadcasting") -> None:
-    """out = a ∘ b with broadcasting; the rule is the Loop IR operator ``loop_op``."""
-    cast = result is None and infer is None                 # arithmetic keeps a's dtype
-    define(name, OpKind.ELEMENTWISE, infer or _binary_infer(result),
-           (lambda attrs, a, b: reference(a, b).astype(a.dtype)) if cast else (lambda attrs, a, b: reference(a, b)),
-           lambda site, index: BinOp(loop_op, *(arg(x, index) for x in site.inputs)), arity=(2, 2),
-           doc=doc.format(name), torch=torch, sample=sample, checks=checks)
+def binary(name: str, reference: Callable, torch, result: DType | None = None,
+           sample: str | None = "arithmetic", infer=None, compute=None,
+           doc: str = "{}(a, b), elementwise with broadcasting", **more) -> None:
+    """out = a ∘ b with broadcasting, of a's dtype or ``result``; the rule is, by default, the
+    Loop IR operator ``name``."""
+    define(name, OpKind.ELEMENTWISE, infer or broadcast_infer(name, result=result),
+           lambda attrs, a, b: reference(a, b).astype(result.numpy if result else a.dtype),
+           compute or (lambda site, index: BinOp(name, *(arg(x, index) for x in site.inputs))), arity=(2, 2),
+           doc=doc.format(name), torch=torch, sample=sample, **more)
 
 
-binary("add", np.add, "add", "add")
-binary("sub", np.subtract, "sub", "sub")
-binary("mul", np.multiply, "mul", "mul")
-binary("max", np.maximum, "max", "maximum")
-binary("min", np.minimum, "min", "minimum")
-binary("div", lambda a, b: np.divide(a, b).astype(a.dtype) if a.dtype.kind == "f" else _int_div(a, b), "div", "div",
-       sample="div", checks=div_checks)
-binary("eq", np.equal, "eq", "eq", DType.bool, "compare")
-binary("lt", np.less, "lt", "lt", DType.bool, "compare")
-binary("gt", np.greater, "gt", "gt", DType.bool, "compare")
+binary("add", np.add, "add")
+binary("sub", np.subtract, "sub")
+binary("mul", np.multiply, "mul")
+binary("max", np.maximum, "maximum")
+binary("min", np.minimum, "minimum")
+binary("div", lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else _int_div(a, b), "div", sample="div",
+       checks=div_checks)
+binary("eq", np.equal, "eq", DType.bool, "compare")
+binary("lt", np.less, "lt", DType.bool, "compare")
+binary("gt", np.greater, "gt", DType.bool, "compare")
+
+
 def _logical_torch(name: str):
     """The torch spelling of and/or/xor: logical_* on bools (what torch.onnx exports), bitwise_* else."""
     def spelling(t, a, b):
@@ -149,8 +147,8 @@ def _logical_torch(name: str):
 
 
 for _name in ("and", "or", "xor"):          # numpy's bitwise_* are logical on bools too
-    binary(_name, getattr(np, "bitwise_" + _name), _name, _logical_torch(_name), sample="logical",
-           infer=_logical_infer, doc="{}(a, b): logical on bools, bitwise on integers, with broadcasting")
+    binary(_name, getattr(np, "bitwise_" + _name), _logical_torch(_name), infer=_logical_infer(_name),
+           sample="logical", doc="{}(a, b): logical on bools, bitwise on integers, with broadcasting")
 
 
 def _not_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
@@ -161,7 +159,7 @@ def _not_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     return BinOp("xor", x, const(ones, x.dtype))
 
 
-define("not", OpKind.ELEMENTWISE, lambda attrs, ts: _logical_infer(attrs, ts), lambda attrs, x: np.invert(x),
+define("not", OpKind.ELEMENTWISE, _logical_infer("not"), lambda attrs, x: np.invert(x),
        _not_rule, doc="not(x): logical on bools, bitwise (~x) on integers",
        torch=lambda t, x: t.torch.logical_not(x) if x.dtype == t.torch.bool else t.torch.bitwise_not(x))
 
@@ -177,8 +175,7 @@ def power(site: Site, index: tuple[Expr, ...]) -> Expr:
     return simple[e] if e in simple else Call("pow", (x, arg(exponent, index)))
 
 
-define("pow", OpKind.ELEMENTWISE, _binary_infer(None), lambda attrs, a, b: np.power(a, b).astype(a.dtype), power,
-       arity=(2, 2), doc="pow(a, b), elementwise with broadcasting", torch="pow")
+binary("pow", np.power, "pow", sample=None, compute=power)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.compute import DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes, wrap_index, wrap_indices
+from minic.ir.compute import (DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes,
+                               reduce_over, wrap_index, wrap_indices)
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
-from minic.ir.ops.elementwise import arg, div_checks
+from minic.ir.ops.elementwise import arg, broadcast_infer, div_checks
 from minic.ir.ops.layout import delinearize, gather_checks, linearize
 from minic.ir.ops.reduce import reduced_shape
-from minic.ir.ops.shapes import broadcast, norm_axis, require
+from minic.ir.ops.shapes import norm_axis, require
 from minic.ir.types import DType, TensorType
 
 INDEX_TYPES = (DType.i64, DType.i32)
@@ -86,8 +87,7 @@ def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axis = norm_axis(site.attrs.axis, x.type.rank)
-    loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
-    best = Reduce("max" if site.op == "arg_max" else "min", loops, x.at(row))
+    best = reduce_over(site, x, (axis,), site.attrs.keepdims, index, "max" if site.op == "arg_max" else "min")
     loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
     (w, n), = loops
     hit = BinOp("eq", x.at(row), best)
@@ -312,12 +312,6 @@ class ModAttrs:
     fmod: bool = False                  # C's fmod (sign of the dividend); else the divisor's sign, as Python's %
 
 
-def _mod_infer(attrs: ModAttrs, ts: list[TensorType]) -> list[TensorType]:
-    a, b = ts
-    require(a.dtype == b.dtype and a.dtype != DType.bool, f"mod: needs two numeric inputs of one dtype, got {a} and {b}")
-    return [TensorType(broadcast(a.shape, b.shape), a.dtype)]
-
-
 def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.fmod(a, b) if attrs.fmod else np.mod(a, b)
@@ -326,9 +320,9 @@ def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out.astype(a.dtype)
 
 
-define("mod", OpKind.ELEMENTWISE, _mod_infer, mod, mod_rule, ModAttrs, arity=(2, 2), checks=div_checks,
+define("mod", OpKind.ELEMENTWISE, broadcast_infer("mod", "numeric inputs", lambda d: d != DType.bool),
+       mod, mod_rule, ModAttrs, arity=(2, 2), checks=div_checks,
        doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); an integer x mod 0 is a DataError")
-
 
 
 @dataclass(frozen=True)
@@ -337,12 +331,6 @@ class ShiftAttrs:
 
     def check(self) -> None:
         require(self.direction in ("left", "right"), f"bit_shift: direction must be left or right, got '{self.direction}'")
-
-
-def _shift_infer(attrs: ShiftAttrs, ts: list[TensorType]) -> list[TensorType]:
-    a, b = ts
-    require(a.dtype == b.dtype and a.dtype.is_int, f"bit_shift: needs two integer inputs of one dtype, got {a}, {b}")
-    return [TensorType(broadcast(a.shape, b.shape), a.dtype)]
 
 
 def bit_shift(attrs: ShiftAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -354,6 +342,7 @@ def bit_shift(attrs: ShiftAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(ok, shift(a, np.where(ok, b, 0)), 0).astype(a.dtype)
 
 
-define("bit_shift", OpKind.ELEMENTWISE, _shift_infer, bit_shift, shift_rule, ShiftAttrs, arity=(2, 2),
+define("bit_shift", OpKind.ELEMENTWISE, broadcast_infer("bit_shift", "integer inputs", lambda d: d.is_int),
+       bit_shift, shift_rule, ShiftAttrs, arity=(2, 2),
        doc="bit_shift(a, b) = a << b or a >> b (logical when unsigned, arithmetic when signed); a shift "
            "outside [0, width) gives 0, or the sign in every bit for a signed right shift")

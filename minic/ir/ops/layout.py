@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import DataCheck, Site, broadcast_index, clamp, in_range, index_check, wrap_index, wrap_indices
+from minic.ir.compute import DataCheck, Site, clamp, in_range, index_check, wrap_index, wrap_indices
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
+from minic.ir.ops.elementwise import identity
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
 from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_prod
 
@@ -88,7 +89,7 @@ class ShapeAttrs:
     shape: tuple[Dim, ...]
 
 
-def _reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
+def reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     shape = tuple(canon(d) for d in attrs.shape)
     require(canon(dim_prod(x.shape)) == canon(dim_prod(shape)),
@@ -96,7 +97,7 @@ def _reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(shape, x.dtype)]
 
 
-_layout("reshape", _reshape_infer, lambda attrs, x: x.reshape(attrs.shape), reshape_rule, ShapeAttrs,
+_layout("reshape", reshape_infer, lambda attrs, x: x.reshape(attrs.shape), reshape_rule, ShapeAttrs,
         "reshape(x, shape): same elements in row-major order, another shape", to_out_shape)
 
 
@@ -105,8 +106,7 @@ def _expand_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
 
 
 _layout("expand", _expand_infer,
-        lambda attrs, x: np.broadcast_to(x, np.broadcast_shapes(x.shape, attrs.shape)).copy(),
-        lambda site, index: site.inputs[0].at(broadcast_index(index, site.inputs[0].type.shape)), ShapeAttrs,
+        lambda attrs, x: np.broadcast_to(x, broadcast(x.shape, attrs.shape)).copy(), identity, ShapeAttrs,
         "expand(x, shape): broadcast x to shape (numpy rules, both ways)", lambda t, x: x.expand(t.out))
 
 
@@ -383,8 +383,7 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     require(len(attrs.pads) == 2 * x.rank, f"pad: {len(attrs.pads)} pads for rank {x.rank}")
     shape = []
-    for i, d in enumerate(x.shape):
-        lo, hi = attrs.pads[i], attrs.pads[i + x.rank]
+    for i, (d, lo, hi) in enumerate(zip(x.shape, attrs.pads, attrs.pads[x.rank:])):     # begin, end of axis i
         require(isinstance(d, int) or lo + hi == 0, f"pad: axis {i} of {x} is symbolic")
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
         require(d != 0 or lo + hi == 0 or attrs.mode == "constant",
@@ -400,26 +399,22 @@ def _pad(attrs: PadAttrs, x: np.ndarray) -> np.ndarray:
 
 
 def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
-    x = site.inputs[0]
-    rank = x.type.rank
-    before = site.attrs.pads[:rank]
-    mode = site.attrs.mode
+    x, pads, mode = site.inputs[0], site.attrs.pads, site.attrs.mode
     inside: list[Expr] = []             # per padded axis: the source index lies in x, not in the padding
     source: list[Expr] = []
-    for a in range(rank):
-        n = x.type.shape[a]
-        i = BinOp("sub", index[a], const(before[a])) if before[a] else index[a]
+    for i, n, before, after in zip(index, x.type.shape, pads[:x.type.rank], pads[x.type.rank:]):
+        i = BinOp("sub", i, const(before)) if before else i
         if mode == "reflect":       # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
-            wider = max(before[a], site.attrs.pads[a + rank])
+            wider = max(before, after)
             if wider and wider >= n > 1:        # only a padded axis, which is static, compares its size
                 # Wider than the axis: numpy (ONNX's reference) reflects again and again, which
                 # repeats with period 2(n - 1); shifted by whole periods to index from 0 first.
                 period = 2 * (n - 1)
-                i = BinOp("mod", BinOp("add", i, const(period * -(-before[a] // period))), const(period))
+                i = BinOp("mod", BinOp("add", i, const(period * -(-before // period))), const(period))
             i = BinOp("max", i, BinOp("sub", const(0), i))
             last = BinOp("sub", dim_expr(n), const(1))
             i = BinOp("min", i, BinOp("sub", BinOp("mul", const(2), last), i))
-        if mode == "constant" and (before[a] or site.attrs.pads[a + rank]):
+        if mode == "constant" and (before or after):
             inside.append(in_range(i, const(0), dim_expr(n)))
         source.append(clamp(i, n))
     element = x.at(tuple(source))
@@ -427,10 +422,9 @@ def pad_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 
 
 def _torch_pad(t, x):
-    widths = []
     rank = x.dim()
-    for axis in reversed(range(rank)):               # torch lists the last axis first
-        widths += [t.attrs.pads[axis], t.attrs.pads[axis + rank]]
+    # (begin, end) of each axis, the last axis first (torch's order)
+    widths = [w for axis in reversed(range(rank)) for w in (t.attrs.pads[axis], t.attrs.pads[axis + rank])]
     mode = {"edge": "replicate"}.get(t.attrs.mode, t.attrs.mode)
     if mode != "constant":                            # torch pads all but N, C in these modes
         widths = widths[:2 * (rank - 2)]

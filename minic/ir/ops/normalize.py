@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, count, reduce_axes
+from minic.ir.compute import Site, count, reduce_over
 from minic.ir.loops import BinOp, Call, Expr, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axis, require
@@ -43,10 +43,8 @@ def _softmax_parts(site: Site, index: tuple[Expr, ...]) -> tuple[Expr, Expr]:
     """x[index] - max x and sum exp(x - max x), along the row through ``index``."""
     x = site.inputs[0]
     axis = norm_axis(site.attrs.axis, x.type.rank)
-    loops, row = reduce_axes(site, x, (axis,), True, index)
-    peak = Reduce("max", loops, x.at(row))           # subtracting the max keeps exp finite
-    loops, row = reduce_axes(site, x, (axis,), True, index)
-    total = Reduce("sum", loops, Call("exp", (BinOp("sub", x.at(row), peak),)))
+    peak = reduce_over(site, x, (axis,), True, index, "max")           # subtracting the max keeps exp finite
+    total = reduce_over(site, x, (axis,), True, index, "sum", lambda e: Call("exp", (BinOp("sub", e, peak),)))
     return BinOp("sub", x.at(index), peak), total
 
 
@@ -98,17 +96,20 @@ def layer_norm(attrs: LayerNormAttrs, x: np.ndarray, scale=None, bias=None) -> n
     return y.astype(x.dtype)
 
 
+def _square(e: Expr) -> Expr:
+    """e · e, e built once (the centred element: one read of x)."""
+    return BinOp("mul", e, e)
+
+
 def layer_norm_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     dt = x.type.dtype
     first = norm_axis(site.attrs.axis, x.type.rank)
     axes = tuple(range(first, x.type.rank))
     n = count(x.type.shape[first:], dt)
-    loops, source = reduce_axes(site, x, axes, True, index)
-    mean = BinOp("div", Reduce("sum", loops, x.at(source)), n)
-    loops, source = reduce_axes(site, x, axes, True, index)
-    centred = BinOp("sub", x.at(source), mean)
-    var = BinOp("div", Reduce("sum", loops, BinOp("mul", centred, centred)), n)
+    mean = BinOp("div", reduce_over(site, x, axes, True, index, "sum"), n)
+    squares = reduce_over(site, x, axes, True, index, "sum", lambda e: _square(BinOp("sub", e, mean)))
+    var = BinOp("div", squares, n)
     y = BinOp("div", BinOp("sub", x.at(index), mean),
               Call("sqrt", (BinOp("add", var, const(site.attrs.eps, dt)),)))
     for op, param in zip(("mul", "add"), site.inputs[1:]):       # times the scale, plus the bias (if given)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Reduce, Site, count, highest, lowest, reduce_axes
+from minic.ir.compute import Site, count, highest, lowest, reduce_over
 from minic.ir.loops import BinOp, Expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axes, require
@@ -52,8 +52,7 @@ def _reference(fn):
 def reduction(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axes = norm_axes(site.attrs.axes, x.type.rank)
-    loops, source = reduce_axes(site, x, axes, site.attrs.keepdims, index)
-    total = Reduce(REDUCERS[site.op][1], loops, x.at(source))
+    total = reduce_over(site, x, axes, site.attrs.keepdims, index, REDUCERS[site.op][1])
     if site.op == "reduce_mean":
         return BinOp("div", total, count([x.type.shape[a] for a in axes], x.type.dtype))
     return total

@@ -33,13 +33,10 @@ def _range(attrs: RangeAttrs) -> np.ndarray:
 
 def range_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     d = site.attrs.dtype
-    if d.is_float:
-        compute = DType.f64 if d == DType.f64 else DType.f32
-        value = BinOp("add", const(site.attrs.start, compute), BinOp("mul", Cast(compute, index[0]),
-                                                                        const(site.attrs.step, compute)))
-        return value if compute == d else Cast(d, value)
-    value = BinOp("add", const(int(site.attrs.start)), BinOp("mul", index[0], const(int(site.attrs.step))))
-    return value if d == DType.i64 else Cast(d, value)
+    wide = DType.f64 if d == DType.f64 else DType.f32 if d.is_float else DType.i64    # computed in, cast to d
+    i = Cast(wide, index[0]) if d.is_float else index[0]
+    value = BinOp("add", const(site.attrs.start, wide), BinOp("mul", i, const(site.attrs.step, wide)))
+    return value if wide == d else Cast(d, value)
 
 
 define("range", OpKind.ELEMENTWISE, _range_infer, lambda attrs: _range(attrs), range_rule, RangeAttrs,

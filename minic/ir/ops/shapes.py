@@ -20,15 +20,13 @@ def broadcast(*shapes: Shape) -> Shape:
 
 def norm_axis(axis: int, rank: int) -> int:
     """Map a negative axis to its positive form; raise if out of range."""
-    if not -rank <= axis < rank:
-        raise UserError(f"axis {axis} is out of range for rank {rank}")
+    require(-rank <= axis < rank, f"axis {axis} is out of range for rank {rank}")
     return axis % rank
 
 
 def norm_axes(axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
     out = tuple(sorted(norm_axis(a, rank) for a in axes))
-    if len(set(out)) != len(out):
-        raise UserError(f"axes {axes} repeat an axis")
+    require(len(set(out)) == len(out), f"axes {axes} repeat an axis")
     return out
 
 

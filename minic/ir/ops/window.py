@@ -8,8 +8,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_axes
-from minic.ir.loops import BinOp, Expr, Select, const
+from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_over
+from minic.ir.loops import BinOp, Expr, Select, const, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
 from minic.ir.types import TensorType
@@ -54,18 +54,19 @@ class PoolAttrs:
 
 def out_hw(attrs, h: int, w: int, kernel: tuple[int, int], ceil_mode: bool = False) -> tuple[int, int]:
     """Output height and width of the window sweep of ``attrs`` (stride, padding, dilation: a pool's or conv2d's)."""
-    pt, pl, pb, pr = attrs.padding
-    return (pooled_size(h, kernel[0], attrs.stride[0], pt, pb, attrs.dilation[0], ceil_mode),
-            pooled_size(w, kernel[1], attrs.stride[1], pl, pr, attrs.dilation[1], ceil_mode))
+    return tuple(pooled_size(n, k, s, lo, hi, d, ceil_mode) for n, k, s, lo, hi, d
+                 in zip((h, w), kernel, attrs.stride, attrs.padding[:2], attrs.padding[2:], attrs.dilation))
 
 
-def taps(attrs, oy: Expr, ox: Expr, p: Expr, q: Expr, x: Operand) -> tuple[Expr, Expr, Expr]:
-    """The input row and column that tap (p, q) of the window at output (oy, ox) reads (NCHW ``x``),
-    and whether it lies inside the input (not in the padding)."""
-    h = BinOp("sub", BinOp("add", BinOp("mul", oy, const(attrs.stride[0])), BinOp("mul", p, const(attrs.dilation[0]))), const(attrs.padding[0]))
-    w = BinOp("sub", BinOp("add", BinOp("mul", ox, const(attrs.stride[1])), BinOp("mul", q, const(attrs.dilation[1]))), const(attrs.padding[1]))
-    H, W = x.type.shape[2], x.type.shape[3]
-    return h, w, BinOp("and", in_range(h, const(0), const(H)), in_range(w, const(0), const(W)))
+def taps(attrs, x: Operand, at: tuple[Expr, ...], p: Expr, q: Expr) -> tuple[Expr, Expr, Expr, Expr]:
+    """Tap (p, q) of the window at output ``at`` = (n, c, oy, ox) of NCHW ``x``: the input row and
+    column it reads, whether it lies inside the input (not in the padding), and x's element there
+    (clamped into x: a tap in the padding reads an edge, which the caller masks)."""
+    n, c, oy, ox = at
+    h, w = (BinOp("sub", BinOp("add", BinOp("mul", o, const(s)), BinOp("mul", k, const(d))), const(before))
+            for o, k, s, d, before in zip((oy, ox), (p, q), attrs.stride, attrs.dilation, attrs.padding))
+    inside = fold("and", [in_range(i, const(0), const(size)) for i, size in zip((h, w), x.type.shape[2:])])
+    return h, w, inside, x.at((n, c, clamp(h, x.type.shape[2]), clamp(w, x.type.shape[3])))
 
 
 def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -75,43 +76,38 @@ def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(x.shape[:2] + out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode), x.dtype)]
 
 
-def _padded(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> tuple[np.ndarray, tuple[int, int]]:
-    """x padded by the explicit padding (``pad_value``), then by whatever the last
-    ceil_mode window reaches past it (``extra_value``)."""
+def _pool_windows(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value: float) -> np.ndarray:
+    """The windows of x padded by the explicit padding (``pad_value``), then by whatever
+    the last ceil_mode window reaches past it (``extra_value``)."""
     out = out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode)
-    pt, pl, pb, pr = attrs.padding
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
+    # padding is (top, left, bottom, right): (top, bottom) for the rows, (left, right) for the columns
+    xp = np.pad(x, ((0, 0), (0, 0), attrs.padding[0::2], attrs.padding[1::2]), constant_values=pad_value)
     # the rows and columns the last window reaches, per spatial axis
     need = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(out, attrs.stride, attrs.dilation, attrs.kernel)]
     extra = ((0, 0), (0, 0)) + tuple((0, max(0, n - have)) for n, have in zip(need, xp.shape[2:]))
-    return np.pad(xp, extra, constant_values=extra_value), out
+    xp = np.pad(xp, extra, constant_values=extra_value)
+    return windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out)
 
 
 def max_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
-    xp, out = _padded(attrs, x, -np.inf, -np.inf)
-    return windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out).max(axis=(2, 3))
+    return _pool_windows(attrs, x, -np.inf, -np.inf).max(axis=(2, 3))
 
 
 def avg_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
-    xp, out = _padded(attrs, x, 0.0, 0.0)
-    sums = windows(xp, attrs.kernel, attrs.stride, attrs.dilation, out).sum(axis=(2, 3))
+    sums = _pool_windows(attrs, x, 0.0, 0.0).sum(axis=(2, 3))
     # The divisor counts the cells of each window that lie in the input, plus
     # those in the explicit padding when count_include_pad (never ceil_mode's extra).
-    mask, _ = _padded(attrs, np.ones((1, 1) + x.shape[2:], x.dtype), float(attrs.count_include_pad), 0.0)
-    count = windows(mask, attrs.kernel, attrs.stride, attrs.dilation, out).sum(axis=(2, 3))
+    mask = np.ones((1, 1) + x.shape[2:], x.dtype)
+    count = _pool_windows(attrs, mask, float(attrs.count_include_pad), 0.0).sum(axis=(2, 3))
     return (sums / count).astype(x.dtype)
 
 
 def _window(site: Site, index: tuple[Expr, ...]):
-    """The reduction variables of a pooling window, the input rows/columns they
-    reach, and whether each lies inside the input."""
-    x = site.inputs[0]
-    a = site.attrs
+    """The reduction variables of a pooling window and, per tap, what ``taps`` says of it
+    (the input row and column, whether it lies inside the input, the element)."""
     p, q = site.fresh.var("p"), site.fresh.var("q")
-    loops = ((p, const(a.kernel[0])), (q, const(a.kernel[1])))
-    h, w, inside = taps(a, index[2], index[3], p, q, x)
-    element = x.at((index[0], index[1], clamp(h, x.type.shape[2]), clamp(w, x.type.shape[3])))
-    return loops, h, w, inside, element
+    loops = ((p, const(site.attrs.kernel[0])), (q, const(site.attrs.kernel[1])))
+    return (loops, *taps(site.attrs, site.inputs[0], index, p, q))
 
 
 def max_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
@@ -128,9 +124,8 @@ def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     a, x = site.attrs, site.inputs[0]
     loops, h, w, counted, _ = _window(site, index)
     if a.count_include_pad:
-        H, W = x.type.shape[2] + a.padding[2], x.type.shape[3] + a.padding[3]
-        counted = BinOp("and", in_range(h, const(-a.padding[0]), const(H)),
-                        in_range(w, const(-a.padding[1]), const(W)))
+        counted = fold("and", [in_range(i, const(-before), const(n + after)) for i, n, before, after
+                               in zip((h, w), x.type.shape[2:], a.padding[:2], a.padding[2:])])
     cells = Reduce("sum", loops, Select(counted, const(1.0, dt), const(0.0, dt)))
     return BinOp("div", total, cells)
 
@@ -172,8 +167,8 @@ def _global_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
 
 def global_avg_pool_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
-    loops, source = reduce_axes(site, x, tuple(range(2, x.type.rank)), True, index)
-    return BinOp("div", Reduce("sum", loops, x.at(source)), count(x.type.shape[2:], x.type.dtype))
+    total = reduce_over(site, x, tuple(range(2, x.type.rank)), True, index, "sum")
+    return BinOp("div", total, count(x.type.shape[2:], x.type.dtype))
 
 
 define("global_avg_pool", OpKind.REDUCTION, _global_infer,
