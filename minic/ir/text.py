@@ -23,7 +23,6 @@ import json
 import os
 import re
 from contextlib import ExitStack
-from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -429,10 +428,6 @@ class _Builder:
             if hints[name] is float and isinstance(value, int):
                 value = float(str(value))        # eps = 1 is held as 1.0 (and 1e400's digits as inf)
             values[name] = value
-        missing = [f.name for f in fields(op.attrs) if f.name not in values
-                   and f.default is MISSING and f.default_factory is MISSING]
-        if missing:
-            self.fail(at, f"{op.name} needs attribute(s) {', '.join(missing)}")
         try:
             return op.make_attrs(**values)
         except UserError as e:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from enum import Enum
-from typing import Any, Callable, Union
+from typing import Any, Callable, Literal, Union
 
 import numpy as np
 
@@ -79,10 +79,11 @@ class OpDef:
         unknown = set(values) - names
         if unknown:
             raise UserError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; it takes {sorted(names) or 'none'}")
-        try:
-            attrs = self.attrs(**values)
-        except TypeError as e:
-            raise UserError(f"{self.name}: {e}") from None
+        missing = [f.name for f in fields(self.attrs) if f.name not in values
+                   and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise UserError(f"{self.name} needs attribute(s) {', '.join(missing)}")
+        attrs = self.attrs(**values)
         self.check_attrs(attrs)
         return attrs
 
@@ -99,6 +100,8 @@ def conforms(value: Any, hint: Any) -> bool:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return any(conforms(value, a) for a in args)
+    if origin is Literal:                   # a choice among words: Literal["constant", "reflect", "edge"]
+        return value in args
     if origin is tuple:
         if not isinstance(value, tuple):
             return False
@@ -116,6 +119,8 @@ def describe_type(hint: Any) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return " or ".join(describe_type(a) for a in args)
+    if origin is Literal:                   # spelled as the text form writes them: "none" or "tanh"
+        return " or ".join(f'"{a}"' for a in args)
     if origin is tuple:                      # "a list of ints", "a list of 2 ints"
         count = "" if args[-1] is Ellipsis else f"{len(args)} "
         return f"a list of {count}{describe_type(args[0]).split(' ', 1)[-1]}s"

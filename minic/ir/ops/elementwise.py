@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -180,10 +180,7 @@ binary("pow", np.power, "pow", sample=None, compute=power)
 
 @dataclass(frozen=True)
 class GeluAttrs:
-    approximate: str = "none"           # "none": x·Φ(x) with erf; "tanh": the tanh approximation
-
-    def check(self) -> None:
-        require(self.approximate in ("none", "tanh"), f"gelu: approximate must be 'none' or 'tanh', got '{self.approximate}'")
+    approximate: Literal["none", "tanh"] = "none"    # "none": x·Φ(x) with erf; "tanh": the tanh approximation
 
 
 def gelu(attrs: GeluAttrs, x: np.ndarray) -> np.ndarray:

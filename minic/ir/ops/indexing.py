@@ -7,6 +7,7 @@ contractions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -140,10 +141,7 @@ class AxisAttrs:
 @dataclass(frozen=True)
 class ScatterAttrs:
     axis: int = 0
-    reduction: str = "none"             # none | add | mul | max | min: how an update meets the data
-
-    def check(self) -> None:
-        require(self.reduction in ("none", "add", "mul", "max", "min"), f"scatter: unknown reduction '{self.reduction}'")
+    reduction: Literal["none", "add", "mul", "max", "min"] = "none"     # how an update meets the data
 
 
 # The data checks (compute.DataCheck): the index tensors, one test per index.
@@ -327,10 +325,7 @@ define("mod", OpKind.ELEMENTWISE, broadcast_infer("mod", "numeric inputs", lambd
 
 @dataclass(frozen=True)
 class ShiftAttrs:
-    direction: str                      # left | right
-
-    def check(self) -> None:
-        require(self.direction in ("left", "right"), f"bit_shift: direction must be left or right, got '{self.direction}'")
+    direction: Literal["left", "right"]
 
 
 def bit_shift(attrs: ShiftAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:

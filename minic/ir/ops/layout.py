@@ -4,6 +4,7 @@ input element at a remapped index (or, for concat and pad, a choice between inpu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -371,11 +372,10 @@ _layout("gather", _gather_infer, _gather, gather_rule, AxisAttrs,
 @dataclass(frozen=True)
 class PadAttrs:
     pads: tuple[int, ...]               # begin of each axis, then end of each axis
-    mode: str = "constant"              # constant | reflect | edge
+    mode: Literal["constant", "reflect", "edge"] = "constant"
     value: float = 0.0
 
     def check(self) -> None:
-        require(self.mode in ("constant", "reflect", "edge"), f"pad: unknown mode '{self.mode}'")
         require(len(self.pads) % 2 == 0 and min(self.pads, default=0) >= 0, f"pad: bad pads {self.pads}")
 
 
