@@ -73,12 +73,10 @@ def _joins_computed(node: Node, producer: dict, users: dict, outputs: set) -> bo
 
 def _broadcasts_trailing_only(produced: tuple, consumed: tuple) -> bool:
     """True when ``produced`` equals ``consumed`` except for 1s on trailing axes."""
-    if len(produced) != len(consumed):
-        return False
     k = len(produced)
     while k and produced[k - 1] == 1:
         k -= 1
-    return produced[:k] == consumed[:k]
+    return len(produced) == len(consumed) and produced[:k] == consumed[:k]
 
 
 def _copy_windows(g: Graph) -> None:
