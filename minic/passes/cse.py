@@ -12,9 +12,7 @@ SMALL = 1024
 def merge_small_constants(graph: Graph) -> Graph:
     """@a = c; @b = c -> @b = @a for small constants, in place."""
     seen: dict[tuple, Value] = {}
-    for c in list(graph.constants):
-        if c.data.size > SMALL:
-            continue
+    for c in [c for c in graph.constants if c.data.size <= SMALL]:     # a copy: merged ones are removed
         first = seen.setdefault((c.type, c.data.tobytes()), c)
         if first is not c:
             graph.constants.remove(c)
