@@ -88,10 +88,9 @@ def fill_border(buffer: Buffer, lo: Sequence[int], hi: Sequence[int], value: Exp
         return For(index[a], const(start), extent, ForKind.SERIAL, body)
 
     def whole(a: int) -> Stmt:                # every element of axes a, a+1, ...
-        body: Stmt = Store(buffer, index, value)
-        for b in range(len(index) - 1, a - 1, -1):
-            body = loop(b, 0, dim_expr(buffer.shape[b]), body)
-        return body
+        if a == len(index):
+            return Store(buffer, index, value)
+        return loop(a, 0, dim_expr(buffer.shape[a]), whole(a + 1))
 
     def border(a: int) -> Stmt | None:        # the border within axes a, a+1, ...
         if a == len(index):
