@@ -83,9 +83,7 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     for nodes in groups:
         # The values the group stores: graph outputs (their buffers are outputs), and those another kernel reads.
         stores = [v for n in nodes for v in n.outputs if buffers.get(v) in outputs or v in crossing]
-        for v in stores:
-            if v not in buffers:
-                buffers[v] = buffer(v, Role.TEMP)
+        buffers.update((v, buffer(v, Role.TEMP)) for v in stores if v not in buffers)
         if not stores:
             continue                             # nothing uses the group: dead code
         label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
