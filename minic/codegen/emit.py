@@ -241,17 +241,15 @@ class Emitter:
             self.store(s.buffer, s.index, self.expr(s.value))
         elif isinstance(s, Allocate):
             self.allocate(s)
+        elif isinstance(s, If) and s.otherwise is None:
+            with self.b.if_then(self.expr(s.cond)):
+                self.stmt(s.then)
         elif isinstance(s, If):
-            cond = self.expr(s.cond)
-            if s.otherwise is None:
-                with self.b.if_then(cond):
+            with self.b.if_else(self.expr(s.cond)) as (then, otherwise):
+                with then:
                     self.stmt(s.then)
-            else:
-                with self.b.if_else(cond) as (then, otherwise):
-                    with then:
-                        self.stmt(s.then)
-                    with otherwise:
-                        self.stmt(s.otherwise)
+                with otherwise:
+                    self.stmt(s.otherwise)
         elif isinstance(s, For):
             self.loop(s)
         else:
@@ -285,9 +283,7 @@ class Emitter:
         """Loop ``s`` over [start, end): for (var = start; var < end; var++) body"""
         b, var = self.b, s.var.name
         before = b.block
-        head = self.function.append_basic_block(f"{var}.head")
-        loop = self.function.append_basic_block(f"{var}.body")
-        done = self.function.append_basic_block(f"{var}.done")
+        head, loop, done = (b.function.append_basic_block(f"{var}.{k}") for k in ("head", "body", "done"))
         b.branch(head)
         b.position_at_end(head)
         i = b.phi(I64, name=var)

@@ -86,8 +86,7 @@ def emit_parallel(e: Emitter, s: For) -> None:
     ctx = e.allocas.alloca(I64, size=ir.Constant(I64, max(1, len(names) + len(buffers))), name="ctx")
     for k, value in enumerate([e.vars[n] for n in names] + [b.ptrtoint(e.ptrs[n], I64) for n in buffers]):
         b.store(value, element(b, ctx, k, I64))
-    start = e.expr(s.start)
-    extent = e.expr(s.extent)
+    start, extent = e.expr(s.start), e.expr(s.extent)
     # A few chunks per thread: a thread the OS runs late leaves its share to the others.
     chunks = e.binop("min", DType.i64, extent, ir.Constant(I64, CHUNKS_PER_THREAD * threads))
     total = pool_work(s)

@@ -123,8 +123,7 @@ class VectorLoop:
         if isinstance(x, Load):
             return self.load(x.buffer, x.index)
         if isinstance(x, BinOp):
-            a, c = self.expr(x.a), self.expr(x.b)
-            a, c = self.splat(a), self.splat(c)
+            a, c = map(self.splat, (self.expr(x.a), self.expr(x.b)))
             if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
                 # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
                 # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
