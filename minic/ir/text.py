@@ -282,18 +282,14 @@ class _Builder:
         dtype, *dims = tree.children
         if dtype not in DType.__members__:
             self.fail(dtype, f"unknown dtype '{dtype}'; expected one of {', '.join(DType.__members__)}")
-        shape = []
-        for d in dims:
-            kind, value = self.dim(d)
-            if kind is int and value < 0:
-                self.fail(d, f"a dim must be >= 0, got {value}")
-            shape.append(value)
-        return TensorType(tuple(shape), DType[dtype])
+        return TensorType(tuple(self.dim(d, size=True)[1] for d in dims), DType[dtype])
 
-    def dim(self, tree: Tree) -> tuple[Any, Any]:
-        """(int, 3) or (Dim, "B*T")."""
+    def dim(self, tree: Tree, size: bool = False) -> tuple[Any, Any]:
+        """(int, 3) or (Dim, "B*T").  A ``size`` (a type's dim) is >= 0; an attribute's may be -1."""
         parts = tree.children
         if len(parts) == 1 and parts[0].type == "INT":
+            if size and int(parts[0]) < 0:
+                self.fail(tree, f"a dim must be >= 0, got {int(parts[0])}")
             return int, int(parts[0])
         text = "*".join(parts)
         try:
