@@ -14,10 +14,9 @@ class LoopVerifyError(UserError):
 
 
 def _check_index(where: str, buffer: Buffer, index: tuple[Expr, ...], buffers: dict[str, Buffer]) -> None:
-    known = buffers.get(buffer.name)
-    if known is None:
+    if buffer.name not in buffers:
         raise LoopVerifyError(f"{where}: buffer '{buffer.name}' is neither a parameter nor allocated")
-    if known != buffer:
+    if buffers[buffer.name] != buffer:
         raise LoopVerifyError(f"{where}: buffer '{buffer.name}' is used with another type than declared")
     if len(index) != len(buffer.shape):
         raise LoopVerifyError(f"{where}: {buffer.name} has rank {len(buffer.shape)}, indexed with {len(index)}")
