@@ -285,8 +285,8 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
         rest = _replace_part(seq(*later), part, band, outer, out, keep=False)
         # The row is kept in ``out``: nothing else may read it, neither the later statements nor
         # the rest of the reduction's term.
-        others = walk(_swap(term, part, const(0, part.dtype)))
-        if rest == seq(*later) or _reads(rest, out) or any(isinstance(x, Load) and x.buffer == out for x in others):
+        others = [*walk(_swap(term, part, const(0, part.dtype))), *loads(rest)]
+        if rest == seq(*later) or any(isinstance(x, Load) and x.buffer == out for x in others):
             continue
         rest = _replace_part(seq(*later), part, band, outer, out, keep=True)
         keep = Store(out, here, part)
@@ -297,10 +297,6 @@ def _keep_in_output(first: Stmt, later: list[Stmt]) -> list[Stmt] | None:
 
 def _swap(e: Expr, part: Expr, by: Expr) -> Expr:
     return map_expr(e, lambda x: by if x == part else None)
-
-
-def _reads(s: Stmt, buffer: Buffer) -> bool:
-    return any(ld.buffer == buffer for ld in loads(s))
 
 
 def _replace_part(s: Stmt, part: Expr, band: list[For], outer: tuple[Expr, ...], out: Buffer,

@@ -32,8 +32,8 @@ import math
 from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
-from minic.ir.loops import (Allocate, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store, free_vars,
-                            seq, structure)
+from minic.ir.loops import (Allocate, Buffer, Const, For, ForKind, Function, If, Load, Role, Seq, Stmt, Store,
+                            free_vars, seq, structure)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, fewest, stride
 from minic.schedule.caching import cache_accumulator, pack_operand
 from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, perfect_band, rewrite_loops,
@@ -70,15 +70,12 @@ def _scalar_reduction(nest: Stmt) -> tuple[list[For], list[For], Store] | None:
         for s0: ... for sn: { acc = init; for r0: ... acc = acc op e; out[...] = f(acc) }
     """
     spatial, t = perfect_band(nest)
-    if not (isinstance(t, Allocate) and t.buffer.shape == () and isinstance(t.body, Seq) and spatial):
-        return None
-    parts = t.body.stmts
-    if len(parts) != 3 or not isinstance(parts[1], For) or not isinstance(parts[2], Store):
-        return None
-    reduction, r = perfect_band(parts[1])
-    if not (isinstance(r, Store) and r.buffer == t.buffer):
-        return None
-    return spatial, reduction, parts[2]
+    match t:
+        case Allocate(buffer=Buffer(shape=()), body=Seq(stmts=(_, For() as inner, Store() as st))) if spatial:
+            reduction, r = perfect_band(inner)
+            if isinstance(r, Store) and r.buffer == t.buffer:
+                return spatial, reduction, st
+    return None
 
 
 def find_contraction(f: Function) -> Contraction | None:
@@ -105,10 +102,9 @@ def _weight_lanes(update: Store, spatial: list[For]) -> For | None:
     last = spatial[-1].var.name
     factors = (update.value.b.a, update.value.b.b)
     for weights, other in (factors, factors[::-1]):
-        if not (isinstance(weights, Load) and weights.buffer.role == Role.CONST):
-            continue
         used = free_vars(weights)
-        if last not in used and last in free_vars(other):
+        if (isinstance(weights, Load) and weights.buffer.role == Role.CONST
+                and last in free_vars(other) - used):
             return next((t for t in reversed(spatial[:-1]) if t.var.name in used), None)
     return None
 
@@ -237,14 +233,11 @@ def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, n
 def _fill_where_used(loop: For) -> For:
     """Allocate(p, {fill; if (c) A else B}) -> Allocate(p, if (c) {fill; A} else B) when only A reads p
     (the few-rows fallback of a symbolic row count reads the operand directly)."""
-    alloc = loop.body
-    if not (isinstance(alloc, Allocate) and isinstance(alloc.body, Seq) and len(alloc.body.stmts) == 2):
-        return loop
-    fill, rest = alloc.body.stmts
-    if not (isinstance(rest, If) and rest.otherwise is not None) or any(
-            ld.buffer == alloc.buffer for ld in loads(rest.otherwise)):
-        return loop
-    return replace(loop, body=Allocate(alloc.buffer, If(rest.cond, seq(fill, rest.then), rest.otherwise)))
+    match loop.body:
+        case Allocate(buffer=p, body=Seq(stmts=(fill, If(cond=c, then=a, otherwise=Stmt() as b)))):
+            if not any(ld.buffer == p for ld in loads(b)):
+                return replace(loop, body=Allocate(p, If(c, seq(fill, a), b)))
+    return loop
 
 
 def default_knobs(f: Function) -> Knobs:
