@@ -164,14 +164,12 @@ def decided_by_ranges(at: At) -> Expr | None:
     ra, rb = (value_range(e.a, at.ranges), value_range(e.b, at.ranges)) if _ints(at) else (None, None)
     if not (ra and rb):
         return None
-    if e.op == "max":
-        return e.a if ra[0] >= rb[1] else e.b if rb[0] >= ra[1] else None
-    if e.op == "min":
-        return e.a if ra[1] <= rb[0] else e.b if rb[1] <= ra[0] else None
     lo, hi = ra[0] - rb[1], ra[1] - rb[0]          # bounds of a - b
-    always, never = {"lt": (hi < 0, lo >= 0), "le": (hi <= 0, lo > 0),
-                     "gt": (lo > 0, hi <= 0), "ge": (lo >= 0, hi < 0)}[e.op]
-    return const(True, DType.bool) if always else const(False, DType.bool) if never else None
+    # When the result is surely the first of the two answers, when surely the second.
+    first, second = {"max": (lo >= 0, hi <= 0), "min": (hi <= 0, lo >= 0), "lt": (hi < 0, lo >= 0),
+                     "le": (hi <= 0, lo > 0), "gt": (lo > 0, hi <= 0), "ge": (lo >= 0, hi < 0)}[e.op]
+    answers = (e.a, e.b) if e.op in ("max", "min") else (const(True, DType.bool), const(False, DType.bool))
+    return answers[0] if first else answers[1] if second else None
 
 
 @rule("select")
