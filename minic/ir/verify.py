@@ -31,18 +31,16 @@ def infer_node(node: Node) -> list:
 
 def verify(graph: Graph) -> Graph:
     """Raise VerifyError on the first broken invariant; return the graph unchanged."""
-    defined: set[Value] = set()
-    names: set[str] = set()
+    defined: dict[str, Value] = {}          # name -> value: a name, like a value, is defined once
 
     def define(v: Value, where: str) -> None:
-        if v in defined or v.name in names:
+        if v.name in defined:
             raise VerifyError(f"{where}: value '{v.name}' is defined twice")
         size = math.prod(d for d in v.type.shape if isinstance(d, int)) * v.type.dtype.numpy.itemsize
         if size > MAX_BYTES:
             raise VerifyError(f"{where}: value '{v.name}' ({v.type}) would take {human(size)}, more than "
                               "64-bit offsets can address")
-        defined.add(v)
-        names.add(v.name)
+        defined[v.name] = v
 
     for v in graph.inputs:
         if v.is_constant:
@@ -57,7 +55,7 @@ def verify(graph: Graph) -> Graph:
     for i, node in enumerate(graph.nodes):
         where = node.describe(i, inputs=False)
         for v in node.inputs:
-            if v not in defined:
+            if defined.get(v.name) is not v:
                 raise VerifyError(f"{where}: input '{v.name}' is used before it is defined")
         try:
             inferred = infer_node(node)
@@ -70,6 +68,6 @@ def verify(graph: Graph) -> Graph:
                 raise VerifyError(f"{where}: '{v.name}' is declared {v.type} but the op gives {t}")
             define(v, where)
     for v in graph.outputs:
-        if v not in defined:
+        if defined.get(v.name) is not v:
             raise VerifyError(f"graph @{graph.name}: output '{v.name}' is not defined")
     return graph
