@@ -282,8 +282,7 @@ class _Pool:
         b.ret_void()
         b.position_at_end(pooled)
         self._start_workers(b)
-        extent = b.sub(end, start)
-        chunk = b.sdiv(b.add(extent, b.sub(n, i64(1))), n)
+        chunk = b.sdiv(b.add(b.sub(end, start), b.sub(n, i64(1))), n)      # ceil((end - start) / n)
         for name, value in zip(TASK, (b.ptrtoint(body, I64), b.ptrtoint(ctx, I64), start, end, chunk, n)):
             self.put(b, name, value)
         self.put(b, "done", 0)
