@@ -86,8 +86,9 @@ SEQ = "seq_cst"
 NULL = ir.Constant(PTR, None)
 
 
-def i64(value: int) -> ir.Constant:
-    return ir.Constant(I64, value)
+def i64(value: int | ir.Value) -> ir.Value:
+    """An i64 constant (a value passes through)."""
+    return ir.Constant(I64, value) if isinstance(value, int) else value
 
 
 class _Pool:
@@ -123,7 +124,7 @@ class _Pool:
     @staticmethod
     def element(b: ir.IRBuilder, array: ir.Value, k: int | ir.Value) -> ir.Value:
         """&array[k] (a global or alloca'd array)."""
-        return b.gep(array, [i64(0), i64(k) if isinstance(k, int) else k], inbounds=True)
+        return b.gep(array, [i64(0), i64(k)], inbounds=True)
 
     def field(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return self.element(b, self.state, F[name])
@@ -131,9 +132,12 @@ class _Pool:
     def get(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.load_atomic(self.field(b, name), SEQ, 8, typ=I64)
 
-    def put(self, b: ir.IRBuilder, name: str, value) -> None:
-        value = i64(value) if isinstance(value, int) else value
-        b.store_atomic(value, self.field(b, name), SEQ, 8)
+    def put(self, b: ir.IRBuilder, name: str, value: int | ir.Value) -> None:
+        b.store_atomic(i64(value), self.field(b, name), SEQ, 8)
+
+    def swapped(self, b: ir.IRBuilder, ptr: ir.Value, old: int | ir.Value, new: int | ir.Value) -> ir.Value:
+        """Compare-and-swap at ``ptr``: whether it held ``old`` (and now holds ``new``)."""
+        return b.extract_value(b.cmpxchg(ptr, i64(old), i64(new), SEQ, SEQ), 1)
 
     def is_set(self, b: ir.IRBuilder, name: str) -> ir.Value:
         """Field ``name`` != 0."""
@@ -189,8 +193,7 @@ class _Pool:
         ours = b.and_(b.icmp_unsigned("==", b.lshr(v, i64(32)), g), b.icmp_signed("<", c, n))
         b.cbranch(ours, try_, done)
         b.position_at_end(try_)
-        pair = b.cmpxchg(self.field(b, "next"), v, b.add(v, i64(1)), SEQ, SEQ)
-        b.cbranch(b.extract_value(pair, 1), won, head)
+        b.cbranch(self.swapped(b, self.field(b, "next"), v, b.add(v, i64(1))), won, head)
         b.position_at_end(won)
         lo = b.add(start, b.mul(c, chunk))
         hi = b.add(lo, chunk)
@@ -209,8 +212,8 @@ class _Pool:
         """ptr worker(ptr): wait for a new generation (spin, yield, sleep), claim its chunks, repeat."""
         fn, b = define(self.module, "minic.pool.worker", PTR, [PTR])
         seen = b.alloca(I64)
-        allowed = b.alloca(ir.ArrayType(I64, CPU_WORDS))        # the cores the process may use
-        mask = b.alloca(ir.ArrayType(I64, CPU_WORDS))
+        # the cores the process may use, and the same less the caller's (_keep_off_caller)
+        allowed, mask = (b.alloca(ir.ArrayType(I64, CPU_WORDS)) for _ in range(2))
         b.store(i64(0), seen)
         self.call(b, "sched_getaffinity", ir.Constant(I32, 0), i64(8 * CPU_WORDS), allowed)
         wait = self.loop(b, "wait")
@@ -256,9 +259,8 @@ class _Pool:
     def _start_workers(self, b: ir.IRBuilder) -> None:
         """Once per module: the semaphores, then threads - 1 workers (a failed create just
         means fewer)."""
-        old = b.cmpxchg(self.field(b, "started"), i64(0), i64(1), SEQ, SEQ)
         start, go = b.function.append_basic_block("start_workers"), b.function.append_basic_block("go")
-        b.cbranch(b.extract_value(old, 1), start, go)
+        b.cbranch(self.swapped(b, self.field(b, "started"), 0, 1), start, go)
         b.position_at_end(start)
         for sem in (self.wake, self.joined):
             self.call(b, "sem_init", sem, ir.Constant(I32, 0), ir.Constant(I32, 0))
@@ -274,15 +276,13 @@ class _Pool:
         inline, pooled, lock_try = (fn.append_basic_block(name) for name in ("inline", "pooled", "lock"))
         b.cbranch(b.icmp_signed("<=", n, i64(1)), inline, lock_try)
         b.position_at_end(lock_try)
-        got = b.cmpxchg(self.field(b, "busy"), i64(0), i64(1), SEQ, SEQ)
-        b.cbranch(b.extract_value(got, 1), pooled, inline)
+        b.cbranch(self.swapped(b, self.field(b, "busy"), 0, 1), pooled, inline)
         b.position_at_end(inline)
         b.call(self.callable(b, b.ptrtoint(body, I64)), [ctx, start, end])
         b.ret_void()
         b.position_at_end(pooled)
         self._start_workers(b)
-        extent = b.sub(end, start)
-        chunk = b.sdiv(b.add(extent, b.sub(n, i64(1))), n)
+        chunk = b.sdiv(b.add(b.sub(end, start), b.sub(n, i64(1))), n)      # ceil((end - start) / n)
         for name, value in zip(TASK, (b.ptrtoint(body, I64), b.ptrtoint(ctx, I64), start, end, chunk, n)):
             self.put(b, name, value)
         self.put(b, "done", 0)

@@ -263,9 +263,8 @@ class VectorLoop:
             u = [shuffle(t[4 * (i // 4) + (i % 4) // 2], pairs[i % 2], t[4 * (i // 4) + (i % 4) // 2 + 2])
                  for i in range(8)]
             # u[0]: columns 0 and 4 of rows 0-3; u[1]: 1 and 5; u[2]: 2 and 6; u[3]: 3 and 7 (u[4..7]: rows 4-7)
-            for col in range(8):
-                whole = shuffle(u[col % 4], halves[col // 4], u[4 + col % 4])
-                out.append(whole if rows == 8 else shuffle(whole, list(range(rows))))
+            wholes = (shuffle(u[col % 4], halves[col // 4], u[4 + col % 4]) for col in range(8))
+            out += [whole if rows == 8 else shuffle(whole, list(range(rows))) for whole in wholes]
         return out
 
     def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:

@@ -120,10 +120,10 @@ def fuse_groups(graph: Graph) -> Graph:
             continue
         if _kind(node) in ANCHORS:
             reindex = consumer.op in REINDEX or _stores_padded(consumer)
-            if has_anchor[target] or not (_kind(consumer) == OpKind.ELEMENTWISE or reindex):
-                continue
-            if not all(_broadcasts_trailing_only(v.type.shape, consumer.outputs[0].type.shape)
-                       or reindex for v in node.outputs):
+            # an epilogue: re-indexing, or elementwise with the result broadcast along trailing axes only
+            fits = reindex or _kind(consumer) == OpKind.ELEMENTWISE and all(
+                _broadcasts_trailing_only(v.type.shape, consumer.outputs[0].type.shape) for v in node.outputs)
+            if has_anchor[target] or not fits:
                 continue
             has_anchor[target] = True
         elif _kind(consumer) in MANY_READS or id(consumer) in many_reads:     # it would be re-read

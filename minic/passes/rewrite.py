@@ -16,6 +16,7 @@ then edits ``g`` in place, keeping ``g.nodes`` in topological order.
 """
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterable
@@ -53,11 +54,8 @@ def replace_uses(graph: Graph, old: Value, new: Value) -> None:
 def fresh_name(graph: Graph, base: str) -> str:
     """``base``, or ``base_1``, ``base_2``, ... : the first name no value of ``graph`` has."""
     taken = {v.name for v in graph.values()}
-    name, i = base, 0
-    while name in taken:
-        i += 1
-        name = f"{base}_{i}"
-    return name
+    names = itertools.chain([base], (f"{base}_{i}" for i in itertools.count(1)))
+    return next(name for name in names if name not in taken)
 
 
 def add_constant(graph: Graph, base: str, data: np.ndarray) -> Value:
