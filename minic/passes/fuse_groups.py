@@ -121,8 +121,9 @@ def fuse_groups(graph: Graph) -> Graph:
         if _kind(node) in ANCHORS:
             reindex = consumer.op in REINDEX or _stores_padded(consumer)
             # an epilogue: re-indexing, or elementwise with the result broadcast along trailing axes only
-            fits = reindex or _kind(consumer) == OpKind.ELEMENTWISE and all(
-                _broadcasts_trailing_only(v.type.shape, consumer.outputs[0].type.shape) for v in node.outputs)
+            out = consumer.outputs[0].type.shape
+            fits = reindex or (_kind(consumer) == OpKind.ELEMENTWISE
+                               and all(_broadcasts_trailing_only(v.type.shape, out) for v in node.outputs))
             if has_anchor[target] or not fits:
                 continue
             has_anchor[target] = True
