@@ -69,9 +69,7 @@ class OpDef:
             value = getattr(attrs, name)
             if not conforms(value, hint):
                 raise UserError(f"{self.name}: attribute '{name}' must be {describe_type(hint)}, got {value!r}")
-        check = getattr(attrs, "check", None)
-        if check is not None:
-            check()
+        getattr(attrs, "check", lambda: None)()        # the class's own checks, if it has any
 
     def make_attrs(self, **values: Any) -> Any:
         """Build the attribute dataclass from keyword values (the text parser's path)."""
