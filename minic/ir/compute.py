@@ -68,6 +68,11 @@ def highest(dtype: DType) -> Const:
     return const(math.inf, dtype) if dtype.is_float else const(np.iinfo(dtype.numpy).max, dtype)
 
 
+def initial(op: str, dtype: DType) -> Const:
+    """The value a Reduce ``op`` starts from (numpy's ``initial``): what reducing no element gives."""
+    return {"sum": const(0, dtype), "prod": const(1, dtype), "max": lowest(dtype), "min": highest(dtype)}[op]
+
+
 def clamp(i: Expr, size: Dim) -> Expr:
     """``i`` forced into ``[0, size)``: loads of a branch a Select does not take stay in bounds."""
     return BinOp("min", BinOp("max", i, const(0)), BinOp("sub", dim_expr(size), const(1)))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from minic.ir.compute import Fresh, Reduce, highest, lowest, r_children, r_free_vars, r_rebuild
-from minic.ir.loops import Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Load, Role, Stmt, Store, Var, const, dim_expr, seq
-from minic.ir.types import DType
+from minic.ir.compute import Fresh, Reduce, initial, r_children, r_free_vars, r_rebuild
+from minic.ir.loops import (Allocate, BinOp, Buffer, Expr, For, ForKind, Load, Role, Stmt, Store, Var, const,
+                            dim_expr, seq)
 
 
 def _replace(e: Expr, mapping: dict[Expr, Expr]) -> Expr:
@@ -40,10 +40,6 @@ def _hoistable(e: Expr, bound: frozenset[str], out: list[Reduce]) -> None:
 _COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 
 
-def _init(op: str, dtype: DType) -> Const:
-    return {"sum": const(0, dtype), "prod": const(1, dtype), "max": lowest(dtype), "min": highest(dtype)}[op]
-
-
 def emit(loops: Sequence[tuple[Var, Expr]], leaf: Callable[[Expr], Stmt], expr: Expr, fresh: Fresh) -> Stmt:
     """Loops over ``loops`` around ``leaf(expr)``, every Reduce in ``expr`` replaced by
     an accumulator computed just inside the deepest loop whose variable it uses."""
@@ -62,7 +58,7 @@ def emit(loops: Sequence[tuple[Var, Expr]], leaf: Callable[[Expr], Stmt], expr: 
     for depth in range(len(loops), -1, -1):
         for acc, r in reversed(at_depth.get(depth, [])):
             update = lambda value, acc=acc, op=r.op: Store(acc, (), BinOp(_COMBINE[op], Load(acc, ()), value))
-            compute = seq(Store(acc, (), _init(r.op, r.dtype)), emit(r.axes, update, r.body, fresh))
+            compute = seq(Store(acc, (), initial(r.op, r.dtype)), emit(r.axes, update, r.body, fresh))
             stmt = Allocate(acc, seq(compute, stmt))
         if depth > 0:
             var, extent = loops[depth - 1]

@@ -12,8 +12,8 @@ from typing import Literal
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.compute import (DataCheck, Reduce, Site, clamp, highest, index_check, lowest, reduce_axes,
-                               reduce_over, wrap_index, wrap_indices)
+from minic.ir.compute import (DataCheck, Reduce, Site, clamp, index_check, initial, reduce_axes, reduce_over,
+                               wrap_index, wrap_indices)
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, broadcast_infer, div_checks
@@ -49,10 +49,8 @@ def _combine(site: Site, data: Expr, loops, match: Expr, position: Expr, update)
     if red == "none":
         last = Reduce("max", loops, Select(match, position, const(-1)))
         return Select(BinOp("ge", last, const(0)), update(last), data)
-    u = update(position)
-    neutral = {"add": const(0, data.dtype), "mul": const(1, data.dtype), "max": lowest(data.dtype),
-               "min": highest(data.dtype)}[red]
-    total = Reduce({"add": "sum", "mul": "prod", "max": "max", "min": "min"}[red], loops, Select(match, u, neutral))
+    op = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}[red]
+    total = Reduce(op, loops, Select(match, update(position), initial(op, data.dtype)))
     return BinOp(red, data, total)
 
 
@@ -104,8 +102,8 @@ def running_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     v, i = loops[0][0], index[axis]
     cmp = {(False, False): "le", (True, False): "lt", (False, True): "ge", (True, True): "gt"}
     taken = BinOp(cmp[(site.attrs.exclusive, site.attrs.reverse)], v, i)
-    op, neutral = ("sum", 0) if site.op == "cumsum" else ("prod", 1)
-    return Reduce(op, loops, Select(taken, x.at(row), const(neutral, x.type.dtype)))
+    op = "sum" if site.op == "cumsum" else "prod"
+    return Reduce(op, loops, Select(taken, x.at(row), initial(op, x.type.dtype)))
 
 
 def mod_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
