@@ -75,12 +75,10 @@ def scatter_nd_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     p = tuple(v for v, _ in loops)
     match = fold("and", [BinOp("eq", wrap_index(idx.at(p + (const(k),)), data.type.shape[k]), index[k])
                          for k in range(q)] or [const(True, DType.bool)])
-    flat = linearize(list(p), outer) if p else const(0)
 
-    def update(position: Expr) -> Expr:
-        where = delinearize(position, outer) if outer else []
-        return upd.at(tuple(clamp(w, d) for w, d in zip(where, outer)) + index[q:])
-    return _combine(site, data.at(index), loops, match, flat, update)
+    def update(position: Expr) -> Expr:       # position: the flat index of one of idx's points
+        return upd.at(tuple(clamp(w, d) for w, d in zip(delinearize(position, outer), outer)) + index[q:])
+    return _combine(site, data.at(index), loops, match, linearize(list(p), outer), update)
 
 
 def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
