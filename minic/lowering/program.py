@@ -28,16 +28,13 @@ def _groups(graph: Graph) -> tuple[list[list[Node]], set[Value]]:
     reads = {key: {v for n in nodes for v in n.inputs if v in producer and producer[v] != key}
              for key, nodes in members.items()}                  # what each group reads from others
     deps = {key: {producer[v] for v in values} for key, values in reads.items()}
-    order, done = [], set()
-    pending = list(members)                      # in order of first node: a stable, readable order
-    while pending:
-        ready = next((k for k in pending if deps[k] <= done), None)
+    done: dict[object, list[Node]] = {}          # of the ready groups, the one first in the graph
+    while len(done) < len(members):
+        ready = next((k for k in members if k not in done and deps[k] <= done.keys()), None)
         if ready is None:
             raise UserError(f"graph @{graph.name}: fusion groups depend on each other in a cycle")
-        pending.remove(ready)
-        done.add(ready)
-        order.append(members[ready])
-    return order, set().union(*reads.values())
+        done[ready] = members[ready]
+    return list(done.values()), set().union(*reads.values())
 
 
 def _buffer_name(name: str, taken: set[str]) -> str:
@@ -69,14 +66,11 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     buffers.update((v, buffer(v, Role.CONST)) for v in graph.constants if v.data.size != 1)   # scalars: literals
     groups, crossing = _groups(graph)
     outputs: list[Buffer] = []
-    copies: list[tuple[Value, Buffer]] = []
     for v in graph.outputs:                      # each output gets a buffer of its own
         own = v not in buffers and not v.is_constant     # not an input, a constant or a repeat
         outputs.append(buffer(v, Role.OUTPUT, "" if own else "_out"))
         if own:
             buffers[v] = outputs[-1]             # its kernel stores it there
-        else:
-            copies.append((v, outputs[-1]))
 
     kernels, lifetimes, checks = [], {}, {}
     describe = lambda n: n.describe(graph.nodes.index(n))       # a data check's message names its node
@@ -89,10 +83,11 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
         label = "_".join(dict.fromkeys(n.op for n in nodes))[:40]
         kernels.append(build_kernel(f"k{len(kernels)}_{label}", nodes, stores, buffers, sizes, checks, describe,
                                     round_inlined))
-    for v, target in copies:
+    for v, target in zip(graph.outputs, outputs):
         if v not in buffers:                     # a scalar constant returned as is
             buffers[v] = buffer(v, Role.CONST)
-        kernels.append(copy_kernel(f"k{len(kernels)}_copy", buffers[v], target, sizes))
+        if buffers[v] is not target:             # not its own: copied into its output buffer
+            kernels.append(copy_kernel(f"k{len(kernels)}_copy", buffers[v], target, sizes))
     for k, kernel in enumerate(kernels):
         for b in kernel.params:
             if b.role == Role.TEMP:                  # from the first kernel that touches it to the last
