@@ -69,10 +69,9 @@ def _vectorize_leaves(k: Function) -> Function:
             with suppress(ScheduleError):  # a scalar reduction: partial results in vector lanes
                 k = rfactor(k, name, LANES)
             continue
-        if not all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
-                   and not any(name in free_vars(i) for i in t.index[:-1]) for t in stmts_of(loop.body)):
-            continue
-        if short and loop.extent.value < SHORT_LANES:
+        contiguous = all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
+                         and not any(name in free_vars(i) for i in t.index[:-1]) for t in stmts_of(loop.body))
+        if not contiguous or (short and loop.extent.value < SHORT_LANES):  # strided, or a row under 7
             continue
         # A short row (7 to 15 elements) is one vector of its length; a loop whose iterations are not
         # independent (a reduction) stays as it is.

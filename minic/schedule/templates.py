@@ -255,8 +255,7 @@ def default_knobs(f: Function) -> Knobs:
         return Knobs()
     n = c.row.extent.value
     rows = min((6, 8, 7, 5, 4), key=lambda r: (-(-n // r) * r - n, -r if n % r == 0 else 0))
-    one_by_one = "conv2d" in f.origin and all(isinstance(t.extent, Const) and t.extent.value == 1
-                                             for t in c.reduction[1:])
+    one_by_one = "conv2d" in f.origin and all(t.extent == Const(1) for t in c.reduction[1:])
     channels = c.lane.extent.value if isinstance(c.lane.extent, Const) else 0
     # A matmul of weight lanes (its epilogue stored along its rows) with as short a reduction:
     # Winograd's 16 matmuls at resnet50's 56-column stage, 64 input channels.
