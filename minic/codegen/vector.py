@@ -83,9 +83,7 @@ class VectorLoop:
         return out
 
     def lane(self, v: ir.Value, lane: int) -> ir.Value:
-        if not isinstance(v.type, ir.VectorType):
-            return v
-        return self.b.extract_element(v, ir.Constant(I32, lane))
+        return self.b.extract_element(v, ir.Constant(I32, lane)) if isinstance(v.type, ir.VectorType) else v
 
     def at_lane(self, fn, lane: int | None = None):
         """Run scalar code ``fn`` with the loop variable bound to lane ``lane``'s value (None:
