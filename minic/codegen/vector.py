@@ -51,11 +51,9 @@ class VectorLoop:
         self.lanes = s.extent.value
         self.first = s.start
         self.start = e.expr(s.start)
+        self.x86 = e.module.triple.startswith("x86_64")
 
     # --- helpers ------------------------------------------------------------------
-
-    def x86(self) -> bool:
-        return self.e.module.triple.startswith("x86_64")
 
     def vec(self, ty: ir.Type) -> ir.VectorType:
         return ir.VectorType(ty, self.lanes)
@@ -122,7 +120,7 @@ class VectorLoop:
             return self.load(x.buffer, x.index)
         if isinstance(x, BinOp):
             a, c = map(self.splat, (self.expr(x.a), self.expr(x.b)))
-            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
+            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86:
                 # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
                 # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
                 v, c = (a, c) if _plain(x.b) else (c, a)
@@ -131,8 +129,7 @@ class VectorLoop:
         if isinstance(x, Select) and not uses(x.cond, self.var) and (self.reads(x.a) or self.reads(x.b)):
             return self.choose(x)
         if isinstance(x, Select):
-            cond, a, c = self.expr(x.cond), self.expr(x.a), self.expr(x.b)
-            return b.select(cond, self.splat(a), self.splat(c))
+            return b.select(self.expr(x.cond), *map(self.splat, (self.expr(x.a), self.expr(x.b))))
         if isinstance(x, Call):
             args = [self.expr(a) for a in x.args]
             if x.fn in VECTOR_CALLS and x.dtype == DType.f32:
@@ -298,7 +295,7 @@ class VectorLoop:
         masked access runs lane by lane).  None in a local tile: LLVM keeps a tile in registers
         only if no masked access touches it."""
         n = self.lanes
-        if n & (n - 1) == 0 or n > 16 or not self.x86() or buffer.role is Role.LOCAL:
+        if n & (n - 1) == 0 or n > 16 or not self.x86 or buffer.role is Role.LOCAL:
             return None
         return 1 << n.bit_length()
 
