@@ -69,6 +69,14 @@ def define(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
+def loop_head(b: ir.IRBuilder, name: str) -> ir.Block:
+    """A new block ``name``, branched to and the builder in it: a loop's head (branch back to it later)."""
+    head = b.function.append_basic_block(name)
+    b.branch(head)
+    b.position_at_end(head)
+    return head
+
+
 # Float functions: an LLVM intrinsic where one exists (llvm.<name> but for abs and round), else the C library.
 INTRINSICS = {"abs": "llvm.fabs", "round": "llvm.roundeven"} | {
     fn: f"llvm.{fn}" for fn in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "pow")}
@@ -283,9 +291,8 @@ class Emitter:
         """Loop ``s`` over [start, end): for (var = start; var < end; var++) body"""
         b, var = self.b, s.var.name
         before = b.block
-        head, loop, done = (b.function.append_basic_block(f"{var}.{k}") for k in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
+        head = loop_head(b, f"{var}.head")
+        loop, done = (b.function.append_basic_block(f"{var}.{k}") for k in ("body", "done"))
         i = b.phi(I64, name=var)
         i.add_incoming(start, before)
         b.cbranch(b.icmp_signed("<", i, end), loop, done)
