@@ -28,10 +28,12 @@ F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
-# bf16 is carried as its 16 bits (llvmlite has no bfloat type); after ``widen`` the
-# only things done to one are loads, stores and casts to and from f32.
-_REG = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16, DType.i64: I64, DType.i32: I32,
-        DType.i16: I16, DType.i8: I8, DType.u8: I8, DType.u16: I16, DType.u32: I32, DType.u64: I64, DType.bool: I1}
+# A value in registers: an integer of its dtype's bits (signed or not: that is in the instructions) but
+# for floats.  bf16 is carried as its 16 bits (llvmlite has no bfloat type); after ``widen`` the only
+# things done to one are loads, stores and casts to and from f32.
+REG_TYPE = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16} | {
+    d: ir.IntType(d.bits) for d in DType if not d.is_float}
+MEM_TYPE = REG_TYPE | {DType.bool: I8}          # numpy's bool is one byte
 
 
 def type_suffix(ty: ir.Type) -> str:
@@ -39,14 +41,6 @@ def type_suffix(ty: ir.Type) -> str:
     if isinstance(ty, ir.VectorType):
         return f"v{ty.count}{type_suffix(ty.element)}"
     return {F16: "f16", F32: "f32", F64: "f64"}.get(ty) or f"i{ty.width}"
-
-
-def reg_type(dtype: DType) -> ir.Type:
-    return _REG[dtype]
-
-
-def mem_type(dtype: DType) -> ir.Type:
-    return I8 if dtype == DType.bool else reg_type(dtype)
 
 
 def element(b: ir.IRBuilder, array: ir.Value, k: int | ir.Value, ty: ir.Type) -> ir.Value:
@@ -67,6 +61,14 @@ def define(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
     if internal:
         fn.linkage = "internal"
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def loop_head(b: ir.IRBuilder, name: str) -> ir.Block:
+    """A new block ``name``, branched to and the builder in it: a loop's head (branch back to it later)."""
+    head = b.function.append_basic_block(name)
+    b.branch(head)
+    b.position_at_end(head)
+    return head
 
 
 # Float functions: an LLVM intrinsic where one exists (llvm.<name> but for abs and round), else the C library.
@@ -109,10 +111,10 @@ class Emitter:
         flat = self.expr(index[0])
         for i, d in zip(index[1:], buffer.shape[1:]):
             flat = self.b.add(self.b.mul(flat, self.expr(dim_expr(d)), flags=["nsw"]), self.expr(i), flags=["nsw"])
-        return element(self.b, base, flat, mem_type(buffer.dtype))
+        return element(self.b, base, flat, MEM_TYPE[buffer.dtype])
 
     def load(self, buffer: Buffer, index: tuple[Expr, ...]) -> ir.Value:
-        value = self.b.load(self.address(buffer, index), typ=mem_type(buffer.dtype))
+        value = self.b.load(self.address(buffer, index), typ=MEM_TYPE[buffer.dtype])
         return self.b.trunc(value, I1) if buffer.dtype == DType.bool else value
 
     def store(self, buffer: Buffer, index: tuple[Expr, ...], value: ir.Value) -> None:
@@ -130,7 +132,7 @@ class Emitter:
             value = e.value
             if e.dtype.is_unsigned and value >= 1 << (e.dtype.bits - 1):
                 value -= 1 << e.dtype.bits              # LLVM spells an integer constant signed
-            return ir.Constant(reg_type(e.dtype), value)
+            return ir.Constant(REG_TYPE[e.dtype], value)
         if isinstance(e, Load):
             return self.load(e.buffer, e.index)
         if isinstance(e, BinOp):
@@ -211,7 +213,7 @@ class Emitter:
         if dst == DType.bool:
             zero = ir.Constant(v.type, 0)
             return b.fcmp_unordered("!=", v, zero) if src.is_float else b.icmp_signed("!=", v, zero)
-        to = reg_type(dst)
+        to = REG_TYPE[dst]
         if src == DType.bool:
             return b.uitofp(v, to) if dst.is_float else b.zext(v, to)
         if src == DType.f64 and dst == DType.f16:
@@ -257,8 +259,8 @@ class Emitter:
 
     def allocate(self, s: Allocate) -> None:
         n = math.prod(s.buffer.shape)
-        size = None if n == 1 else ir.Constant(I64, n)
-        self.ptrs[s.buffer.name] = self.allocas.alloca(mem_type(s.buffer.dtype), size=size, name=s.buffer.name)
+        self.ptrs[s.buffer.name] = self.allocas.alloca(MEM_TYPE[s.buffer.dtype], name=s.buffer.name,
+                                                       size=None if n == 1 else ir.Constant(I64, n))
         self.stmt(s.body)
 
     def loop(self, s: For) -> None:
@@ -283,9 +285,8 @@ class Emitter:
         """Loop ``s`` over [start, end): for (var = start; var < end; var++) body"""
         b, var = self.b, s.var.name
         before = b.block
-        head, loop, done = (b.function.append_basic_block(f"{var}.{k}") for k in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
+        head = loop_head(b, f"{var}.head")
+        loop, done = (b.function.append_basic_block(f"{var}.{k}") for k in ("body", "done"))
         i = b.phi(I64, name=var)
         i.add_incoming(start, before)
         b.cbranch(b.icmp_signed("<", i, end), loop, done)

@@ -39,12 +39,11 @@ def status_global(module: ir.Module) -> ir.GlobalVariable:
 
 def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     e = Emitter(module, k.name, [PTR] * len(k.params) + [I64] * len(k.sizes), threads)
-    fn = e.function
-    for arg, b in zip(fn.args, k.params):
+    for arg, b in zip(e.function.args, k.params):
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel
         e.ptrs[b.name] = arg
-    for arg, s in zip(fn.args[len(k.params):], k.sizes):
+    for arg, s in zip(e.function.args[len(k.params):], k.sizes):
         arg.name = s
         e.vars[s] = arg
     if any(isinstance(s, Store) and s.buffer.role == Role.STATUS for s in walk_stmts(k.body)):
@@ -52,7 +51,7 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
         e.ptrs[STATUS.name] = e.b.inttoptr(e.b.ptrtoint(status_global(module), I64), PTR)
     e.stmt(k.body)
     e.b.ret_void()
-    return fn
+    return e.function
 
 
 def build_module(program: Program, options: Target) -> ir.Module:

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare, define
+from minic.codegen.emit import I8, I32, I64, PTR, VOID, declare, define, loop_head
 
 TASK = ("fn", "ctx", "start", "end", "chunk", "nchunks")     # one loop's, as pool_run was handed it
 FIELDS = ("gen", "next", "done", "sleepers", "joiner", "stop", "busy", "started", "cpu") + TASK
@@ -151,14 +151,6 @@ class _Pool:
         that knows its function type (in the IR text it is just ``ptr``)."""
         return b.inttoptr(address, self.body_type.as_pointer())
 
-    @staticmethod
-    def loop(b: ir.IRBuilder, name: str) -> ir.Block:
-        """Open block ``name`` (a loop head: branch there now, and back to it later)."""
-        head = b.function.append_basic_block(name)
-        b.branch(head)
-        b.position_at_end(head)
-        return head
-
     def poll(self, b: ir.IRBuilder, name: str, ready, spins: int, before=None) -> ir.Block:
         """Evaluate ``ready()`` up to ``spins`` times (after ``before()`` each time, if given);
         returns the block reached when it was true, the builder in the one reached when it
@@ -166,7 +158,7 @@ class _Pool:
         with b.goto_entry_block():
             count = b.alloca(I64)
         b.store(i64(0), count)
-        head = self.loop(b, name)
+        head = loop_head(b, name)
         yes, again, no = (b.function.append_basic_block(f"{name}.{s}") for s in ("ready", "again", "timeout"))
         if before is not None:
             before()
@@ -186,7 +178,7 @@ class _Pool:
         fn, b = define(self.module, "minic.pool.claim", VOID, [I64])
         (g,) = fn.args
         body, ctx, start, end, chunk, n = (b.load(self.field(b, name), typ=I64) for name in TASK)
-        head = self.loop(b, "claim")
+        head = loop_head(b, "claim")
         done, try_, won = (fn.append_basic_block(name) for name in ("claimed", "try", "won"))
         v = self.get(b, "next")
         c = b.and_(v, i64(MASK))
@@ -216,7 +208,7 @@ class _Pool:
         allowed, mask = (b.alloca(ir.ArrayType(I64, CPU_WORDS)) for _ in range(2))
         b.store(i64(0), seen)
         self.call(b, "sched_getaffinity", ir.Constant(I32, 0), i64(8 * CPU_WORDS), allowed)
-        wait = self.loop(b, "wait")
+        wait = loop_head(b, "wait")
 
         def news() -> ir.Value:
             return b.or_(self.is_set(b, "stop"), b.icmp_signed("!=", self.get(b, "gen"), b.load(seen)))
@@ -302,7 +294,7 @@ class _Pool:
         with b.goto_entry_block():
             k = b.alloca(I64)
         b.store(count, k)
-        head = self.loop(b, "post")
+        head = loop_head(b, "post")
         more, done = b.function.append_basic_block("post.more"), b.function.append_basic_block("post.done")
         b.cbranch(b.icmp_signed(">", b.load(k), i64(0)), more, done)
         b.position_at_end(more)
@@ -318,7 +310,7 @@ class _Pool:
             return b.icmp_signed(">=", self.get(b, "done"), n)
         joined = self.poll(b, "join", finished, JOIN_SPINS)
         self.put(b, "joiner", 1)
-        head = self.loop(b, "join.sleep")
+        head = loop_head(b, "join.sleep")
         block = b.function.append_basic_block("join.block")
         b.cbranch(finished(), joined, block)
         b.position_at_end(block)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import (F32, I1, I8, I32, I64, PTR, VOID, Emitter, declare, element, mem_type,
-                                reg_type, type_suffix)
+from minic.codegen.emit import (F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
+                                element, type_suffix)
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
@@ -51,11 +51,9 @@ class VectorLoop:
         self.lanes = s.extent.value
         self.first = s.start
         self.start = e.expr(s.start)
+        self.x86 = e.module.triple.startswith("x86_64")
 
     # --- helpers ------------------------------------------------------------------
-
-    def x86(self) -> bool:
-        return self.e.module.triple.startswith("x86_64")
 
     def vec(self, ty: ir.Type) -> ir.VectorType:
         return ir.VectorType(ty, self.lanes)
@@ -83,9 +81,7 @@ class VectorLoop:
         return out
 
     def lane(self, v: ir.Value, lane: int) -> ir.Value:
-        if not isinstance(v.type, ir.VectorType):
-            return v
-        return self.b.extract_element(v, ir.Constant(I32, lane))
+        return self.b.extract_element(v, ir.Constant(I32, lane)) if isinstance(v.type, ir.VectorType) else v
 
     def at_lane(self, fn, lane: int | None = None):
         """Run scalar code ``fn`` with the loop variable bound to lane ``lane``'s value (None:
@@ -124,7 +120,7 @@ class VectorLoop:
             return self.load(x.buffer, x.index)
         if isinstance(x, BinOp):
             a, c = map(self.splat, (self.expr(x.a), self.expr(x.b)))
-            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86():
+            if x.a.dtype.is_float and x.op in ("max", "min") and (_plain(x.b) or _plain(x.a)) and self.x86:
                 # max(x, c) as x < c ? c : x: one vmaxps on x86, where llvm.maximum is three instructions
                 # (aarch64's fmax is one already); a NaN x propagates, and relu(-0.0) is -0.0, as in PyTorch
                 v, c = (a, c) if _plain(x.b) else (c, a)
@@ -133,8 +129,7 @@ class VectorLoop:
         if isinstance(x, Select) and not uses(x.cond, self.var) and (self.reads(x.a) or self.reads(x.b)):
             return self.choose(x)
         if isinstance(x, Select):
-            cond, a, c = self.expr(x.cond), self.expr(x.a), self.expr(x.b)
-            return b.select(cond, self.splat(a), self.splat(c))
+            return b.select(self.expr(x.cond), *map(self.splat, (self.expr(x.a), self.expr(x.b))))
         if isinstance(x, Call):
             args = [self.expr(a) for a in x.args]
             if x.fn in VECTOR_CALLS and x.dtype == DType.f32:
@@ -144,14 +139,14 @@ class VectorLoop:
             if x.fn in ("exp", "erf") and x.dtype == DType.f32:        # polynomials, not a call per lane
                 return {"exp": self.exp, "erf": self.erf}[x.fn](self.splat(args[0]))
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
-                                 reg_type(x.dtype))
+                                 REG_TYPE[x.dtype])
         if isinstance(x, Cast):
             v = self.expr(x.value)
             if x.value.dtype.is_float and x.to.is_float and DType.bf16 not in (x.value.dtype, x.to):
                 # f16 <-> f32 on the whole vector: one vcvtph2ps / vcvtps2ph with F16C
                 widen = x.to.bits > x.value.dtype.bits
-                return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(reg_type(x.to)))
-            return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), reg_type(x.to))
+                return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(REG_TYPE[x.to]))
+            return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
         raise TypeError(f"not a Loop IR expression: {x!r}")
 
     def reads(self, x: Expr) -> bool:
@@ -275,9 +270,9 @@ class VectorLoop:
         repeats = self.repeated(index) if step is None else None
         if step is None and not repeats:                     # gathered, lane by lane
             return self.per_lane(lambda l: self.at_lane(lambda: self.e.load(buffer, index), l),
-                                 reg_type(buffer.dtype))
+                                 REG_TYPE[buffer.dtype])
         ptr = self.at_lane(lambda: self.e.address(buffer, index))
-        ty, align = mem_type(buffer.dtype), buffer.dtype.numpy.itemsize
+        ty, align = MEM_TYPE[buffer.dtype], buffer.dtype.numpy.itemsize
         if repeats:
             # lane l = ptr[l / d]: one vector load of lanes / d elements, each lane of it repeated
             # d times by a shuffle (was: a gather, one scalar load a lane)
@@ -300,14 +295,14 @@ class VectorLoop:
         masked access runs lane by lane).  None in a local tile: LLVM keeps a tile in registers
         only if no masked access touches it."""
         n = self.lanes
-        if n & (n - 1) == 0 or n > 16 or not self.x86() or buffer.role is Role.LOCAL:
+        if n & (n - 1) == 0 or n > 16 or not self.x86 or buffer.role is Role.LOCAL:
             return None
         return 1 << n.bit_length()
 
     def masked(self, op: str, ptr: ir.Value, dtype: DType, mask: list[bool], value: ir.Value | None = None):
         """LLVM's ``llvm.masked.load`` or ``llvm.masked.store`` of ``len(mask)`` elements at ``ptr``
         (a load's masked-off lanes undefined)."""
-        wide, mask_ty = ir.VectorType(mem_type(dtype), len(mask)), ir.VectorType(I1, len(mask))
+        wide, mask_ty = ir.VectorType(MEM_TYPE[dtype], len(mask)), ir.VectorType(I1, len(mask))
         align, mask = ir.Constant(I32, dtype.numpy.itemsize), ir.Constant(mask_ty, mask)
         name = f"llvm.masked.{op}.{type_suffix(wide)}.p0"
         if op == "load":

@@ -40,16 +40,15 @@ def _round_up(n: int) -> int:
 def plan(temps: list[Temp], env: dict[str, int]) -> BufferPlan:
     sizes = {t.name: _round_up(max(1, t.dtype.numpy.itemsize * math.prod(dim_eval(d, env) for d in t.shape)))
              for t in temps}
-    placed: list[tuple[Temp, int]] = []
-    offsets: dict[str, int] = {}
+    offsets: dict[str, int] = {}           # of the buffers placed so far
     for t in sorted(temps, key=lambda t: (-sizes[t.name], t.first, t.name)):
-        busy = sorted((off, off + sizes[o.name]) for o, off in placed if o.first <= t.last and t.first <= o.last)
+        busy = sorted((offsets[o.name], offsets[o.name] + sizes[o.name]) for o in temps
+                      if o.name in offsets and o.first <= t.last and t.first <= o.last)
         offset = 0
         for lo, hi in busy:                # first gap large enough
             if offset + sizes[t.name] <= lo:
                 break
             offset = max(offset, hi)
         offsets[t.name] = offset
-        placed.append((t, offset))
     arena = max((offsets[t.name] + sizes[t.name] for t in temps), default=0)
     return BufferPlan(offsets, arena, sum(sizes.values()))
