@@ -57,11 +57,12 @@ def linearize(index: list[Expr], shape: list[Dim]) -> Expr:
 
 
 def delinearize(flat: Expr, shape: list[Dim]) -> list[Expr]:
-    out: list[Expr] = []                   # the last axes first: each the remainder by its size
-    for d in reversed(shape[1:]):
-        out.insert(0, BinOp("mod", flat, dim_expr(d)))
-        flat = BinOp("div", flat, dim_expr(d))
-    return [flat] + out if shape else []
+    """The index into ``shape`` at row-major position ``flat``: the last axis is the remainder
+    by its size; the axes before it, the index of the quotient."""
+    if len(shape) <= 1:
+        return [flat] if shape else []
+    last = dim_expr(shape[-1])
+    return delinearize(BinOp("div", flat, last), shape[:-1]) + [BinOp("mod", flat, last)]
 
 
 def reshape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
