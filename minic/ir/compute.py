@@ -60,17 +60,12 @@ class Fresh:
 
 # --- small expression helpers used by the rules --------------------------------------
 
-def lowest(dtype: DType) -> Const:
-    return const(-math.inf, dtype) if dtype.is_float else const(np.iinfo(dtype.numpy).min, dtype)
-
-
-def highest(dtype: DType) -> Const:
-    return const(math.inf, dtype) if dtype.is_float else const(np.iinfo(dtype.numpy).max, dtype)
-
-
 def initial(op: str, dtype: DType) -> Const:
-    """The value a Reduce ``op`` starts from (numpy's ``initial``): what reducing no element gives."""
-    return {"sum": const(0, dtype), "prod": const(1, dtype), "max": lowest(dtype), "min": highest(dtype)}[op]
+    """The value a Reduce ``op`` starts from (numpy's ``initial``): what reducing no element
+    gives.  For max it is the dtype's lowest value, for min its highest."""
+    lowest, highest = ((-math.inf, math.inf) if dtype.is_float
+                       else (np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max))
+    return const({"sum": 0, "prod": 1, "max": lowest, "min": highest}[op], dtype)
 
 
 def clamp(i: Expr, size: Dim) -> Expr:

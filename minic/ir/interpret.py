@@ -62,8 +62,7 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         except DataError as e:                   # name the node, as compiled code does
             raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)
-        for v, r in zip(node.outputs, results):
-            memory[v] = np.asarray(r, dtype=v.type.dtype.numpy)
+        memory.update((v, np.asarray(r, dtype=v.type.dtype.numpy)) for v, r in zip(node.outputs, results))
     return [memory[v] for v in graph.outputs]
 
 

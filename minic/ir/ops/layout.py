@@ -57,11 +57,12 @@ def linearize(index: list[Expr], shape: list[Dim]) -> Expr:
 
 
 def delinearize(flat: Expr, shape: list[Dim]) -> list[Expr]:
-    out: list[Expr] = []                   # the last axes first: each the remainder by its size
-    for d in reversed(shape[1:]):
-        out.insert(0, BinOp("mod", flat, dim_expr(d)))
-        flat = BinOp("div", flat, dim_expr(d))
-    return [flat] + out if shape else []
+    """The index into ``shape`` at row-major position ``flat``: the last axis is the remainder
+    by its size; the axes before it, the index of the quotient."""
+    if len(shape) <= 1:
+        return [flat] if shape else []
+    last = dim_expr(shape[-1])
+    return delinearize(BinOp("div", flat, last), shape[:-1]) + [BinOp("mod", flat, last)]
 
 
 def reshape_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
@@ -204,13 +205,10 @@ def _concat_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
                 and all(a == b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != axis),
                 f"concat: {t} does not match {first} off axis {attrs.axis}")
     total = [t.shape[axis] for t in ts]
-    if all(isinstance(d, int) for d in total):
-        size: Dim = sum(total)
-    else:
-        nonzero = [d for d in total if d != 0]
-        if len(nonzero) != 1:
-            raise UnsupportedError(f"concat: symbolic sizes {total} along axis {axis} cannot be added")
-        size = nonzero[0]
+    nonzero = [d for d in total if d != 0]
+    if any(isinstance(d, str) for d in total) and len(nonzero) != 1:
+        raise UnsupportedError(f"concat: symbolic sizes {total} along axis {axis} cannot be added")
+    size = nonzero[0] if len(nonzero) == 1 else sum(total)         # one piece that is not empty: its size
     return [TensorType(first.shape[:axis] + (size,) + first.shape[axis + 1:], first.dtype)]
 
 
@@ -285,10 +283,8 @@ def _slice_range(d: Dim, start: Dim, end: Dim, step: int) -> tuple[int, Dim]:
         taken = range(*slice(start, end, step).indices(d))
         return taken.start, len(taken)
     # Symbolic dims: the forms the zoo needs, x[:T] and x[0:] over a symbolic axis.
-    if step == 1 and start == 0 and isinstance(end, str):
-        return 0, canon(end)
-    if step == 1 and start == 0 and end == END and isinstance(d, str):
-        return 0, d
+    if step == 1 and start == 0 and (isinstance(end, str) or end == END):
+        return 0, (canon(end) if isinstance(end, str) else d)
     raise UnsupportedError(f"slice [{start}:{end}:{step}] of a symbolic axis of size {d} is not supported")
 
 

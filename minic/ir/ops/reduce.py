@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Site, count, highest, lowest, reduce_over
+from minic.ir.compute import Site, count, initial, reduce_over
 from minic.ir.loops import BinOp, Expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axes, require
@@ -43,9 +43,9 @@ REDUCERS = {"reduce_sum": (np.sum, "sum"), "reduce_prod": (np.prod, "prod"), "re
 
 def _reference(fn):
     def run(attrs: ReduceAttrs, x: np.ndarray) -> np.ndarray:
-        start = {np.max: lowest, np.min: highest}.get(fn)
-        initial = {} if start is None else {"initial": start(DType.of(x.dtype)).value}
-        return np.asarray(fn(x, axis=tuple(a % x.ndim for a in attrs.axes), keepdims=attrs.keepdims, **initial)).astype(x.dtype)
+        start = {np.max: "max", np.min: "min"}.get(fn)
+        first = {} if start is None else {"initial": initial(start, DType.of(x.dtype)).value}
+        return np.asarray(fn(x, axis=tuple(a % x.ndim for a in attrs.axes), keepdims=attrs.keepdims, **first)).astype(x.dtype)
     return run
 
 

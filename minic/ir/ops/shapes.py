@@ -1,21 +1,21 @@
 """Shape helpers shared by the op families: broadcasting and axis normalisation."""
 from __future__ import annotations
 
+import itertools
+
 from minic.errors import UserError
 from minic.ir.types import Dim, Shape
 
 
 def broadcast(*shapes: Shape) -> Shape:
     """numpy-style broadcasting of (possibly symbolic) shapes."""
-    rank = max(len(s) for s in shapes)
     out: list[Dim] = []
-    for i in range(rank):
-        dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0}
-        dims.discard(1)
-        if len(dims) > 1:
+    for dims in itertools.zip_longest(*(s[::-1] for s in shapes), fillvalue=1):    # aligned at the last axis
+        sizes = set(dims) - {1}
+        if len(sizes) > 1:
             raise UserError(f"shapes {' and '.join(str(list(s)) for s in shapes)} do not broadcast")
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out[::-1])
 
 
 def norm_axis(axis: int, rank: int) -> int:

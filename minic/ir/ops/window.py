@@ -8,7 +8,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
-from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, lowest, reduce_over
+from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, initial, reduce_over
 from minic.ir.loops import BinOp, Expr, Select, const, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
@@ -112,7 +112,7 @@ def _window(site: Site, index: tuple[Expr, ...]):
 
 def max_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     loops, _, _, inside, element = _window(site, index)
-    return Reduce("max", loops, Select(inside, element, lowest(element.dtype)))
+    return Reduce("max", loops, Select(inside, element, initial("max", element.dtype)))
 
 
 def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
