@@ -98,9 +98,10 @@ MASKS = [
     (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x#"),
     (re.compile(r"/tmp/[^\s'\"):,]*"), "<tmp>"),
     (re.compile(r"[-─━═]{3,}"), "---"),           # table rules, as wide as the widest cell
-    # Measured errors printed as d.dde±NN: their digits follow the kernels the host's BLAS picks
-    # for numpy and torch (OPENBLAS_CORETYPE moves them), like times; stated bounds (1e-4) stay.
-    (re.compile(r"(?<![\w.])[-+]?\d\.\d+e[-+]\d+(?![\w.])"), "#err"),
+    # Small measured errors printed as d.dde-NN (or 0.00e+00): their digits follow the kernels the
+    # host's BLAS picks for numpy and torch (OPENBLAS_CORETYPE moves them), like times.  Stated
+    # bounds (1e-4), large errors (3.1e+02) and IR constants (0.000000e+00) are compared.
+    (re.compile(r"(?<![\w.])(?:\d\.\d{1,3}e-\d\d|0\.0{1,3}e\+00)(?![\w.])"), "#err"),
 ]
 BOOLEAN = re.compile(r"(\S+ )?(True|False)")
 PROGRESS = re.compile(r"\[\d+/\d+\] ")         # minic/progress.py's lines where stdout is no terminal

@@ -59,6 +59,8 @@ def test_whole_output_with_elision_and_masks(tmp_path):
     assert mismatch("ok 1.5e-07\n", ["mismatch 1.5e-07"]) is not None
     assert mismatch("tolerance 1e-4\n", ["tolerance 1e-5"]) is not None
     assert mismatch("err 1.5e-07 of 3 %\n", ["err 1.5e-07 of 4 %"]) is not None
+    assert mismatch("err 3.1e+02\n", ["err 1.8e-07"]) is not None                     # a large error shows
+    assert mismatch("min_val = 1.000000e+00\n", ["min_val = 0.000000e+00"]) is not None   # an IR constant
     assert mismatch("minic True\n", ["minic True"]).startswith("prints a bare boolean")
     assert mismatch("True\n", ["True"]).startswith("prints a bare boolean")
 
