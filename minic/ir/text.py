@@ -139,16 +139,16 @@ def _element_text(x: np.generic) -> str:
         return "true" if x else "false"
     if x.dtype.kind in "iu":
         return str(int(x))
-    # A readable spelling, and an exact one for when the readable one does not read back to x's bits.
     if np.isnan(x):
         text = "-nan" if np.signbit(x) else "nan"
-        exact = f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}"     # a NaN with a payload
     else:
         text = str(x)                    # numpy's shortest spelling for this dtype: 0.1, 1e-08
         if text.lstrip("-").isdigit():
             text += ".0"                 # bf16 spells -0.0 as "-0", which would read back as the int 0
-        exact = float(x).hex()
-    return text if _float_of(text, x.dtype).tobytes() == x.tobytes() else exact
+    if _float_of(text, x.dtype).tobytes() == x.tobytes():
+        return text
+    # The readable spelling does not read back to x's bits: an exact one, though not as readable.
+    return f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}" if np.isnan(x) else float(x).hex()
 
 
 def _float_of(text: str, dtype: np.dtype) -> np.generic:

@@ -117,8 +117,8 @@ def describe_type(hint: Any) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return " or ".join(describe_type(a) for a in args)
-    if origin is Literal:                   # spelled as the text form writes them: "none" or "tanh"
-        return " or ".join(f'"{a}"' for a in args)
+    if origin is Literal:                   # strings, quoted as the text form writes them
+        return "the string " + " or ".join(f'"{a}"' for a in args)
     if origin is tuple:                      # "a list of ints", "a list of 2 ints"
         count = "" if args[-1] is Ellipsis else f"{len(args)} "
         return f"a list of {count}{describe_type(args[0]).split(' ', 1)[-1]}s"

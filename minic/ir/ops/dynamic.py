@@ -50,7 +50,7 @@ def _reshape_dynamic_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[Tens
     x, s = ts
     require(s.dtype == DType.i64 and s.shape == (len(attrs.shape),),
             f"reshape_dynamic: the shape tensor must be i64[{len(attrs.shape)}], got {s}")
-    return reshape_infer(attrs, [x])           # the declared shape, which must hold x's elements
+    return reshape_infer(attrs, [x], "reshape_dynamic")    # the declared shape must hold x's elements
 
 
 def _reshape_dynamic(attrs: ShapeAttrs, x: np.ndarray, shape: np.ndarray) -> np.ndarray:

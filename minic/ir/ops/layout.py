@@ -91,11 +91,11 @@ class ShapeAttrs:
     shape: tuple[Dim, ...]
 
 
-def reshape_infer(attrs: ShapeAttrs, ts: list[TensorType]) -> list[TensorType]:
+def reshape_infer(attrs: ShapeAttrs, ts: list[TensorType], op: str = "reshape") -> list[TensorType]:
     x = ts[0]
     shape = tuple(canon(d) for d in attrs.shape)
     require(canon(dim_prod(x.shape)) == canon(dim_prod(shape)),
-            f"reshape: {x} has {dim_prod(x.shape)} elements, target {list(shape)} has {dim_prod(shape)}")
+            f"{op}: {x} has {dim_prod(x.shape)} elements, target {list(shape)} has {dim_prod(shape)}")
     return [TensorType(shape, x.dtype)]
 
 

@@ -41,11 +41,12 @@ REDUCERS = {"reduce_sum": (np.sum, "sum"), "reduce_prod": (np.prod, "prod"), "re
             "reduce_max": (np.max, "max"), "reduce_min": (np.min, "min")}
 
 
-def _reference(fn):
+def _reference(fn, op: str):
     def run(attrs: ReduceAttrs, x: np.ndarray) -> np.ndarray:
-        start = {np.max: "max", np.min: "min"}.get(fn)
-        first = {} if start is None else {"initial": initial(start, DType.of(x.dtype)).value}
-        return np.asarray(fn(x, axis=tuple(a % x.ndim for a in attrs.axes), keepdims=attrs.keepdims, **first)).astype(x.dtype)
+        # max and min start from the dtype's lowest/highest value, so an empty axis is defined
+        start = {"initial": initial(op, DType.of(x.dtype)).value} if op in ("max", "min") else {}
+        axes = tuple(a % x.ndim for a in attrs.axes)
+        return np.asarray(fn(x, axis=axes, keepdims=attrs.keepdims, **start)).astype(x.dtype)
     return run
 
 
@@ -70,6 +71,6 @@ def _torch(t, x):
     return x
 
 
-for _name, (_fn, _) in REDUCERS.items():
-    define(_name, OpKind.REDUCTION, _infer, _reference(_fn), reduction, ReduceAttrs, doc=f"{_name}(x) over axes",
+for _name, (_fn, _op) in REDUCERS.items():
+    define(_name, OpKind.REDUCTION, _infer, _reference(_fn, _op), reduction, ReduceAttrs, doc=f"{_name}(x) over axes",
            torch=_torch, sample=None if _name == "reduce_prod" else "reduce")    # reduce_prod: ONNX's; the node suite checks it
