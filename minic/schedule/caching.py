@@ -112,8 +112,8 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
 
 def _loops_around(s: Stmt, target: Expr) -> list[For] | None:
     """The loops inside ``s`` that enclose the first statement reading ``target``."""
-    reads = [t for t in walk_stmts(s) if any(x == target for e in stmt_exprs(t) for x in walk(e))]
-    return [t for t in loops(s) if any(x is reads[0] for x in walk_stmts(t.body))] if reads else None
+    first = next((t for t in walk_stmts(s) if any(x == target for e in stmt_exprs(t) for x in walk(e))), None)
+    return [t for t in loops(s) if any(x is first for x in walk_stmts(t.body))] if first is not None else None
 
 
 IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
@@ -122,12 +122,14 @@ IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf")}
 def reduction_update(body: Stmt) -> tuple[tuple[Store, ...], Store] | None:
     """(element stores, update) when ``body`` is ``acc = acc op e`` (op: add, max, min) on a
     scalar float accumulator that ``e`` does not read, after any stores of elements
-    (``cache_in_output`` puts one there); else None."""
+    (``cache_in_output`` puts one there) that do not read it either (a running sum
+    ``y[r] = acc`` needs the serial order); else None."""
     *elements, st = stmts_of(body)
     if not (isinstance(st, Store) and st.index == () and isinstance(st.value, BinOp) and st.value.op in IDENTITY
             and st.value.a == Load(st.buffer, ()) and st.buffer.role == Role.LOCAL and st.buffer.dtype.is_float):
         return None
-    reads_acc = any(isinstance(x, Load) and x.buffer == st.buffer for x in walk(st.value.b))
+    read = (st.value.b, *(x for e in elements for x in stmt_exprs(e)))
+    reads_acc = any(isinstance(x, Load) and x.buffer == st.buffer for e in read for x in walk(e))
     if reads_acc or not all(isinstance(e, Store) and e.buffer != st.buffer and e.index for e in elements):
         return None
     return tuple(elements), st
@@ -168,7 +170,7 @@ def rfactor(f: Function, name: str, lanes: int = 16) -> Function:
     found = reduction_update(loop.body)
     if found is None:
         raise fail(f, f"rfactor: loop '{name}' is not 'acc = acc op e' (op: add, max, min) on a float accumulator "
-                      "that e does not read")
+                      "that neither e nor the element stores read")
     elements, st = found
     # Lanes write their own elements, and read only those; the accumulator becomes the partial results.
     check_independent(f, loop, "rfactor", distinct_writes=True, shared=frozenset({st.buffer.name}))

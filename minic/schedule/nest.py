@@ -61,7 +61,7 @@ def unique_loops(f: Function) -> Function:
             seen[t.var.name] = n + 1
             if n:               # the first loop of a name keeps it
                 new = Var(f"{t.var.name}_{n}")
-                t = replace(subst_stmt(t, {t.var.name: new}), var=new)
+                t = replace(t, var=new, body=subst_stmt(t.body, {t.var.name: new}))    # not its bounds
         return map_children(t, go)
     return replace(f, body=go(f.body))
 
@@ -110,7 +110,8 @@ def the_loop(f: Function, name: str, unique_for: str = "") -> For:
     found = loops_named(f.body, name)
     if not found:
         names = sorted({t.var.name for t in loops(f.body)})
-        raise fail(f, f"no loop '{name}' (loops: {', '.join(names) or 'none'})")
+        who = f"{unique_for}: " if unique_for else ""
+        raise fail(f, f"{who}no loop '{name}' (loops: {', '.join(names) or 'none'})")
     if unique_for and len(found) > 1:
         raise fail(f, f"{unique_for}: there is more than one loop '{name}'")
     return found[0]

@@ -80,6 +80,18 @@ def test_rfactor_keeps_each_lane_to_its_own_elements():
         rfactor(f, "r", 16)
 
 
+def test_rfactor_refuses_elements_that_read_the_accumulator():
+    """A running sum (y[r] = acc; acc = acc + x[r]) needs the serial order of the sums."""
+    from minic.ir.loops import Allocate, BinOp, Buffer, For, ForKind, Function, Load, Role, Store, Var, const, seq
+    x, y = Buffer("x", (32,), DType.f32, Role.INPUT), Buffer("y", (32,), DType.f32, Role.OUTPUT)
+    acc, r = Buffer("acc", (), DType.f32, Role.LOCAL), Var("r")
+    update = Store(acc, (), BinOp("add", Load(acc, ()), Load(x, (r,))))
+    loop = For(r, const(0), const(32), ForKind.SERIAL, seq(Store(y, (r,), Load(acc, ())), update))
+    f = Function("k", (x, y), (), Allocate(acc, seq(Store(acc, (), const(0, DType.f32)), loop)))
+    with pytest.raises(ScheduleError, match="rfactor"):
+        rfactor(f, "r", 16)
+
+
 def test_softmax_default_schedule_vectorizes_and_matches():
     g = graph_of("softmax", [("T", 40)], axis=-1)
     text = print_function(prepare(g, OPTIONS).kernels[0])
