@@ -47,6 +47,8 @@ def uses_pool(f: Function, sizes: dict[str, int], threads: int) -> bool:
     """Whether a run of kernel ``f`` at ``sizes`` hands chunks to the pool's threads:
     the decision ``emit_parallel``'s code makes at run time, taken here in Python
     (an enclosing loop's variable taken at its first iteration)."""
+    if threads < 2:
+        return False
     from minic.ir.loops_interp import Interpreter
     run = Interpreter(sizes, {})
 
@@ -57,7 +59,7 @@ def uses_pool(f: Function, sizes: dict[str, int], threads: int) -> bool:
         if isinstance(s, For):
             run.env[s.var.name] = run.eval(s.start)
         return any(pooled(t) for t in sub_stmts(s))
-    return threads >= 2 and pooled(f.body)
+    return pooled(f.body)
 
 
 def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> ir.Function:

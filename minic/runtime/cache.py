@@ -76,8 +76,8 @@ def load(path: Path) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]] | None:
     try:
         if not data.startswith(MAGIC):
             raise ValueError("bad magic")
-        head, rest = data[len(MAGIC):].split(b"\n", 1)       # the JSON line (json.dumps writes no newline)
-        meta = json.loads(head)
+        head_end = data.index(b"\n", len(MAGIC))         # the JSON line (json.dumps writes no newline)
+        meta, rest = json.loads(data[len(MAGIC):head_end]), data[head_end + 1:]   # one copy of the payload
         if hashlib.sha256(rest).hexdigest() != meta["sha256"]:
             raise ValueError("checksum mismatch")
         obj, npz = rest[:meta["object_bytes"]], rest[meta["object_bytes"]:]
