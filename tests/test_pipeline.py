@@ -9,7 +9,7 @@ import pytest
 from minic import pipeline
 from minic.api import graph_of, load
 from minic.errors import UserError
-from minic.passes import manager as registry
+from minic.passes import manager
 from minic.runtime import CompileOptions
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -28,8 +28,8 @@ def calls(monkeypatch):
         return run
     monkeypatch.setattr(pipeline, "_STEPS", {stage: (recorded(stage, make), source)
                                              for stage, (make, source) in pipeline._STEPS.items()})
-    for name, fn in list(registry.PASSES.items()):
-        monkeypatch.setitem(registry.PASSES, name, recorded("pass " + name, fn))
+    for name, fn in list(manager.PASSES.items()):
+        monkeypatch.setitem(manager.PASSES, name, recorded("pass " + name, fn))
     return seen
 
 
@@ -40,7 +40,7 @@ def test_run_visits_each_stage_once_in_order(calls, capsys, tmp_path, monkeypatc
     stages = [c for c in calls if not c.startswith("pass ")]
     assert stages == ["opt", "fused", "loops", "scheduled", "llvm", "optimized", "object"]   # LLVM's optimizer once
     passes = [c[5:] for c in calls if c.startswith("pass ")]
-    assert passes == registry.LEVELS[2]                           # each pass of -O2 once, fuse-groups last
+    assert passes == manager.LEVELS[2]                           # each pass of -O2 once, fuse-groups last
 
 
 def test_a_stage_is_computed_once_and_shared(calls):
@@ -76,7 +76,7 @@ def test_a_compilation_may_start_at_a_later_stage():
 def test_each_stage_is_handed_its_part_of_the_options(monkeypatch):
     from minic.options import GraphOptions, Target
     seen, lower, schedule, build = [], pipeline.lower_graph, pipeline.default_schedule, pipeline.build_module
-    monkeypatch.setattr(pipeline, "level_passes", lambda level, passes: seen.append(level) or registry.LEVELS[level])
+    monkeypatch.setattr(pipeline, "level_passes", lambda level, passes: seen.append(level) or manager.LEVELS[level])
     monkeypatch.setattr(pipeline, "lower_graph", lambda graph, round_inlined: seen.append(round_inlined)
                         or lower(graph, round_inlined))
     monkeypatch.setattr(pipeline, "build_module", lambda program, target: seen.append(target) or build(program, target))

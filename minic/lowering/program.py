@@ -28,8 +28,8 @@ def _groups(graph: Graph) -> tuple[list[list[Node]], set[Value]]:
     reads = {key: {v for n in nodes for v in n.inputs if v in producer and producer[v] != key}
              for key, nodes in members.items()}                  # what each group reads from others
     deps = {key: {producer[v] for v in values} for key, values in reads.items()}
-    done: dict[object, list[Node]] = {}          # of the ready groups, the one first in the graph
-    while len(done) < len(members):
+    done: dict[object, list[Node]] = {}          # the groups in the order they run
+    while len(done) < len(members):              # of the ready groups, the one first in the graph
         ready = next((k for k in members if k not in done and deps[k] <= done.keys()), None)
         if ready is None:
             raise UserError(f"graph @{graph.name}: fusion groups depend on each other in a cycle")
