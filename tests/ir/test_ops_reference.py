@@ -114,3 +114,20 @@ def test_verifier_messages(how, words):
 
 def test_verifier_accepts_the_intact_graph():
     assert verify(broken("nothing")).name == "g"
+
+
+def test_scatter_reductions_refuse_bool_data_and_plain_scatter_takes_it():
+    """max/min/add/mul of bools (or/and) is not something compiled code spells: refused at inference,
+    on every path, with the op's name; a plain scatter of bools compiles."""
+    import minic
+    from minic.errors import UserError
+    text = """graph @g(%d: bool[4], %i: i64[3], %u: bool[3]) -> (bool[4]) {
+  %y = scatter_elements(%d, %i, %u) {axis = 0, reduction = "REDUCTION"} : bool[4]
+  return %y
+}"""
+    for reduction in ("max", "add"):
+        with pytest.raises(UserError, match=f"scatter_elements: reduction '{reduction}' does not take bool data"):
+            parse_graph(text.replace("REDUCTION", reduction))
+    d, i, u = np.array([False, True, False, False]), np.array([0, 2, 3]), np.array([True, False, True])
+    got = minic.compile(parse_graph(text.replace("REDUCTION", "none")), backend="minic", use_cache=False)(d, i, u)
+    np.testing.assert_array_equal(got, [True, True, False, True])

@@ -168,8 +168,15 @@ define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements
        doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
 
 
+def _reduces(op: str, attrs: ScatterAttrs, data: TensorType) -> None:
+    # Compiled code reduces by max/min/add/mul of numbers; on bools those are or/and, which it does not spell.
+    require(attrs.reduction == "none" or data.dtype != DType.bool,
+            f"{op}: reduction '{attrs.reduction}' does not take bool data")
+
+
 def _scatter_elements_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorType]:
     data, idx, upd = ts
+    _reduces("scatter_elements", attrs, data)
     require(idx.dtype in INDEX_TYPES and idx.shape == upd.shape and idx.rank == data.rank and upd.dtype == data.dtype,
             f"scatter_elements: indices and updates must share a shape of the data's rank, got {idx}, {upd}, {data}")
     norm_axis(attrs.axis, data.rank)
@@ -225,6 +232,7 @@ define("gather_nd", OpKind.LAYOUT, _gather_nd_infer, gather_nd, gather_nd_rule, 
 
 def _scatter_nd_infer(attrs: ScatterAttrs, ts: list[TensorType]) -> list[TensorType]:
     data, idx, upd = ts
+    _reduces("scatter_nd", attrs, data)
     q = idx.shape[-1] if idx.rank else 0
     require(idx.dtype in INDEX_TYPES and isinstance(q, int) and q <= data.rank and upd.dtype == data.dtype
             and upd.shape == idx.shape[:-1] + data.shape[q:], f"scatter_nd: bad indices/updates {idx}, {upd} for {data}")
