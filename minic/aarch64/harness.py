@@ -108,12 +108,12 @@ __asm__(".section .rodata\n.balign 64\nminic_weights:\n.incbin \"weights.bin\"\n
 extern const unsigned char minic_weights[];
 
 /* The model: the object file LLVM emitted. */
-extern void minic_entry(void **buffers, const int64_t *sizes);
+extern void minic_entry(void **buffers, const int64_t *sizes, int64_t *status);
 
-/* Its status word: a data check that failed (an index out of range ...) leaves its
-   code and the offending value here; the caller reports them (emulate.py names the node). */
+/* The status word handed to it: a data check that failed (an index out of range ...) leaves
+   its code and the offending value here; the caller reports them (emulate.py names the node). */
+static int64_t minic_status[2];
 #if HAS_CHECKS
-extern int64_t minic_status[2];
 #define CHECK_STATUS() do { if (minic_status[0]) { \
     fprintf(stderr, "minic-harness: data check %lld failed on value %lld\n", \
             (long long)minic_status[0], (long long)minic_status[1]); return 3; } } while (0)
@@ -311,11 +311,11 @@ int main(int argc, char **argv) {
           then REPEAT timed runs for a latency figure; write the outputs. */
     double *ms = malloc(sizeof(double) * (size_t)repeat);
     if (!ms) fail("out of memory");
-    minic_entry(buffers, sizes);
+    minic_entry(buffers, sizes, minic_status);
     CHECK_STATUS();
     for (long k = 0; k < repeat; k++) {
         double t0 = now_ms();
-        minic_entry(buffers, sizes);
+        minic_entry(buffers, sizes, minic_status);
         ms[k] = now_ms() - t0;
     }
     qsort(ms, (size_t)repeat, sizeof(double), by_value);

@@ -1,10 +1,13 @@
 """A whole Program -> one LLVM module with one entry point, optimised and
 turned into machine code: the pipeline's llvm, asm and object stages (minic/pipeline.py).
 
-The entry point is ``void minic_entry(ptr buffers, ptr sizes)``: ``buffers`` is
-an array of pointers in ``entry_buffers(program)`` order, ``sizes`` an array of
-i64 in ``program.sizes`` order.  It calls the kernels in turn, so one call from
-Python runs the whole model.
+The entry point is ``void minic_entry(ptr buffers, ptr sizes, ptr status)``:
+``buffers`` is an array of pointers in ``entry_buffers(program)`` order, ``sizes``
+an array of i64 in ``program.sizes`` order, ``status`` the caller's status word
+(``i64[2]``, zeroed by the caller) where a failed data check reports.  It calls
+the kernels in turn, so one call from Python runs the whole model.  The status
+word is the caller's, not a global of the module, so that calls from several
+threads at once each hear only of their own data.
 """
 from __future__ import annotations
 
@@ -27,18 +30,15 @@ def entry_buffers(program: Program) -> list[Buffer]:
     return list(program.inputs) + list(program.outputs) + consts + temps
 
 
-def status_global(module: ir.Module) -> ir.GlobalVariable:
-    """The module's status word ``i64 minic_status[2]`` (STATUS), zero-initialised.  The
-    runtime clears it before each call and reads it after; an aarch64 harness does too."""
-    if STATUS.name not in module.globals:             # made by the first kernel that reports
-        kind = ir.ArrayType(I64, 2)
-        status = ir.GlobalVariable(module, kind, STATUS.name)
-        status.initializer = ir.Constant(kind, [0, 0])
-    return module.globals[STATUS.name]
+def reports(k: Function) -> bool:
+    """Whether kernel ``k`` has data checks: it then takes the status word's address
+    after its sizes (the last argument)."""
+    return any(isinstance(s, Store) and s.buffer.role == Role.STATUS for s in walk_stmts(k.body))
 
 
 def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
-    e = Emitter(module, k.name, [PTR] * len(k.params) + [I64] * len(k.sizes), threads)
+    checked = reports(k)
+    e = Emitter(module, k.name, [PTR] * len(k.params) + [I64] * len(k.sizes) + [PTR] * checked, threads)
     for arg, b in zip(e.function.args, k.params):
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel
@@ -46,9 +46,11 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     for arg, s in zip(e.function.args[len(k.params):], k.sizes):
         arg.name = s
         e.vars[s] = arg
-    if any(isinstance(s, Store) and s.buffer.role == Role.STATUS for s in walk_stmts(k.body)):
-        # as an opaque pointer, like the buffers (llvmlite keeps a global's [2 x i64]* type through a bitcast)
-        e.ptrs[STATUS.name] = e.b.inttoptr(e.b.ptrtoint(status_global(module), I64), PTR)
+    if checked:
+        status = e.function.args[-1]
+        status.name = STATUS.name
+        status.add_attribute("noalias")
+        e.ptrs[STATUS.name] = status
     e.stmt(k.body)
     e.b.ret_void()
     return e.function
@@ -66,13 +68,13 @@ def build_module(program: Program, options: Target) -> ir.Module:
         if key not in shared:
             shared[key] = _kernel(module, k, options.threads)
         kernels[k.name] = shared[key]
-    entry, b = define(module, ENTRY, VOID, [PTR, PTR], internal=False)
-    buffers_arg, sizes_arg = entry.args
+    entry, b = define(module, ENTRY, VOID, [PTR, PTR, PTR], internal=False)
+    buffers_arg, sizes_arg, status_arg = entry.args
     slot = {buf.name: k for k, buf in enumerate(entry_buffers(program))}
     sizes = {s: b.load(element(b, sizes_arg, k, I64), typ=I64, name=s) for k, s in enumerate(program.sizes)}
     for k in program.kernels:
         pointers = [b.load(element(b, buffers_arg, slot[p.name], PTR), typ=PTR) for p in k.params]
-        b.call(kernels[k.name], pointers + [sizes[s] for s in k.sizes])
+        b.call(kernels[k.name], pointers + [sizes[s] for s in k.sizes] + [status_arg] * reports(k))
     b.ret_void()
     return module
 

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from minic.codegen.jit import Loaded
-from minic.codegen.module import build_module, emit_object, entry_buffers, optimize_module
+from minic.codegen.module import build_module, emit_object, entry_buffers, optimize_module, reports
 from minic.ir.loops import structure
 from minic.options import CompileOptions
 from minic.errors import UserError
@@ -84,11 +84,15 @@ def profile_program(program: Program, inputs: Sequence[np.ndarray], options: Com
     code = _kernel_object(program, options)
     data, env = _buffers(program, inputs)
     calls = []
+    status = (ctypes.c_int64 * 2)()                   # where the kernels' data checks report
     functions = function_names(program)
     for k in program.kernels:
-        signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(k.params), *[ctypes.c_int64] * len(k.sizes))
+        checked = reports(k)                           # then the status word is its last argument
+        signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(k.params), *[ctypes.c_int64] * len(k.sizes),
+                                     *[ctypes.c_void_p] * checked)
         fn = signature(code.address(functions[k.name]))
         args = [data[p.name].ctypes.data for p in k.params] + [env[s] for s in k.sizes]
+        args += [ctypes.addressof(status)] * checked
         fn(*args)                                      # in order: every buffer gets its value
         calls.append((k, fn, args))
     times = [KernelTime(k.name, k.origin, median_latency(fn, args, repeat=repeat, budget_s=budget_s))

@@ -4,10 +4,21 @@ Every input is checked in Python (count, dtype, rank, sizes, symbols agreeing
 with each other) before any native code runs: a wrong input is a UserError,
 never a crash.  Symbols such as B and T are bound from the input shapes, so
 one compiled model serves every batch size and sequence length.
+
+Many threads may call one model at once (the native call releases the GIL).
+What a call writes besides its outputs, the arena of temporaries and the status
+word where data checks report, is a ``Scratch`` that the call checks out of a
+free list of its shape and puts back: a thread never shares one with another
+call.  The cost: a list pop and append per call, and one arena per call running
+at the same time (as many arenas as threads that called at once, per shape).  The
+thread pool inside compiled code (codegen/pool.py) serves one call at a time; a
+parallel loop of a call that finds it busy runs on the calling thread.
 """
 from __future__ import annotations
 
 import ctypes
+import threading
+
 import numpy as np
 
 from minic.codegen.jit import Loaded
@@ -15,12 +26,13 @@ from minic.codegen.module import ENTRY
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
-from minic.ir.loops import STATUS, Role
+from minic.ir.loops import Role
 from minic.ir.types import TensorType, dim_eval
 from minic.runtime.layout import EntryLayout
 from minic.runtime.buffer_plan import BufferPlan, plan
 
-_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+SHAPES_KEPT = 4                     # the scratch of the last few input shapes is kept
 
 
 def owned(a: np.ndarray) -> np.ndarray:
@@ -33,8 +45,20 @@ def owned(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a) if root.base is None else np.array(a, order="C")
 
 
+class Scratch:
+    """One call's memory besides its outputs: the arena of temporaries (on a cache line)
+    with each temporary's address, and the status word (``i64[2]``) the data checks write."""
+
+    def __init__(self, buffer_plan: BufferPlan, temps: list[str]) -> None:
+        self.arena = np.empty(buffer_plan.arena_bytes + 64, np.uint8)
+        base = self.arena.ctypes.data
+        base += -base % 64
+        self.temps = [base + buffer_plan.offsets[name] for name in temps]
+        self.status = (ctypes.c_int64 * 2)()
+
+
 class CompiledModel:
-    """A model compiled by minic; call it like a function of numpy arrays."""
+    """A model compiled by minic; call it like a function of numpy arrays (from any thread)."""
 
     def __init__(self, layout: EntryLayout, constants: dict[str, np.ndarray], code: Loaded) -> None:
         self.layout = layout
@@ -42,47 +66,57 @@ class CompiledModel:
         self._entry = _ENTRY_TYPE(code.address(ENTRY))
         # Named as the user knows them (the graph's names, not the buffers'): bind_symbols' messages say them.
         self._inputs = [Value(s.value, TensorType(s.shape, s.dtype)) for s in layout.role(Role.INPUT)]
+        self._outputs = [(s.shape, s.dtype.numpy) for s in layout.role(Role.OUTPUT)]
         self._constants = [owned(constants[s.value]) for s in layout.role(Role.CONST)]
-        self._plans: dict[tuple, tuple[BufferPlan, np.ndarray]] = {}
-        # The status word the data checks write (Program.checks); a word of our own, left 0, if it has none.
-        status = code.global_address(STATUS.name) if layout.checks else None
-        self._status = (ctypes.c_int64 * 2).from_address(status) if status else (ctypes.c_int64 * 2)()
+        self._constant_pointers = [a.ctypes.data for a in self._constants]
+        self._temps = [s.name for s in layout.role(Role.TEMP)]
+        # per shape (the symbols' values): its buffer plan and the scratch no call holds now
+        self._scratch: dict[tuple, tuple[BufferPlan, list[Scratch]]] = {}
+        self._new_shape = threading.Lock()
 
     def plan(self, env: dict[str, int]) -> BufferPlan:
         """The buffer plan for these symbol values (made once per distinct shape)."""
-        return self._arena(env)[0]
+        return self._shape(env)[0]
 
-    def _arena(self, env: dict[str, int]) -> tuple[BufferPlan, np.ndarray]:
+    def _shape(self, env: dict[str, int]) -> tuple[BufferPlan, list[Scratch]]:
         key = tuple(sorted(env.items()))
-        if key not in self._plans:
-            p = plan(self.layout.temps(), env)
-            ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name}" + (f" for {env}" if env else ""))
-            if len(self._plans) >= 4:              # keep the arenas of the last few shapes only
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = (p, np.empty(p.arena_bytes + 64, np.uint8))
-        return self._plans[key]
+        known = self._scratch.get(key)
+        if known is not None:
+            return known
+        with self._new_shape:                # the dict changes under one lock; lookups need none
+            if key not in self._scratch:
+                p = plan(self.layout.temps(), env)
+                ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name}" + (f" for {env}" if env else ""))
+                if len(self._scratch) >= SHAPES_KEPT:
+                    self._scratch.pop(next(iter(self._scratch)))
+                self._scratch[key] = (p, [])
+            return self._scratch[key]
 
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays = contiguous(arrays)
         env = bind_symbols(self._inputs, arrays)
-        shapes = [tuple(dim_eval(d, env) for d in s.shape) for s in self.layout.role(Role.OUTPUT)]
-        out_types = [s.dtype.numpy for s in self.layout.role(Role.OUTPUT)]
-        nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, t in zip(shapes, out_types))
+        shapes = [tuple(dim_eval(d, env) for d in shape) for shape, _ in self._outputs]
+        nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, (_, t) in zip(shapes, self._outputs))
         if nbytes >= CHECK_ABOVE:            # the message is made only when it may be needed (hot path)
-            described = ", ".join(f"{np.dtype(t)}{list(sh)}" for sh, t in zip(shapes, out_types))
+            described = ", ".join(f"{np.dtype(t)}{list(sh)}" for sh, (_, t) in zip(shapes, self._outputs))
             ensure_fits(nbytes, f"the outputs of {self.layout.name} ({described})" + (f" for {env}" if env else ""))
-        outputs = [np.empty(sh, t) for sh, t in zip(shapes, out_types)]
-        buffer_plan, arena = self._arena(env)
-        base = arena.ctypes.data
-        base += -base % 64                   # the arena starts on a cache line
-        pointers = [a.ctypes.data for a in (*arrays, *outputs, *self._constants)]
-        pointers += [base + buffer_plan.offsets[s.name] for s in self.layout.role(Role.TEMP)]
-        pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
-        sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
-        self._status[0] = 0
-        self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes))
-        if self._status[0]:
-            raise self.layout.data_error(*self._status)
+        outputs = [np.empty(sh, t) for sh, (_, t) in zip(shapes, self._outputs)]
+        buffer_plan, free = self._shape(env)
+        try:                                 # list.pop and append are atomic: no lock on the hot path
+            scratch = free.pop()
+        except IndexError:
+            scratch = Scratch(buffer_plan, self._temps)
+        try:
+            pointers = [a.ctypes.data for a in (*arrays, *outputs)] + self._constant_pointers + scratch.temps
+            pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+            sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
+            status = scratch.status
+            status[0] = 0
+            self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes), ctypes.addressof(status))
+            if status[0]:
+                raise self.layout.data_error(*status)
+        finally:
+            free.append(scratch)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self) -> str:

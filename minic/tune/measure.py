@@ -32,7 +32,7 @@ from minic.ir.loops import Function, Program, Role
 from minic.ir.types import dim_eval
 from minic.timing import median_latency
 
-_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 COLD_LIMIT = 64 << 20               # bytes of weight copies: past the last-level caches of today's CPUs
 
 
@@ -73,11 +73,12 @@ def compile_kernel(f: Function, options: CompileOptions):
     seconds = time.perf_counter() - t0
     entry = _ENTRY_TYPE(code.address(ENTRY))
     order = [b.name for b in entry_buffers(program)]
+    status = (ctypes.c_int64 * 2)()             # random data may fail a check: timing only, not read
 
     def run(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
         pointers = (ctypes.c_void_p * max(1, len(order)))(*(arrays[n].ctypes.data for n in order))
         values = (ctypes.c_int64 * max(1, len(f.sizes)))(*(sizes[s] for s in f.sizes))
-        entry(ctypes.addressof(pointers), ctypes.addressof(values))
+        entry(ctypes.addressof(pointers), ctypes.addressof(values), ctypes.addressof(status))
     run.code = code                 # keep the machine code alive with the function
     return run, seconds
 
