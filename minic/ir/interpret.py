@@ -63,6 +63,8 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
             raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)
         memory.update((v, np.asarray(r, dtype=v.type.dtype.numpy)) for v, r in zip(node.outputs, results))
-    return [memory[v] for v in graph.outputs]
+    # Each output an array of its own, as compiled code returns: not the caller's input, a
+    # constant of the graph, a view of either (reshape), nor an output listed twice.
+    return [np.array(memory[v]) for v in graph.outputs]
 
 
