@@ -1,10 +1,20 @@
 """The compile cache on disk: object code + entry layout, keyed by graph and options.
 
-One file per entry: a magic line, a JSON line (the layout, the SHA-256 of the
-rest), the object bytes, then an ``.npz`` of the constants that graph passes
-derived (folded batch norms ...); weights of the graph itself are not copied.  Writes go to a temporary file renamed into place
-(atomic on POSIX), so a reader never sees half an entry; an entry that does
-not parse or whose checksum fails is ignored with a warning and rebuilt.
+One file per entry, ``<key>.mc.bin``:
+
+    minic-cache 2                   the magic line
+    <SHA-256 of all that follows>   64 hex digits
+    {"key": ..., "object_bytes": N, "layout": ...}     one JSON line
+    <object bytes><.npz of the constants that graph passes derived (folded batch norms ...)>
+
+The checksum covers every byte that is read after it, the layout line and the
+entry's own name included: an entry edited, truncated, flipped or copied under
+another key is ignored with a warning and rebuilt, never trusted (the layout
+says where the code reads and writes; a wrong one is a crash or a wrong
+answer).  Weights of the graph itself are not copied.  Writes go to a temporary
+file renamed into place (atomic on POSIX), so a reader never sees half an
+entry; the temporary files of writes that were killed are removed once they
+are an hour old.
 """
 from __future__ import annotations
 
@@ -12,6 +22,7 @@ import functools
 import hashlib
 import io
 import json
+import time
 import warnings
 from pathlib import Path
 
@@ -22,7 +33,9 @@ from minic.files import write_atomic
 from minic.ir.graph import Graph, attr_items
 from minic.runtime.layout import EntryLayout
 
-MAGIC = b"minic-cache 1\n"
+MAGIC = b"minic-cache 2\n"
+DIGEST = 64                           # hex digits of a SHA-256
+STALE_SECONDS = 3600                  # a temporary file this old belongs to a write that was killed
 
 
 @functools.cache
@@ -74,29 +87,54 @@ def load(path: Path) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]] | None:
         warnings.warn(f"minic cache: cannot read {path}: {e}")
         return None
     try:
-        if not data.startswith(MAGIC):
-            raise ValueError("bad magic")
-        head_end = data.index(b"\n", len(MAGIC))         # the JSON line (json.dumps writes no newline)
-        meta, rest = json.loads(data[len(MAGIC):head_end]), data[head_end + 1:]   # one copy of the payload
-        if hashlib.sha256(rest).hexdigest() != meta["sha256"]:
-            raise ValueError("checksum mismatch")
-        obj, npz = rest[:meta["object_bytes"]], rest[meta["object_bytes"]:]
-        with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
-            derived = dict(arrays)
-        return EntryLayout.from_json(meta["layout"]), obj, derived
+        return _parse(data, path.name)
     except (ValueError, KeyError, TypeError, OSError) as e:
-        warnings.warn(f"minic cache: ignoring corrupt entry {path} ({e})")
+        warnings.warn(f"minic cache: ignoring corrupt entry {path} ({e}); it is rebuilt")
         return None
+
+
+def _parse(data: bytes, name: str) -> tuple[EntryLayout, bytes, dict[str, np.ndarray]]:
+    """An entry's parts, after its checksum: nothing is read that the checksum did not cover."""
+    if not data.startswith(MAGIC):
+        raise ValueError("bad magic")
+    body = len(MAGIC) + DIGEST + 1
+    if data[body - 1:body] != b"\n" or hashlib.sha256(memoryview(data)[body:]).hexdigest().encode() != data[len(MAGIC):body - 1]:
+        raise ValueError("checksum mismatch")
+    head_end = data.index(b"\n", body)                # the JSON line (json.dumps writes no newline)
+    meta = json.loads(data[body:head_end])
+    if meta["key"] != name:
+        raise ValueError(f"the entry of {meta['key']!r}")
+    start = head_end + 1
+    obj = data[start:start + meta["object_bytes"]]
+    with np.load(io.BytesIO(memoryview(data)[start + meta["object_bytes"]:]), allow_pickle=False) as arrays:
+        derived = dict(arrays)
+    return EntryLayout.from_json(meta["layout"]), obj, derived
 
 
 def store(path: Path, layout: EntryLayout, obj: bytes, derived: dict[str, np.ndarray]) -> None:
     """Write an entry atomically; a cache that cannot be written is only a warning."""
     buffer = io.BytesIO()
     np.savez(buffer, **derived)
-    rest = obj + buffer.getvalue()
-    meta = json.dumps({"sha256": hashlib.sha256(rest).hexdigest(), "object_bytes": len(obj),
-                       "layout": layout.to_json()})
+    meta = json.dumps({"key": path.name, "object_bytes": len(obj), "layout": layout.to_json()})
+    body = meta.encode() + b"\n" + obj + buffer.getvalue()
     try:
-        write_atomic(path, MAGIC + meta.encode() + b"\n" + rest)
+        write_atomic(path, MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     except OSError as e:
         warnings.warn(f"minic cache: cannot write {path}: {e}")
+    remove_stale(path.parent)
+
+
+def remove_stale(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the temporary files (``write_atomic``'s ``.NAME.XXXX.tmp``) in ``folder`` older
+    than STALE_SECONDS: left by writes that were killed.  A younger one may be another
+    process's write in progress.  Returns the files removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for tmp in folder.glob(".*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_SECONDS:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:                      # gone already (another process cleaned it), or not ours
+            pass
+    return removed

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from minic.options import CacheOptions, Target
@@ -76,7 +76,7 @@ def load(cache: CacheOptions) -> Tuning:
         data = path.read_bytes()
     except OSError:
         return Tuning(b"", {})
-    return Tuning(hashlib.sha256(data).digest(), best(parse(data.decode(), path)))
+    return Tuning(hashlib.sha256(data).digest(), best(parse(data, path)))
 
 
 def target_of(options: Target) -> str:
@@ -89,22 +89,51 @@ def target_of(options: Target) -> str:
 def read(path: Path) -> list[Record]:
     """Every record in ``path`` (none if it does not exist); bad lines are skipped with a warning."""
     try:
-        return parse(Path(path).read_text(), path)
+        return parse(Path(path).read_bytes(), path)
     except FileNotFoundError:
         return []
 
 
-def parse(text: str, path: Path) -> list[Record]:
-    """The records of a records file's ``text``; bad lines are skipped with a warning."""
+def parse(data: bytes, path: Path) -> list[Record]:
+    """The records of a records file's bytes; a bad line (not UTF-8, not JSON, a field
+    missing, unknown or of another type, a knob no template has) is skipped
+    with a warning naming it: a corrupt line never stops a compile."""
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append(Record(**json.loads(line)))
-        except (ValueError, TypeError) as e:
+            out.append(record_of(json.loads(line.decode())))
+        except (ValueError, TypeError) as e:              # UnicodeDecodeError is a ValueError
             warnings.warn(f"{path}:{n}: ignoring a bad tuning record ({e})")
     return out
+
+
+def record_of(d: object) -> Record:
+    """A Record from one line's JSON object, each field (and each knob of the contraction
+    template's) of its declared type, counts positive."""
+    from minic.schedule.templates import Knobs
+    if not isinstance(d, dict):
+        raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
+    record = Record(**d)                                   # a missing or unknown field: TypeError
+    _check_types(record, fields(Record))
+    if not isinstance(record.knobs, dict):
+        raise TypeError("knobs is not an object")
+    _check_types(Knobs(**record.knobs), [f for f in fields(Knobs) if f.name in record.knobs])
+    if any(isinstance(v, int) and not isinstance(v, bool) and v < 1 for v in record.knobs.values()):
+        raise ValueError(f"knobs {record.knobs} hold a count below 1")
+    return record
+
+
+_TYPES = {"str": (str,), "dict": (dict,), "float": (int, float), "int": (int,), "bool": (bool,)}
+
+
+def _check_types(value: object, declared) -> None:
+    """Each of ``declared`` (dataclass fields) of ``value`` has its type (a bool is no number)."""
+    for f in declared:
+        v = getattr(value, f.name)
+        if not isinstance(v, _TYPES[f.type]) or (f.type != "bool" and isinstance(v, bool)):
+            raise TypeError(f"{f.name} is {v!r}, not a {f.type}")
 
 
 def append(path: Path, records: list[Record]) -> None:

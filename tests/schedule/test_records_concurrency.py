@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     while not path.with_name("go").exists():     # start together, so the appends overlap
         time.sleep(0.001)
     for i in range(150):
-        append(path, [Record(f"{who}-{i}", "t", {"rows": i}, 1e-4, 2e-4, 1.0, 1)])
+        append(path, [Record(f"{who}-{i}", "t", {"rows": i + 1}, 1e-4, 2e-4, 1.0, 1)])  # knob counts are >= 1
 """)
 
 
