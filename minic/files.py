@@ -11,21 +11,28 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from minic.errors import UserError
+
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Replace ``path`` with ``data`` in one step; create its folder if needed."""
+    """Replace ``path`` with ``data`` in one step; create its folder if needed.  A write
+    the system refuses (a full disk, no permission) is a UserError naming the file, and
+    leaves the file as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         # mkstemp makes the file private (0600); give it the mode a plain open() would.
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as e:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise UserError(f"cannot write {path}: {e.strerror or e}") from e
         raise
     return path
 

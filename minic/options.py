@@ -31,6 +31,16 @@ def full_triple(target: str) -> str:
     return SHORT_TRIPLES.get(target, target)
 
 
+# The CPU a cross build is for when none is named: the ARM board's core (minic/aarch64) for
+# aarch64, LLVM's baseline of the architecture for any other (an ARM core name there aborts LLVM).
+DEFAULT_CPUS = {"aarch64": "cortex-a55"}
+
+
+def default_cpu(target: str) -> str:
+    """The CPU of ``target`` (a triple or a short name) when the user names none."""
+    return DEFAULT_CPUS.get(full_triple(target).split("-")[0], "generic")
+
+
 @dataclass(frozen=True)
 class GraphOptions:
     """The graph stages' options: the passes' -O level, and the precision that the passes

@@ -24,6 +24,7 @@ from minic.errors import UserError
 from minic.files import write_atomic
 
 DEFAULT_VS = "torch,inductor,onnxruntime,openvino,tvm,iree"
+BAR = 400                          # points: the bar of the slowest path
 
 
 def register(sub) -> None:
@@ -80,12 +81,16 @@ def plot(out: Path, results) -> None:
     longest = max(r.median for r in timed)
     cells = []
     for r in timed:
-        width = max(1, int(400 * r.median / longest))
+        # Every bar sits in a box of BAR points (the bar, then blank): each cell has a fixed size,
+        # so Graphviz cannot stretch a short bar to the column's width (it drew 2.6x as 1.4x).
+        width = max(1, round(BAR * r.median / longest))
         color = "#d95f02" if r.path == "minic" else "#7570b3"
-        cells.append(f'<tr><td align="right">{r.path} ({r.config.label})</td><td align="left">'
-                     f'<table border="0" cellspacing="0"><tr><td width="{width}" height="18" bgcolor="{color}">'
-                     f'</td><td>{r.median * 1e3:.2f} ms</td></tr></table></td></tr>')
-    label = (f'<<table border="0" cellspacing="4"><tr><td colspan="2"><b>latency (median, lower is better)'
+        blank = f'<td width="{BAR - width}" height="18" fixedsize="true"></td>' if width < BAR else ""
+        cells.append(f'<tr><td align="right">{r.path} ({r.config.label})</td>'
+                     f'<td><table border="0" cellspacing="0" cellpadding="0"><tr>'
+                     f'<td width="{width}" height="18" fixedsize="true" bgcolor="{color}"></td>{blank}</tr></table></td>'
+                     f'<td align="left">{r.median * 1e3:.2f} ms</td></tr>')
+    label = (f'<<table border="0" cellspacing="4"><tr><td colspan="3"><b>latency (median, lower is better)'
              f'</b></td></tr>{"".join(cells)}</table>>')
     g = graphviz.Digraph(format=fmt)
     g.node("chart", label=label, shape="plain")

@@ -13,7 +13,8 @@ def register(sub) -> None:
     p = sub.add_parser("compile", help="cross-compile a model to a static executable for another machine")
     p.add_argument("model", help="zoo name, .onnx or .mc file")
     p.add_argument("--target", required=True, help="target triple, e.g. aarch64-linux-gnu (or aarch64)")
-    p.add_argument("--mcpu", default="cortex-a55", help="target CPU (default: %(default)s)")
+    p.add_argument("--mcpu", default="",
+                   help="CPU of --target (default: cortex-a55 for aarch64, LLVM's generic CPU for other targets)")
     p.add_argument("--features", default="", help="extra LLVM target features, e.g. +dotprod")
     p.add_argument("--threads", type=int, default=4, help="threads of parallel loops (default: %(default)s)")
     p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
@@ -23,7 +24,7 @@ def register(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from minic.options import CompileOptions
+    from minic.options import CompileOptions, default_cpu
     from minic.aarch64 import build, tensor_file
     from minic import tools
     from minic.errors import UserError
@@ -31,7 +32,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise UserError(f"--threads must be at least 1, not {args.threads}")
     source = load(args.model, size=args.size, seed=args.seed)
-    options = CompileOptions.cross(args.target, args.mcpu, args.features, args.threads)
+    options = CompileOptions.cross(args.target, args.mcpu or default_cpu(args.target), args.features, args.threads)
     out = args.output
     result = build.cross_compile(graph_of(source), options, out, link_now=False)
     examples = tensor_file.inputs_for(result.layout, source.example_inputs)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from minic.options import CacheOptions, CompileOptions
+from minic.errors import UserError
 from minic.files import write_atomic
 from minic.ir.graph import Graph, attr_items
 from minic.runtime.layout import EntryLayout
@@ -119,8 +120,8 @@ def store(path: Path, layout: EntryLayout, obj: bytes, derived: dict[str, np.nda
     body = meta.encode() + b"\n" + obj + buffer.getvalue()
     try:
         write_atomic(path, MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-    except OSError as e:
-        warnings.warn(f"minic cache: cannot write {path}: {e}")
+    except UserError as e:                  # write_atomic's: the disk is full, the folder read-only ...
+        warnings.warn(f"minic cache: {e}")
     remove_stale(path.parent)
 
 
