@@ -548,7 +548,7 @@ RULES = Registry.of("op of the MLIR bridge (linalg)", {
     **{n: _unary(n) for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                               "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
     **{n: _binary(n) for n in ("add", "sub", "mul", "pow", "max", "min")}, "div": div,
-    **{n: _compare(n) for n in ("eq", "lt", "gt")},
+    **{n: _compare(n) for n in ("eq", "lt", "gt", "ge", "le")},
     **{n: _logical(n) for n in ("and", "or", "xor")},
     "not": not_, "where": where, "mod": mod, "cast": cast, "gelu": gelu, "identity": passthrough,
     "dropout": passthrough, "batch_norm": batch_norm,

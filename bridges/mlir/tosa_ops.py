@@ -101,7 +101,9 @@ def compare(em, node, attrs):
     i1 = em.i1()
     flag = {"eq": lambda: em.binary("equal", a, b),
             "gt": lambda: em.binary("greater", a, b, result_elem=i1),
-            "lt": lambda: em.binary("greater", b, a, result_elem=i1)}[node.op]()
+            "lt": lambda: em.binary("greater", b, a, result_elem=i1),
+            "ge": lambda: em.binary("greater_equal", a, b, result_elem=i1),
+            "le": lambda: em.binary("greater_equal", b, a, result_elem=i1)}[node.op]()
     return em.byte(flag)
 
 
@@ -271,7 +273,7 @@ RULES = Registry.of("op of the MLIR bridge (TOSA)", {
     **{n: unary for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                           "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
     **{n: binary for n in ("add", "sub", "mul", "div", "pow", "max", "min")},
-    **{n: compare for n in ("eq", "lt", "gt")},
+    **{n: compare for n in ("eq", "lt", "gt", "ge", "le")},
     **{n: logical for n in ("and", "or", "xor", "not")},
     "where": where, "cast": cast, "gelu": gelu, "identity": passthrough, "dropout": passthrough,
     "batch_norm": batch_norm, "matmul": matmul, "gemm": gemm,

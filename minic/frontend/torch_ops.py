@@ -117,10 +117,10 @@ def _binary(cx, node, a):
 
 
 COMPARE = {aten.eq.Tensor: "eq", aten.eq.Scalar: "eq", aten.lt.Tensor: "lt", aten.lt.Scalar: "lt",
-           aten.gt.Tensor: "gt", aten.gt.Scalar: "gt"}
-# The complements: x != y is not(x == y), x >= y is not(x < y), x <= y is not(x > y).
-NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq", aten.ge.Tensor: "lt", aten.ge.Scalar: "lt",
-           aten.le.Tensor: "gt", aten.le.Scalar: "gt"}
+           aten.gt.Tensor: "gt", aten.gt.Scalar: "gt", aten.ge.Tensor: "ge", aten.ge.Scalar: "ge",
+           aten.le.Tensor: "le", aten.le.Scalar: "le"}
+# The complement: x != y is not(x == y), true on NaN as in IEEE 754 (x >= y is not not(x < y): false on NaN).
+NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq"}
 
 
 @handles(*COMPARE, *NEGATED)
@@ -422,15 +422,16 @@ def _bitwise(cx, node, a):
 
 @handles(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
 def _any_all(cx, node, a):
-    """any = max over bools, all = min (as i32 0/1: minic's reductions take numbers)."""
-    x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.i32)
+    """any = max over bools, all = min (as u8 0/1: minic's reductions take numbers; unsigned, so
+    that the identities of an empty reduction, 0 for max and 255 for min, read as False and True)."""
+    x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.u8)
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
     if x.type.rank == 0:
         return cx.cast(x, DType.bool)                             # any/all of one element
     attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
-    return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_i32"), DType.bool)
+    return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_u8"), DType.bool)
 
 
 @handles(aten.bitwise_not.default)

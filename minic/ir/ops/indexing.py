@@ -11,7 +11,6 @@ from typing import Literal
 
 import numpy as np
 
-from minic.errors import DataError
 from minic.ir.compute import (DataCheck, Reduce, Site, clamp, index_check, initial, reduce_axes, reduce_over,
                                wrap_index, wrap_indices)
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
@@ -87,7 +86,10 @@ def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     best = reduce_over(site, x, (axis,), site.attrs.keepdims, index, "max" if site.op == "arg_max" else "min")
     loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
     (w, n), = loops
-    hit = BinOp("eq", x.at(row), best)
+    element = x.at(row)
+    hit = BinOp("eq", element, best)
+    if x.type.dtype.is_float:       # max/min propagate a NaN, which equals nothing: the NaN itself is the hit
+        hit = BinOp("or", hit, BinOp("ne", element, element))
     if site.attrs.last:
         return Reduce("max", loops, Select(hit, w, const(-1)))
     return Reduce("min", loops, Select(hit, w, n))
@@ -275,7 +277,8 @@ def _arg(pick):
 
 for _name, _pick, _extreme in (("arg_max", np.argmax, "largest"), ("arg_min", np.argmin, "smallest")):
     define(_name, OpKind.REDUCTION, _arg_infer, _arg(_pick), arg_rule, ArgAttrs,
-           doc=f"{_name}(x, axis) = the index of the {_extreme} element along axis (first or last of ties)")
+           doc=f"{_name}(x, axis) = the index of the {_extreme} element along axis (first or last of ties); "
+               "a NaN is the extreme (PyTorch's answer: the first NaN's index, or the last one's)")
 
 
 @dataclass(frozen=True)
@@ -315,16 +318,15 @@ class ModAttrs:
 
 
 def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):    # an integer x mod 0: div_checks refuses it first
         out = np.fmod(a, b) if attrs.fmod else np.mod(a, b)
-    if a.dtype.kind != "f" and np.any(np.asarray(b) == 0):
-        raise DataError("mod: integer division by zero")   # numpy would say 0, torch.remainder raises
     return out.astype(a.dtype)
 
 
 define("mod", OpKind.ELEMENTWISE, broadcast_infer("mod", "numeric inputs", lambda d: d != DType.bool),
        mod, mod_rule, ModAttrs, arity=(2, 2), checks=div_checks,
-       doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); an integer x mod 0 is a DataError")
+       doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); an integer x mod 0 is a DataError, "
+           "MIN mod -1 is 0 (the exact remainder)")
 
 
 @dataclass(frozen=True)
