@@ -372,39 +372,41 @@ def gather(em, node, attrs):
     idx_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(axis + i) for i in range(len(ishape))])
     n = dshape[axis]
     dv = em.values[data]
-    check_indices(em, idx, n, axis)
+    check_indices(em, idx, n, axis, attrs.from_end)
 
     def body(i, _out):
-        i = _from_end(i, n, em.checked)
+        i = _from_end(i, n, em.checked, attrs.from_end)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         where = loops[:axis] + [i] + loops[axis + len(ishape):]
         return tensor.extract(dv, where)
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
 
 
-def check_indices(em, idx, n: int, axis: int) -> None:
-    """Every index in [-n, n), or a data check's flag."""
+def check_indices(em, idx, n: int, axis: int, from_end: bool = True) -> None:
+    """Every index in [-n, n) ([0, n) unless the node's ``from_end``), or a data check's flag."""
     from mlir import ir
     from mlir.dialects import arith
     shape = em.shape(idx)
-    low, high = em.const(-n, idx.type.dtype), em.const(n, idx.type.dtype)
+    low, high = em.const(-n if from_end else 0, idx.type.dtype), em.const(n, idx.type.dtype)
 
     def fails(i):
         lt, ge = arith.CmpIPredicate.slt, arith.CmpIPredicate.sge
         return arith.ori(arith.cmpi(lt, i, low), arith.cmpi(ge, i, high))
     em.check([em.values[idx]], [ir.AffineMap.get_identity(len(shape))], shape, fails,
-             f"index out of range [-{n}, {n}) on axis {axis}")
+             f"index out of range [{-n if from_end else 0}, {n}) on axis {axis}")
 
 
-def _from_end(i, n: int, clamp: bool = False):
-    """An integer index as an MLIR index, negative ones counted from the end (as numpy does);
-    with ``clamp`` (checked mode: a bad index is flagged) kept inside [0, n) so no load strays."""
+def _from_end(i, n: int, clamp: bool = False, from_end: bool = True):
+    """An integer index as an MLIR index, negative ones counted from the end (as numpy does;
+    not unless ``from_end``); with ``clamp`` (checked mode: a bad index is flagged) kept inside
+    [0, n) so no load strays."""
     from mlir import ir
     from mlir.dialects import arith
     i = arith.index_cast(ir.IndexType.get(), i)
     size = arith.ConstantOp(ir.IndexType.get(), n).result
     zero = arith.ConstantOp(ir.IndexType.get(), 0).result
-    i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+    if from_end:
+        i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
     if clamp:
         last = arith.ConstantOp(ir.IndexType.get(), n - 1).result
         i = arith.minsi(arith.maxsi(i, zero), last)
@@ -421,10 +423,10 @@ def gather_elements(em, node, attrs):
     axis = attrs.axis % rank
     n = em.shape(data)[axis]
     dv = em.values[data]
-    check_indices(em, idx, n, axis)
+    check_indices(em, idx, n, axis, attrs.from_end)
 
     def body(i, _out):
-        i = _from_end(i, n, em.checked)
+        i = _from_end(i, n, em.checked, attrs.from_end)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         return tensor.extract(dv, loops[:axis] + [i] + loops[axis + 1:])
     return em.generic([em.values[idx]], [ir.AffineMap.get_identity(rank)], out_shape, data.type.dtype, body)

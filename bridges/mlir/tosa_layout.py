@@ -109,10 +109,11 @@ def gather(em, node, attrs):
     n = dims(data)[axis]
     if node.inputs[1].type.dtype not in (DType.i32, DType.i64):
         raise UnsupportedError(f"MLIR bridge (tosa): gather indices of {node.inputs[1].type.dtype.value}")
-    check_indices(em, node.inputs[1], n, axis)
+    check_indices(em, node.inputs[1], n, axis, attrs.from_end)
     i = em.cast(idx, em.elem(DType.i32))
-    negative = em.binary("greater", em.scalar(0, i), i, result_elem=em.i1())
-    i = em.select(negative, em.binary("add", i, em.scalar(n, i)), i)
+    if attrs.from_end:                     # else a negative index is flagged (torch's rule, on the node)
+        negative = em.binary("greater", em.scalar(0, i), i, result_elem=em.i1())
+        i = em.select(negative, em.binary("add", i, em.scalar(n, i)), i)
     if em.checked:                         # no i32 clamp in TOSA's profiles: maximum, minimum
         i = em.binary("minimum", em.binary("maximum", i, em.scalar(0, i)), em.scalar(n - 1, i))
     return gather_values(em, data, axis, i)

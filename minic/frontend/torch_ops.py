@@ -331,8 +331,8 @@ def _split(cx, node, a):
 
 @handles(aten.embedding.default)
 def _embedding(cx, node, a):
-    """embedding(W, ids) = W[ids]: a gather along axis 0."""
-    return cx.emit("gather", [cx.value(a["weight"]), cx.value(a["indices"])], cx.attrs("gather", axis=0))
+    """embedding(W, ids) = W[ids]: a gather along axis 0 (a negative id is out of range, as in torch)."""
+    return cx.emit("gather", [cx.value(a["weight"]), cx.value(a["indices"])], cx.attrs("gather", axis=0, from_end=False))
 
 
 # --- indexing, running sums, generated tensors, bool and bit logic ----------------
@@ -341,7 +341,7 @@ def _embedding(cx, node, a):
 def _gather_elements(cx, node, a):
     x = cx.value(a["self"])
     return cx.emit("gather_elements", [x, cx.value(a["index"])],
-                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank)))
+                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank), from_end=False))
 
 
 @handles(aten.index_select.default)
@@ -349,9 +349,11 @@ def _index_select(cx, node, a):
     x = cx.value(a["self"])
     if x.type.rank == 0:                            # a 0-d tensor indexed as the one element of a [1]
         flat = cx.emit("reshape", [x], cx.attrs("reshape", shape=(1,)), name=f"{node.name}_flat")
-        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0), name=f"{node.name}_picked")
+        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0, from_end=False),
+                         name=f"{node.name}_picked")
         return cx.emit("reshape", [picked], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
-    return cx.emit("gather", [x, cx.value(a["index"])], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
+    return cx.emit("gather", [x, cx.value(a["index"])],
+                   cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank), from_end=False))      # torch: no negatives
 
 
 @handles(aten.cumsum.default)
@@ -422,16 +424,17 @@ def _bitwise(cx, node, a):
 
 @handles(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
 def _any_all(cx, node, a):
-    """any = max over bools, all = min (as u8 0/1: minic's reductions take numbers; unsigned, so
-    that the identities of an empty reduction, 0 for max and 255 for min, read as False and True)."""
-    x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.u8)
+    """any = max over bools, all = min (as i32 0/1: minic's reductions take numbers), read back
+    as ``> 0``: an empty reduction's identity (INT32_MIN for max, INT32_MAX for min) then reads
+    as False for any and True for all, as in PyTorch (a cast to bool read INT32_MIN as True)."""
+    x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.i32)
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
     if x.type.rank == 0:
         return cx.cast(x, DType.bool)                             # any/all of one element
     attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
-    return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_u8"), DType.bool)
+    return cx.emit("gt", [cx.emit(op, [x], attrs, name=f"{node.name}_i32"), cx.scalar(0, DType.i32, f"{node.name}_zero")])
 
 
 @handles(aten.bitwise_not.default)

@@ -200,29 +200,40 @@ def as_i64(e: Expr) -> Expr:
     return e if e.dtype == DType.i64 else Cast(DType.i64, e)
 
 
-def wrap_index(i: Expr, n: Dim) -> Expr:
-    """An index read from a tensor, as i64, a negative one counted from the end, clamped into
-    [0, n) (one still outside is reported by the op's data check; clamped, it never reads
-    outside the table while the kernel finishes)."""
+# Where an index read from a tensor may lie depends on the model's source, so the node says
+# (``from_end``, an attribute of the indexing ops that each importer sets): ONNX and numpy
+# count a negative index from the end, [-n, n); torch.gather, index_select, nn.Embedding and
+# scatter refuse it, [0, n).
+
+def wrap_index(i: Expr, n: Dim, from_end: bool = True) -> Expr:
+    """An index read from a tensor, as i64, a negative one counted from the end (``from_end``),
+    clamped into [0, n) (one still outside is reported by the op's data check; clamped, it
+    never reads outside the table while the kernel finishes)."""
     i = as_i64(i)
-    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i), n)
+    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i) if from_end else i, n)
 
 
-def wrap_indices(idx: np.ndarray, n: int, op: str, where: str = "") -> np.ndarray:
+def wrap_indices(idx: np.ndarray, n: int, op: str, where: str = "", from_end: bool = True) -> np.ndarray:
     """The references' side of ``wrap_index``: ``idx`` with negative indices counted from
-    the end; one outside [-n, n) is a DataError of ``op``."""
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = idx.min() if idx.min() < -n else idx.max()
-        raise DataError(f"{op}: index {bad} is out of range [{-n}, {n}){where}")
+    the end; one outside [-n, n) ([0, n) unless ``from_end``) is a DataError of ``op``."""
+    low = -n if from_end else 0
+    if idx.size and (idx.min() < low or idx.max() >= n):
+        bad = idx.min() if idx.min() < low else idx.max()
+        raise DataError(f"{op}: index {bad} is out of range [{low}, {n}){where}")
     return np.where(idx < 0, idx + n, idx)
 
 
-def index_check(shape: tuple[Dim, ...], index: Callable[[tuple[Expr, ...]], Expr], n: Dim, where: str) -> DataCheck:
-    """Every ``index(at)``, for ``at`` over ``shape``, inside [-n, n) (negative ones count from the end)."""
+def index_check(shape: tuple[Dim, ...], index: Callable[[tuple[Expr, ...]], Expr], n: Dim, where: str,
+                from_end: bool = True) -> DataCheck:
+    """Every ``index(at)``, for ``at`` over ``shape``, inside [-n, n) (negative ones count from the
+    end), or [0, n) unless ``from_end``."""
+    low = BinOp("sub", const(0), dim_expr(n)) if from_end else const(0)
+
     def fails(at: tuple[Expr, ...]) -> Expr:
         i = as_i64(index(at))
-        return BinOp("or", BinOp("lt", i, BinOp("sub", const(0), dim_expr(n))), BinOp("ge", i, dim_expr(n)))
-    return DataCheck(shape, fails, lambda at: as_i64(index(at)), f"index {{value}} is out of range [-{n}, {n}){where}")
+        return BinOp("or", BinOp("lt", i, low), BinOp("ge", i, dim_expr(n)))
+    return DataCheck(shape, fails, lambda at: as_i64(index(at)),
+                     f"index {{value}} is out of range [{'-' if from_end else ''}{n if from_end else 0}, {n}){where}")
 
 
 def reduce_axes(site: Site, x: Operand, axes: tuple[int, ...], keep: bool,

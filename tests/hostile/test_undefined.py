@@ -129,3 +129,68 @@ def test_top_k_orders_nan_above_every_number(backend, largest):
     np.testing.assert_array_equal(got[0], want[0])
     t = torch.topk(torch.from_numpy(x), 3, largest=bool(largest))
     np.testing.assert_array_equal(got[1], t.indices.numpy())
+
+
+class Indexed(torch.nn.Module):
+    """One indexing op of torch: ``how`` names it."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how, self.table = how, torch.nn.Embedding(10, 4)
+
+    def forward(self, x, ids):
+        return {"embedding": lambda: self.table(ids), "gather": lambda: torch.gather(x, 1, ids[None].expand(3, 2)),
+                "index_select": lambda: torch.index_select(x, 1, ids), "scatter": lambda: torch.zeros(3, 5).scatter(
+                    1, ids[None].expand(3, 2), x[:, :2]), "getitem": lambda: x[:, ids]}[self.how]()
+
+
+@pytest.mark.parametrize("backend", PATHS)
+@pytest.mark.parametrize("how,table", [("embedding", 10), ("gather", 5), ("index_select", 5), ("scatter", 5),
+                                       ("getitem", None)])
+def test_a_negative_index_follows_the_source_torch(backend, how, table):
+    """torch.gather, index_select, scatter and nn.Embedding raise on -1 (x[:, ids] counts from the
+    end): the torch importer records that on the node (from_end=false) and both paths refuse it."""
+    torch.manual_seed(0)
+    model = Indexed(how).eval()
+    x, ids, bad = torch.randn(3, 5), torch.tensor([1, 4]), torch.tensor([1, -1])
+    run = minic.compile(model, (x, ids), backend=backend)
+    for good in (ids, bad) if table is None else (ids,):
+        np.testing.assert_allclose(run(x.numpy(), good.numpy()), model(x, good).detach().numpy(), rtol=1e-6)
+    if table is not None:
+        with pytest.raises((IndexError, RuntimeError)):
+            model(x, bad)
+        with pytest.raises(DataError, match=rf"index -1 is out of range \[0, {table}\)"):
+            run(x.numpy(), bad.numpy())
+
+
+@pytest.mark.parametrize("backend", PATHS)
+def test_a_negative_index_follows_the_source_onnx_counts_from_the_end(backend):
+    """ONNX Gather allows [-n, n): -1 is the last row, as ONNX Runtime answers."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    from minic.frontend.onnx import from_onnx
+    node = helper.make_node("Gather", ["w", "i"], ["y"], axis=0)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("w", TensorProto.FLOAT, [10, 4]),
+                                            helper.make_tensor_value_info("i", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    w, i = np.arange(40, dtype=np.float32).reshape(10, 4), np.array([-1, 0, -10])
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"w": w, "i": i})
+    run = minic.compile(from_onnx(model), backend=backend)
+    np.testing.assert_array_equal(run(w, i)[0] if isinstance(run(w, i), (list, tuple)) else run(w, i), want[0])
+    with pytest.raises(DataError, match=r"index -11 is out of range \[-10, 10\)"):
+        run(w, np.array([0, -11, 1]))
+
+
+RANGE = ("graph @r(%x: f32[{n}]) -> (i64[{n}]) {{\n  %y = range() {{shape = [{n}], dtype = i64, "
+         "start = 4611686018427387904.0, step = 4611686018427387904.0}} : i64[{n}]\n  return %y\n}}")
+
+
+@pytest.mark.parametrize("backend", PATHS)
+@pytest.mark.parametrize("n", ["3", "N"])
+def test_an_i64_range_that_overflows_is_refused(backend, n):
+    """2^62 + i·2^62 leaves i64 at i = 1: before, the paths wrapped it (and disagreed)."""
+    with pytest.raises(DataError, match=r"start \+ i·step leaves i64 past i = 0, and the range runs to i = 2"):
+        run(RANGE.format(n=n), backend, np.zeros(3, np.float32))
+    if n == "N":
+        np.testing.assert_array_equal(run(RANGE.format(n=n), backend, np.zeros(1, np.float32)), [2**62])
