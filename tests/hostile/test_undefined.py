@@ -194,3 +194,17 @@ def test_an_i64_range_that_overflows_is_refused(backend, n):
         run(RANGE.format(n=n), backend, np.zeros(3, np.float32))
     if n == "N":
         np.testing.assert_array_equal(run(RANGE.format(n=n), backend, np.zeros(1, np.float32)), [2**62])
+
+
+class Moments(torch.nn.Module):
+    def forward(self, x):
+        return x.var(), x.std(), x.mean(), x.sum(), x.mean(0)
+
+
+def test_a_reduction_of_a_whole_large_tensor_is_right():
+    """var/std/mean over 8.4 M elements were off by 0.4 % to 50 % compiled: the default schedule
+    ran the outer loop of a reduction to one accumulator in parallel, and threads lost updates."""
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((2048, 4096), np.float32) + 3)
+    got = minic.compile(Moments(), (x,), num_threads=4)(x.numpy())
+    for g, w in zip(got, Moments()(x.double())):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5)
