@@ -59,9 +59,9 @@ class MlirModel:
         out = kernel(*arrays)
         outs = out if isinstance(out, tuple) else (out,)
         outs, flags = outs[:len(self.graph.outputs)], outs[len(self.graph.outputs):]
-        for message, flag in zip(checks, flags):
+        for message, flag, value in zip(checks, flags, flags[len(checks):]):
             if flag:
-                raise DataError(f"{self.graph.name}: mlir path: {message}")
+                raise DataError(f"{self.graph.name}: mlir path: {message.replace('{value}', str(int(value)))}")
         # Bool outputs come back as the i8 they are stored as.
         outs = tuple(o.astype(v.type.dtype.numpy, copy=False) for o, v in zip(outs, self.graph.outputs))
         return outs[0] if len(outs) == 1 else outs

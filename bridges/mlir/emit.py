@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from bridges.mlir.checks import emit_checks
 from minic.errors import UnsupportedError
 from minic.ir.graph import Graph, Value
 from minic.ir.interpret import resolve
@@ -39,7 +40,7 @@ class Emitter:
         # zero divisor) sets a flag the function returns after its outputs, and the node
         # computes on a safe stand-in instead (never a wild load or a SIGFPE): the caller raises.
         self.checked = checked
-        self.checks: list[tuple[str, object]] = []  # (message, tensor<i8> flag)
+        self.checks: list[tuple[str, object, object]] = []  # (message, tensor<i8> flag, tensor<i64> value): checks.py
         self.where = ""
 
     # ---- types -------------------------------------------------------------
@@ -127,21 +128,6 @@ class Emitter:
         return tensor.expand_shape(self.tensor_type(out_shape, dtype), flat,
                                    [list(range(len(out_shape)))], [], list(out_shape))
 
-    def check(self, inputs, maps, shape, fails: Callable, message: str) -> None:
-        """A data check (checked mode only): flag = 1 if ``fails(*elements)`` anywhere in ``shape``."""
-        if not self.checked:
-            return
-        from mlir import ir
-        from mlir.dialects import arith
-        i8 = self.elem(DType.bool)
-
-        def body(*args):
-            *xs, flag = args
-            return arith.maxui(flag, arith.extui(i8, fails(*xs)))
-        flag = self.generic(inputs, maps, [], DType.bool, body, reduce_dims=tuple(range(len(shape))),
-                            init=self.filled([], DType.bool, 0), out_map=ir.AffineMap.get(len(shape), 0, []))
-        self.checks.append((f"{self.where}: {message}", flag))
-
     # ---- the module ------------------------------------------------------------
     DIALECT = "linalg"          # what the op rules emit; the TOSA emitter overrides the hooks below
 
@@ -186,7 +172,9 @@ class Emitter:
                                                    f"no emitter (node {node.outputs[0].name})")
                         self.where = (f"{', '.join('%' + v.name for v in node.outputs)} = {node.op}("
                                       f"{', '.join('%' + v.name for v in node.inputs)})")
-                        result = rule(self, node, resolve(node.attrs, self.env))
+                        attrs = resolve(node.attrs, self.env)
+                        emit_checks(self, node, attrs)       # the op's own data checks (OpDef.checks)
+                        result = rule(self, node, attrs)
                         results = result if isinstance(result, (list, tuple)) else [result]
                         for v, r in zip(node.outputs, results):
                             got = list(ir.ShapedType(r.type).shape)
@@ -194,7 +182,7 @@ class Emitter:
                                 raise AssertionError(f"emit rule for '{node.op}' made {got}, "
                                                      f"the graph says {self.shape(v)} ({v.name})")
                         self.values.update(zip(node.outputs, results))
-                    flags = [flag for _, flag in self.checks]
+                    flags = [flag for _, flag, _ in self.checks] + [value for _, _, value in self.checks]
                     if flags:
                         out_types += [flag.type for flag in flags]
                         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types, out_types))
@@ -211,9 +199,10 @@ def emit(graph: Graph, env: dict[str, int] | None = None):
 def emit_checked(graph: Graph, env: dict[str, int] | None = None,
                  emitter_class: type[Emitter] = Emitter) -> tuple[object, list[str]]:
     """The module with its data checks: ``@forward`` returns one i8 flag per check after the
-    outputs; the messages say, in that order, what each flag means.  ``emitter_class``:
+    outputs, then each check's first offending value (i64); the messages say, in that order,
+    what each flag means (``{value}`` stands for the value).  ``emitter_class``:
     ``Emitter`` (linalg) or ``tosa_emit.TosaEmitter`` (TOSA ops; the checks are linalg
     reductions there too, which tosa-to-linalg leaves as they are)."""
     emitter = emitter_class(graph, env or {}, checked=True)
     module = emitter.emit()
-    return module, [message for message, _ in emitter.checks]
+    return module, [message for message, _, _ in emitter.checks]

@@ -26,23 +26,12 @@ def _binary(name):
     return lambda em, node, attrs: em.elementwise(node, binary_body(name, node.inputs[0].type.dtype))
 
 
-def check_divisor(em, node) -> None:
-    """Integer div and mod (both routes): a zero divisor is a data check's flag."""
-    from mlir import ir
-    from mlir.dialects import arith
-    b = node.inputs[1]
-    zero, shape = em.const(0, b.type.dtype), em.shape(b)
-    em.check([em.values[b]], [ir.AffineMap.get_identity(len(shape))], shape,
-             lambda x: arith.cmpi(arith.CmpIPredicate.eq, x, zero), "integer division by zero")
-
-
 def _safe_divisor(em, node):
-    """The divisor the kernel divides by: 1 for a flagged 0, and 1 for -1 too (x86's idiv
-    traps on MIN / -1: div negates instead, wrapping MIN to MIN as minic's own paths do;
+    """The divisor the kernel divides by: 1 for a flagged 0 (the op's data checks: checks.py),
+    and 1 for -1 too (x86's idiv traps on MIN / -1, which is flagged: div negates instead;
     x mod -1 is 0 either way)."""
     from mlir.dialects import arith
     dt = node.inputs[1].type.dtype
-    check_divisor(em, node)
     one, zero, minus_one = em.const(1, dt), em.const(0, dt), em.const(-1, dt)
     eq = lambda x, c: arith.cmpi(arith.CmpIPredicate.eq, x, c)   # noqa: E731
     return lambda x: arith.select(arith.ori(eq(x, zero), eq(x, minus_one)), one, x)
@@ -372,39 +361,26 @@ def gather(em, node, attrs):
     idx_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(axis + i) for i in range(len(ishape))])
     n = dshape[axis]
     dv = em.values[data]
-    check_indices(em, idx, n, axis)
 
     def body(i, _out):
-        i = _from_end(i, n, em.checked)
+        i = _from_end(i, n, em.checked, attrs.from_end)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         where = loops[:axis] + [i] + loops[axis + len(ishape):]
         return tensor.extract(dv, where)
     return em.generic([em.values[idx]], [idx_map], out_shape, data.type.dtype, body)
 
 
-def check_indices(em, idx, n: int, axis: int) -> None:
-    """Every index in [-n, n), or a data check's flag."""
-    from mlir import ir
-    from mlir.dialects import arith
-    shape = em.shape(idx)
-    low, high = em.const(-n, idx.type.dtype), em.const(n, idx.type.dtype)
-
-    def fails(i):
-        lt, ge = arith.CmpIPredicate.slt, arith.CmpIPredicate.sge
-        return arith.ori(arith.cmpi(lt, i, low), arith.cmpi(ge, i, high))
-    em.check([em.values[idx]], [ir.AffineMap.get_identity(len(shape))], shape, fails,
-             f"index out of range [-{n}, {n}) on axis {axis}")
-
-
-def _from_end(i, n: int, clamp: bool = False):
-    """An integer index as an MLIR index, negative ones counted from the end (as numpy does);
-    with ``clamp`` (checked mode: a bad index is flagged) kept inside [0, n) so no load strays."""
+def _from_end(i, n: int, clamp: bool = False, from_end: bool = True):
+    """An integer index as an MLIR index, negative ones counted from the end (as numpy does;
+    not unless ``from_end``); with ``clamp`` (checked mode: a bad index is flagged) kept inside
+    [0, n) so no load strays."""
     from mlir import ir
     from mlir.dialects import arith
     i = arith.index_cast(ir.IndexType.get(), i)
     size = arith.ConstantOp(ir.IndexType.get(), n).result
     zero = arith.ConstantOp(ir.IndexType.get(), 0).result
-    i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
+    if from_end:
+        i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, size), i)
     if clamp:
         last = arith.ConstantOp(ir.IndexType.get(), n - 1).result
         i = arith.minsi(arith.maxsi(i, zero), last)
@@ -421,10 +397,9 @@ def gather_elements(em, node, attrs):
     axis = attrs.axis % rank
     n = em.shape(data)[axis]
     dv = em.values[data]
-    check_indices(em, idx, n, axis)
 
     def body(i, _out):
-        i = _from_end(i, n, em.checked)
+        i = _from_end(i, n, em.checked, attrs.from_end)
         loops = [linalg.IndexOp(d).result for d in range(rank)]
         return tensor.extract(dv, loops[:axis] + [i] + loops[axis + 1:])
     return em.generic([em.values[idx]], [ir.AffineMap.get_identity(rank)], out_shape, data.type.dtype, body)
@@ -506,37 +481,9 @@ def shape_rule(em, node, attrs):
 
 def reshape_dynamic(em, node, attrs):
     """The node declares its result shape; with the symbols bound that is a static reshape,
-    and the shape tensor is checked against it."""
+    and the shape tensor is checked against it (the op's data checks: checks.py)."""
     x = node.inputs[0]
-    check_shape_tensor(em, node)
     return em.reshape(em.values[x], em.shape(x), em.shape(node.outputs[0]), x.type.dtype)
-
-
-def check_shape_tensor(em, node) -> None:
-    """reshape_dynamic (both routes): element k of the shape tensor is the declared size k,
-    -1 (inferred), or 0 where x's size k is the declared one (ONNX's copy), as minic's own
-    compiled check (minic/ir/ops/dynamic.py); else a data check's flag."""
-    from mlir import ir
-    from mlir.dialects import arith
-    x, s = node.inputs
-    declared, xs = em.shape(node.outputs[0]), em.shape(x)
-    if not declared:
-        return
-    # The sizes each element may hold besides -1: the declared one, and 0 where it copies.
-    other = [0 if k < len(xs) and xs[k] == n else -1 for k, n in enumerate(declared)]
-    tables = [em.array(np.array(t, dtype=np.int64)) for t in (declared, other)]
-    minus_one, zero_i64 = em.const(-1, DType.i64), em.const(0, DType.i64)
-    ne = lambda a, b: arith.cmpi(arith.CmpIPredicate.ne, a, b)     # noqa: E731
-    em.check([em.values[s]] + tables, [ir.AffineMap.get_identity(1)] * 3, [len(declared)],
-             lambda v, want, zero: arith.andi(arith.andi(ne(v, want), ne(v, minus_one)), ne(v, zero)),
-             f"the shape tensor disagrees with the declared shape {declared}")
-    # ONNX infers at most one size: over the pairs (i, j), i != j, not both -1.
-    n, eq = len(declared), lambda a, b: arith.cmpi(arith.CmpIPredicate.eq, a, b)   # noqa: E731
-    pairs = [ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(0)]), ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)]),
-             ir.AffineMap.get_identity(2)]
-    em.check([em.values[s], em.values[s], em.array(1 - np.eye(n, dtype=np.int64))], pairs, [n, n],
-             lambda a, b, apart: arith.andi(arith.andi(eq(a, minus_one), eq(b, minus_one)), ne(apart, zero_i64)),
-             "the shape tensor has more than one -1")
 
 
 def global_avg_pool(em, node, attrs):
@@ -548,7 +495,7 @@ RULES = Registry.of("op of the MLIR bridge (linalg)", {
     **{n: _unary(n) for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                               "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
     **{n: _binary(n) for n in ("add", "sub", "mul", "pow", "max", "min")}, "div": div,
-    **{n: _compare(n) for n in ("eq", "lt", "gt")},
+    **{n: _compare(n) for n in ("eq", "lt", "gt", "ge", "le")},
     **{n: _logical(n) for n in ("and", "or", "xor")},
     "not": not_, "where": where, "mod": mod, "cast": cast, "gelu": gelu, "identity": passthrough,
     "dropout": passthrough, "batch_norm": batch_norm,

@@ -77,11 +77,11 @@ def from_bool(byte):
 def compare_body(name: str, dtype: DType):
     from mlir.dialects import arith
     if dtype.is_float:
-        pred = {"eq": arith.CmpFPredicate.OEQ, "lt": arith.CmpFPredicate.OLT,
-                "gt": arith.CmpFPredicate.OGT}[name]
+        pred = {"eq": arith.CmpFPredicate.OEQ, "lt": arith.CmpFPredicate.OLT, "gt": arith.CmpFPredicate.OGT,
+                "ge": arith.CmpFPredicate.OGE, "le": arith.CmpFPredicate.OLE}[name]    # ordered: false on NaN
         return lambda a, b: to_bool(arith.cmpf(pred, a, b))
-    pred = {"eq": arith.CmpIPredicate.eq, "lt": arith.CmpIPredicate.slt,
-            "gt": arith.CmpIPredicate.sgt}[name]
+    pred = {"eq": arith.CmpIPredicate.eq, "lt": arith.CmpIPredicate.slt, "gt": arith.CmpIPredicate.sgt,
+            "ge": arith.CmpIPredicate.sge, "le": arith.CmpIPredicate.sle}[name]
     return lambda a, b: to_bool(arith.cmpi(pred, a, b))
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bridges.mlir.ops import check_indices, check_shape_tensor, shape_rule
+from bridges.mlir.ops import shape_rule
 from bridges.mlir.tosa_emit import dims
 from minic.errors import UnsupportedError
 from minic.ir.types import DType
@@ -102,17 +102,17 @@ def gather_values(em, data, axis: int, idx):
 
 def gather(em, node, attrs):
     """Indices become i32 (tosa.gather's type) and negative ones count from the end; checked,
-    each must lie in [-n, n) (a flag: ops.check_indices, on the indices as given), and the
+    each must lie in [-n, n) (a flag: checks.py, on the indices as given), and the
     kernel reads at the index clamped into [0, n), so no load strays."""
     data, idx = (em.values[v] for v in node.inputs)
     axis = attrs.axis % len(dims(data))
     n = dims(data)[axis]
     if node.inputs[1].type.dtype not in (DType.i32, DType.i64):
         raise UnsupportedError(f"MLIR bridge (tosa): gather indices of {node.inputs[1].type.dtype.value}")
-    check_indices(em, node.inputs[1], n, axis)
     i = em.cast(idx, em.elem(DType.i32))
-    negative = em.binary("greater", em.scalar(0, i), i, result_elem=em.i1())
-    i = em.select(negative, em.binary("add", i, em.scalar(n, i)), i)
+    if attrs.from_end:                     # else a negative index is flagged (torch's rule, on the node)
+        negative = em.binary("greater", em.scalar(0, i), i, result_elem=em.i1())
+        i = em.select(negative, em.binary("add", i, em.scalar(n, i)), i)
     if em.checked:                         # no i32 clamp in TOSA's profiles: maximum, minimum
         i = em.binary("minimum", em.binary("maximum", i, em.scalar(0, i)), em.scalar(n - 1, i))
     return gather_values(em, data, axis, i)
@@ -163,8 +163,7 @@ def pad(em, node, attrs):
 
 def reshape_dynamic(em, node, attrs):
     """The node declares its result shape; with bound symbols it is a static reshape, and
-    the shape tensor is checked against it (ops.check_shape_tensor)."""
-    check_shape_tensor(em, node)
+    the shape tensor is checked against it (the op's data checks: checks.py)."""
     return em.reshape(em.values[node.inputs[0]], em.shape(node.outputs[0]))
 
 

@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 from bridges.mlir import tosa_layout as layout
-from bridges.mlir.ops import check_divisor
 from bridges.mlir.tosa_emit import dims
 from minic.errors import UnsupportedError
 from minic.ir.types import DType
@@ -76,8 +75,7 @@ def binary(em, node, attrs):
     if node.op == "div":
         if node.inputs[0].type.dtype.is_float:     # no float divide in TOSA
             return em.binary("mul", a, em.unary("reciprocal", b))
-        check_divisor(em, node)
-        return int_div(em, a, b)
+        return int_div(em, a, b)                   # its data checks: checks.py, from the op
     if node.op == "pow":
         _need_float(node)
     return em.binary(BINARY[node.op], a, b)
@@ -85,8 +83,8 @@ def binary(em, node, attrs):
 
 def int_div(em, a, b):
     """``tosa.intdiv`` truncates toward zero, as minic's div.  Its divisor is 1 where ``b`` is
-    0 (a data check's flag) or -1 (x86's idiv traps on MIN / -1), and the quotient for -1 is
-    0 - a, wrapping MIN to MIN as minic's own paths do (ops._safe_divisor, in arith)."""
+    0 or -1 (x86's idiv traps on MIN / -1; both are data checks' flags, checks.py), and the
+    quotient for -1 is 0 - a (ops._safe_divisor, in arith)."""
     rank = max(len(dims(a)), len(dims(b)))      # first, so that no i1 below needs a reshape
     a, b = em.ranked(a, rank), em.ranked(b, rank)
     one, minus_one = em.scalar(1, b), em.scalar(-1, b)
@@ -101,7 +99,9 @@ def compare(em, node, attrs):
     i1 = em.i1()
     flag = {"eq": lambda: em.binary("equal", a, b),
             "gt": lambda: em.binary("greater", a, b, result_elem=i1),
-            "lt": lambda: em.binary("greater", b, a, result_elem=i1)}[node.op]()
+            "lt": lambda: em.binary("greater", b, a, result_elem=i1),
+            "ge": lambda: em.binary("greater_equal", a, b, result_elem=i1),
+            "le": lambda: em.binary("greater_equal", b, a, result_elem=i1)}[node.op]()
     return em.byte(flag)
 
 
@@ -271,7 +271,7 @@ RULES = Registry.of("op of the MLIR bridge (TOSA)", {
     **{n: unary for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
                           "silu", "erf", "sin", "cos", "tan", "floor", "ceil", "round")},
     **{n: binary for n in ("add", "sub", "mul", "div", "pow", "max", "min")},
-    **{n: compare for n in ("eq", "lt", "gt")},
+    **{n: compare for n in ("eq", "lt", "gt", "ge", "le")},
     **{n: logical for n in ("and", "or", "xor", "not")},
     "where": where, "cast": cast, "gelu": gelu, "identity": passthrough, "dropout": passthrough,
     "batch_norm": batch_norm, "matmul": matmul, "gemm": gemm,

@@ -2,7 +2,8 @@
 (selection by counting, sums of broadcast products, constant scatter matrices).
 
 - ``TopK``: each element's rank along the axis is the number of elements that
-  beat it (greater, or equal at a lower index: ONNX's order); the k-th output is
+  beat it (greater, or equal at a lower index: ONNX's order; NaN above every
+  number, as ONNX Runtime and torch.topk order it); the k-th output is
   the element of rank k, found by a one-hot sum, and its value gathered.  One
   n×n comparison per row, whatever k is.
 - ``Einsum``: every operand transposed and unsqueezed onto the equation's
@@ -100,9 +101,16 @@ def _top_k(b: Builder, x: list[Value], a: dict) -> list[Value]:
     xt = v if axis == last else b.one("transpose", v, perm=perm)
     xi = b.one("unsqueeze", xt, axes=(rank,))                  # [..., n (i), 1]
     xj = b.one("unsqueeze", xt, axes=(last,))                  # [..., 1, n (j)]
-    beats = b.one("gt" if a.get("largest", 1) else "lt", xj, xi)
+    largest = a.get("largest", 1)
+    beats = b.one("gt" if largest else "lt", xj, xi)
     earlier = b.const(np.arange(n)[None, :] < np.arange(n)[:, None])       # j < i
-    ties = b.one("and", b.one("eq", xj, xi), earlier)
+    same = b.one("eq", xj, xi)
+    if v.type.dtype.is_float:      # NaN is the largest value, NaNs tie (ONNX Runtime's and torch.topk's order)
+        nan_i, nan_j = b.one("not", b.one("eq", xi, xi)), b.one("not", b.one("eq", xj, xj))
+        bigger, smaller = (nan_j, nan_i) if largest else (nan_i, nan_j)
+        beats = b.one("or", beats, b.one("and", bigger, b.one("not", smaller)))
+        same = b.one("or", same, b.one("and", nan_i, nan_j))
+    ties = b.one("and", same, earlier)
     order = b.one("reduce_sum", b.one("cast", b.one("or", beats, ties), dtype=DType.i64), axes=(rank,))  # [..., n]
     onehot = b.one("eq", b.one("unsqueeze", order, axes=(rank,)), b.const(np.arange(k, dtype=np.int64)))  # [..., n, k]
     picked = b.one("mul", b.one("cast", onehot, dtype=DType.i64), b.const(np.arange(n, dtype=np.int64)[:, None]))

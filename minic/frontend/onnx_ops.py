@@ -53,8 +53,7 @@ def _binary(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("LessOrEqual", "GreaterOrEqual")
 def _compare_or_equal(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    opposite = "gt" if b.node.op_type == "LessOrEqual" else "lt"
-    return [b.one("not", b.one(opposite, x[0], x[1]))]
+    return [b.one("le" if b.node.op_type == "LessOrEqual" else "ge", x[0], x[1])]     # false on NaN, as ONNX
 
 
 @converts("Pow")

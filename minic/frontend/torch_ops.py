@@ -117,10 +117,10 @@ def _binary(cx, node, a):
 
 
 COMPARE = {aten.eq.Tensor: "eq", aten.eq.Scalar: "eq", aten.lt.Tensor: "lt", aten.lt.Scalar: "lt",
-           aten.gt.Tensor: "gt", aten.gt.Scalar: "gt"}
-# The complements: x != y is not(x == y), x >= y is not(x < y), x <= y is not(x > y).
-NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq", aten.ge.Tensor: "lt", aten.ge.Scalar: "lt",
-           aten.le.Tensor: "gt", aten.le.Scalar: "gt"}
+           aten.gt.Tensor: "gt", aten.gt.Scalar: "gt", aten.ge.Tensor: "ge", aten.ge.Scalar: "ge",
+           aten.le.Tensor: "le", aten.le.Scalar: "le"}
+# The complement: x != y is not(x == y), true on NaN as in IEEE 754 (x >= y is not not(x < y): false on NaN).
+NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq"}
 
 
 @handles(*COMPARE, *NEGATED)
@@ -331,8 +331,8 @@ def _split(cx, node, a):
 
 @handles(aten.embedding.default)
 def _embedding(cx, node, a):
-    """embedding(W, ids) = W[ids]: a gather along axis 0."""
-    return cx.emit("gather", [cx.value(a["weight"]), cx.value(a["indices"])], cx.attrs("gather", axis=0))
+    """embedding(W, ids) = W[ids]: a gather along axis 0 (a negative id is out of range, as in torch)."""
+    return cx.emit("gather", [cx.value(a["weight"]), cx.value(a["indices"])], cx.attrs("gather", axis=0, from_end=False))
 
 
 # --- indexing, running sums, generated tensors, bool and bit logic ----------------
@@ -341,7 +341,7 @@ def _embedding(cx, node, a):
 def _gather_elements(cx, node, a):
     x = cx.value(a["self"])
     return cx.emit("gather_elements", [x, cx.value(a["index"])],
-                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank)))
+                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank), from_end=False))
 
 
 @handles(aten.index_select.default)
@@ -349,9 +349,11 @@ def _index_select(cx, node, a):
     x = cx.value(a["self"])
     if x.type.rank == 0:                            # a 0-d tensor indexed as the one element of a [1]
         flat = cx.emit("reshape", [x], cx.attrs("reshape", shape=(1,)), name=f"{node.name}_flat")
-        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0), name=f"{node.name}_picked")
+        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0, from_end=False),
+                         name=f"{node.name}_picked")
         return cx.emit("reshape", [picked], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
-    return cx.emit("gather", [x, cx.value(a["index"])], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
+    return cx.emit("gather", [x, cx.value(a["index"])],
+                   cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank), from_end=False))      # torch: no negatives
 
 
 @handles(aten.cumsum.default)
@@ -422,7 +424,9 @@ def _bitwise(cx, node, a):
 
 @handles(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
 def _any_all(cx, node, a):
-    """any = max over bools, all = min (as i32 0/1: minic's reductions take numbers)."""
+    """any = max over bools, all = min (as i32 0/1: minic's reductions take numbers), read back
+    as ``> 0``: an empty reduction's identity (INT32_MIN for max, INT32_MAX for min) then reads
+    as False for any and True for all, as in PyTorch (a cast to bool read INT32_MIN as True)."""
     x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.i32)
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
@@ -430,7 +434,7 @@ def _any_all(cx, node, a):
     if x.type.rank == 0:
         return cx.cast(x, DType.bool)                             # any/all of one element
     attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
-    return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_i32"), DType.bool)
+    return cx.emit("gt", [cx.emit(op, [x], attrs, name=f"{node.name}_i32"), cx.scalar(0, DType.i32, f"{node.name}_zero")])
 
 
 @handles(aten.bitwise_not.default)

@@ -357,4 +357,5 @@ def _scatter(cx, node, a):
         if reduction is None or not a.get("include_self", True):
             raise UserError(f"scatter_reduce '{a['reduce']}' (include_self={a.get('include_self')}) is not supported")
     return cx.emit("scatter_elements", [x, idx, src],
-                   cx.attrs("scatter_elements", axis=_axis(int(a["dim"]), x.type.rank), reduction=reduction))
+                   cx.attrs("scatter_elements", axis=_axis(int(a["dim"]), x.type.rank), reduction=reduction,
+                            from_end=False))

@@ -350,7 +350,7 @@ def _embedding_bag(cx, node, a):
     if padding >= 0:
         kept = cx.emit("not", [cx.emit("eq", [cx.cast(ids, DType.i64), cx.scalar(padding, DType.i64, f"{node.name}_pad")])])
         member = cx.emit("and", [member, _unsqueeze(cx, kept, 0)])
-    rows = cx.emit("gather", [weight, ids], cx.attrs("gather", axis=0))                  # [L, D]
+    rows = cx.emit("gather", [weight, ids], cx.attrs("gather", axis=0, from_end=False))  # [L, D]
     weights = cx.cast(member, dtype)
     if a["per_sample_weights"] is not None:
         weights = cx.emit("mul", [weights, _unsqueeze(cx, cx.value(a["per_sample_weights"]), 0)])

@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.loops import BinOp, Cast, Const, Expr, Select, Var, children, const, dim_expr, rebuild
+from minic.ir.loops import (BINOPS, CALLS, BinOp, Buffer, Call, Cast, Const, Expr, Load, Role, Select, Var, children,
+                            const, dim_expr, rebuild)
 from minic.ir.types import DType, Dim, TensorType, dim_prod
 
 
@@ -147,33 +148,92 @@ class DataCheck:
 Checks = Callable[[Site], list[DataCheck]]          # checks(site) -> what the node's data must meet
 
 
+# --- the same checks on numpy arrays (the interpreter, constant folding) ------------------
+
+_ARRAY_BINOPS = {**BINOPS, "div": lambda a, b: np.trunc(a / b) if np.asarray(a).dtype.kind == "f" else
+                 np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b)), "mod": np.fmod}
+
+
+def _evaluate(e: Expr, index: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """``e`` at every point at once: the index variables are broadcastable integer arrays."""
+    ev = lambda x: _evaluate(x, index, arrays)          # noqa: E731
+    if isinstance(e, Var):
+        return index[e.name]
+    if isinstance(e, Const):
+        return np.asarray(e.value, e.dtype.numpy)
+    if isinstance(e, Load):
+        return arrays[e.buffer.name][tuple(ev(i).astype(np.int64) for i in e.index)]
+    if isinstance(e, BinOp):
+        return np.asarray(_ARRAY_BINOPS[e.op](ev(e.a), ev(e.b))).astype(e.dtype.numpy)
+    if isinstance(e, Select):
+        return np.where(ev(e.cond), ev(e.a), ev(e.b))
+    if isinstance(e, Cast):
+        v = ev(e.value)
+        return v != 0 if e.to == DType.bool else v.astype(e.to.numpy)
+    if isinstance(e, Call):
+        return CALLS[e.fn](*(ev(a) for a in e.args))
+    raise TypeError(f"a data check cannot test {type(e).__name__}")
+
+
+def check_arrays(op: str, checks: Checks, attrs: Any, outputs: list[TensorType], arrays: Sequence[np.ndarray]) -> None:
+    """Raise the DataError compiled code would report, if ``arrays`` (the node's inputs) fail one
+    of the op's ``checks``: the references' side of DataCheck, so each condition is written once
+    for the compiled code, the interpreter and constant folding (``ops.define`` wraps every
+    reference with it)."""
+    buffers = [Buffer(f"in{k}", a.shape, DType.of(a.dtype), Role.INPUT) for k, a in enumerate(arrays)]
+    site = Site(op, attrs, [Operand(TensorType(b.shape, b.dtype), lambda at, b=b: Load(b, tuple(at)), a)
+                            for b, a in zip(buffers, arrays)], outputs, 0, Fresh())
+    memory = {b.name: np.asarray(a) for b, a in zip(buffers, arrays)}
+    for check in checks(site):
+        shape = tuple(int(d) for d in check.shape)
+        at = tuple(Var(f"c{a}") for a in range(len(shape)))
+        index = dict(zip((v.name for v in at), np.indices(shape, sparse=True)))
+        with np.errstate(all="ignore"):
+            failed = np.broadcast_to(_evaluate(check.fails(at), index, memory), shape)
+            if failed.any():
+                first = np.unravel_index(int(np.argmax(failed)), shape)
+                value = np.broadcast_to(_evaluate(check.value(at), index, memory), shape)[first]
+                raise DataError(f"{op}: {check.message.replace('{value}', str(value))}")
+
+
 def as_i64(e: Expr) -> Expr:
     return e if e.dtype == DType.i64 else Cast(DType.i64, e)
 
 
-def wrap_index(i: Expr, n: Dim) -> Expr:
-    """An index read from a tensor, as i64, a negative one counted from the end, clamped into
-    [0, n) (one still outside is reported by the op's data check; clamped, it never reads
-    outside the table while the kernel finishes)."""
+# Where an index read from a tensor may lie depends on the model's source, so the node says
+# (``from_end``, an attribute of the indexing ops that each importer sets): ONNX and numpy
+# count a negative index from the end, [-n, n); torch.gather, index_select, nn.Embedding and
+# scatter refuse it, [0, n).
+
+def wrap_index(i: Expr, n: Dim, from_end: bool = True) -> Expr:
+    """An index read from a tensor, as i64, a negative one counted from the end (``from_end``),
+    clamped into [0, n) (one still outside is reported by the op's data check; clamped, it
+    never reads outside the table while the kernel finishes)."""
     i = as_i64(i)
-    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i), n)
+    return clamp(Select(BinOp("lt", i, const(0)), BinOp("add", i, dim_expr(n)), i) if from_end else i, n)
 
 
-def wrap_indices(idx: np.ndarray, n: int, op: str, where: str = "") -> np.ndarray:
+def wrap_indices(idx: np.ndarray, n: int, op: str, where: str = "", from_end: bool = True) -> np.ndarray:
     """The references' side of ``wrap_index``: ``idx`` with negative indices counted from
-    the end; one outside [-n, n) is a DataError of ``op``."""
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = idx.min() if idx.min() < -n else idx.max()
-        raise DataError(f"{op}: index {bad} is out of range [{-n}, {n}){where}")
+    the end; one outside [-n, n) ([0, n) unless ``from_end``) is a DataError of ``op``."""
+    low = -n if from_end else 0
+    if idx.size and (idx.min() < low or idx.max() >= n):
+        bad = idx.min() if idx.min() < low else idx.max()
+        raise DataError(f"{op}: index {bad} is out of range [{low}, {n}){where}")
     return np.where(idx < 0, idx + n, idx)
 
 
-def index_check(shape: tuple[Dim, ...], index: Callable[[tuple[Expr, ...]], Expr], n: Dim, where: str) -> DataCheck:
-    """Every ``index(at)``, for ``at`` over ``shape``, inside [-n, n) (negative ones count from the end)."""
+def index_check(shape: tuple[Dim, ...], index: Callable[[tuple[Expr, ...]], Expr], n: Dim, where: str,
+                from_end: bool = True) -> DataCheck:
+    """Every ``index(at)``, for ``at`` over ``shape``, inside [-n, n) (negative ones count from the
+    end), or [0, n) unless ``from_end``."""
+    low = BinOp("sub", const(0), dim_expr(n)) if from_end else const(0)
+
     def fails(at: tuple[Expr, ...]) -> Expr:
         i = as_i64(index(at))
-        return BinOp("or", BinOp("lt", i, BinOp("sub", const(0), dim_expr(n))), BinOp("ge", i, dim_expr(n)))
-    return DataCheck(shape, fails, lambda at: as_i64(index(at)), f"index {{value}} is out of range [-{n}, {n}){where}")
+        return BinOp("or", BinOp("lt", i, low), BinOp("ge", i, dim_expr(n)))
+    return DataCheck(shape, fails, lambda at: as_i64(index(at)),
+                     f"index {{value}} is out of range [{'-' if from_end else ''}{n if from_end else 0}, {n}){where}")
 
 
 def reduce_axes(site: Site, x: Operand, axes: tuple[int, ...], keep: bool,

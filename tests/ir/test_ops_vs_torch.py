@@ -70,7 +70,8 @@ def test_inverse_and_hyperbolic(op):
 
 
 BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "max": torch.maximum,
-          "min": torch.minimum, "pow": torch.pow, "eq": torch.eq, "lt": torch.lt, "gt": torch.gt}
+          "min": torch.minimum, "pow": torch.pow, "eq": torch.eq, "lt": torch.lt, "gt": torch.gt,
+          "ge": torch.ge, "le": torch.le}
 
 
 @pytest.mark.parametrize("op", sorted(BINARY))

@@ -24,7 +24,7 @@ from typing import Any, Callable, Literal, Union
 import numpy as np
 
 from minic.errors import UserError
-from minic.ir.compute import Checks, Rule
+from minic.ir.compute import Checks, Rule, check_arrays
 from minic.ir.types import Dim, DType, TensorType
 from minic.registry import Registry
 
@@ -157,7 +157,23 @@ def define(name: str, kind: OpKind, infer: Callable, reference: Callable, comput
     op = OpDef(name, kind, infer, reference, compute, attrs, **more)
     if op.f16_via_f32:
         op = replace(op, reference=via_f32(op.reference))
+    if op.checks is not None:
+        op = replace(op, reference=checked(op))
     return REGISTRY.put(op.name, op)
+
+
+def checked(op: OpDef) -> Callable[..., Any]:
+    """The reference, after the op's data checks (``OpDef.checks``) on its input arrays: the
+    interpreter and constant folding refuse the data compiled code refuses, with its words."""
+    reference = op.reference
+
+    @functools.wraps(reference)
+    def run(attrs: Any, *arrays: Any) -> Any:
+        arrays = tuple(np.asarray(a) for a in arrays)
+        types = [TensorType(a.shape, DType.of(a.dtype)) for a in arrays]
+        check_arrays(op.name, op.checks, attrs, op.infer(attrs, types), arrays)
+        return reference(attrs, *arrays)
+    return run
 
 
 def get(name: str) -> OpDef:

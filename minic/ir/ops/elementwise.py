@@ -9,7 +9,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from minic.errors import DataError, UnsupportedError
+from minic.errors import UnsupportedError
 from minic.ir.compute import DataCheck, Operand, Site, as_i64, broadcast_index
 from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
 from minic.ir.ops import OpKind, define
@@ -97,11 +97,11 @@ for _name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):       # numpy'
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C semantics: round toward zero; exact in integers (a float quotient loses u64/i64 digits,
-    and |MIN| does not exist); a zero divisor is a DataError."""
-    if np.any(np.asarray(b) == 0):
-        raise DataError("div: integer division by zero")
+    """C semantics: round toward zero; exact in integers (a float quotient loses u64/i64 digits).
+    Its checks (int_div_checks) refuse a zero divisor and MIN / -1 first; a stand-in divisor of 1
+    keeps numpy quiet when constant folding asks without them."""
     with np.errstate(over="ignore"):
+        b = np.where(np.asarray(b) == 0, 1, b).astype(b.dtype)
         q = np.floor_divide(a, b)
         return (q + ((a - q * b != 0) & ((a < 0) != (b < 0)))).astype(a.dtype)
 
@@ -114,6 +114,22 @@ def div_checks(site: Site) -> list[DataCheck]:
     divisor = lambda index: arg(b, index)
     return [DataCheck(site.out.shape, lambda index: BinOp("eq", divisor(index), const(0, b.type.dtype)),
                       lambda index: as_i64(divisor(index)), "integer division by zero")]
+
+
+def int_div_checks(site: Site) -> list[DataCheck]:
+    """div: also MIN / -1, whose quotient -MIN the dtype cannot hold (C leaves it undefined, x86's
+    idiv traps, PyTorch and ONNX Runtime die of SIGFPE): refused, not wrapped to MIN.  (mod needs
+    no such check: MIN mod -1 is 0, which every path gives.)"""
+    checks = div_checks(site)
+    dtype = site.out.dtype
+    if dtype.is_float or dtype.is_unsigned:
+        return checks
+    a, b = site.inputs
+    low = int(np.iinfo(dtype.numpy).min)
+    overflows = lambda index: BinOp("and", BinOp("eq", arg(a, index), const(low, dtype)),    # noqa: E731
+                                    BinOp("eq", arg(b, index), const(-1, dtype)))
+    return checks + [DataCheck(site.out.shape, overflows, lambda index: as_i64(arg(a, index)),
+                               "integer overflow: {value} / -1 does not fit " + dtype.value)]
 
 
 def binary(name: str, reference: Callable, torch, result: DType | None = None,
@@ -133,10 +149,15 @@ binary("mul", np.multiply, "mul")
 binary("max", np.maximum, "maximum")
 binary("min", np.minimum, "minimum")
 binary("div", lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else _int_div(a, b), "div", sample="div",
-       checks=div_checks)
+       checks=int_div_checks, doc="div(a, b), elementwise with broadcasting; integers: C's truncating quotient, "
+                                  "a zero divisor or MIN / -1 is a DataError")
 binary("eq", np.equal, "eq", DType.bool, "compare")
 binary("lt", np.less, "lt", DType.bool, "compare")
 binary("gt", np.greater, "gt", DType.bool, "compare")
+# ge and le are ops of their own, not not(lt) and not(gt): with a NaN operand every ordered
+# comparison is false (IEEE 754, PyTorch, ONNX), and the complement of a false one is true.
+binary("ge", np.greater_equal, "ge", DType.bool, "compare")
+binary("le", np.less_equal, "le", DType.bool, "compare")
 
 
 def _logical_torch(name: str):

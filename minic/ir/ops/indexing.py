@@ -11,13 +11,12 @@ from typing import Literal
 
 import numpy as np
 
-from minic.errors import DataError
 from minic.ir.compute import (DataCheck, Reduce, Site, clamp, index_check, initial, reduce_axes, reduce_over,
                                wrap_index, wrap_indices)
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, broadcast_infer, div_checks
-from minic.ir.ops.layout import delinearize, gather_checks, linearize
+from minic.ir.ops.layout import GatherAttrs, delinearize, gather_checks, linearize
 from minic.ir.ops.reduce import reduced_shape
 from minic.ir.ops.shapes import norm_axis, require
 from minic.ir.types import DType, TensorType
@@ -30,7 +29,7 @@ INDEX_TYPES = (DType.i64, DType.i32)
 def gather_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
-    i = wrap_index(idx.at(index), data.type.shape[axis])
+    i = wrap_index(idx.at(index), data.type.shape[axis], site.attrs.from_end)
     return data.at(index[:axis] + (i,) + index[axis + 1:])
 
 
@@ -63,7 +62,8 @@ def scatter_elements_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     def at(k: Expr) -> tuple[Expr, ...]:          # the update position j: j[axis] = k, else the output's index
         return tuple(clamp(k, n) if a == axis else clamp(i, upd.type.shape[a]) for a, i in enumerate(index))
     inside = [BinOp("lt", i, dim_expr(upd.type.shape[a])) for a, i in enumerate(index) if a != axis]
-    match = fold("and", inside + [BinOp("eq", wrap_index(idx.at(at(r)), data.type.shape[axis]), index[axis])])
+    match = fold("and", inside + [BinOp("eq", wrap_index(idx.at(at(r)), data.type.shape[axis], site.attrs.from_end),
+                                        index[axis])])
     return _combine(site, data.at(index), ((r, dim_expr(n)),), match, r, lambda k: upd.at(at(k)))
 
 
@@ -87,7 +87,10 @@ def arg_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     best = reduce_over(site, x, (axis,), site.attrs.keepdims, index, "max" if site.op == "arg_max" else "min")
     loops, row = reduce_axes(site, x, (axis,), site.attrs.keepdims, index)
     (w, n), = loops
-    hit = BinOp("eq", x.at(row), best)
+    element = x.at(row)
+    hit = BinOp("eq", element, best)
+    if x.type.dtype.is_float:       # max/min propagate a NaN, which equals nothing: the NaN itself is the hit
+        hit = BinOp("or", hit, BinOp("ne", element, element))
     if site.attrs.last:
         return Reduce("max", loops, Select(hit, w, const(-1)))
     return Reduce("min", loops, Select(hit, w, n))
@@ -130,14 +133,10 @@ def shift_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 
 
 @dataclass(frozen=True)
-class AxisAttrs:
-    axis: int = 0
-
-
-@dataclass(frozen=True)
 class ScatterAttrs:
     axis: int = 0
     reduction: Literal["none", "add", "mul", "max", "min"] = "none"     # how an update meets the data
+    from_end: bool = True     # a negative index counts from the end (ONNX); false: out of range (torch.scatter)
 
 
 # The data checks (compute.DataCheck): the index tensors, one test per index.
@@ -148,7 +147,7 @@ def _nd_checks(site: Site) -> list[DataCheck]:                # gather_nd, scatt
                         f" on axis {b + k}") for k in range(q)]
 
 
-def _gather_elements_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
+def _gather_elements_infer(attrs: GatherAttrs, ts: list[TensorType]) -> list[TensorType]:
     data, idx = ts
     require(idx.dtype in INDEX_TYPES and idx.rank == data.rank,
             f"gather_elements: indices must be i64/i32 of the data's rank, got {idx} for {data}")
@@ -156,14 +155,14 @@ def _gather_elements_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[Tenso
     return [TensorType(idx.shape, data.dtype)]
 
 
-def gather_elements(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def gather_elements(attrs: GatherAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
     axis = attrs.axis % data.ndim
     # Off the axis, idx may be shorter than data (torch.gather allows it): read the leading part.
     lead = data[tuple(slice(None) if a == axis else slice(0, d) for a, d in enumerate(idx.shape))]
-    return np.take_along_axis(lead, wrap_indices(idx, data.shape[axis], "gather_elements"), axis=axis)
+    return np.take_along_axis(lead, wrap_indices(idx, data.shape[axis], "gather_elements", "", attrs.from_end), axis=axis)
 
 
-define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, AxisAttrs,
+define("gather_elements", OpKind.LAYOUT, _gather_elements_infer, gather_elements, gather_elements_rule, GatherAttrs,
        arity=(2, 2), checks=gather_checks,
        doc="gather_elements(data, idx, axis)[i] = data[i with i[axis] replaced by idx[i]]")
 
@@ -189,7 +188,7 @@ _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimu
 def scatter_elements(attrs: ScatterAttrs, data: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
     axis = attrs.axis % data.ndim
     where = list(np.indices(idx.shape, sparse=True))     # index arrays: they broadcast against each other
-    where[axis] = wrap_indices(idx, data.shape[axis], "scatter_elements")
+    where[axis] = wrap_indices(idx, data.shape[axis], "scatter_elements", "", attrs.from_end)
     out = data.copy()
     if attrs.reduction == "none":
         out[tuple(where)] = upd
@@ -275,7 +274,8 @@ def _arg(pick):
 
 for _name, _pick, _extreme in (("arg_max", np.argmax, "largest"), ("arg_min", np.argmin, "smallest")):
     define(_name, OpKind.REDUCTION, _arg_infer, _arg(_pick), arg_rule, ArgAttrs,
-           doc=f"{_name}(x, axis) = the index of the {_extreme} element along axis (first or last of ties)")
+           doc=f"{_name}(x, axis) = the index of the {_extreme} element along axis (first or last of ties); "
+               "a NaN is the extreme (PyTorch's answer: the first NaN's index, or the last one's)")
 
 
 @dataclass(frozen=True)
@@ -315,16 +315,15 @@ class ModAttrs:
 
 
 def mod(attrs: ModAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):    # an integer x mod 0: div_checks refuses it first
         out = np.fmod(a, b) if attrs.fmod else np.mod(a, b)
-    if a.dtype.kind != "f" and np.any(np.asarray(b) == 0):
-        raise DataError("mod: integer division by zero")   # numpy would say 0, torch.remainder raises
     return out.astype(a.dtype)
 
 
 define("mod", OpKind.ELEMENTWISE, broadcast_infer("mod", "numeric inputs", lambda d: d != DType.bool),
        mod, mod_rule, ModAttrs, arity=(2, 2), checks=div_checks,
-       doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); an integer x mod 0 is a DataError")
+       doc="mod(a, b) = a - b·floor(a / b) (fmod: a - b·trunc(a / b)); an integer x mod 0 is a DataError, "
+           "MIN mod -1 is 0 (the exact remainder)")
 
 
 @dataclass(frozen=True)

@@ -327,31 +327,38 @@ _layout("slice", _slice_infer, _slice, slice_rule, SliceAttrs,
         "slice(x)[...] = x[start:end:step] on the given axes (Python's clamping rules)", _torch_slice)
 
 
-def _gather_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
+@dataclass(frozen=True)
+class GatherAttrs:
+    axis: int = 0
+    from_end: bool = True     # a negative index counts from the end (ONNX, numpy); false: out of range (torch)
+
+
+def _gather_infer(attrs: GatherAttrs, ts: list[TensorType]) -> list[TensorType]:
     data, idx = ts
     require(idx.dtype in (DType.i64, DType.i32), f"gather: indices must be i64 or i32, got {idx.dtype.value}")
     axis = norm_axis(attrs.axis, data.rank)
     return [TensorType(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)]
 
 
-def _gather(attrs: AxisAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return np.take(data, wrap_indices(idx, data.shape[attrs.axis], "gather", f" on axis {attrs.axis}"), axis=attrs.axis)
+def _gather(attrs: GatherAttrs, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return np.take(data, wrap_indices(idx, data.shape[attrs.axis], "gather", f" on axis {attrs.axis}", attrs.from_end),
+                   axis=attrs.axis)
 
 
 def gather_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     data, idx = site.inputs
     axis = norm_axis(site.attrs.axis, data.type.rank)
     k = idx.type.rank
-    i = wrap_index(idx.at(index[axis:axis + k]), data.type.shape[axis])
+    i = wrap_index(idx.at(index[axis:axis + k]), data.type.shape[axis], site.attrs.from_end)
     return data.at(index[:axis] + (i,) + index[axis + k:])
 
 
 def gather_checks(site: Site) -> list[DataCheck]:
-    """Every index inside [-n, n): one test per index, not per element gathered (gather,
-    gather_elements, scatter_elements)."""
+    """Every index inside [-n, n) ([0, n) unless the node's ``from_end``): one test per index,
+    not per element gathered (gather, gather_elements, scatter_elements)."""
     data, idx = site.inputs[:2]
     axis = norm_axis(site.attrs.axis, data.type.rank)
-    return [index_check(idx.type.shape, idx.at, data.type.shape[axis], f" on axis {axis}")]
+    return [index_check(idx.type.shape, idx.at, data.type.shape[axis], f" on axis {axis}", site.attrs.from_end)]
 
 
 def _torch_gather(t, x, idx):
@@ -360,7 +367,7 @@ def _torch_gather(t, x, idx):
     return t.torch.index_select(x, t.attrs.axis, idx.reshape(-1)).reshape(t.out)
 
 
-_layout("gather", _gather_infer, _gather, gather_rule, AxisAttrs,
+_layout("gather", _gather_infer, _gather, gather_rule, GatherAttrs,
         "gather(data, idx, axis)[..., i..., ...] = data[..., idx[i...], ...] (embedding is axis 0)", _torch_gather,
         arity=(2, 2), checks=gather_checks)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.ir.compute import Site, count, initial, reduce_over
-from minic.ir.loops import BinOp, Expr
+from minic.ir.loops import BinOp, Cast, Expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import norm_axes, require
 from minic.ir.types import DType, Shape, TensorType
@@ -53,9 +53,16 @@ def _reference(fn, op: str):
 def reduction(site: Site, index: tuple[Expr, ...]) -> Expr:
     x = site.inputs[0]
     axes = norm_axes(site.attrs.axes, x.type.rank)
+    dtype = x.type.dtype
+    if site.op == "reduce_mean" and not dtype.is_float and dtype.bits < 64:
+        # The sum of narrow integers in i64, as numpy's mean (in f64) and ONNX Runtime: the mean
+        # fits the dtype even where the sum would wrap (two INT32_MAX average to INT32_MAX, not -1).
+        wide = DType.u64 if dtype.is_unsigned else DType.i64
+        total = reduce_over(site, x, axes, site.attrs.keepdims, index, "sum", lambda e: Cast(wide, e))
+        return Cast(dtype, BinOp("div", total, count([x.type.shape[a] for a in axes], wide)))
     total = reduce_over(site, x, axes, site.attrs.keepdims, index, REDUCERS[site.op][1])
     if site.op == "reduce_mean":
-        return BinOp("div", total, count([x.type.shape[a] for a in axes], x.type.dtype))
+        return BinOp("div", total, count([x.type.shape[a] for a in axes], dtype))
     return total
 
 

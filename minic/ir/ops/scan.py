@@ -6,8 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minic.ir.compute import Site
-from minic.ir.loops import BinOp, Cast, Expr, const
+import math
+from fractions import Fraction
+
+from minic.ir.compute import DataCheck, Site
+from minic.ir.loops import BinOp, Cast, Expr, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
 from minic.ir.types import Dim, DType, TensorType
@@ -39,6 +42,34 @@ def range_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     return value if wide == d else Cast(d, value)
 
 
+def last_that_fits(attrs: RangeAttrs) -> int | None:
+    """The largest i whose start + i·step an integer dtype holds (-1: not even the start);
+    None for floats, which overflow to inf as PyTorch's do."""
+    if attrs.dtype.is_float:
+        return None
+    low, high = (int(v) for v in (np.iinfo(attrs.dtype.numpy).min, np.iinfo(attrs.dtype.numpy).max))
+    start, step = math.floor(attrs.start), attrs.step
+    if not low <= start <= high:
+        return -1
+    if step == 0:
+        return 2**62
+    return math.floor(Fraction((high if step > 0 else low) - start) / Fraction(step))     # exact: no float rounding
+
+
+def _range_checks(site: Site) -> list[DataCheck]:
+    """An integer range whose last element would leave its dtype is refused, not wrapped (torch
+    cannot even state one: its end would not fit)."""
+    last = last_that_fits(site.attrs)
+    if last is None or last >= 2**62:
+        return []
+    final = lambda at: BinOp("sub", dim_expr(site.out.shape[0]), const(1))        # noqa: E731
+    return [DataCheck((), lambda at: BinOp("gt", final(at), const(last)), final,
+                      f"start + i·step leaves {site.attrs.dtype.value} past i = {last}, and the range runs to "
+                      "i = {value}")]
+
+
 define("range", OpKind.ELEMENTWISE, _range_infer, lambda attrs: _range(attrs), range_rule, RangeAttrs,
-       arity=(0, 0), doc="range {shape=[n], dtype, start, step}[i] = start + i·step (torch.arange)",
+       arity=(0, 0), checks=_range_checks,
+       doc="range {shape=[n], dtype, start, step}[i] = start + i·step (torch.arange); an integer element "
+           "the dtype cannot hold is a DataError",
        torch=lambda t: t.torch.arange(t.out[0], dtype=t.dtype(t.attrs.dtype)) * t.attrs.step + t.attrs.start)
