@@ -142,7 +142,9 @@ def verified(program, made_by: str):
 
 def _scheduled(c: Compilation, program):
     tuning = c.tuning or records.load(c.options.cache)
-    return default_schedule(program, c.target, tuning.knobs(records.target_of(c.target)))
+    hand = c.options.schedules
+    done = default_schedule(program, c.target, tuning.knobs(records.target_of(c.target)), hand)
+    return verified(done, "the hand schedule of") if hand else done    # what a user's function made
 
 
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)
