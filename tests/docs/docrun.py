@@ -20,8 +20,8 @@
   the real thing.
 * ```` ```python source=minic/passes/reshapes.py:reshape_pair ```` — a quote of the code:
   not run, its body must be the named symbol's source as it is in the file (a function or
-  class with its decorators and docstring, ``Class.method``, or a module-level assignment such
-  as ``PASSES``; ``source=PATH`` alone quotes a whole small file), found with ``ast``.  So a
+  class with its decorators and docstring, ``Class.method``, a module-level assignment such
+  as ``PASSES``, or ``__doc__``: the module's docstring, where a design's reasons often live; ``source=PATH`` alone quotes a whole small file), found with ``ast``.  So a
   page shows the code that does the work and cannot drift from it: when the code changes, the
   test fails until ``python tests/docs/docrun.py --sources PAGE`` writes the new text in.
 * ```` ```console not-run: REASON ```` (or ``python``/``bash``/``text``/...) is shown,
@@ -87,6 +87,11 @@ def _symbol_node(tree: ast.Module, symbol: str) -> ast.AST | None:
     """The definition of ``symbol`` (``name`` or ``Class.name``) in a module's syntax tree."""
     scope: list[ast.stmt] = tree.body
     node = None
+    if symbol == "__doc__":                          # the module's docstring
+        first = scope[0] if scope else None
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str)
+        return first if docstring else None
     for part in symbol.split("."):
         node = None
         for item in scope:

@@ -135,3 +135,4 @@ def test_a_quote_is_the_code_as_it_is(tmp_path, monkeypatch):
 def test_quotes_read_the_real_tree():
     assert source_of("minic/passes/reshapes.py:reshape_pair").startswith("@rule(*RESHAPES)\ndef reshape_pair(")
     assert source_of("minic/passes/manager.py:PASSES").startswith("PASSES: dict[str, Pass] = {")
+    assert source_of("minic/passes/fuse_groups.py:__doc__").startswith('"""Fusion: decide which nodes')
