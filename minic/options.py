@@ -9,8 +9,9 @@ A stage sees only its part: codegen never sees the cache, the passes never the m
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 from minic.errors import UserError
 
@@ -89,6 +90,11 @@ class CompileOptions:
     cache_dir: Path | None = None        # None = default_cache_dir()
     use_cache: bool = True
     records: Path | None = None          # tuning records (JSON lines); None = <cache dir>/tuning.jsonl
+    # Schedules put back by hand: kernel name (k3_matmul) or signature (the tuning records' key)
+    # -> a function Function -> Function (the kernel scheduled, before weights are pre-packed),
+    # or the contraction template's knobs (a schedule.Knobs or its dict).  A function's code is
+    # no part of any key, so a compile with hand schedules is never cached.
+    schedules: Mapping[str, Any] | None = field(default=None, hash=False)
 
     @classmethod
     def cross(cls, target: str, cpu: str = "", features: str = "", threads: int = 4,
@@ -116,4 +122,4 @@ class CompileOptions:
     def cache(self) -> CacheOptions:
         folder = Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
         return CacheOptions(folder, Path(self.records) if self.records is not None else folder / RECORDS_FILE,
-                            self.use_cache)
+                            self.use_cache and not self.schedules)

@@ -39,6 +39,7 @@ from typing import Any, Callable, TextIO
 from minic.codegen.module import build_module, emit_assembly, emit_object, optimize_module
 from minic.errors import UserError
 from minic.ir.graph import Graph
+from minic.ir.loops_verify import LoopVerifyError, verify_function, verify_program
 from minic.ir.types import DType
 from minic.lowering import lower_graph
 from minic.lowering.precision import widen
@@ -122,13 +123,28 @@ def _loops(c: Compilation, graph: Graph):
     # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.  A graph's
     # own f16 values are rounded where a kernel uses them; those that precision="f16" made stay f32.
     precision = c.graph_options.precision
-    return widen(lower_graph(graph, round_inlined=precision == "f32"),
-                 DType.f16 if precision == "f16-acc" else DType.f32)
+    program = widen(lower_graph(graph, round_inlined=precision == "f32"),
+                    DType.f16 if precision == "f16-acc" else DType.f32)
+    return verified(program, "lowering")
+
+
+def verified(program, made_by: str):
+    """``program`` after the Loop IR verifier, whose error names the graph nodes of the kernel
+    that breaks an invariant: an op's compute rule that calls a scalar function Loop IR does not
+    have (``minic.ir.loops.CALLS``) is an error here, not a KeyError deep in codegen."""
+    for k in program.kernels:
+        try:
+            verify_function(k)
+        except LoopVerifyError as e:
+            raise LoopVerifyError(f"{made_by} {k.origin or k.name}: {e}") from None
+    return verify_program(program)
 
 
 def _scheduled(c: Compilation, program):
     tuning = c.tuning or records.load(c.options.cache)
-    return default_schedule(program, c.target, tuning.knobs(records.target_of(c.target)))
+    hand = c.options.schedules
+    done = default_schedule(program, c.target, tuning.knobs(records.target_of(c.target)), hand)
+    return verified(done, "the hand schedule of") if hand else done    # what a user's function made
 
 
 # stage -> (how it is made, the stage it is made from; "optimized": LLVM's optimizer on llvm)

@@ -124,3 +124,28 @@ def test_tuning_records_are_read_once_per_compile(tmp_path, monkeypatch):
     monkeypatch.setattr(records, "read", lambda path: pytest.fail("records read again"))
     compile_graph(graph_of(load("mlp", size="small")), CompileOptions(cache_dir=tmp_path))
     assert len(loads) == 1
+
+
+def test_lowered_loop_ir_is_verified_and_a_bad_rule_is_located():
+    """A compute rule that calls a scalar function Loop IR lacks (log1p is not in CALLS) is an
+    error at lowering naming the node, not a bare ``KeyError: 'log1p'`` from codegen (before)."""
+    import numpy as np
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value
+    from minic.ir.loops import CALLS, Call
+    from minic.ir.loops_verify import LoopVerifyError
+    from minic.ir.ops import OpKind, define
+    from minic.ir.ops.elementwise import arg
+    from minic.ir.types import DType, TensorType
+    from minic.runtime import compile_graph
+    assert "log1p" not in CALLS
+    define("log1p_demo", OpKind.ELEMENTWISE, lambda attrs, types: [types[0]], lambda attrs, x: np.log1p(x),
+           lambda site, index: Call("log1p", (arg(site.inputs[0], index),)), doc="log1p(x)")
+    try:
+        x, y = Value("x", TensorType((4,), DType.f32)), Value("y", TensorType((4,), DType.f32))
+        graph = Graph("g", [x], [y], [Node("log1p_demo", [x], [y], ops.get("log1p_demo").make_attrs())], [])
+        with pytest.raises(LoopVerifyError, match=r"^lowering %y = log1p_demo\(%x\): kernel k0_log1p_demo: "
+                                                  r"unknown call log1p/1$"):
+            compile_graph(graph, CompileOptions(use_cache=False))
+    finally:
+        del ops.REGISTRY["log1p_demo"]

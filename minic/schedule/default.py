@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import replace
+from typing import Any, Mapping
 
 import numpy as np
 
+from minic.errors import UserError
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
@@ -171,15 +173,48 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
     return replace(fused, body=_parallelize(fused, fused.body))
 
 
-def default_schedule(program: Program, target: Target, tuned: dict[str, dict] | None = None) -> Program:
+def default_schedule(program: Program, target: Target, tuned: dict[str, dict] | None = None,
+                     hand: Mapping[str, Any] | None = None) -> Program:
     """``program`` scheduled kernel by kernel for ``target`` (threads and the machine).  A
     contraction whose signature is in ``tuned`` (signature -> knobs: the tuning records that
-    beat the default on this target, read by the caller, ``minic/tune/records.py``) uses those knobs."""
+    beat the default on this target, read by the caller, ``minic/tune/records.py``) uses those knobs.
+    ``hand`` (CompileOptions.schedules) puts schedules back: a kernel whose name or signature it
+    holds is scheduled by that function, or with those knobs; weights are pre-packed after, so a
+    hand schedule sees the lowered kernel and its weights as they are in the graph."""
+    hand = dict(hand or {})
+    used: set[str] = set()
 
     def knobs_for(k: Function) -> Knobs | None:
         if not tuned or find_contraction(k) is None:
             return None
         knobs = tuned.get(signature(k))
         return Knobs(**knobs) if knobs is not None else None
-    program = prepack(replace(program, kernels=[schedule_kernel(k, target, knobs_for(k)) for k in program.kernels]))
+
+    def scheduled(k: Function) -> Function:
+        key = k.name if k.name in hand else signature(k) if hand else None
+        if key not in hand:
+            return schedule_kernel(k, target, knobs_for(k))
+        used.add(key)
+        given = hand[key]
+        if isinstance(given, (Knobs, dict)):
+            try:
+                knobs = given if isinstance(given, Knobs) else Knobs(**given)
+            except TypeError as e:
+                raise UserError(f"schedules[{key!r}]: bad knobs ({e}); the knobs are {Knobs()}") from None
+            if find_contraction(k) is None:
+                raise UserError(f"schedules[{key!r}]: kernel {k.name} is no contraction; knobs are the "
+                                "contraction template's, give a function instead")
+            return schedule_kernel(k, target, knobs)
+        if not callable(given):
+            raise UserError(f"schedules[{key!r}]: expected a function or knobs, got {type(given).__name__}")
+        done = given(k)
+        if not isinstance(done, Function) or done.name != k.name:
+            raise UserError(f"schedules[{key!r}]: the hand schedule must return kernel {k.name} (a Function), "
+                            f"got {getattr(done, 'name', type(done).__name__)}")
+        return done
+    kernels = [scheduled(k) for k in program.kernels]
+    if unknown := sorted(set(hand) - used):
+        raise UserError(f"schedules: no kernel named or signed {unknown[0]!r}; the kernels are "
+                        f"{', '.join(k.name for k in program.kernels)}")
+    program = prepack(replace(program, kernels=kernels))
     return replace(program, kernels=[widen_parallel(k, target.threads) for k in program.kernels])

@@ -18,6 +18,12 @@
   any text.  Progress lines (``[2/6] verify: ...``) count only in a block that
   shows one.  A line that is a bare boolean (``True``, ``minic True``) fails: show
   the real thing.
+* ```` ```python source=minic/passes/reshapes.py:reshape_pair ```` — a quote of the code:
+  not run, its body must be the named symbol's source as it is in the file (a function or
+  class with its decorators and docstring, ``Class.method``, a module-level assignment such
+  as ``PASSES``, or ``__doc__``: the module's docstring, where a design's reasons often live; ``source=PATH`` alone quotes a whole small file), found with ``ast``.  So a
+  page shows the code that does the work and cannot drift from it: when the code changes, the
+  test fails until ``python tests/docs/docrun.py --sources PAGE`` writes the new text in.
 * ```` ```console not-run: REASON ```` (or ``python``/``bash``/``text``/...) is shown,
   not run: an expensive command, a fragment, an excerpt of a long benchmark's
   output; the reason is required.  Every other block is run: a fence of any
@@ -26,14 +32,17 @@
 
 Everything runs in one scratch folder per page, in document order.
 ``python tests/docs/docrun.py PAGE...`` runs pages and prints what fails;
-``--update`` writes each failing block's real output into the page instead
-(a long output keeps its head and tail around a ``...`` line, a long line its
-head before `` ...``).
+``--update`` writes each failing block's real output (and each drifted quote's
+source) into the page instead (a long output keeps its head and tail around a
+``...`` line, a long line its head before `` ...``); ``--sources`` only refreshes
+the quotes, running nothing.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
+import textwrap
 import json
 import re
 import select
@@ -44,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TIMEOUT_S = 300
+ROOT = Path(__file__).resolve().parents[2]       # where a quote's path starts
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
@@ -64,6 +74,59 @@ def blocks(page: str) -> list[Block]:
         out.append(Block(lang, info.strip(), m.group(2), page.count("\n", 0, m.start()) + 1,
                          m.start(2), m.end(2)))
     return out
+
+
+def quoted(block: Block) -> str | None:
+    """The ``PATH[:SYMBOL]`` a quote block names (``source=...`` in its info string), or None."""
+    words = block.info.split()
+    found = [w[len("source="):] for w in words if w.startswith("source=")]
+    return found[0] if found else None
+
+
+def _symbol_node(tree: ast.Module, symbol: str) -> ast.AST | None:
+    """The definition of ``symbol`` (``name`` or ``Class.name``) in a module's syntax tree."""
+    scope: list[ast.stmt] = tree.body
+    node = None
+    if symbol == "__doc__":                          # the module's docstring
+        first = scope[0] if scope else None
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str)
+        return first if docstring else None
+    for part in symbol.split("."):
+        node = None
+        for item in scope:
+            names = []
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [item.name]
+            elif isinstance(item, ast.Assign):
+                names = [t.id for t in item.targets if isinstance(t, ast.Name)]
+            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names = [item.target.id]
+            if part in names:
+                node = item          # the last definition wins, as at import time
+        if node is None:
+            return None
+        scope = node.body if isinstance(node, ast.ClassDef) else []
+    return node
+
+
+def source_of(where: str, root: Path | None = None) -> str:
+    """The text a quote of ``PATH[:SYMBOL]`` must show: the symbol's lines as written (its
+    decorators and comments inside included, dedented), or the whole file.  A missing file or
+    symbol raises LookupError."""
+    path, _, symbol = where.partition(":")
+    file = (root or ROOT) / path
+    if not file.is_file():
+        raise LookupError(f"no file {path}")
+    text = file.read_text()
+    if not symbol:
+        return text
+    node = _symbol_node(ast.parse(text, path), symbol)
+    if node is None:
+        raise LookupError(f"{path} defines no '{symbol}'")
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    lines = text.splitlines()[first - 1:node.end_lineno]
+    return textwrap.dedent("\n".join(lines)) + "\n"
 
 
 def console_items(block: Block) -> list[tuple[str, list[str]]]:
@@ -244,7 +307,18 @@ def run_page(path: Path, cwd: Path, edits: list[Edit] | None = None) -> list[str
             following = items[i + 1] if i + 1 < len(items) else None
             output_block = following if following and following.lang == "text" and following.info == "output" \
                 else None
-            if block.info.startswith("not-run"):
+            if (source := quoted(block)) is not None:
+                try:
+                    want = source_of(source)
+                except LookupError as e:
+                    failures.append(f"{where}: a quote names what the code no longer has ({e})")
+                    continue
+                if block.text != want:
+                    failures.append(f"{where}: the quote of {source} is not the code as it is now; "
+                                    f"refresh it: python tests/docs/docrun.py --sources {path}")
+                    if edits is not None:
+                        edits.append(Edit(block.start, block.end, want))
+            elif block.info.startswith("not-run"):
                 if not block.info.partition(":")[2].strip():
                     failures.append(f"{where}: a not-run block says why (```{block.lang} not-run: REASON)")
             elif block.lang == "text" and block.info == "output":
@@ -293,6 +367,20 @@ def run_page(path: Path, cwd: Path, edits: list[Edit] | None = None) -> list[str
     return failures
 
 
+def refresh_sources(page: Path) -> int:
+    """Write the code as it is now into each drifted quote of ``page``; how many changed."""
+    text = page.read_text()
+    edits = []
+    for block in blocks(text):
+        if (source := quoted(block)) is not None:
+            want = source_of(source)          # a quote of a symbol that is gone: the error says which
+            if block.text != want:
+                edits.append(Edit(block.start, block.end, want))
+    if edits:
+        page.write_text(apply(text, edits))
+    return len(edits)
+
+
 def apply(page: str, edits: list[Edit]) -> str:
     for e in sorted(edits, key=lambda e: e.start, reverse=True):
         page = page[:e.start] + e.text + page[e.end:]
@@ -305,7 +393,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the blocks of Markdown pages (see the module's doc).")
     parser.add_argument("pages", nargs="+", type=Path)
     parser.add_argument("--update", action="store_true", help="write the real output into each failing block")
+    parser.add_argument("--sources", action="store_true",
+                        help="only write the code as it is now into each drifted source= quote (runs nothing)")
     args = parser.parse_args(argv)
+    if args.sources:
+        for page in args.pages:
+            count = refresh_sources(page)
+            print(f"{page}: {count} quote(s) refreshed")
+        return 0
     bad = 0
     for page in args.pages:
         text = page.read_text()

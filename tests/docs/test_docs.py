@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from docrun import Edit, apply, blocks, commands, cut, mismatch, run_page
+import docrun
+from docrun import Edit, apply, blocks, commands, cut, mismatch, refresh_sources, run_page, source_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -100,3 +101,38 @@ def test_runner_reports_failures(tmp_path):
     assert "says why" in failures[5]
     assert "neither run nor marked" in failures[6]             # an unmarked excerpt: it could drift
     assert "follows the python block" in failures[7]
+
+
+def test_a_quote_is_the_code_as_it_is(tmp_path, monkeypatch):
+    """A ```python source=PATH:SYMBOL block must be that symbol's source: a page that quotes code
+    fails when the code changes under it, and --sources writes the new code in."""
+    monkeypatch.setattr(docrun, "ROOT", tmp_path)
+    module = tmp_path / "pkg" / "m.py"
+    module.parent.mkdir()
+    module.write_text("X = 1\n\n\n@deco\ndef f(a):\n    return a + X   # why\n\n\n"
+                      "class C:\n    def g(self):\n        return 2\n")
+    assert source_of("pkg/m.py:f") == "@deco\ndef f(a):\n    return a + X   # why\n"
+    assert source_of("pkg/m.py:C.g") == "def g(self):\n    return 2\n"          # a method, dedented
+    assert source_of("pkg/m.py:X") == "X = 1\n"
+    page = tmp_path / "p.md"
+    page.write_text("```python source=pkg/m.py:f\n@deco\ndef f(a):\n    return a + X   # why\n```\n"
+                    "```python source=pkg/m.py:C.g\ndef g(self):\n    return 2\n```\n")
+    assert run_page(page, tmp_path) == []
+    module.write_text(module.read_text().replace("a + X", "a - X"))              # the code moves on
+    (failure,) = run_page(page, tmp_path)
+    assert "p.md:1: the quote of pkg/m.py:f is not the code" in failure and "--sources" in failure
+    assert refresh_sources(page) == 1 and "return a - X" in page.read_text()
+    assert run_page(page, tmp_path) == []
+    module.write_text("X = 1\n")                                                 # f is gone
+    failures = run_page(page, tmp_path)
+    assert len(failures) == 2 and "defines no 'f'" in failures[0] and "defines no 'C.g'" in failures[1]
+    page.write_text("```python source=pkg/gone.py:f\nx\n```\n```python source=pkg/m.py:X\nX = 1\n```\n"
+                    "```text output\n1\n```\n")
+    failures = run_page(page, tmp_path)
+    assert "no file pkg/gone.py" in failures[0] and "follows the python block" in failures[1]
+
+
+def test_quotes_read_the_real_tree():
+    assert source_of("minic/passes/reshapes.py:reshape_pair").startswith("@rule(*RESHAPES)\ndef reshape_pair(")
+    assert source_of("minic/passes/manager.py:PASSES").startswith("PASSES: dict[str, Pass] = {")
+    assert source_of("minic/passes/fuse_groups.py:__doc__").startswith('"""Fusion: decide which nodes')
