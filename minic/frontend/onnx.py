@@ -353,13 +353,14 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     refuses this use of it) is replaced by the function body of its ONNX schema, when
     it has one (see onnx_functions.py)."""
     from minic.frontend.onnx_functions import expansion
-    from minic.frontend.onnx_ops import CONVERTERS
+    from minic.frontend.onnx_ops import CONVERTERS, DOMAINS
     for i, node in enumerate(nodes):
         label = _text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
         b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
-        convert = custom_ops.get((node.domain, node.op_type)) if domain else CONVERTERS.get(node.op_type)
+        convert = (custom_ops.get((node.domain, node.op_type)) or DOMAINS.get(domain, {}).get(node.op_type)) if domain \
+            else CONVERTERS.get(node.op_type)
         if not domain and convert is not None:
             _check_schema(node, opset, b.where)
         inputs = []
@@ -386,7 +387,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             if body is None:
                 if refusal is not None:
                     raise refusal
-                supported = ", ".join(sorted(CONVERTERS))
+                supported = ", ".join(sorted(DOMAINS.get(domain, CONVERTERS) if domain else CONVERTERS))
                 raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
             nodes_, body_opset = body
             where = b.where
