@@ -14,7 +14,7 @@ and compiled; the result is kept per shape signature, in memory (the last
     run(np.zeros((1, 3, 64, 64), np.float32))     # compiled on first sight of (1, 64, 64)
 
 ``dynamic=`` says which dims stay symbolic: ``None`` (the default) keeps all of them
-when the symbolic graph compiles and otherwise specializes all; ``True`` insists on
+when the symbolic graph compiles and otherwise as many as compile (``_widest``); ``True`` insists on
 one symbolic compilation; ``False`` specializes every symbol; ``{"x": {0: "N"}}`` (or
 ``{"x": [0]}``) keeps the symbols of those dims and specializes the others.
 A static model never comes here: it compiles to exactly the code it always did.
@@ -47,33 +47,60 @@ def compile(source: ModelSource, build: Build, dynamic: Any = None) -> Runner:
     if source.module is not None and source.graph is None and isinstance(dynamic, Mapping):
         source.dynamic_axes = torch_axes(source, dynamic)    # a torch model is exported with these axes
     inputs = model_inputs(source)
-    every = frozenset(s for v in inputs for d in v.type.shape for s in symbols(d))
+    every = _symbols_in_order(inputs)
     if not every:
         return build(graph_of(source))                   # a static model: nothing changes
     keep = kept_symbols(inputs, dynamic)
     general = _general_graph(source, inputs)
-    if keep is None:                                     # auto: symbolic if it compiles, else specialize all
+    if keep is None:                                     # auto: symbolic if it compiles, else as much as does
         if general is not None:
             try:
                 return build(general)
             except MinicError:       # an op needs a static size; were it anything else, specializing says it again
                 pass
-        keep = frozenset()
-    elif keep == every:
+        return _widest(source, build, inputs, every)
+    if keep == set(every):
         return build(general if general is not None else static_graph(source, {}, inputs))
     return Specialized(source, build, inputs, keep)
+
+
+def _symbols_in_order(inputs: list[Value]) -> list[str]:
+    """The symbols of the inputs' dims, in the order they first appear."""
+    return list(dict.fromkeys(s for v in inputs for d in v.type.shape for s in sorted(symbols(d))))
+
+
+def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[str]) -> "Specialized":
+    """Keep symbolic as many symbols as compile: each in turn (input order) is tried kept
+    with those kept so far, the others bound to the example's sizes; one that makes the
+    compilation fail is specialized.  A CNN over (N, 3, H, W) keeps N: one compilation
+    serves every batch at a given H and W.  (torch.compile's "automatic dynamic" makes a
+    dim dynamic once it changes; here the example decides at compile time.)"""
+    example = bind_symbols(inputs, source.example_inputs)
+    keep, first = frozenset(), None
+    for symbol in every[:-1] if len(every) > 1 else []:  # all of them together failed already
+        trial = keep | {symbol}
+        try:
+            run = build(static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs))
+        except MinicError:
+            continue
+        keep, first = trial, run
+    return Specialized(source, build, inputs, keep, first)
 
 
 class Specialized:
     """A model compiled once per run-time shape signature (the values of the symbols
     it specializes), on first sight of each; the last ``CAPACITY`` are kept."""
 
-    def __init__(self, source: ModelSource, build: Build, inputs: list[Value], keep: frozenset[str]):
+    def __init__(self, source: ModelSource, build: Build, inputs: list[Value], keep: frozenset[str],
+                 first: Runner | None = None):
         self.source, self.build, self.inputs, self.keep = source, build, inputs, keep
         self.compiled: OrderedDict[tuple, Runner] = OrderedDict()
         self.compilations = 0                            # how many signatures were compiled (tests read it)
         self._lock = threading.Lock()                    # a model is a value: threads may call it at once
-        if source.example_inputs:
+        if first is not None:                            # compiled already, for the example's signature
+            self.compiled[self.signature(source.example_inputs)] = first
+            self.compilations = 1
+        elif source.example_inputs:
             self.runner(source.example_inputs)           # errors show at compile time, not first call
 
     def signature(self, arrays) -> tuple[tuple[str, int], ...]:
@@ -107,9 +134,8 @@ class Specialized:
 
 def kept_symbols(inputs: list[Value], dynamic: Any) -> frozenset[str] | None:
     """The symbols ``dynamic`` keeps symbolic (None: decide automatically)."""
-    every = frozenset(s for v in inputs for d in v.type.shape for s in symbols(d))
     if dynamic is None or dynamic is True:
-        return None if dynamic is None else every
+        return None if dynamic is None else frozenset(_symbols_in_order(inputs))
     if dynamic is False:
         return frozenset()
     if not isinstance(dynamic, Mapping):

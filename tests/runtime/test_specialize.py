@@ -63,7 +63,9 @@ def test_cnn_with_dynamic_n_h_w_compiles_once_and_matches_onnxruntime_at_three_s
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(run(x), _ort(cnn_dyn, {"x": x})[0], rtol=1e-4, atol=1e-5)
     assert run.compilations == 3
+    assert run.keep == {"N"}                             # the batch stays symbolic: convolutions take it
     run(example)                                         # seen before: no new compilation
+    run(rng.standard_normal((5, 3, 32, 32)).astype(np.float32))          # a new N at a known H, W: none either
     assert run.compilations == 3
 
 
@@ -159,7 +161,8 @@ def test_memory_keeps_the_last_capacity_shapes(tmp_path):
     for n in range(3, 3 + CAPACITY + 2):
         run(np.zeros((1, n), np.float32))
     assert len(run.compiled) == CAPACITY
-    assert (("batch", 1), ("sequence", 3)) not in run.compiled      # the least recently used went first
+    assert run.keep == {"batch"}
+    assert [k[0][1] for k in run.compiled] == list(range(5, 13))      # the least recently used went first
 
 
 def test_torch_module_with_a_dynamic_option_is_exported_with_those_axes(tmp_path):
