@@ -353,15 +353,17 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     refuses this use of it) is replaced by the function body of its ONNX schema, when
     it has one (see onnx_functions.py)."""
     from minic.frontend.onnx_functions import expansion
+    from minic.frontend.onnx_contrib import ort_onnx_domain_op
     from minic.frontend.onnx_ops import CONVERTERS, DOMAINS
     for i, node in enumerate(nodes):
         label = _text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
         b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        runtimes_own = None if domain else ort_onnx_domain_op(node.op_type, opset)    # no ONNX schema to check
         convert = (custom_ops.get((node.domain, node.op_type)) or DOMAINS.get(domain, {}).get(node.op_type)) if domain \
-            else CONVERTERS.get(node.op_type)
-        if not domain and convert is not None:
+            else runtimes_own or CONVERTERS.get(node.op_type)
+        if not domain and convert is not None and runtimes_own is None:
             _check_schema(node, opset, b.where)
         inputs = []
         for name_ in node.input:

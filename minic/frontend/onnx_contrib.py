@@ -24,6 +24,22 @@ from minic.registry import Registry
 DOMAIN = "com.microsoft"
 CONTRIB = Registry(f"{DOMAIN} op", UnsupportedError)       # op type -> converter
 contrib = CONTRIB.add
+# ONNX Runtime also defines a few ops of its own in ONNX's domain, at every opset: its optimizer
+# writes LayerNormalization into files of opset < 17 (before ONNX had it) and SimplifiedLayerNormalization.
+ORT_ONNX_DOMAIN = Registry("ONNX Runtime op in the ONNX domain", UnsupportedError)
+
+
+def ort_onnx_domain_op(op_type: str, opset: int):
+    """The converter of ONNX Runtime's own op ``op_type`` in ONNX's domain when ONNX has
+    no op of that name at ``opset``; else None (the ONNX op it is, if any)."""
+    import onnx
+    if op_type not in ORT_ONNX_DOMAIN:
+        return None
+    try:
+        onnx.defs.get_schema(op_type, opset)
+        return None
+    except (onnx.defs.SchemaError, TypeError):
+        return ORT_ONNX_DOMAIN[op_type]
 
 
 def _refuse_extra(b: Builder, x: list, inputs: dict[int, str], outputs: dict[int, str]) -> None:
@@ -98,10 +114,14 @@ def _skip_rms_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """RMSNorm(input + skip + bias)·gamma: s / sqrt(mean(s²) + epsilon) · gamma."""
     _refuse_extra(b, x, {}, {1: "mean", 2: "inv_std_var"})
     s = _skip_sum(b, x, 3)
-    mean_square = b.one("reduce_mean", b.one("mul", s, s), axes=(-1,), keepdims=True)
-    eps = b.const(float(a.get("epsilon", 1e-12)), like=s)
-    y = b.one("mul", b.one("mul", s, b.one("rsqrt", b.one("add", mean_square, eps))), x[2])
-    return [y, None, None, s]
+    return [_rms_norm(b, s, x[2], float(a.get("epsilon", 1e-12)), -1), None, None, s]
+
+
+def _rms_norm(b: Builder, v: Value, scale: Value, eps: float, axis: int) -> Value:
+    """v / sqrt(mean(v²) + eps) · scale, the mean over the axes from ``axis`` on."""
+    axis %= v.type.rank
+    mean_square = b.one("reduce_mean", b.one("mul", v, v), axes=tuple(range(axis, v.type.rank)), keepdims=True)
+    return b.one("mul", b.one("mul", v, b.one("rsqrt", b.one("add", mean_square, b.const(eps, like=v)))), scale)
 
 
 @contrib("EmbedLayerNormalization")
@@ -128,6 +148,20 @@ def _embed_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
         mask_index = b.one("cast", b.one("reduce_sum", b.one("cast", mask, dtype=DType.i64), axes=(1,)),
                            dtype=DType.i32)
     return [y, mask_index, total]
+
+
+@ORT_ONNX_DOMAIN.add("LayerNormalization")
+def _layer_norm_before_17(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """ONNX Runtime's LayerNormalization, the same as ONNX's of opset 17."""
+    from minic.frontend.onnx_ops import CONVERTERS
+    return CONVERTERS["LayerNormalization"](b, x, a)
+
+
+@ORT_ONNX_DOMAIN.add("SimplifiedLayerNormalization")
+def _simplified_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """X / sqrt(mean(X²) + epsilon) · scale, the mean over the axes from ``axis`` on (RMSNorm)."""
+    _refuse_extra(b, x, {}, {1: "inv_std_var"})
+    return [_rms_norm(b, x[0], x[1], float(a.get("epsilon", 1e-5)), int(a.get("axis", -1)))]
 
 
 # --- contractions ------------------------------------------------------------------------

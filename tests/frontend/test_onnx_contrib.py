@@ -18,7 +18,7 @@ ort = pytest.importorskip("onnxruntime")
 F = TensorProto.FLOAT
 
 
-def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1e-4, atol=1e-5, want=None):
+def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1e-4, atol=1e-5, want=None, opset=17):
     """Build a one-node model, run it on ONNX Runtime (or take ``want``: for the ops
     ONNX Runtime has no CPU kernel of), minic and interp; compare."""
     types = {np.dtype(np.float32): F, np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64}
@@ -27,7 +27,7 @@ def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1
                               [helper.make_tensor_value_info(o, TensorProto.INT32 if o == "mask_index" else F, None)
                                for o in node.output if o],
                               list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, path)
     want = want or ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
@@ -72,6 +72,16 @@ def test_skip_layer_normalizations(tmp_path):
                                     epsilon=1e-5), {"x": x, "s": skip}, inits)
     _check(tmp_path, "skip_rms", _ms("SkipSimplifiedLayerNormalization", ["x", "s", "g"], ["y"], epsilon=1e-5),
            {"x": x, "s": skip}, inits[:1])
+
+
+def test_onnxruntimes_own_ops_in_the_onnx_domain(tmp_path):
+    """The optimizer writes LayerNormalization into files of opset < 17 (ONNX Runtime defines
+    it at every opset) and SimplifiedLayerNormalization (RMSNorm) in ONNX's domain."""
+    x, inits = _f(2, 3, 8), [_init("g", _f(8)), _init("beta", _f(8))]
+    _check(tmp_path, "ln_opset14", helper.make_node("LayerNormalization", ["x", "g", "beta"], ["y"], epsilon=1e-5),
+           {"x": x}, inits, opset=14)
+    _check(tmp_path, "rms", helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y"], epsilon=1e-5),
+           {"x": x}, inits[:1])
 
 
 def test_embed_layer_normalization(tmp_path):
