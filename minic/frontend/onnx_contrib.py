@@ -183,6 +183,48 @@ def _fused_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [y if alpha == 1.0 else b.one("mul", y, b.const(alpha, like=y))]
 
 
+def _integer_product(b: Builder, a: Value, a_zp: Value | None, w: Value, w_zp: Value | None) -> Value:
+    """(A - a_zp) @ (W - w_zp) in f32 (integers of 8 bits: exact while the sums stay below 2^24);
+    W's zero point is one per column or one for all."""
+    def shifted(v: Value, zp: Value | None) -> Value:
+        f = b.one("cast", v, dtype=DType.f32)
+        return f if zp is None else b.one("sub", f, b.one("cast", zp, dtype=DType.f32))
+    return b.one("matmul", shifted(a, a_zp), shifted(w, w_zp))
+
+
+def _scaled(b: Builder, product: Value, scale: Value, bias: Value | None) -> Value:
+    y = b.one("mul", product, scale)
+    return y if bias is None else b.one("add", y, bias)
+
+
+@contrib("MatMulIntegerToFloat")
+def _matmul_integer_to_float(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """((A - a_zero_point) @ (B - b_zero_point)) · a_scale · b_scale + bias."""
+    A, B, a_scale, b_scale = x[:4]
+    a_zp, b_zp, bias = _opt(x, 4), _opt(x, 5), _opt(x, 6)
+    product = _integer_product(b, A, a_zp, B, b_zp)
+    return [_scaled(b, product, b.one("mul", a_scale, b_scale), bias)]
+
+
+@contrib("DynamicQuantizeMatMul")
+def _dynamic_quantize_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """A quantized to u8 at run time as ONNX's DynamicQuantizeLinear does (scale = (max(A, 0) -
+    min(A, 0)) / 255, zero point = round(-min / scale)), then as MatMulIntegerToFloat."""
+    A, B, b_scale = x[:3]
+    b_zp, bias = _opt(x, 3), _opt(x, 4)
+    every = tuple(range(A.type.rank))
+    lo = b.one("min", b.one("reduce_min", A, axes=every), b.const(0.0, like=A))
+    hi = b.one("max", b.one("reduce_max", A, axes=every), b.const(0.0, like=A))
+    scale = b.one("div", b.one("sub", hi, lo), b.const(255.0, like=A))
+    # an all-zero A has scale 0: any scale quantizes it to zeros, 1 avoids dividing by 0
+    scale = b.one("where", b.one("eq", scale, b.const(0.0, like=A)), b.const(1.0, like=A), scale)
+    clip = (b.const(0.0, like=A), b.const(255.0, like=A))
+    zp = b.one("min", b.one("max", b.one("round", b.one("neg", b.one("div", lo, scale))), clip[0]), clip[1])
+    q = b.one("min", b.one("max", b.one("add", b.one("round", b.one("div", A, scale)), zp), clip[0]), clip[1])
+    product = _integer_product(b, q, zp, B, b_zp)
+    return [_scaled(b, product, b.one("mul", scale, b_scale), bias)]
+
+
 # --- attention -----------------------------------------------------------------------------
 
 def _heads(b: Builder, v: Value, heads: int) -> Value:

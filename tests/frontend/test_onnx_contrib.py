@@ -21,7 +21,8 @@ F = TensorProto.FLOAT
 def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1e-4, atol=1e-5, want=None, opset=17):
     """Build a one-node model, run it on ONNX Runtime (or take ``want``: for the ops
     ONNX Runtime has no CPU kernel of), minic and interp; compare."""
-    types = {np.dtype(np.float32): F, np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64}
+    types = {np.dtype(np.float32): F, np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64,
+             np.dtype(np.uint8): TensorProto.UINT8}
     graph = helper.make_graph([node], name,
                               [helper.make_tensor_value_info(k, types[v.dtype], v.shape) for k, v in inputs.items()],
                               [helper.make_tensor_value_info(o, TensorProto.INT32 if o == "mask_index" else F, None)
@@ -99,6 +100,45 @@ def test_embed_layer_normalization(tmp_path):
 def test_fused_matmul(tmp_path):
     _check(tmp_path, "fused_matmul", _ms("FusedMatMul", ["a", "b"], ["y"], alpha=0.5, transA=1, transB=1),
            {"a": _f(2, 5, 3), "b": _f(2, 4, 5)})
+
+
+def test_matmul_integer_to_float(tmp_path):
+    a = R.integers(0, 256, (3, 6)).astype(np.uint8)
+    inits = [_init("w", R.integers(-128, 128, (6, 4)).astype(np.int8)), _init("a_scale", np.float32(0.02)),
+             _init("w_scale", np.array([0.01, 0.03, 0.02, 0.05], np.float32)), _init("a_zp", np.uint8(128)),
+             _init("w_zp", np.int8(3)), _init("bias", _f(4))]
+    _check(tmp_path, "mm_int_float", _ms("MatMulIntegerToFloat", ["a", "w", "a_scale", "w_scale", "a_zp", "w_zp", "bias"],
+                                         ["y"]), {"a": a}, inits)
+
+
+@pytest.fixture(scope="module")
+def quantized_mlp(tmp_path_factory):
+    """An MLP quantized by quantize_dynamic, then fused by ONNX Runtime's own graph
+    optimizer (the file it writes with optimized_model_filepath) into DynamicQuantizeMatMul."""
+    torch = pytest.importorskip("torch")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    folder = tmp_path_factory.mktemp("qmlp")
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
+    torch.onnx.export(mlp, (torch.randn(4, 16),), str(folder / "mlp.onnx"), input_names=["x"], dynamo=False,
+                      opset_version=17)
+    quantize_dynamic(str(folder / "mlp.onnx"), str(folder / "mlp_q.onnx"), weight_type=QuantType.QInt8)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(folder / "mlp_q_fused.onnx")
+    ort.InferenceSession(str(folder / "mlp_q.onnx"), options, providers=["CPUExecutionProvider"])
+    return folder / "mlp_q_fused.onnx"
+
+
+def test_a_dynamically_quantized_mlp_fused_by_onnxruntime(quantized_mlp, tmp_path):
+    ops = Counter((n.domain, n.op_type) for n in onnx.load(str(quantized_mlp)).graph.node)
+    assert ops[("com.microsoft", "DynamicQuantizeMatMul")] == 2, ops
+    x = R.standard_normal((4, 16)).astype(np.float32)
+    want = ort.InferenceSession(str(quantized_mlp), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for backend in ("interp", "minic"):
+        options = {"cache_dir": tmp_path} if backend == "minic" else {}
+        np.testing.assert_allclose(minic.compile(quantized_mlp, [x], backend=backend, **options)(x), want,
+                                   rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("mask", ["none", "lengths", "raw", "causal"])
