@@ -74,8 +74,18 @@ def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
 
 def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
     from minic.frontend.onnx import from_onnx_file
-    graph = from_onnx_file(path)
+    from minic.runtime import specialize
+    try:
+        graph, symbolic = from_onnx_file(path), None
+    except UserError:           # an op needs a static size of a symbolic dim: import at the example's sizes
+        found = specialize.onnx_at_example_shapes(path, example_inputs and _arrays(example_inputs),
+                                                  lambda g: _random_inputs(g, seed))
+        if found is None:
+            raise
+        graph, symbolic, example_inputs = found
     source = load(graph, example_inputs, seed=seed)
+    if symbolic is not None:
+        source.extra["symbolic inputs"] = symbolic
     source.onnx_path = path
     source.name = path.stem
     return source
@@ -105,7 +115,8 @@ def compile(model: Any, example_inputs: Sequence[Any] | None = None, backend: st
     """Compile ``model`` with ``backend``; the result maps numpy inputs to numpy outputs.
 
     ``size`` and ``seed`` pick the zoo variant and its example inputs; every other
-    option goes to the backend.
+    option goes to the backend (``dynamic``, to minic and interp: which symbolic dims
+    stay symbolic, see minic/runtime/specialize.py).
     """
     source = load(model, example_inputs, size=options.pop("size", "full"), seed=options.pop("seed", 0))
     return backends.get(backend)(source, **options)
@@ -155,19 +166,23 @@ def _inductor_backend(source: ModelSource, **options: Any) -> Runner:
 
 
 @backends.register("interp")
-def _interp_backend(source: ModelSource, precision: str = "f32", **options: Any) -> Runner:
+def _interp_backend(source: ModelSource, precision: str = "f32", dynamic: Any = None, **options: Any) -> Runner:
     """minic's reference interpreter: each op's numpy implementation, node by node.
     ``precision="f16"`` runs the graph after the to-f16 pass (f16 storage, see docs/f16.md)."""
     from minic.ir.interpret import interpret
     from minic.ir.verify import verify
-    graph = verify(graph_of(source))
+    from minic.runtime import specialize
     if precision not in ("f32", "f16"):
         raise UserError(f"interp: precision must be f32 or f16 (how it accumulates is not its choice), got '{precision}'")
-    if precision == "f16":
-        from minic.passes.to_f16 import to_f16
-        graph = verify(to_f16(graph))
 
-    def run(*arrays: np.ndarray):
-        outs = interpret(graph, arrays)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    return run
+    def build(graph: Graph) -> Runner:
+        graph = verify(graph)
+        if precision == "f16":
+            from minic.passes.to_f16 import to_f16
+            graph = verify(to_f16(graph))
+
+        def run(*arrays: np.ndarray):
+            outs = interpret(graph, arrays)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return run
+    return specialize.compile(source, build, dynamic)

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -49,8 +49,8 @@ class NeedsConstantError(UnsupportedError):
         self.inputs = inputs
 
 
-def from_onnx_file(path: str | Path) -> Graph:
-    """Read an .onnx file (external data resolved next to it) and import it."""
+def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None) -> Graph:
+    """Read an .onnx file (external data resolved next to it) and import it (``dims``: see from_onnx)."""
     import onnx
     path = Path(path)
     if not path.is_file():
@@ -64,7 +64,7 @@ def from_onnx_file(path: str | Path) -> Graph:
     if not model.graph.node and not model.graph.output:
         raise UserError(f"{path}: not a valid ONNX file (no graph)")
     _load_external_data(model, path.parent)
-    return from_onnx(model, name=re.sub(r"\W", "_", path.stem))
+    return from_onnx(model, name=re.sub(r"\W", "_", path.stem), dims=dims)
 
 
 def _load_external_data(model, folder: Path) -> None:
@@ -229,6 +229,14 @@ def graph_input_names(model) -> list[str]:
     return [i.name for i in model.graph.input if i.name not in initializers]
 
 
+def input_value(inp, sizes: Mapping[str, int]) -> Value:
+    """The minic Value of a graph input (a ValueInfoProto), its symbolic dims given ``sizes``."""
+    st = storage_of(inp.type.tensor_type.elem_type) if inp.type.HasField("tensor_type") else None
+    dims = tuple(sizes.get(d, d) if isinstance(d, str) else d for d in _dims(inp.type, inp.name))
+    dtype = st.carrier if st is not None else _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'")
+    return Value(clean_name(inp.name), TensorType(dims, dtype))
+
+
 def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     kind = type_proto.WhichOneof("value")
     if kind != "tensor_type":
@@ -276,11 +284,12 @@ def _default_opset(model) -> int:
 
 @fewer_collections
 def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], Converter] | None = None,
-              bind: dict[str, np.ndarray] | None = None) -> Graph:
+              bind: dict[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None) -> Graph:
     """Import an ONNX ModelProto.  ``custom_ops`` maps (domain, op_type) to a converter
     for ops outside the default domain (see bridges/onnx's custom-op demonstration).
     ``bind`` turns the named graph inputs into constants with the given values
-    (specialisation, for inputs minic needs as attributes: axes, pads, shapes)."""
+    (specialisation, for inputs minic needs as attributes: axes, pads, shapes); ``dims``
+    gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py)."""
     from minic.frontend.onnx_ops import CONVERTERS
     model = _upgraded(model)
     opset = _default_opset(model)
@@ -312,9 +321,7 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             if st is not None:
                 b.storage[v] = st
             continue
-        dims = _dims(inp.type, inp.name)              # a sequence or optional input is refused here
-        dtype = st.carrier if st is not None else _dtype(inp.type.tensor_type.elem_type, f"graph input '{inp.name}'")
-        v = Value(clean_name(inp.name), TensorType(dims, dtype))
+        v = input_value(inp, dims or {})
         if st is not None:
             b.storage[v] = st
         graph.inputs.append(v)
@@ -346,14 +353,17 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     refuses this use of it) is replaced by the function body of its ONNX schema, when
     it has one (see onnx_functions.py)."""
     from minic.frontend.onnx_functions import expansion
-    from minic.frontend.onnx_ops import CONVERTERS
+    from minic.frontend.onnx_contrib import ort_onnx_domain_op
+    from minic.frontend.onnx_ops import CONVERTERS, DOMAINS
     for i, node in enumerate(nodes):
         label = _text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
         b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
-        convert = custom_ops.get((node.domain, node.op_type)) if domain else CONVERTERS.get(node.op_type)
-        if not domain and convert is not None:
+        runtimes_own = None if domain else ort_onnx_domain_op(node.op_type, opset)    # no ONNX schema to check
+        convert = (custom_ops.get((node.domain, node.op_type)) or DOMAINS.get(domain, {}).get(node.op_type)) if domain \
+            else runtimes_own or CONVERTERS.get(node.op_type)
+        if not domain and convert is not None and runtimes_own is None:
             _check_schema(node, opset, b.where)
         inputs = []
         for name_ in node.input:
@@ -379,7 +389,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             if body is None:
                 if refusal is not None:
                     raise refusal
-                supported = ", ".join(sorted(CONVERTERS))
+                supported = ", ".join(sorted(DOMAINS.get(domain, CONVERTERS) if domain else CONVERTERS))
                 raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
             nodes_, body_opset = body
             where = b.where

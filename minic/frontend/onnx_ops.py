@@ -579,3 +579,6 @@ from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STF
 from minic.frontend import onnx_control  # noqa: E402,F401  (registers If, Scan, Loop)
 from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridSample)
 from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
+from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
+
+DOMAINS = {DOMAIN: CONTRIB}                               # converters of the ops of other domains

@@ -4,16 +4,18 @@ from __future__ import annotations
 from dataclasses import fields
 
 from minic import backends
-from minic.backends import ModelSource, graph_of
+from minic.backends import ModelSource
 from minic.errors import UserError
-from minic.runtime import CompileOptions, CompiledModel, compile_graph
+from minic.runtime import CompileOptions, CompiledModel, compile_graph, specialize
 
 
 @backends.register("minic")
-def compile(source: ModelSource, **options) -> CompiledModel:
-    """Compile ``source`` with minic; ``options`` are CompileOptions fields."""
+def compile(source: ModelSource, dynamic=None, **options) -> CompiledModel:
+    """Compile ``source`` with minic; ``options`` are CompileOptions fields, ``dynamic``
+    says which symbolic dims stay symbolic (the others are specialized: specialize.py)."""
     known = {f.name for f in fields(CompileOptions)}
     unknown = set(options) - known
     if unknown:
         raise UserError(f"minic backend: unknown option(s) {sorted(unknown)}; it takes {sorted(known)}")
-    return compile_graph(graph_of(source), CompileOptions(**options))
+    compile_options = CompileOptions(**options)
+    return specialize.compile(source, lambda graph: compile_graph(graph, compile_options), dynamic)

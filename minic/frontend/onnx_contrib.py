@@ -1,0 +1,387 @@
+"""ONNX Runtime's ``com.microsoft`` contrib ops, composed from minic ops.
+
+ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer``) fuses
+subgraphs of exported transformers into these ops (Attention, SkipLayerNormalization,
+BiasGelu ...), and its quantizer writes DynamicQuantizeMatMul; users share such files.
+Each converter here follows the op's documented meaning (ONNX Runtime's
+ContribOperators.md) and writes it back as the plain ops it fused: a learner sees
+what the fusion stands for, and minic's own passes fuse it again their way.
+Inputs and attributes a converter does not cover (past key/value caches, packed
+QKV layouts) are refused by name, never ignored.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minic.errors import UnsupportedError
+from minic.frontend.onnx import Builder
+from minic.ir.graph import Value
+from minic.ir.types import DType, Dim
+from minic.registry import Registry
+
+DOMAIN = "com.microsoft"
+CONTRIB = Registry(f"{DOMAIN} op", UnsupportedError)       # op type -> converter
+contrib = CONTRIB.add
+# ONNX Runtime also defines a few ops of its own in ONNX's domain, at every opset: its optimizer
+# writes LayerNormalization into files of opset < 17 (before ONNX had it) and SimplifiedLayerNormalization.
+ORT_ONNX_DOMAIN = Registry("ONNX Runtime op in the ONNX domain", UnsupportedError)
+
+
+def ort_onnx_domain_op(op_type: str, opset: int):
+    """The converter of ONNX Runtime's own op ``op_type`` in ONNX's domain when ONNX has
+    no op of that name at ``opset``; else None (the ONNX op it is, if any)."""
+    import onnx
+    if op_type not in ORT_ONNX_DOMAIN:
+        return None
+    try:
+        onnx.defs.get_schema(op_type, opset)
+        return None
+    except (onnx.defs.SchemaError, TypeError):
+        return ORT_ONNX_DOMAIN[op_type]
+
+
+def _refuse_extra(b: Builder, x: list, inputs: dict[int, str], outputs: dict[int, str]) -> None:
+    """Refuse the optional inputs and outputs a converter does not cover, naming them."""
+    for i, name in inputs.items():
+        if i < len(x) and x[i] is not None:
+            raise UnsupportedError(f"{b.where}: the '{name}' input is not supported")
+    for i, name in outputs.items():
+        if i < len(b.node.output) and b.node.output[i]:
+            raise UnsupportedError(f"{b.where}: the '{name}' output is not supported")
+
+
+def _opt(x: list, i: int) -> Value | None:
+    return x[i] if i < len(x) else None
+
+
+# --- activations -------------------------------------------------------------------------
+
+@contrib("Gelu")
+def _gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Gelu(X) = X·Φ(X), Φ with erf."""
+    return [b.one("gelu", x[0])]
+
+
+@contrib("BiasGelu")
+def _bias_gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """BiasGelu(A, B) = Gelu(A + B)."""
+    return [b.one("gelu", b.one("add", x[0], x[1]))]
+
+
+@contrib("FastGelu")
+def _fast_gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """FastGelu(X, bias) = the tanh approximation of Gelu at X + bias."""
+    v = x[0] if _opt(x, 1) is None else b.one("add", x[0], x[1])
+    return [b.one("gelu", v, approximate="tanh")]
+
+
+@contrib("QuickGelu")
+def _quick_gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """QuickGelu(X) = X·sigmoid(alpha·X), alpha = 1.702 by default."""
+    alpha = b.const(a.get("alpha", 1.702), like=x[0])
+    return [b.one("mul", x[0], b.one("sigmoid", b.one("mul", x[0], alpha)))]
+
+
+@contrib("BiasAdd")
+def _bias_add(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """BiasAdd(X, bias, skip) = X + bias + skip."""
+    return [b.one("add", b.one("add", x[0], x[1]), x[2])]
+
+
+# --- normalizations ----------------------------------------------------------------------
+
+def _skip_sum(b: Builder, x: list[Value], bias_at: int) -> Value:
+    s = b.one("add", x[0], x[1])
+    bias = _opt(x, bias_at)
+    return s if bias is None else b.one("add", s, bias)
+
+
+@contrib("SkipLayerNormalization")
+def _skip_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """LayerNorm(input + skip + bias)·gamma + beta over the last axis; the 4th output is
+    the sum before normalizing."""
+    _refuse_extra(b, x, {}, {1: "mean", 2: "inv_std_var"})
+    s = _skip_sum(b, x, 4)
+    norm_inputs = [s, x[2]] + ([x[3]] if _opt(x, 3) is not None else [])
+    y = b.one("layer_norm", *norm_inputs, axis=-1, eps=float(a.get("epsilon", 1e-12)))
+    return [y, None, None, s]
+
+
+@contrib("SkipSimplifiedLayerNormalization")
+def _skip_rms_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """RMSNorm(input + skip + bias)·gamma: s / sqrt(mean(s²) + epsilon) · gamma."""
+    _refuse_extra(b, x, {}, {1: "mean", 2: "inv_std_var"})
+    s = _skip_sum(b, x, 3)
+    return [_rms_norm(b, s, x[2], float(a.get("epsilon", 1e-12)), -1), None, None, s]
+
+
+def _rms_norm(b: Builder, v: Value, scale: Value, eps: float, axis: int) -> Value:
+    """v / sqrt(mean(v²) + eps) · scale, the mean over the axes from ``axis`` on."""
+    axis %= v.type.rank
+    mean_square = b.one("reduce_mean", b.one("mul", v, v), axes=tuple(range(axis, v.type.rank)), keepdims=True)
+    return b.one("mul", b.one("mul", v, b.one("rsqrt", b.one("add", mean_square, b.const(eps, like=v)))), scale)
+
+
+@contrib("EmbedLayerNormalization")
+def _embed_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """LayerNorm(word[input_ids] + position[position_ids] + segment[segment_ids]); the
+    mask_index output is the number of ones of each mask row (mask_index_type 1)."""
+    ids, segment_ids, word, position, segment, gamma, beta = (_opt(x, i) for i in range(7))
+    mask, position_ids = _opt(x, 7), _opt(x, 8)
+    batch, seq = ids.type.shape
+    total = b.one("gather", word, ids, axis=0)
+    if position_ids is not None:
+        total = b.one("add", total, b.one("gather", position, position_ids, axis=0))
+    else:                                               # positions 0 .. S-1 for every row
+        pos = b.one("slice", position, axes=(0,), starts=(0,), ends=(seq,), steps=(1,))
+        total = b.one("add", total, pos)
+    if segment_ids is not None and segment is not None:
+        total = b.one("add", total, b.one("gather", segment, segment_ids, axis=0))
+    y = b.one("layer_norm", *[v for v in (total, gamma, beta) if v is not None], axis=-1,
+              eps=float(a.get("epsilon", 1e-12)))
+    mask_index = None
+    if len(b.node.output) > 1 and b.node.output[1]:
+        if mask is None or a.get("mask_index_type", 1) != 1:
+            raise UnsupportedError(f"{b.where}: the mask_index output needs a mask input and mask_index_type 1")
+        mask_index = b.one("cast", b.one("reduce_sum", b.one("cast", mask, dtype=DType.i64), axes=(1,)),
+                           dtype=DType.i32)
+    return [y, mask_index, total]
+
+
+@ORT_ONNX_DOMAIN.add("LayerNormalization")
+def _layer_norm_before_17(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """ONNX Runtime's LayerNormalization, the same as ONNX's of opset 17."""
+    from minic.frontend.onnx_ops import CONVERTERS
+    return CONVERTERS["LayerNormalization"](b, x, a)
+
+
+@ORT_ONNX_DOMAIN.add("SimplifiedLayerNormalization")
+def _simplified_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """X / sqrt(mean(X²) + epsilon) · scale, the mean over the axes from ``axis`` on (RMSNorm)."""
+    _refuse_extra(b, x, {}, {1: "inv_std_var"})
+    return [_rms_norm(b, x[0], x[1], float(a.get("epsilon", 1e-5)), int(a.get("axis", -1)))]
+
+
+# --- contractions ------------------------------------------------------------------------
+
+def _swap_last(b: Builder, v: Value) -> Value:
+    perm = tuple(range(v.type.rank - 2)) + (v.type.rank - 1, v.type.rank - 2)
+    return b.one("transpose", v, perm=perm)
+
+
+@contrib("FusedMatMul")
+def _fused_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """alpha · op(A) @ op(B), op transposing the last two axes when transA / transB."""
+    if a.get("transBatchA", 0) or a.get("transBatchB", 0):
+        raise UnsupportedError(f"{b.where}: transBatchA/transBatchB are not supported")
+    left = _swap_last(b, x[0]) if a.get("transA", 0) else x[0]
+    right = _swap_last(b, x[1]) if a.get("transB", 0) else x[1]
+    y = b.one("matmul", left, right)
+    alpha = float(a.get("alpha", 1.0))
+    return [y if alpha == 1.0 else b.one("mul", y, b.const(alpha, like=y))]
+
+
+def _integer_product(b: Builder, a: Value, a_zp: Value | None, w: Value, w_zp: Value | None) -> Value:
+    """(A - a_zp) @ (W - w_zp) in f32 (integers of 8 bits: exact while the sums stay below 2^24);
+    W's zero point is one per column or one for all."""
+    def shifted(v: Value, zp: Value | None) -> Value:
+        f = b.one("cast", v, dtype=DType.f32)
+        return f if zp is None else b.one("sub", f, b.one("cast", zp, dtype=DType.f32))
+    return b.one("matmul", shifted(a, a_zp), shifted(w, w_zp))
+
+
+def _scaled(b: Builder, product: Value, scale: Value, bias: Value | None) -> Value:
+    y = b.one("mul", product, scale)
+    return y if bias is None else b.one("add", y, bias)
+
+
+@contrib("MatMulIntegerToFloat")
+def _matmul_integer_to_float(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """((A - a_zero_point) @ (B - b_zero_point)) · a_scale · b_scale + bias."""
+    A, B, a_scale, b_scale = x[:4]
+    a_zp, b_zp, bias = _opt(x, 4), _opt(x, 5), _opt(x, 6)
+    product = _integer_product(b, A, a_zp, B, b_zp)
+    return [_scaled(b, product, b.one("mul", a_scale, b_scale), bias)]
+
+
+@contrib("DynamicQuantizeMatMul")
+def _dynamic_quantize_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """A quantized to u8 at run time as ONNX's DynamicQuantizeLinear does (scale = (max(A, 0) -
+    min(A, 0)) / 255, zero point = round(-min / scale)), then as MatMulIntegerToFloat."""
+    A, B, b_scale = x[:3]
+    b_zp, bias = _opt(x, 3), _opt(x, 4)
+    every = tuple(range(A.type.rank))
+    lo = b.one("min", b.one("reduce_min", A, axes=every), b.const(0.0, like=A))
+    hi = b.one("max", b.one("reduce_max", A, axes=every), b.const(0.0, like=A))
+    scale = b.one("div", b.one("sub", hi, lo), b.const(255.0, like=A))
+    # an all-zero A has scale 0: any scale quantizes it to zeros, 1 avoids dividing by 0
+    scale = b.one("where", b.one("eq", scale, b.const(0.0, like=A)), b.const(1.0, like=A), scale)
+    clip = (b.const(0.0, like=A), b.const(255.0, like=A))
+    zp = b.one("min", b.one("max", b.one("round", b.one("neg", b.one("div", lo, scale))), clip[0]), clip[1])
+    q = b.one("min", b.one("max", b.one("add", b.one("round", b.one("div", A, scale)), zp), clip[0]), clip[1])
+    product = _integer_product(b, q, zp, B, b_zp)
+    return [_scaled(b, product, b.one("mul", scale, b_scale), bias)]
+
+
+# --- attention -----------------------------------------------------------------------------
+
+def _heads(b: Builder, v: Value, heads: int) -> Value:
+    """(B, S, N·H) -> (B, N, S, H)."""
+    batch, seq, hidden = v.type.shape
+    if not isinstance(hidden, int) or hidden % heads:
+        raise UnsupportedError(f"{b.where}: hidden size {hidden} is not a multiple of num_heads {heads}")
+    split = b.one("reshape", v, shape=(batch, seq, heads, hidden // heads))
+    return b.one("transpose", split, perm=(0, 2, 1, 3))
+
+
+def _merge_heads(b: Builder, v: Value) -> Value:
+    """(B, N, S, H) -> (B, S, N·H)."""
+    batch, heads, seq, size = v.type.shape
+    return b.one("reshape", b.one("transpose", v, perm=(0, 2, 1, 3)), shape=(batch, seq, heads * size))
+
+
+def _positions(b: Builder, n: Dim) -> Value:
+    return b.one("range", shape=(n,), dtype=DType.i64)
+
+
+def _key_mask_bias(b: Builder, mask: Value, batch: Dim, seq: Dim, total: Dim, fill: float, like: Value) -> Value:
+    """The additive bias of a key mask, broadcastable to the scores (B, N, S, T): a vector
+    of key lengths (B) keeps keys j < length; a 0/1 mask (B, T) or (B, S, T) keeps the ones."""
+    zero, masked = b.const(0.0, like=like), b.const(fill, like=like)
+    if mask.type.rank == 1:
+        if mask.type.shape[0] != batch:
+            raise UnsupportedError(f"{b.where}: a mask_index of shape {mask.type} (start and end positions) is not supported")
+        lengths = b.one("unsqueeze", b.one("cast", mask, dtype=DType.i64), axes=(1,))
+        keep = b.one("lt", _positions(b, total), lengths)                   # (B, T)
+        shape = (batch, 1, 1, total)
+    elif mask.type.rank in (2, 3):
+        keep = b.one("not", b.one("eq", mask, b.const(0, like=mask)))
+        shape = (batch, 1, 1, total) if mask.type.rank == 2 else (batch, 1, seq, total)
+    else:
+        raise UnsupportedError(f"{b.where}: a mask of rank {mask.type.rank} is not supported")
+    return b.one("reshape", b.one("where", keep, zero, masked), shape=shape)
+
+
+def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value) -> Value:
+    """0 where key j <= query i, ``fill`` after it: (S, T)."""
+    later = b.one("gt", b.one("unsqueeze", _positions(b, total), axes=(0,)),
+                  b.one("unsqueeze", _positions(b, seq), axes=(1,)))
+    return b.one("where", later, b.const(fill, like=like), b.const(0.0, like=like))
+
+
+def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value]) -> Value:
+    """softmax(q·kᵀ·scale + biases)·v over heads (B, N, S, H) -> (B, S, N·H)."""
+    scores = b.one("matmul", q, _swap_last(b, k))
+    scores = b.one("mul", scores, b.const(scale, like=scores))
+    for bias in biases:
+        scores = b.one("add", scores, bias)
+    return _merge_heads(b, b.one("matmul", b.one("softmax", scores, axis=-1), v))
+
+
+@contrib("Attention")
+def _attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Self-attention of input (B, S, D): [q, k, v] = input @ weights + bias, split into
+    num_heads heads; softmax(q·kᵀ·scale + mask) · v.  The mask_index is key lengths (B), or a
+    0/1 mask (B, T) or (B, S, T); masked scores get mask_filter_value added."""
+    _refuse_extra(b, x, {4: "past", 6: "past_sequence_length"}, {1: "present"})
+    if a.get("do_rotary", 0):
+        raise UnsupportedError(f"{b.where}: do_rotary is not supported")
+    inp, weights, bias, mask, attention_bias = x[0], x[1], _opt(x, 2), _opt(x, 3), _opt(x, 5)
+    heads = int(a["num_heads"])
+    batch, seq, _ = inp.type.shape
+    width = weights.type.shape[1]
+    sizes = tuple(a.get("qkv_hidden_sizes") or (width // 3,) * 3)
+    if sum(sizes) != width:
+        raise UnsupportedError(f"{b.where}: qkv_hidden_sizes {list(sizes)} do not add up to the weights' {width}")
+    qkv = b.one("matmul", inp, weights)
+    if bias is not None:
+        qkv = b.one("add", qkv, bias)
+    bounds = np.cumsum((0,) + sizes)
+    q, k, v = (_heads(b, b.one("slice", qkv, axes=(2,), starts=(int(lo),), ends=(int(hi),), steps=(1,)), heads)
+               for lo, hi in zip(bounds[:-1], bounds[1:]))
+    fill = float(a.get("mask_filter_value", -10000.0))
+    biases = []
+    if mask is not None:
+        biases.append(_key_mask_bias(b, mask, batch, seq, seq, fill, inp))
+    if a.get("unidirectional", 0):
+        biases.append(_causal_bias(b, seq, seq, fill, inp))
+    if attention_bias is not None:
+        biases.append(attention_bias)
+    scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(sizes[0] // heads)
+    return [_attend(b, q, k, v, scale, biases)]
+
+
+@contrib("MultiHeadAttention")
+def _multi_head_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Attention of query (B, S, D) over key (B, L, D) and value (B, L, Dv) already
+    projected; bias (D + D + Dv) is added to them; key_padding_mask as Attention's mask."""
+    _refuse_extra(b, x, {6: "past_key", 7: "past_value"}, {1: "present_key", 2: "present_value"})
+    query, key, value = x[0], _opt(x, 1), _opt(x, 2)
+    bias, mask, attention_bias = _opt(x, 3), _opt(x, 4), _opt(x, 5)
+    if key is None or value is None or key.type.rank != 3 or value.type.rank != 3 or query.type.rank != 3:
+        raise UnsupportedError(f"{b.where}: only separate 3-D query, key and value are supported (not packed QKV/KV)")
+    heads = int(a["num_heads"])
+    batch, seq, width = query.type.shape
+    total = key.type.shape[1]
+    if bias is not None:
+        ends = (width, 2 * width, bias.type.shape[0])
+        parts = [b.one("slice", bias, axes=(0,), starts=(lo,), ends=(hi,), steps=(1,))
+                 for lo, hi in zip((0,) + ends[:2], ends)]
+        query, key, value = (b.one("add", t, p) for t, p in zip((query, key, value), parts))
+    fill = float(a.get("mask_filter_value", -10000.0))
+    biases = []
+    if mask is not None:
+        biases.append(_key_mask_bias(b, mask, batch, seq, total, fill, query))
+    if a.get("unidirectional", 0):
+        biases.append(_causal_bias(b, seq, total, fill, query))
+    if attention_bias is not None:
+        biases.append(attention_bias)
+    scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(width // heads)
+    return [_attend(b, _heads(b, query, heads), _heads(b, key, heads), _heads(b, value, heads), scale, biases)]
+
+
+@contrib("RotaryEmbedding")
+def _rotary_embedding(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Rotate pairs of each head's first rotary_embedding_dim features by the angles of
+    cos_cache/sin_cache at position_ids: (x1, x2) -> (x1·cos - x2·sin, x2·cos + x1·sin), the
+    pairs being (x[i], x[i + d/2]), or (x[2i], x[2i+1]) when interleaved."""
+    if a.get("is_packed_batching", 0):
+        raise UnsupportedError(f"{b.where}: is_packed_batching is not supported")
+    inp, position_ids, cos_cache, sin_cache = x
+    if inp.type.rank == 4:                               # (B, N, S, H)
+        heads_first, v = True, inp
+    else:                                                # (B, S, N·H)
+        heads = int(a.get("num_heads", 0))
+        if heads <= 0:
+            raise UnsupportedError(f"{b.where}: a 3-D input needs num_heads")
+        heads_first, v = False, _heads(b, inp, heads)
+    batch, _, seq, size = v.type.shape
+    rotary = int(a.get("rotary_embedding_dim", 0)) or size
+    half = rotary // 2
+    if position_ids.type.rank == 1:                      # one start offset: positions start .. start + S - 1
+        ids = b.one("add", b.one("unsqueeze", _positions(b, seq), axes=(0,)), b.one("cast", position_ids, dtype=DType.i64))
+    else:
+        ids = position_ids
+    cos = b.one("unsqueeze", b.one("gather", cos_cache, ids, axis=0), axes=(1,))     # (B|1, 1, S, half)
+    sin = b.one("unsqueeze", b.one("gather", sin_cache, ids, axis=0), axes=(1,))
+    cos = b.one("slice", cos, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
+    sin = b.one("slice", sin, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
+
+    def part(start: int, end: int, step: int = 1) -> Value:
+        return b.one("slice", v, axes=(3,), starts=(start,), ends=(end,), steps=(step,))
+    if a.get("interleaved", 0):
+        x1, x2 = part(0, rotary, 2), part(1, rotary, 2)
+    else:
+        x1, x2 = part(0, half), part(half, rotary)
+    out1 = b.one("sub", b.one("mul", x1, cos), b.one("mul", x2, sin))
+    out2 = b.one("add", b.one("mul", x2, cos), b.one("mul", x1, sin))
+    if a.get("interleaved", 0):                          # put the pairs back side by side
+        pairs = b.one("concat", b.one("unsqueeze", out1, axes=(4,)), b.one("unsqueeze", out2, axes=(4,)), axis=4)
+        rotated = b.one("reshape", pairs, shape=(batch, v.type.shape[1], seq, rotary))
+    else:
+        rotated = b.one("concat", out1, out2, axis=3)
+    if rotary < size:
+        rotated = b.one("concat", rotated, part(rotary, size), axis=3)
+    return [rotated if heads_first else _merge_heads(b, rotated)]

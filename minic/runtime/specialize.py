@@ -1,0 +1,275 @@
+"""Shapes known at run time: one compiled model per run-time shape, where kernels need it.
+
+A model's inputs may have symbolic dims (``f32[N, 3, H, W]``).  Where every op
+keeps them simple (products such as ``B*T``), minic compiles the graph once with
+symbolic loop extents and binds the symbols at each call (``CompiledModel``).
+Where an op needs a static size (a convolution's H and W, a pad or slice on a
+symbolic axis), the model is *specialized*: the symbols are bound to the sizes of
+the call's inputs, the model is imported again with those sizes (a static graph)
+and compiled; the result is kept per shape signature, in memory (the last
+``CAPACITY`` signatures) and in the compile cache on disk (as any static graph).
+
+    run = minic.compile("cnn_dyn.onnx", [x])      # x: 2x3x40x48, the file says N, 3, H, W
+    run(x)                                        # compiled at compile time for (N=2, H=40, W=48)
+    run(np.zeros((1, 3, 64, 64), np.float32))     # compiled on first sight of (1, 64, 64)
+
+``dynamic=`` says which dims stay symbolic: ``None`` (the default) keeps all of them
+when the symbolic graph compiles and otherwise as many as compile (``_widest``); ``True`` insists on
+one symbolic compilation; ``False`` specializes every symbol; ``{"x": {0: "N"}}`` (or
+``{"x": [0]}``) keeps the symbols of those dims and specializes the others.
+A static model never comes here: it compiles to exactly the code it always did.
+See docs/dynamic.md (and compare torch.compile's guards, TensorRT's profiles).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from minic.backends import ModelSource, Runner, graph_of
+from minic.errors import MinicError, UserError
+from minic.ir import ops
+from minic.ir.graph import Graph, Node, Value
+from minic.ir.interpret import bind_symbols
+from minic.ir.types import Dim, TensorType, canon, symbols
+
+CAPACITY = 8          # specializations kept in memory per model (least recently used goes first)
+
+Build = Callable[[Graph], Runner]
+
+
+def compile(source: ModelSource, build: Build, dynamic: Any = None) -> Runner:
+    """``build`` (Graph -> callable) applied to ``source`` so that the callable serves
+    every input shape the model admits: ``build(graph)`` itself where the graph is
+    static or compiles with its symbols, else a ``Specialized`` model."""
+    if source.module is not None and source.graph is None and isinstance(dynamic, Mapping):
+        source.dynamic_axes = torch_axes(source, dynamic)    # a torch model is exported with these axes
+    inputs = model_inputs(source)
+    every = _symbols_in_order(inputs)
+    if not every:
+        return build(graph_of(source))                   # a static model: nothing changes
+    keep = kept_symbols(inputs, dynamic)
+    general = _general_graph(source, inputs)
+    if keep is None:                                     # auto: symbolic if it compiles, else as much as does
+        if general is not None:
+            try:
+                return build(general)
+            except MinicError:       # an op needs a static size; were it anything else, specializing says it again
+                pass
+        return _widest(source, build, inputs, every)
+    if keep == set(every):
+        return build(general if general is not None else static_graph(source, {}, inputs))
+    return Specialized(source, build, inputs, keep)
+
+
+def _symbols_in_order(inputs: list[Value]) -> list[str]:
+    """The symbols of the inputs' dims, in the order they first appear."""
+    return list(dict.fromkeys(s for v in inputs for d in v.type.shape for s in sorted(symbols(d))))
+
+
+def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[str]) -> "Specialized":
+    """Keep symbolic as many symbols as compile: each in turn (input order) is tried kept
+    with those kept so far, the others bound to the example's sizes; one that makes the
+    compilation fail is specialized.  A CNN over (N, 3, H, W) keeps N: one compilation
+    serves every batch at a given H and W.  (torch.compile's "automatic dynamic" makes a
+    dim dynamic once it changes; here the example decides at compile time.)"""
+    example = bind_symbols(inputs, source.example_inputs)
+    keep, first = frozenset(), None
+    for symbol in every[:-1] if len(every) > 1 else []:  # all of them together failed already
+        trial = keep | {symbol}
+        try:
+            run = build(static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs))
+        except MinicError:
+            continue
+        keep, first = trial, run
+    return Specialized(source, build, inputs, keep, first)
+
+
+class Specialized:
+    """A model compiled once per run-time shape signature (the values of the symbols
+    it specializes), on first sight of each; the last ``CAPACITY`` are kept."""
+
+    def __init__(self, source: ModelSource, build: Build, inputs: list[Value], keep: frozenset[str],
+                 first: Runner | None = None):
+        self.source, self.build, self.inputs, self.keep = source, build, inputs, keep
+        self.compiled: OrderedDict[tuple, Runner] = OrderedDict()
+        self.compilations = 0                            # how many signatures were compiled (tests read it)
+        self._lock = threading.Lock()                    # a model is a value: threads may call it at once
+        if first is not None:                            # compiled already, for the example's signature
+            self.compiled[self.signature(source.example_inputs)] = first
+            self.compilations = 1
+        elif source.example_inputs:
+            self.runner(source.example_inputs)           # errors show at compile time, not first call
+
+    def signature(self, arrays) -> tuple[tuple[str, int], ...]:
+        """The sizes of the specialized symbols in ``arrays`` (checked: dtypes, ranks,
+        and every input agreeing on each symbol's value)."""
+        env = bind_symbols(self.inputs, arrays)
+        return tuple(sorted((s, n) for s, n in env.items() if s not in self.keep))
+
+    def runner(self, arrays) -> Runner:
+        key = self.signature(arrays)
+        with self._lock:
+            run = self.compiled.get(key)
+            if run is None:
+                run = self.build(static_graph(self.source, dict(key), self.inputs))
+                self.compilations += 1
+                if len(self.compiled) >= CAPACITY:
+                    self.compiled.popitem(last=False)
+                self.compiled[key] = run
+            else:
+                self.compiled.move_to_end(key)
+        return run
+
+    def __call__(self, *arrays: np.ndarray):
+        arrays = tuple(np.asarray(a) for a in arrays)
+        return self.runner(arrays)(*arrays)
+
+    def __repr__(self) -> str:
+        kept = f", symbolic {sorted(self.keep)}" if self.keep else ""
+        return f"Specialized({self.source.name}, {len(self.compiled)} shapes{kept})"
+
+
+def kept_symbols(inputs: list[Value], dynamic: Any) -> frozenset[str] | None:
+    """The symbols ``dynamic`` keeps symbolic (None: decide automatically)."""
+    if dynamic is None or dynamic is True:
+        return None if dynamic is None else frozenset(_symbols_in_order(inputs))
+    if dynamic is False:
+        return frozenset()
+    if not isinstance(dynamic, Mapping):
+        raise UserError(f"dynamic= takes None, True, False or {{input: {{axis: name}}}}, got {type(dynamic).__name__}")
+    by_name = {v.name: v for v in inputs}
+    keep = set()
+    for key, axes in dynamic.items():
+        v = inputs[key] if isinstance(key, int) and 0 <= key < len(inputs) else by_name.get(key)
+        if v is None:
+            raise UserError(f"dynamic: the model has no input {key!r}; its inputs are {', '.join(by_name)}")
+        for axis in axes:
+            if not isinstance(axis, int) or not -v.type.rank <= axis < v.type.rank:
+                raise UserError(f"dynamic: input '{v.name}' ({v.type}) has no axis {axis!r}")
+            d = v.type.shape[axis]
+            if isinstance(d, int):
+                raise UserError(f"dynamic: input '{v.name}' axis {axis} is static ({d}) in the model")
+            keep |= symbols(d)
+    return frozenset(keep)
+
+
+def torch_axes(source: ModelSource, dynamic: Mapping) -> tuple[dict[int, str], ...]:
+    """``dynamic`` as a torch model's dynamic axes: inputs by position or by ``forward``'s
+    parameter names, axes named by the user (or ``<input>_<axis>``)."""
+    import inspect
+    names = list(source.input_names or inspect.signature(source.module.forward).parameters)
+    axes: list[dict[int, str]] = [{} for _ in source.example_inputs]
+    for key, dims in dynamic.items():
+        i = key if isinstance(key, int) else names.index(key) if key in names else -1
+        if not 0 <= i < len(axes):
+            raise UserError(f"dynamic: the model has no input {key!r}; its inputs are {', '.join(names[:len(axes)])}")
+        rank = np.ndim(source.example_inputs[i])
+        for axis in dims:
+            if not isinstance(axis, int) or not 0 <= axis < rank:
+                raise UserError(f"dynamic: input {key!r} (rank {rank}) has no axis {axis!r}")
+        axes[i] = {a: dims[a] for a in dims} if isinstance(dims, Mapping) else {a: f"{names[i]}_{a}" for a in dims}
+    return tuple(axes)
+
+
+def model_inputs(source: ModelSource) -> list[Value]:
+    """The model's inputs with their symbolic dims (an ONNX file whose symbolic import
+    failed was loaded at its example shapes: its own inputs are kept in ``extra``)."""
+    return source.extra.get("symbolic inputs") or graph_of(source).inputs
+
+
+def _general_graph(source: ModelSource, inputs: list[Value]) -> Graph | None:
+    """The source's graph when it has the model's symbolic inputs (not a specialization)."""
+    if "symbolic inputs" in source.extra:
+        return None
+    return graph_of(source)
+
+
+def static_graph(source: ModelSource, sizes: Mapping[str, int], inputs: list[Value]) -> Graph:
+    """The model with the symbols in ``sizes`` bound: an ONNX file imported again with
+    those input sizes (its shape computations then fold), a torch module exported again,
+    or a given graph with its types inferred again."""
+    given = graph_of(source)
+    if [v.type for v in given.inputs] == [bound_type(v.type, sizes) for v in inputs]:
+        return given                                     # it is this specialization already
+    if source.onnx_path is not None:
+        from minic.frontend.onnx import from_onnx_file
+        graph = from_onnx_file(source.onnx_path, dims=sizes)
+        graph.name = given.name
+        return graph
+    if source.module is not None:
+        from minic.frontend.torch import from_torch
+        from minic.frontend.torch_arrays import tensor_of
+        arrays = [np.zeros([_size(d, sizes, v) for d in v.type.shape], v.type.dtype.numpy) for v in inputs]
+        axes = tuple({i: d for i, d in enumerate(v.type.shape) if isinstance(d, str) and d not in sizes}
+                     for v in inputs)
+        return from_torch(source.module, tuple(tensor_of(a) for a in arrays),
+                          axes if any(axes) else None, name=given.name)
+    return bind_graph(given, sizes)
+
+
+def _size(d: Dim, sizes: Mapping[str, int], v: Value) -> int:
+    d = bind_dim(d, sizes)
+    return d if isinstance(d, int) else 2               # a kept symbol: any example size (torch wants >= 2)
+
+
+def bind_dim(d: Dim, sizes: Mapping[str, int]) -> Dim:
+    """``d`` with the symbols in ``sizes`` replaced by their values: ``B*T`` with T=8 -> ``8*B``."""
+    if isinstance(d, int):
+        return d
+    return canon("*".join(str(sizes.get(f.strip(), f.strip())) for f in d.split("*")))
+
+
+def bound_type(t: TensorType, sizes: Mapping[str, int]) -> TensorType:
+    return TensorType(tuple(bind_dim(d, sizes) for d in t.shape), t.dtype)
+
+
+def _bound_attrs(attrs: Any, sizes: Mapping[str, int]) -> Any:
+    """An attribute dataclass with its symbolic dims bound (they sit in tuple fields only)."""
+    from dataclasses import fields, is_dataclass, replace
+    if not is_dataclass(attrs):
+        return attrs
+    changes = {}
+    for f in fields(attrs):
+        value = getattr(attrs, f.name)
+        if isinstance(value, tuple) and any(isinstance(x, str) for x in value):
+            changes[f.name] = tuple(bind_dim(x, sizes) if isinstance(x, str) else x for x in value)
+    return replace(attrs, **changes) if changes else attrs
+
+
+def bind_graph(graph: Graph, sizes: Mapping[str, int]) -> Graph:
+    """``graph`` with the symbols in ``sizes`` bound, every node's types inferred again
+    (constants are shared, not copied)."""
+    new: dict[Value, Value] = {c: c for c in graph.constants}
+    inputs = []
+    for v in graph.inputs:
+        new[v] = Value(v.name, bound_type(v.type, sizes))
+        inputs.append(new[v])
+    nodes = []
+    for node in graph.nodes:
+        attrs = _bound_attrs(node.attrs, sizes)
+        args = [None if v is None else new[v] for v in node.inputs]
+        types = ops.get(node.op).infer(attrs, [None if v is None else v.type for v in args])
+        outs = [Value(o.name, t) for o, t in zip(node.outputs, types)]
+        new.update(zip(node.outputs, outs))
+        nodes.append(Node(node.op, args, outs, attrs, node.group, node.source, node.scope))
+    return Graph(graph.name, inputs, [new[v] for v in graph.outputs], nodes, list(graph.constants))
+
+
+def onnx_at_example_shapes(path, example_inputs, draw: Callable[[Graph], tuple]):
+    """An ONNX file whose symbolic import failed (an op needs a static size), imported at
+    its example inputs' sizes (drawn by ``draw`` when none are given): the graph, the
+    file's own symbolic inputs and the example arrays; None when no symbol is involved
+    (the import's error stands)."""
+    import onnx
+    from minic.frontend.onnx import from_onnx_file, graph_input_names, input_value
+    model = onnx.load(str(path), load_external_data=False)
+    names = set(graph_input_names(model))
+    inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
+    if not any(symbols(d) for v in inputs for d in v.type.shape):
+        return None
+    arrays = tuple(example_inputs) if example_inputs else draw(Graph("inputs", inputs, []))
+    sizes = bind_symbols(inputs, arrays)
+    return from_onnx_file(path, dims=sizes), inputs, arrays

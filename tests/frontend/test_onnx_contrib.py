@@ -1,0 +1,236 @@
+"""ONNX Runtime's com.microsoft contrib ops (minic/frontend/onnx_contrib.py) against
+ONNX Runtime itself: one small model per op, and a BERT that ONNX Runtime's own
+transformer optimizer fused."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import minic
+from minic.errors import UnsupportedError
+
+ort = pytest.importorskip("onnxruntime")
+
+F = TensorProto.FLOAT
+
+
+def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1e-4, atol=1e-5, want=None, opset=17):
+    """Build a one-node model, run it on ONNX Runtime (or take ``want``: for the ops
+    ONNX Runtime has no CPU kernel of), minic and interp; compare."""
+    types = {np.dtype(np.float32): F, np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64,
+             np.dtype(np.uint8): TensorProto.UINT8}
+    graph = helper.make_graph([node], name,
+                              [helper.make_tensor_value_info(k, types[v.dtype], v.shape) for k, v in inputs.items()],
+                              [helper.make_tensor_value_info(o, TensorProto.INT32 if o == "mask_index" else F, None)
+                               for o in node.output if o],
+                              list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, path)
+    want = want or ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    for backend in ("interp", "minic"):
+        options = {"cache_dir": tmp_path} if backend == "minic" else {}
+        got = minic.compile(path, list(inputs.values()), backend=backend, **options)(*inputs.values())
+        got = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{name} on {backend}")
+
+
+def _ms(op, inputs, outputs, **attrs):
+    return helper.make_node(op, inputs, outputs, domain="com.microsoft", **attrs)
+
+
+R = np.random.default_rng(0)
+
+
+def _f(*shape):
+    return R.standard_normal(shape).astype(np.float32)
+
+
+def _init(name, array):
+    return onnx.numpy_helper.from_array(array, name)
+
+
+def test_activations(tmp_path):
+    x, bias = _f(2, 3, 8), _f(8)
+    _check(tmp_path, "gelu", _ms("Gelu", ["x"], ["y"]), {"x": x})
+    _check(tmp_path, "bias_gelu", _ms("BiasGelu", ["x", "b"], ["y"]), {"x": x}, [_init("b", bias)])
+    _check(tmp_path, "fast_gelu", _ms("FastGelu", ["x", "b"], ["y"]), {"x": x}, [_init("b", bias)])
+    _check(tmp_path, "quick_gelu", _ms("QuickGelu", ["x"], ["y"], alpha=1.5), {"x": x})
+    skip = _f(2, 3, 8)                                  # BiasAdd has a CUDA kernel only: its spec, in numpy
+    _check(tmp_path, "bias_add", _ms("BiasAdd", ["x", "b", "s"], ["y"]), {"x": x, "s": skip}, [_init("b", bias)],
+           want=[x + bias + skip])
+
+
+def test_skip_layer_normalizations(tmp_path):
+    x, skip = _f(2, 3, 8), _f(2, 3, 8)
+    inits = [_init("g", _f(8)), _init("beta", _f(8)), _init("bias", _f(8))]
+    _check(tmp_path, "skip_ln", _ms("SkipLayerNormalization", ["x", "s", "g", "beta", "bias"], ["y", "", "", "sum"],
+                                    epsilon=1e-5), {"x": x, "s": skip}, inits)
+    _check(tmp_path, "skip_rms", _ms("SkipSimplifiedLayerNormalization", ["x", "s", "g"], ["y"], epsilon=1e-5),
+           {"x": x, "s": skip}, inits[:1])
+
+
+def test_onnxruntimes_own_ops_in_the_onnx_domain(tmp_path):
+    """The optimizer writes LayerNormalization into files of opset < 17 (ONNX Runtime defines
+    it at every opset) and SimplifiedLayerNormalization (RMSNorm) in ONNX's domain."""
+    x, inits = _f(2, 3, 8), [_init("g", _f(8)), _init("beta", _f(8))]
+    _check(tmp_path, "ln_opset14", helper.make_node("LayerNormalization", ["x", "g", "beta"], ["y"], epsilon=1e-5),
+           {"x": x}, inits, opset=14)
+    _check(tmp_path, "rms", helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y"], epsilon=1e-5),
+           {"x": x}, inits[:1])
+
+
+def test_embed_layer_normalization(tmp_path):
+    ids = R.integers(0, 20, (2, 6)).astype(np.int32)
+    segments = R.integers(0, 2, (2, 6)).astype(np.int32)
+    mask = np.ones((2, 6), np.int32)
+    mask[1, 4:] = 0
+    inits = [_init("word", _f(20, 8)), _init("pos", _f(16, 8)), _init("seg", _f(2, 8)), _init("g", _f(8)),
+             _init("beta", _f(8))]
+    _check(tmp_path, "embed_ln", _ms("EmbedLayerNormalization", ["ids", "segments", "word", "pos", "seg", "g", "beta",
+                                                                 "mask"], ["y", "mask_index"], epsilon=1e-5),
+           {"ids": ids, "segments": segments, "mask": mask}, inits)
+
+
+def test_fused_matmul(tmp_path):
+    _check(tmp_path, "fused_matmul", _ms("FusedMatMul", ["a", "b"], ["y"], alpha=0.5, transA=1, transB=1),
+           {"a": _f(2, 5, 3), "b": _f(2, 4, 5)})
+
+
+def test_matmul_integer_to_float(tmp_path):
+    a = R.integers(0, 256, (3, 6)).astype(np.uint8)
+    inits = [_init("w", R.integers(-128, 128, (6, 4)).astype(np.int8)), _init("a_scale", np.float32(0.02)),
+             _init("w_scale", np.array([0.01, 0.03, 0.02, 0.05], np.float32)), _init("a_zp", np.uint8(128)),
+             _init("w_zp", np.int8(3)), _init("bias", _f(4))]
+    _check(tmp_path, "mm_int_float", _ms("MatMulIntegerToFloat", ["a", "w", "a_scale", "w_scale", "a_zp", "w_zp", "bias"],
+                                         ["y"]), {"a": a}, inits)
+
+
+@pytest.fixture(scope="module")
+def quantized_mlp(tmp_path_factory):
+    """An MLP quantized by quantize_dynamic, then fused by ONNX Runtime's own graph
+    optimizer (the file it writes with optimized_model_filepath) into DynamicQuantizeMatMul."""
+    torch = pytest.importorskip("torch")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    folder = tmp_path_factory.mktemp("qmlp")
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
+    torch.onnx.export(mlp, (torch.randn(4, 16),), str(folder / "mlp.onnx"), input_names=["x"], dynamo=False,
+                      opset_version=17)
+    quantize_dynamic(str(folder / "mlp.onnx"), str(folder / "mlp_q.onnx"), weight_type=QuantType.QInt8)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(folder / "mlp_q_fused.onnx")
+    ort.InferenceSession(str(folder / "mlp_q.onnx"), options, providers=["CPUExecutionProvider"])
+    return folder / "mlp_q_fused.onnx"
+
+
+def test_a_dynamically_quantized_mlp_fused_by_onnxruntime(quantized_mlp, tmp_path):
+    ops = Counter((n.domain, n.op_type) for n in onnx.load(str(quantized_mlp)).graph.node)
+    assert ops[("com.microsoft", "DynamicQuantizeMatMul")] == 2, ops
+    x = R.standard_normal((4, 16)).astype(np.float32)
+    want = ort.InferenceSession(str(quantized_mlp), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for backend in ("interp", "minic"):
+        options = {"cache_dir": tmp_path} if backend == "minic" else {}
+        np.testing.assert_allclose(minic.compile(quantized_mlp, [x], backend=backend, **options)(x), want,
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask", ["none", "lengths", "raw", "causal"])
+def test_attention(tmp_path, mask):
+    x = _f(2, 5, 16)
+    inputs = {"x": x}
+    names = ["x", "w", "bias"]
+    attrs = {"num_heads": 4}
+    if mask == "lengths":
+        inputs["m"] = np.array([5, 3], np.int32)
+        names.append("m")
+    elif mask == "raw":
+        inputs["m"] = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)
+        names.append("m")
+    elif mask == "causal":
+        attrs["unidirectional"] = 1
+    _check(tmp_path, f"attention_{mask}", _ms("Attention", names, ["y"], **attrs), inputs,
+           [_init("w", _f(16, 48) * 0.3), _init("bias", _f(48))])
+
+
+def test_multi_head_attention(tmp_path):
+    q, k, v = _f(2, 3, 8), _f(2, 5, 8), _f(2, 5, 8)
+    _check(tmp_path, "mha", _ms("MultiHeadAttention", ["q", "k", "v", "bias", "m"], ["y"], num_heads=2),
+           {"q": q, "k": k, "v": v, "m": np.array([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]], np.int32)},
+           [_init("bias", _f(24))])
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding(tmp_path, interleaved):
+    x = _f(2, 3, 4, 8)                                  # (B, N, S, H)
+    angles = np.arange(16)[:, None] * (1.0 / 100 ** (np.arange(4) / 4))[None]
+    inits = [_init("cos", np.cos(angles).astype(np.float32)), _init("sin", np.sin(angles).astype(np.float32))]
+    _check(tmp_path, f"rotary_{interleaved}", _ms("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
+                                                  interleaved=interleaved),
+           {"x": x, "pos": np.array([[0, 1, 2, 3], [5, 6, 7, 8]], np.int64)}, inits)
+
+
+def test_an_input_the_converter_does_not_cover_is_refused_by_name(tmp_path):
+    node = _ms("SkipLayerNormalization", ["x", "s", "g"], ["y", "mean"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 2, 4]),
+                                            helper.make_tensor_value_info("s", F, [1, 2, 4])],
+                              [helper.make_tensor_value_info("y", F, None), helper.make_tensor_value_info("mean", F, None)],
+                              [_init("g", _f(4))])
+    path = tmp_path / "refused.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    with pytest.raises(UnsupportedError, match="the 'mean' output is not supported"):
+        minic.compile(path, backend="interp")
+
+
+@pytest.fixture(scope="module")
+def optimized_bert(tmp_path_factory):
+    """A tiny BERT (random weights) exported by torch and fused by ONNX Runtime's optimizer."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from onnxruntime.transformers.optimizer import optimize_model
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=64)
+    config._attn_implementation = "eager"               # the optimizer fuses the eager attention pattern
+    torch.manual_seed(0)
+    bert = transformers.BertModel(config).eval()
+
+    class Outputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, mask, types):
+            out = self.bert(input_ids=ids, attention_mask=mask, token_type_ids=types)
+            return out.last_hidden_state, out.pooler_output
+
+    folder = tmp_path_factory.mktemp("bert")
+    ids = torch.randint(0, 100, (2, 8))
+    torch.onnx.export(Outputs().eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(folder / "bert.onnx"),
+                      opset_version=17,
+                      input_names=["input_ids", "attention_mask", "token_type_ids"], dynamo=False)
+    optimize_model(str(folder / "bert.onnx"), model_type="bert", num_heads=4,
+                   hidden_size=32, opt_level=0).save_model_to_file(str(folder / "bert_opt.onnx"))
+    return folder / "bert_opt.onnx"
+
+
+def test_a_bert_fused_by_onnxruntimes_optimizer(optimized_bert, tmp_path):
+    ops = Counter((n.domain, n.op_type) for n in onnx.load(str(optimized_bert)).graph.node)
+    for op, count in {"Attention": 2, "SkipLayerNormalization": 4, "BiasGelu": 2}.items():
+        assert ops[("com.microsoft", op)] == count, ops
+    ids = R.integers(0, 100, (2, 8)).astype(np.int64)
+    mask = np.ones((2, 8), np.int64)
+    mask[1, 5:] = 0                                     # a padded row: the mask reaches Attention
+    inputs = [ids, mask, np.zeros((2, 8), np.int64)]
+    session = ort.InferenceSession(str(optimized_bert), providers=["CPUExecutionProvider"])
+    want = session.run(None, dict(zip([i.name for i in session.get_inputs()], inputs)))
+    for backend in ("interp", "minic"):
+        options = {"cache_dir": tmp_path} if backend == "minic" else {}
+        got = minic.compile(optimized_bert, inputs, backend=backend, **options)(*inputs)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,186 @@
+"""Shapes known at run time: a model whose ops need static sizes of symbolic dims is
+specialized per run-time shape (minic/runtime/specialize.py) and matches ONNX Runtime
+at every size; a model that compiles with its symbols stays one compiled model."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import minic
+from minic.errors import UserError
+from minic.runtime.compiled import CompiledModel
+from minic.runtime.specialize import CAPACITY, Specialized, bind_graph
+
+ort = pytest.importorskip("onnxruntime")
+torch = pytest.importorskip("torch")
+
+BACKENDS = ("minic", "interp")
+
+
+def _ort(path, feeds):
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _model(tmp_path, name, nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 4, 3, stride=2)
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+        return self.c2(y).mean(dim=(2, 3))
+
+
+@pytest.fixture(scope="module")
+def cnn_dyn(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("cnn") / "cnn_dyn.onnx"
+    torch.onnx.export(SmallCNN().eval(), (torch.randn(2, 3, 40, 48),), str(path), input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, dynamo=False)
+    return path
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cnn_with_dynamic_n_h_w_compiles_once_and_matches_onnxruntime_at_three_sizes(cnn_dyn, backend, tmp_path):
+    rng = np.random.default_rng(0)
+    example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(cnn_dyn, [example], backend=backend, **options)
+    assert isinstance(run, Specialized) and run.compilations == 1
+    for shape in [(2, 3, 40, 48), (1, 3, 32, 32), (3, 3, 57, 41)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(run(x), _ort(cnn_dyn, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert run.compilations == 3
+    assert run.keep == {"N"}                             # the batch stays symbolic: convolutions take it
+    run(example)                                         # seen before: no new compilation
+    run(rng.standard_normal((5, 3, 32, 32)).astype(np.float32))          # a new N at a known H, W: none either
+    assert run.compilations == 3
+
+
+def test_dynamic_option_keeps_the_batch_symbolic(cnn_dyn, tmp_path):
+    rng = np.random.default_rng(1)
+    example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
+    run = minic.compile(cnn_dyn, [example], dynamic={"x": {0: "N"}}, cache_dir=tmp_path)
+    for n in (1, 2, 5):                                  # one compilation serves every N
+        x = rng.standard_normal((n, 3, 40, 48)).astype(np.float32)
+        np.testing.assert_allclose(run(x), _ort(cnn_dyn, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert run.compilations == 1 and list(run.compiled) == [(("H", 40), ("W", 48))]
+
+
+def test_dynamic_option_errors_name_the_input_and_axis(cnn_dyn, tmp_path):
+    x = np.zeros((2, 3, 40, 48), np.float32)
+    for dynamic, message in [({"y": [0]}, "no input 'y'"), ({"x": [1]}, r"axis 1 is static \(3\)"),
+                             ({"x": [7]}, "has no axis 7"), ("N", "dynamic= takes")]:
+        with pytest.raises(UserError, match=message):
+            minic.compile(cnn_dyn, [x], dynamic=dynamic, cache_dir=tmp_path)
+    with pytest.raises(UserError, match="conv2d needs static"):      # True: symbolic or nothing
+        minic.compile(cnn_dyn, [x], dynamic=True, cache_dir=tmp_path)
+
+
+def test_symbols_that_inputs_disagree_on_are_a_one_line_error(tmp_path):
+    path = _model(tmp_path, "pad2", [helper.make_node("Add", ["a", "b"], ["s"]),
+                                     helper.make_node("Pad", ["s", "pads"], ["y"])],
+                  [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", "seq"]),
+                   helper.make_tensor_value_info("b", TensorProto.FLOAT, ["batch", "seq"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
+                  [helper.make_tensor("pads", TensorProto.INT64, [4], [0, 1, 0, 2])])
+    a = np.ones((2, 5), np.float32)
+    for backend in BACKENDS:
+        run = minic.compile(path, [a, a], backend=backend, cache_dir=tmp_path) if backend == "minic" else \
+            minic.compile(path, [a, a], backend=backend)
+        assert isinstance(run, Specialized)
+        with pytest.raises(UserError, match=r"input 'b' axis 1: seq = 6 contradicts seq = 5"):
+            run(a, np.ones((2, 6), np.float32))
+
+
+def _pad(tmp_path):
+    return _model(tmp_path, "pad", [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
+                  [helper.make_tensor("pads", TensorProto.INT64, [4], [0, 1, 0, 2])]), 2
+
+
+def _slice(tmp_path):
+    return _model(tmp_path, "slice", [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"]),
+                                      helper.make_node("Relu", ["y"], ["z"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
+                  [helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None])],
+                  [helper.make_tensor("starts", TensorProto.INT64, [1], [1]),
+                   helper.make_tensor("ends", TensorProto.INT64, [1], [-1]),
+                   helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
+                   helper.make_tensor("steps", TensorProto.INT64, [1], [2])]), 2
+
+
+def _resize(tmp_path):
+    return _model(tmp_path, "resize", [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, "H", "W"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
+                  [helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 1.5])]), 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("make", [_pad, _slice, _resize], ids=["pad", "slice", "resize"])
+def test_pad_slice_resize_on_a_symbolic_axis(make, backend, tmp_path):
+    path, rank = make(tmp_path)
+    rng = np.random.default_rng(2)
+    shapes = [(2, 7), (1, 4), (3, 10)] if rank == 2 else [(1, 2, 4, 6), (2, 2, 3, 5), (1, 2, 8, 2)]
+    first = rng.standard_normal(shapes[0]).astype(np.float32)
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(path, [first], backend=backend, **options)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_that_compiles_with_its_symbols_stays_one_compiled_model(tmp_path):
+    path = _model(tmp_path, "relu", [helper.make_node("Relu", ["x"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence"])])
+    x = np.array([[-1.0, 2.0]], np.float32)
+    assert isinstance(minic.compile(path, [x], cache_dir=tmp_path), CompiledModel)
+    run = minic.compile(path, [x], dynamic=False, cache_dir=tmp_path)       # every symbol specialized
+    assert isinstance(run, Specialized)
+    np.testing.assert_array_equal(run(np.array([[3.0, -4.0, 5.0]], np.float32)), [[3.0, 0.0, 5.0]])
+
+
+def test_memory_keeps_the_last_capacity_shapes(tmp_path):
+    path, _ = _pad(tmp_path)
+    run = minic.compile(path, [np.zeros((1, 3), np.float32)], backend="interp")
+    for n in range(3, 3 + CAPACITY + 2):
+        run(np.zeros((1, n), np.float32))
+    assert len(run.compiled) == CAPACITY
+    assert run.keep == {"batch"}
+    assert [k[0][1] for k in run.compiled] == list(range(5, 13))      # the least recently used went first
+
+
+def test_torch_module_with_a_dynamic_option_is_exported_with_those_axes(tmp_path):
+    torch.manual_seed(3)
+    module = SmallCNN().eval()
+    x = torch.randn(2, 3, 24, 20)
+    run = minic.compile(module, (x,), dynamic={"x": {0: "N"}}, cache_dir=tmp_path)
+    assert isinstance(run, CompiledModel)                 # N symbolic: one compilation serves every N
+    for n in (1, 3):
+        x = torch.randn(n, 3, 24, 20)
+        np.testing.assert_allclose(run(x.numpy()), module(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(UserError, match="no input 'y'; its inputs are x"):
+        minic.compile(module, (x,), dynamic={"y": [0]}, cache_dir=tmp_path)
+
+
+def test_bind_graph_infers_types_again():
+    from minic.ir.text import parse_graph
+    g = parse_graph("graph @g(%x: f32[B, T]) -> (f32[B*T]) {\n  %y = reshape(%x) {shape = [B*T]} : f32[B*T]\n"
+                    "  return %y\n}\n")
+    bound = bind_graph(g, {"T": 4})
+    assert str(bound.inputs[0].type) == "f32[B, 4]" and str(bound.outputs[0].type) == "f32[4*B]"
