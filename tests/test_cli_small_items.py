@@ -156,3 +156,20 @@ def test_plot_bars_are_proportional_to_the_figures(tmp_path):
     assert max(lefts) - min(lefts) < 0.5                   # one left edge
     for length, m in zip(lengths, medians.values()):
         assert abs(length - max(1, round(BAR * m / max(medians.values())))) <= 1
+
+
+def test_compile_with_a_cpu_llvm_does_not_know_is_a_user_error(tmp_path, capsys):
+    """LLVM only warns of a CPU it does not know for a triple, then may abort the process
+    (x86-64 code for an ARM core): minic asks it first and refuses in one line.  The case
+    that aborted runs in a child process (an abort fails the test, not the test run)."""
+    done = subprocess.run([sys.executable, "-m", "minic", "compile", "mlp", "--size", "small", "--target",
+                           "x86_64-linux-gnu", "--mcpu", "cortex-a55", "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    line = one_line_error(done.returncode, done.stderr)
+    assert "'cortex-a55' is not a recognized processor" in line and "LLVM ERROR" not in done.stderr
+    # These two built for LLVM's baseline without a word before:
+    for args, refused in ((["--mcpu", "skylake"], "'skylake' is not a recognized processor"),
+                          (["--features", "+bogus"], "'+bogus' is not a recognized feature")):
+        line = one_line_error(*cli(capsys, "compile", "mlp", "--size", "small", "--target", "aarch64", *args,
+                                   "-o", str(tmp_path / "arm"))[::2])
+        assert refused in line

@@ -10,6 +10,7 @@ starts ``threads - 1`` workers that stay.  The pool in C terms:
     void pool_run(fn, ctx, start, end, n):         // one parallel loop, split into n chunks
         if (n <= 1 || !cas(&busy, 0, 1)) { fn(ctx, start, end); return; }   // nested or re-entered: inline
         start workers once
+        next = MASK                           // nothing claimable while the task changes
         task = {fn, ctx, start, end, chunk = ceil((end - start) / n), n};  done = 0
         cpu = sched_getcpu()                  // the caller's core, which workers keep off
         g = ++gen;  next = g << 32            // chunk counter tagged with the generation
@@ -19,7 +20,7 @@ starts ``threads - 1`` workers that stay.  The pool in C terms:
         busy = 0
 
     void claim(g):                         // run chunks until none is left
-        while ((v = next) >> 32 == g && (v & MASK) < n)
+        while ((v = next) >> 32 == (g & MASK) && (v & MASK) < n)
             if (cas(&next, v, v + 1)) { run chunk v & MASK;
                                         if (atomic_add(&done, 1) == n - 1 && joiner) sem_post(&joined); }
 
@@ -34,7 +35,11 @@ starts ``threads - 1`` workers that stay.  The pool in C terms:
 Why the generation tag: a worker that wakes late may read the task of a newer
 loop; its compare-and-swap on ``next`` succeeds only while the generation it
 read is still the one running, and a loop cannot finish while a chunk is
-unclaimed, so the task fields it read were that loop's.  Chunks are claimed
+unclaimed, so the task fields it read were that loop's.  That holds because
+``next`` is made unclaimable (MASK chunks taken) before the task fields change:
+else a finished loop's tag would stay on ``next`` while a new, larger n is
+written, and its late worker would claim a chunk of no loop.  The tag is the
+generation's low 32 bits, so it still matches past 2**32 loops.  Chunks are claimed
 dynamically (several per thread), so a worker the OS does not schedule in time
 only means the others take its share.  ``minic_pool_stop`` joins the workers;
 the JIT calls it before it frees the code.
@@ -182,7 +187,8 @@ class _Pool:
         done, try_, won = (fn.append_basic_block(name) for name in ("claimed", "try", "won"))
         v = self.get(b, "next")
         c = b.and_(v, i64(MASK))
-        ours = b.and_(b.icmp_unsigned("==", b.lshr(v, i64(32)), g), b.icmp_signed("<", c, n))
+        # the tag holds g's low 32 bits (g << 32 drops the rest): past 2**32 loops g itself never matches
+        ours = b.and_(b.icmp_unsigned("==", b.lshr(v, i64(32)), b.and_(g, i64(MASK))), b.icmp_signed("<", c, n))
         b.cbranch(ours, try_, done)
         b.position_at_end(try_)
         b.cbranch(self.swapped(b, self.field(b, "next"), v, b.add(v, i64(1))), won, head)
@@ -275,6 +281,10 @@ class _Pool:
         b.position_at_end(pooled)
         self._start_workers(b)
         chunk = b.sdiv(b.add(b.sub(end, start), b.sub(n, i64(1))), n)      # ceil((end - start) / n)
+        # No chunk is claimable while the task changes: the last loop left ``next`` tagged with its
+        # generation, and a late worker of it that read some new fields would find chunks below
+        # the new n still free under the old tag.
+        self.put(b, "next", MASK)
         for name, value in zip(TASK, (b.ptrtoint(body, I64), b.ptrtoint(ctx, I64), start, end, chunk, n)):
             self.put(b, name, value)
         self.put(b, "done", 0)
