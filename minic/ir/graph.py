@@ -98,3 +98,13 @@ def _wiring(g: Graph) -> tuple:
 def attr_items(attrs: Any) -> list[tuple[str, Any]]:
     """(name, value) of an attribute dataclass, in declaration order."""
     return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)] if is_dataclass(attrs) else []
+
+
+QUIET = {"quiet": True}     # field metadata: an attribute the text form leaves out at its default
+
+
+def shown_attr_items(attrs: Any) -> list[tuple[str, Any]]:
+    """``attr_items`` but the QUIET fields at their default: an attribute added to an op later
+    (gather's ``from_end``) leaves the text of graphs that do not use it as it was."""
+    quiet = {f.name: f.default for f in fields(attrs) if f.metadata.get("quiet")} if is_dataclass(attrs) else {}
+    return [(k, v) for k, v in attr_items(attrs) if k not in quiet or v != quiet[k]]

@@ -32,7 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
 from minic.errors import UserError
 from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value, attr_items
+from minic.ir.graph import Graph, Node, Value, shown_attr_items
 from minic.ir.ops.layout import END
 from minic.files import write_atomic
 from minic.ir.types import DType, Dim, TensorType, canon
@@ -99,7 +99,7 @@ def _ref(v: Value) -> str:
 def _node_text(node: Node) -> str:
     outs = ", ".join(_ref(v) for v in node.outputs)
     ins = ", ".join(_ref(v) for v in node.inputs)
-    items = attr_items(node.attrs)
+    items = shown_attr_items(node.attrs)
     attrs = " {" + ", ".join(f"{k} = {_attr_text(v)}" for k, v in items) + "}" if items else ""
     group = f" group {node.group}" if node.group is not None else ""
     return f"{outs} = {node.op}({ins}){attrs} : {', '.join(str(v.type) for v in node.outputs)}{group}"

@@ -208,3 +208,18 @@ def test_a_reduction_of_a_whole_large_tensor_is_right():
     got = minic.compile(Moments(), (x,), num_threads=4)(x.numpy())
     for g, w in zip(got, Moments()(x.double())):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5)
+
+
+SHIFT = "graph @s(%a: i32[5], %b: i32[5]) -> (i32[5]) {{\n  %y = bit_shift(%a, %b) {{direction = \"{d}\"}} : i32[5]\n  return %y\n}}"
+
+
+@pytest.mark.parametrize("backend", PATHS)
+@pytest.mark.parametrize("direction", ["left", "right"])
+def test_a_shift_by_the_width_or_more_is_torch_s_answer(backend, direction):
+    """The documented rule (bit_shift's doc): outside [0, width) a shift gives 0, or the sign in
+    every bit for a signed right shift -- PyTorch's answer; C and LLVM leave it undefined."""
+    a = np.array([-8, 1, 7, -8, -2**31], np.int32)
+    b = np.array([-1, -1, 31, 32, 40], np.int32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    want = (ta << tb) if direction == "left" else (ta >> tb)
+    np.testing.assert_array_equal(run(SHIFT.format(d=direction), backend, a, b), want.numpy())

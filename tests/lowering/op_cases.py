@@ -55,7 +55,7 @@ def const(*shape: int) -> Spec:
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "silu", "erf",
          "sin", "cos", "tan", "floor", "ceil", "round"]
 POSITIVE = {"log", "sqrt", "rsqrt"}
-BINARY = ["add", "sub", "mul", "div", "max", "min", "eq", "lt", "gt"]
+BINARY = ["add", "sub", "mul", "div", "max", "min", "eq", "lt", "gt", "ge", "le"]
 
 CASES = {}
 for _op in UNARY:

@@ -6,7 +6,7 @@ compute rules reduce over the update positions), so fusion treats them as
 contractions."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -14,6 +14,7 @@ import numpy as np
 from minic.ir.compute import (DataCheck, Reduce, Site, clamp, index_check, initial, reduce_axes, reduce_over,
                                wrap_index, wrap_indices)
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
+from minic.ir.graph import QUIET
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg, broadcast_infer, div_checks
 from minic.ir.ops.layout import GatherAttrs, delinearize, gather_checks, linearize
@@ -136,7 +137,8 @@ def shift_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 class ScatterAttrs:
     axis: int = 0
     reduction: Literal["none", "add", "mul", "max", "min"] = "none"     # how an update meets the data
-    from_end: bool = True     # a negative index counts from the end (ONNX); false: out of range (torch.scatter)
+    # a negative index counts from the end (ONNX); false: out of range (torch.scatter)
+    from_end: bool = field(default=True, metadata=QUIET)
 
 
 # The data checks (compute.DataCheck): the index tensors, one test per index.

@@ -3,7 +3,7 @@ transpose, expand, concat, split, slice, gather, pad.  Each compute rule is one
 input element at a remapped index (or, for concat and pad, a choice between inputs)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -11,6 +11,7 @@ import numpy as np
 from minic.errors import UnsupportedError
 from minic.ir.compute import DataCheck, Site, clamp, in_range, index_check, wrap_index, wrap_indices
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
+from minic.ir.graph import QUIET
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import identity
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
@@ -330,7 +331,8 @@ _layout("slice", _slice_infer, _slice, slice_rule, SliceAttrs,
 @dataclass(frozen=True)
 class GatherAttrs:
     axis: int = 0
-    from_end: bool = True     # a negative index counts from the end (ONNX, numpy); false: out of range (torch)
+    # a negative index counts from the end (ONNX, numpy); false: out of range (torch)
+    from_end: bool = field(default=True, metadata=QUIET)
 
 
 def _gather_infer(attrs: GatherAttrs, ts: list[TensorType]) -> list[TensorType]:
