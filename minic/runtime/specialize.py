@@ -76,15 +76,32 @@ def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[
     serves every batch at a given H and W.  (torch.compile's "automatic dynamic" makes a
     dim dynamic once it changes; here the example decides at compile time.)"""
     example = bind_symbols(inputs, source.example_inputs)
-    keep, first = frozenset(), None
+    keep, first, pool = frozenset(), None, {}
     for symbol in every[:-1] if len(every) > 1 else []:  # all of them together failed already
         trial = keep | {symbol}
         try:
-            run = build(static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs))
+            graph = static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs)
+            run = build(share_constants(graph, pool))
         except MinicError:
             continue
         keep, first = trial, run
-    return Specialized(source, build, inputs, keep, first)
+    return Specialized(source, build, inputs, keep, first, pool)
+
+
+def share_constants(graph: Graph, pool: dict[str, np.ndarray]) -> Graph:
+    """``graph`` with each constant that equals one in ``pool`` (same name, same data) holding
+    the pool's array: every import makes new arrays of the same weights, and without this
+    each specialization would keep a copy of them all.  New ones join the pool (owned by numpy,
+    so that a compiled model keeps them without copying)."""
+    from minic.runtime.compiled import owned
+    for c in graph.constants:
+        known = pool.get(c.name)
+        if known is not None and known.dtype == c.data.dtype and known.shape == c.data.shape \
+                and np.array_equal(known, c.data):
+            c.data = known
+        elif known is None:
+            c.data = pool[c.name] = owned(c.data)
+    return graph
 
 
 class Specialized:
@@ -92,11 +109,13 @@ class Specialized:
     it specializes), on first sight of each; the last ``CAPACITY`` are kept."""
 
     def __init__(self, source: ModelSource, build: Build, inputs: list[Value], keep: frozenset[str],
-                 first: Runner | None = None):
+                 first: Runner | None = None, pool: dict[str, np.ndarray] | None = None):
         self.source, self.build, self.inputs, self.keep = source, build, inputs, keep
+        self.pool = {} if pool is None else pool         # the weights, one copy for every specialization
         self.compiled: OrderedDict[tuple, Runner] = OrderedDict()
         self.compilations = 0                            # how many signatures were compiled (tests read it)
         self._lock = threading.Lock()                    # a model is a value: threads may call it at once
+        self._keys: dict[tuple, tuple] = {}              # input shapes seen -> their signature
         if first is not None:                            # compiled already, for the example's signature
             self.compiled[self.signature(source.example_inputs)] = first
             self.compilations = 1
@@ -111,10 +130,13 @@ class Specialized:
 
     def runner(self, arrays) -> Runner:
         key = self.signature(arrays)
+        if len(self._keys) >= 16 * CAPACITY:
+            self._keys.clear()
+        self._keys[tuple(np.shape(a) for a in arrays)] = key
         with self._lock:
             run = self.compiled.get(key)
             if run is None:
-                run = self.build(static_graph(self.source, dict(key), self.inputs))
+                run = self.build(share_constants(static_graph(self.source, dict(key), self.inputs), self.pool))
                 self.compilations += 1
                 if len(self.compiled) >= CAPACITY:
                     self.compiled.popitem(last=False)
@@ -124,8 +146,19 @@ class Specialized:
         return run
 
     def __call__(self, *arrays: np.ndarray):
-        arrays = tuple(np.asarray(a) for a in arrays)
-        return self.runner(arrays)(*arrays)
+        # Shapes seen before name their signature at once (the compiled model checks dtypes
+        # and sizes itself); new shapes are bound and checked by signature().
+        key = self._keys.get(tuple(np.shape(a) for a in arrays))
+        run = self.compiled.get(key) if key is not None else None
+        if run is not None:
+            try:
+                self.compiled.move_to_end(key)           # the most recently used
+            except KeyError:                             # another thread let it go just now
+                run = None
+        if run is None:
+            arrays = tuple(np.asarray(a) for a in arrays)
+            run = self.runner(arrays)
+        return run(*arrays)
 
     def __repr__(self) -> str:
         kept = f", symbolic {sorted(self.keep)}" if self.keep else ""

@@ -178,6 +178,18 @@ def test_torch_module_with_a_dynamic_option_is_exported_with_those_axes(tmp_path
         minic.compile(module, (x,), dynamic={"y": [0]}, cache_dir=tmp_path)
 
 
+def test_specializations_share_one_copy_of_the_weights(cnn_dyn):
+    from minic.api import load
+    from minic.runtime.specialize import share_constants, static_graph
+    source = load(cnn_dyn, [np.zeros((1, 3, 16, 16), np.float32)])
+    inputs = source.extra["symbolic inputs"]
+    pool: dict = {}
+    first = share_constants(static_graph(source, {"H": 20, "W": 24}, inputs), pool)
+    second = share_constants(static_graph(source, {"H": 30, "W": 18}, inputs), pool)
+    weights = {c.name: c.data for c in first.constants if c.data.size > 100}
+    assert weights and all(c.data is weights[c.name] for c in second.constants if c.name in weights)
+
+
 def test_bind_graph_infers_types_again():
     from minic.ir.text import parse_graph
     g = parse_graph("graph @g(%x: f32[B, T]) -> (f32[B*T]) {\n  %y = reshape(%x) {shape = [B*T]} : f32[B*T]\n"
