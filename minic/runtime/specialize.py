@@ -77,8 +77,10 @@ def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[
     dim dynamic once it changes; here the example decides at compile time.)"""
     example = bind_symbols(inputs, source.example_inputs)
     keep, first, pool = frozenset(), None, {}
-    for symbol in every[:-1] if len(every) > 1 else []:  # all of them together failed already
+    for symbol in every:
         trial = keep | {symbol}
+        if trial == set(every):                          # all of them together failed already
+            continue
         try:
             graph = static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs)
             run = build(share_constants(graph, pool))

@@ -69,6 +69,22 @@ def test_cnn_with_dynamic_n_h_w_compiles_once_and_matches_onnxruntime_at_three_s
     assert run.compilations == 3
 
 
+def test_specializations_are_kept_in_the_compile_cache_on_disk(cnn_dyn, tmp_path, monkeypatch):
+    from minic import pipeline
+    rng = np.random.default_rng(4)
+    shapes = [(1, 3, 20, 24), (2, 3, 33, 17)]
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    first = minic.compile(cnn_dyn, [xs[0]], cache_dir=tmp_path)
+    want = [first(x) for x in xs]
+
+    def no_compilation(*args, **kwargs):
+        raise AssertionError("compiled again: the compile cache was not used")
+    monkeypatch.setattr(pipeline, "Compilation", no_compilation)
+    again = minic.compile(cnn_dyn, [xs[0]], cache_dir=tmp_path)         # as a new process would
+    for x, w in zip(xs, want):
+        np.testing.assert_array_equal(again(x), w)
+
+
 def test_dynamic_option_keeps_the_batch_symbolic(cnn_dyn, tmp_path):
     rng = np.random.default_rng(1)
     example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
@@ -142,6 +158,18 @@ def test_pad_slice_resize_on_a_symbolic_axis(make, backend, tmp_path):
     for shape in shapes:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_later_symbol_is_kept_when_an_earlier_one_cannot_be(tmp_path):
+    # time first, batch second: the pad needs T static, B can stay symbolic
+    path = _model(tmp_path, "pad_tb", [helper.make_node("Pad", ["x", "pads"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["T", "B"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
+                  [helper.make_tensor("pads", TensorProto.INT64, [4], [1, 0, 2, 0])])
+    run = minic.compile(path, [np.ones((4, 2), np.float32)], backend="interp")
+    assert run.keep == {"B"}
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    np.testing.assert_array_equal(run(x), np.pad(x, ((1, 2), (0, 0))))
 
 
 def test_a_model_that_compiles_with_its_symbols_stays_one_compiled_model(tmp_path):
