@@ -102,7 +102,7 @@ def share_constants(graph: Graph, pool: dict[str, np.ndarray]) -> Graph:
                 and np.array_equal(known, c.data):
             c.data = known
         elif known is None:
-            c.data = pool[c.name] = owned(c.data)
+            c.data = pool[c.name] = owned(c.data).reshape(c.data.shape)    # (owned() makes a scalar 1-D)
     return graph
 
 
@@ -300,9 +300,12 @@ def onnx_at_example_shapes(path, example_inputs, draw: Callable[[Graph], tuple])
     (the import's error stands)."""
     import onnx
     from minic.frontend.onnx import from_onnx_file, graph_input_names, input_value
-    model = onnx.load(str(path), load_external_data=False)
-    names = set(graph_input_names(model))
-    inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+        names = set(graph_input_names(model))
+        inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
+    except Exception:  # noqa: BLE001 - not a file whose inputs can be read: the import's own error stands
+        return None
     if not any(symbols(d) for v in inputs for d in v.type.shape):
         return None
     arrays = tuple(example_inputs) if example_inputs else draw(Graph("inputs", inputs, []))

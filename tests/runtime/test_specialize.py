@@ -85,6 +85,33 @@ def test_specializations_are_kept_in_the_compile_cache_on_disk(cnn_dyn, tmp_path
         np.testing.assert_array_equal(again(x), w)
 
 
+class Recurrent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 16, batch_first=True)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_lstm_over_a_dynamic_time_axis_at_three_lengths(backend, tmp_path):
+    """Refused before ("minic unrolls LSTM and needs a static sequence length"); now each
+    length is a specialization (unrolled to that length: a loop at run time is issue 32's
+    item 2)."""
+    torch.manual_seed(5)
+    path = tmp_path / "lstm.onnx"
+    torch.onnx.export(Recurrent().eval(), (torch.randn(2, 5, 8),), str(path), input_names=["x"],
+                      dynamic_axes={"x": {0: "B", 1: "T"}}, dynamo=False)
+    rng = np.random.default_rng(5)
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(path, [rng.standard_normal((2, 5, 8)).astype(np.float32)], backend=backend, **options)
+    for shape in [(2, 5, 8), (1, 9, 8), (3, 3, 8)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
 def test_dynamic_option_keeps_the_batch_symbolic(cnn_dyn, tmp_path):
     rng = np.random.default_rng(1)
     example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
