@@ -293,21 +293,29 @@ def bind_graph(graph: Graph, sizes: Mapping[str, int]) -> Graph:
     return Graph(graph.name, inputs, [new[v] for v in graph.outputs], nodes, list(graph.constants))
 
 
-def onnx_at_example_shapes(path, example_inputs, draw: Callable[[Graph], tuple]):
-    """An ONNX file whose symbolic import failed (an op needs a static size), imported at
-    its example inputs' sizes (drawn by ``draw`` when none are given): the graph, the
-    file's own symbolic inputs and the example arrays; None when no symbol is involved
-    (the import's error stands)."""
+def onnx_inputs(path) -> list[Value] | None:
+    """The inputs of an ONNX file with their symbolic dims, or None when it has no symbolic
+    dim (or its inputs cannot be read: the import's own error then stands)."""
     import onnx
-    from minic.frontend.onnx import from_onnx_file, graph_input_names, input_value
+    from minic.frontend.onnx import graph_input_names, input_value
     try:
         model = onnx.load(str(path), load_external_data=False)
         names = set(graph_input_names(model))
         inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
-    except Exception:  # noqa: BLE001 - not a file whose inputs can be read: the import's own error stands
+    except Exception:  # noqa: BLE001 - not a file whose inputs can be read
         return None
-    if not any(symbols(d) for v in inputs for d in v.type.shape):
-        return None
-    arrays = tuple(example_inputs) if example_inputs else draw(Graph("inputs", inputs, []))
-    sizes = bind_symbols(inputs, arrays)
-    return from_onnx_file(path, dims=sizes), inputs, arrays
+    return inputs if any(symbols(d) for v in inputs for d in v.type.shape) else None
+
+
+def import_at_examples(source: ModelSource) -> Graph:
+    """An ONNX file whose symbolic import failed (an op needs a static size), imported at
+    the sizes of the source's example inputs (given, or drawn: the CLI replaces drawn ones
+    with the user's before anything imports)."""
+    from minic.frontend.onnx import from_onnx_file
+    sizes = bind_symbols(source.extra["symbolic inputs"], source.example_inputs)
+    try:
+        graph = from_onnx_file(source.onnx_path, dims=sizes)
+    except UserError as e:
+        raise type(e)(f"{e} (at {', '.join(f'{k}={n}' for k, n in sizes.items())}, the example inputs' sizes)") from None
+    graph.name = source.name
+    return graph
