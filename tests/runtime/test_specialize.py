@@ -112,6 +112,18 @@ def test_an_lstm_over_a_dynamic_time_axis_at_three_lengths(backend, tmp_path):
         np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_the_command_line_runs_a_dynamic_file_at_the_sizes_of_the_inputs_given(cnn_dyn, tmp_path, capsys,
+                                                                                monkeypatch):
+    from tests.cli_helpers import cli
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    np.savez(tmp_path / "x.npz", x=np.random.default_rng(6).standard_normal((1, 3, 32, 32)).astype(np.float32))
+    code, out, err = cli(capsys, "run", str(cnn_dyn), "--inputs", str(tmp_path / "x.npz"), "--repeat", "1")
+    assert code == 0, err
+    assert "float32[1, 4]" in out and "minic" in out
+    code, out, err = cli(capsys, "run", str(cnn_dyn), "--repeat", "1")      # drawn inputs: 2x2 images
+    assert code == 1 and "at N=2, H=2, W=2, the example inputs' sizes" in err
+
+
 def test_dynamic_option_keeps_the_batch_symbolic(cnn_dyn, tmp_path):
     rng = np.random.default_rng(1)
     example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
