@@ -77,15 +77,14 @@ def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
     from minic.runtime import specialize
     try:
         graph, symbolic = from_onnx_file(path), None
-    except UserError:           # an op needs a static size of a symbolic dim: import at the example's sizes
-        found = specialize.onnx_at_example_shapes(path, example_inputs and _arrays(example_inputs),
-                                                  lambda g: _random_inputs(g, seed))
-        if found is None:
+    except UserError:           # an op needs a static size of a symbolic dim (see runtime/specialize.py)
+        symbolic = specialize.onnx_inputs(path)
+        if symbolic is None:
             raise
-        graph, symbolic, example_inputs = found
+        graph = Graph(path.stem, symbolic, [])            # its inputs only, to draw example inputs from
     source = load(graph, example_inputs, seed=seed)
-    if symbolic is not None:
-        source.extra["symbolic inputs"] = symbolic
+    if symbolic is not None:                              # graph_of imports it at the example inputs' sizes
+        source.graph, source.extra["symbolic inputs"] = None, symbolic
     source.onnx_path = path
     source.name = path.stem
     return source

@@ -45,6 +45,9 @@ class ModelSource:
 
 def graph_of(source: ModelSource):
     """The minic Graph of ``source``: given, or imported from its torch module on first use (then kept)."""
+    if source.graph is None and "symbolic inputs" in source.extra:     # an ONNX file that needs static sizes
+        from minic.runtime.specialize import import_at_examples
+        source.graph = import_at_examples(source)
     if source.graph is None:
         if source.module is None:
             raise UserError(f"model '{source.name}' has neither a graph nor a torch module")

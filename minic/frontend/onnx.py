@@ -321,7 +321,7 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             if st is not None:
                 b.storage[v] = st
             continue
-        v = input_value(inp, dims or {})
+        v = input_value(inp, dims or {})             # a sequence or optional input is refused here
         if st is not None:
             b.storage[v] = st
         graph.inputs.append(v)

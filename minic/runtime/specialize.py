@@ -76,15 +76,34 @@ def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[
     serves every batch at a given H and W.  (torch.compile's "automatic dynamic" makes a
     dim dynamic once it changes; here the example decides at compile time.)"""
     example = bind_symbols(inputs, source.example_inputs)
-    keep, first = frozenset(), None
-    for symbol in every[:-1] if len(every) > 1 else []:  # all of them together failed already
+    keep, first, pool = frozenset(), None, {}
+    for symbol in every:
         trial = keep | {symbol}
+        if trial == set(every):                          # all of them together failed already
+            continue
         try:
-            run = build(static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs))
+            graph = static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs)
+            run = build(share_constants(graph, pool))
         except MinicError:
             continue
         keep, first = trial, run
-    return Specialized(source, build, inputs, keep, first)
+    return Specialized(source, build, inputs, keep, first, pool)
+
+
+def share_constants(graph: Graph, pool: dict[str, np.ndarray]) -> Graph:
+    """``graph`` with each constant that equals one in ``pool`` (same name, same data) holding
+    the pool's array: every import makes new arrays of the same weights, and without this
+    each specialization would keep a copy of them all.  New ones join the pool (owned by numpy,
+    so that a compiled model keeps them without copying)."""
+    from minic.runtime.compiled import owned
+    for c in graph.constants:
+        known = pool.get(c.name)
+        if known is not None and known.dtype == c.data.dtype and known.shape == c.data.shape \
+                and np.array_equal(known, c.data):
+            c.data = known
+        elif known is None:
+            c.data = pool[c.name] = owned(c.data).reshape(c.data.shape)    # (owned() makes a scalar 1-D)
+    return graph
 
 
 class Specialized:
@@ -92,11 +111,13 @@ class Specialized:
     it specializes), on first sight of each; the last ``CAPACITY`` are kept."""
 
     def __init__(self, source: ModelSource, build: Build, inputs: list[Value], keep: frozenset[str],
-                 first: Runner | None = None):
+                 first: Runner | None = None, pool: dict[str, np.ndarray] | None = None):
         self.source, self.build, self.inputs, self.keep = source, build, inputs, keep
+        self.pool = {} if pool is None else pool         # the weights, one copy for every specialization
         self.compiled: OrderedDict[tuple, Runner] = OrderedDict()
         self.compilations = 0                            # how many signatures were compiled (tests read it)
         self._lock = threading.Lock()                    # a model is a value: threads may call it at once
+        self._keys: dict[tuple, tuple] = {}              # input shapes seen -> their signature
         if first is not None:                            # compiled already, for the example's signature
             self.compiled[self.signature(source.example_inputs)] = first
             self.compilations = 1
@@ -111,10 +132,13 @@ class Specialized:
 
     def runner(self, arrays) -> Runner:
         key = self.signature(arrays)
+        if len(self._keys) >= 16 * CAPACITY:
+            self._keys.clear()
+        self._keys[tuple(np.shape(a) for a in arrays)] = key
         with self._lock:
             run = self.compiled.get(key)
             if run is None:
-                run = self.build(static_graph(self.source, dict(key), self.inputs))
+                run = self.build(share_constants(static_graph(self.source, dict(key), self.inputs), self.pool))
                 self.compilations += 1
                 if len(self.compiled) >= CAPACITY:
                     self.compiled.popitem(last=False)
@@ -124,8 +148,19 @@ class Specialized:
         return run
 
     def __call__(self, *arrays: np.ndarray):
-        arrays = tuple(np.asarray(a) for a in arrays)
-        return self.runner(arrays)(*arrays)
+        # Shapes seen before name their signature at once (the compiled model checks dtypes
+        # and sizes itself); new shapes are bound and checked by signature().
+        key = self._keys.get(tuple(np.shape(a) for a in arrays))
+        run = self.compiled.get(key) if key is not None else None
+        if run is not None:
+            try:
+                self.compiled.move_to_end(key)           # the most recently used
+            except KeyError:                             # another thread let it go just now
+                run = None
+        if run is None:
+            arrays = tuple(np.asarray(a) for a in arrays)
+            run = self.runner(arrays)
+        return run(*arrays)
 
     def __repr__(self) -> str:
         kept = f", symbolic {sorted(self.keep)}" if self.keep else ""
@@ -258,18 +293,29 @@ def bind_graph(graph: Graph, sizes: Mapping[str, int]) -> Graph:
     return Graph(graph.name, inputs, [new[v] for v in graph.outputs], nodes, list(graph.constants))
 
 
-def onnx_at_example_shapes(path, example_inputs, draw: Callable[[Graph], tuple]):
-    """An ONNX file whose symbolic import failed (an op needs a static size), imported at
-    its example inputs' sizes (drawn by ``draw`` when none are given): the graph, the
-    file's own symbolic inputs and the example arrays; None when no symbol is involved
-    (the import's error stands)."""
+def onnx_inputs(path) -> list[Value] | None:
+    """The inputs of an ONNX file with their symbolic dims, or None when it has no symbolic
+    dim (or its inputs cannot be read: the import's own error then stands)."""
     import onnx
-    from minic.frontend.onnx import from_onnx_file, graph_input_names, input_value
-    model = onnx.load(str(path), load_external_data=False)
-    names = set(graph_input_names(model))
-    inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
-    if not any(symbols(d) for v in inputs for d in v.type.shape):
+    from minic.frontend.onnx import graph_input_names, input_value
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+        names = set(graph_input_names(model))
+        inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
+    except Exception:  # noqa: BLE001 - not a file whose inputs can be read
         return None
-    arrays = tuple(example_inputs) if example_inputs else draw(Graph("inputs", inputs, []))
-    sizes = bind_symbols(inputs, arrays)
-    return from_onnx_file(path, dims=sizes), inputs, arrays
+    return inputs if any(symbols(d) for v in inputs for d in v.type.shape) else None
+
+
+def import_at_examples(source: ModelSource) -> Graph:
+    """An ONNX file whose symbolic import failed (an op needs a static size), imported at
+    the sizes of the source's example inputs (given, or drawn: the CLI replaces drawn ones
+    with the user's before anything imports)."""
+    from minic.frontend.onnx import from_onnx_file
+    sizes = bind_symbols(source.extra["symbolic inputs"], source.example_inputs)
+    try:
+        graph = from_onnx_file(source.onnx_path, dims=sizes)
+    except UserError as e:
+        raise type(e)(f"{e} (at {', '.join(f'{k}={n}' for k, n in sizes.items())}, the example inputs' sizes)") from None
+    graph.name = source.name
+    return graph

@@ -69,6 +69,61 @@ def test_cnn_with_dynamic_n_h_w_compiles_once_and_matches_onnxruntime_at_three_s
     assert run.compilations == 3
 
 
+def test_specializations_are_kept_in_the_compile_cache_on_disk(cnn_dyn, tmp_path, monkeypatch):
+    from minic import pipeline
+    rng = np.random.default_rng(4)
+    shapes = [(1, 3, 20, 24), (2, 3, 33, 17)]
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    first = minic.compile(cnn_dyn, [xs[0]], cache_dir=tmp_path)
+    want = [first(x) for x in xs]
+
+    def no_compilation(*args, **kwargs):
+        raise AssertionError("compiled again: the compile cache was not used")
+    monkeypatch.setattr(pipeline, "Compilation", no_compilation)
+    again = minic.compile(cnn_dyn, [xs[0]], cache_dir=tmp_path)         # as a new process would
+    for x, w in zip(xs, want):
+        np.testing.assert_array_equal(again(x), w)
+
+
+class Recurrent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 16, batch_first=True)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_lstm_over_a_dynamic_time_axis_at_three_lengths(backend, tmp_path):
+    """Refused before ("minic unrolls LSTM and needs a static sequence length"); now each
+    length is a specialization (unrolled to that length: a loop at run time is issue 32's
+    item 2)."""
+    torch.manual_seed(5)
+    path = tmp_path / "lstm.onnx"
+    torch.onnx.export(Recurrent().eval(), (torch.randn(2, 5, 8),), str(path), input_names=["x"],
+                      dynamic_axes={"x": {0: "B", 1: "T"}}, dynamo=False)
+    rng = np.random.default_rng(5)
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(path, [rng.standard_normal((2, 5, 8)).astype(np.float32)], backend=backend, **options)
+    for shape in [(2, 5, 8), (1, 9, 8), (3, 3, 8)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_the_command_line_runs_a_dynamic_file_at_the_sizes_of_the_inputs_given(cnn_dyn, tmp_path, capsys,
+                                                                                monkeypatch):
+    from tests.cli_helpers import cli
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    np.savez(tmp_path / "x.npz", x=np.random.default_rng(6).standard_normal((1, 3, 32, 32)).astype(np.float32))
+    code, out, err = cli(capsys, "run", str(cnn_dyn), "--inputs", str(tmp_path / "x.npz"), "--repeat", "1")
+    assert code == 0, err
+    assert "float32[1, 4]" in out and "minic" in out
+    code, out, err = cli(capsys, "run", str(cnn_dyn), "--repeat", "1")      # drawn inputs: 2x2 images
+    assert code == 1 and "at N=2, H=2, W=2, the example inputs' sizes" in err
+
+
 def test_dynamic_option_keeps_the_batch_symbolic(cnn_dyn, tmp_path):
     rng = np.random.default_rng(1)
     example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
@@ -144,6 +199,18 @@ def test_pad_slice_resize_on_a_symbolic_axis(make, backend, tmp_path):
         np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
+def test_a_later_symbol_is_kept_when_an_earlier_one_cannot_be(tmp_path):
+    # time first, batch second: the pad needs T static, B can stay symbolic
+    path = _model(tmp_path, "pad_tb", [helper.make_node("Pad", ["x", "pads"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["T", "B"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
+                  [helper.make_tensor("pads", TensorProto.INT64, [4], [1, 0, 2, 0])])
+    run = minic.compile(path, [np.ones((4, 2), np.float32)], backend="interp")
+    assert run.keep == {"B"}
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    np.testing.assert_array_equal(run(x), np.pad(x, ((1, 2), (0, 0))))
+
+
 def test_a_model_that_compiles_with_its_symbols_stays_one_compiled_model(tmp_path):
     path = _model(tmp_path, "relu", [helper.make_node("Relu", ["x"], ["y"])],
                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
@@ -176,6 +243,18 @@ def test_torch_module_with_a_dynamic_option_is_exported_with_those_axes(tmp_path
         np.testing.assert_allclose(run(x.numpy()), module(x).detach().numpy(), rtol=1e-4, atol=1e-5)
     with pytest.raises(UserError, match="no input 'y'; its inputs are x"):
         minic.compile(module, (x,), dynamic={"y": [0]}, cache_dir=tmp_path)
+
+
+def test_specializations_share_one_copy_of_the_weights(cnn_dyn):
+    from minic.api import load
+    from minic.runtime.specialize import share_constants, static_graph
+    source = load(cnn_dyn, [np.zeros((1, 3, 16, 16), np.float32)])
+    inputs = source.extra["symbolic inputs"]
+    pool: dict = {}
+    first = share_constants(static_graph(source, {"H": 20, "W": 24}, inputs), pool)
+    second = share_constants(static_graph(source, {"H": 30, "W": 18}, inputs), pool)
+    weights = {c.name: c.data for c in first.constants if c.data.size > 100}
+    assert weights and all(c.data is weights[c.name] for c in second.constants if c.name in weights)
 
 
 def test_bind_graph_infers_types_again():
