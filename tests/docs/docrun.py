@@ -197,6 +197,14 @@ def mismatch(output: str, shown: list[str], cwd: Path | None = None) -> str | No
     return "output differs from what the page shows"
 
 
+def tree_env() -> dict[str, str]:
+    """The environment of a page's processes: this tree's code first on the path, so that a page
+    runs the code beside it (not another checkout an editable install points to)."""
+    import os
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
+
+
 def run_command(command: str, cwd: Path) -> tuple[int, str]:
     """Exit status and output (stdout + stderr) of one documented command."""
     words = shlex.split(command)
@@ -211,7 +219,7 @@ def run_command(command: str, cwd: Path) -> tuple[int, str]:
                 code = e.code if isinstance(e.code, int) else 1
         return code, out.getvalue()
     done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+                          timeout=TIMEOUT_S, env=tree_env())
     return done.returncode, done.stdout + done.stderr
 
 
@@ -240,7 +248,7 @@ class PythonSession:
     """One interpreter for the python blocks of one page."""
 
     def __init__(self, cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-W", "ignore", "-c", RUNNER], cwd=cwd, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-W", "ignore", "-c", RUNNER], cwd=cwd, text=True, env=tree_env(),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def run(self, code: str, name: str) -> tuple[bool, str]:

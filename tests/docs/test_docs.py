@@ -136,3 +136,13 @@ def test_quotes_read_the_real_tree():
     assert source_of("minic/passes/reshapes.py:reshape_pair").startswith("@rule(*RESHAPES)\ndef reshape_pair(")
     assert source_of("minic/passes/manager.py:PASSES").startswith("PASSES: dict[str, Pass] = {")
     assert source_of("minic/passes/fuse_groups.py:__doc__").startswith('"""Fusion: decide which nodes')
+
+
+def test_a_page_runs_the_code_of_its_own_tree(tmp_path):
+    """A page's Python and commands import the minic beside it, not one an editable install names."""
+    page = tmp_path / "p.md"
+    page.write_text("```python\nimport minic\nprint(minic.__file__)\n```\n```text output\n"
+                    f"{docrun.ROOT}/minic/__init__.py\n```\n"
+                    "```console\n$ python -c 'import minic; print(minic.__file__)'\n"
+                    f"{docrun.ROOT}/minic/__init__.py\n```\n")
+    assert run_page(page, tmp_path) == []
