@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from minic.backends import ModelSource, Runner
-from minic.errors import UserError
+from minic.errors import UnsupportedError, UserError
 
 OPTIONS = {"precision", "threads", "opset"}
 PRECISIONS = ("f32", "bf16")
@@ -54,14 +54,14 @@ def compile(source: ModelSource, **options: Any) -> Runner:
         onnx.save(model, str(path))
         compiled = core.compile_model(core.read_model(str(path)), "CPU", props)
     request = compiled.create_infer_request()
-    graph_inputs = {i.get_any_name() for i in compiled.inputs}
     # torch.onnx.export drops inputs the graph never reads: accepted, not fed.
     names = list(model_input_names(source, model))
+    ports = input_ports(compiled, names)
 
     def run(*arrays: np.ndarray):
         if len(arrays) != len(names):
             raise UserError(f"the model takes {len(names)} input(s) ({', '.join(names)}), got {len(arrays)}")
-        feed = {n: np.asarray(a, order="C") for n, a in zip(names, arrays) if n in graph_inputs}
+        feed = {port: np.asarray(arrays[i], order="C") for port, i in ports.items()}
         results = request.infer(feed)
         outs = tuple(np.array(results[o]) for o in compiled.outputs)
         return outs[0] if len(outs) == 1 else outs
@@ -70,3 +70,22 @@ def compile(source: ModelSource, **options: Any) -> Runner:
     run.settings = {"INFERENCE_PRECISION_HINT": precision.get_type_name() if hasattr(precision, "get_type_name")
                     else str(precision), "INFERENCE_NUM_THREADS": compiled.get_property("INFERENCE_NUM_THREADS")}
     return run
+
+
+def input_ports(compiled, names: list[str]) -> dict[int, int]:
+    """Each input port of the compiled model -> the position of the caller's array it takes.
+
+    A port has a set of tensor names: OpenVINO merges the names of tensors its
+    front end folds together (``x`` and ``/Cast_output_0`` of a no-op Cast), and
+    ``get_any_name()`` may return the other one, so a port is matched by any of
+    its names.  Every port must be fed: an unfed port holds whatever its tensor
+    held, and OpenVINO runs on it without a word."""
+    position = {n: i for i, n in enumerate(names)}
+    ports = {}
+    for index, port in enumerate(compiled.inputs):
+        found = [position[n] for n in port.get_names() if n in position]
+        if not found:
+            raise UnsupportedError(f"backend 'openvino': the compiled model's input {sorted(port.get_names())} "
+                                   f"is none of the model's inputs ({', '.join(names)})")
+        ports[index] = found[0]
+    return ports
