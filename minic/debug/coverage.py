@@ -40,6 +40,9 @@ from minic.ir.types import TensorType
 from minic.ir.verify import verify
 
 REASON_CHARS = 240
+# The paths ``coverage`` asks unless told otherwise (``--paths all``: every available one):
+# the interpreter and minic answer in seconds, the bridges in minutes.
+DEFAULT_PATHS = ("interp", "minic")
 STATUSES = ("supported", "refused", "fallback", "mismatch", "n/a")
 
 
@@ -230,6 +233,11 @@ def whole_model(chosen: Chosen, source: ModelSource, reference, torch_error: str
         return Verdict("fallback", 1, "on CPU: " + ", ".join(fallback[:4])[:REASON_CHARS])
     bad = [d for o, r in zip(outs, reference) if not (d := diff(r, o)).within(chosen.tolerance)]
     return Verdict("mismatch", 1, bad[0].text()) if bad else Verdict("supported")
+
+
+def coverage_steps(source: ModelSource, n_paths: int, whole: bool = True) -> int:
+    """How many times ``coverage`` calls ``progress`` (a progress bar's total)."""
+    return (len({n.op for n in graph_of(source).nodes}) + int(whole)) * n_paths
 
 
 def coverage(source: ModelSource, paths: list[Chosen], whole: bool = True, progress=None) -> Coverage:

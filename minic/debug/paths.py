@@ -61,7 +61,12 @@ class Chosen:
 
     @property
     def tolerance(self) -> float:
-        return self.path.tolerance.get(self.precision, F32)
+        """The precision's bound; at the path's own precision, the bound verify judges by."""
+        bound = self.path.tolerance.get(self.precision, F32)
+        if self.precision != self.path.precisions[0]:
+            return bound
+        from minic.verify.matrix import backend_tolerance
+        return backend_tolerance(self.path.backend, bound)
 
     def compile(self, source: ModelSource) -> Runner:
         return self.path.compile(source, self.precision)
