@@ -84,6 +84,8 @@ register(DebugPath("interp", "interp", precisions=("f32", "f16"), precision_opti
 register(DebugPath("minic", "minic", precisions=("f32", "f16", "f16-acc"), precision_option="precision"))
 register(DebugPath("onnxruntime", "onnxruntime", runs_onnx=True))
 register(DebugPath("tvm", "tvm"))
+register(DebugPath("openvino", "openvino"))
+register(DebugPath("tinygrad", "tinygrad"))
 register(DebugPath("mlir-linalg", "mlir", {"via": "linalg"}))
 register(DebugPath("mlir-tosa", "mlir", {"via": "tosa"}))
 register(DebugPath("iree-stablehlo", "iree", {"via": "stablehlo"}))
