@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from minic.backends import ModelSource, Runner
-from minic.errors import UserError
+from minic.errors import UnsupportedError, UserError
 
 OPTIONS = {"opset"}
 JIT_CALLS = 3          # TinyJit captures on its second call and replays from the third
@@ -48,7 +48,10 @@ def compile(source: ModelSource, **options: Any) -> Runner:
         arrays = [np.asarray(a, order="C") for a in arrays]
         key = tuple((a.shape, a.dtype.str) for a in arrays)
         if key not in steps:
-            steps[key] = specialize(serialized, names, outputs, arrays)
+            try:
+                steps[key] = specialize(serialized, names, outputs, arrays)
+            except NotImplementedError as e:          # tinygrad's word for an op its runner lacks
+                raise UnsupportedError(f"backend 'tinygrad': {e}") from None
         outs = tuple(steps[key](arrays))
         return outs[0] if len(outs) == 1 else outs
     run(*source.example_inputs)                       # compile now, not in the first timed call

@@ -47,10 +47,12 @@ def test_the_engines_run_a_file_minic_refuses_with_their_own_importers(unique_fi
         np.testing.assert_array_equal(run(shorter), 2 * np.unique(shorter), err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["minic", "interp"])
-def test_minics_own_paths_refuse_the_file_naming_the_op(unique_file, name):
+@pytest.mark.parametrize("name, message", [("minic", r"Unique, opset 17\): op is not supported"),
+                                           ("interp", r"Unique, opset 17\): op is not supported"),
+                                           ("tinygrad", r"tinygrad': op='Unique' is not supported")])
+def test_the_paths_without_the_op_refuse_the_file_naming_it(unique_file, name, message):
     source = minic.load(unique_file, [X])
-    with pytest.raises(UnsupportedError, match=r"Unique, opset 17\): op is not supported"):
+    with pytest.raises(UnsupportedError, match=message):
         backends.get(name)(source)(X)
 
 
