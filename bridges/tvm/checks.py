@@ -80,13 +80,17 @@ def add_data_checks(mod: Any) -> tuple[Any, list[str]]:
 
         def _divided(self, call, quotient: bool):
             a, b = call.args
-            dtype = b.ty.dtype
-            zero, one, minus_one = (relax.const(v, dtype) for v in (0, 1, -1))
+            dtype = str(b.ty.dtype)
+            zero = relax.const(0, dtype)
             self._flag(self.builder_.emit(relax.op.equal(b, zero)), f"{DIVISION_BY_ZERO} ({call.op.name[6:]})")
-            trap = relax.op.logical_or(relax.op.equal(b, zero), relax.op.equal(b, minus_one))
+            signed = not dtype.startswith("uint")
+            minus_one = relax.const(-1, dtype) if signed else None
+            trap = relax.op.equal(b, zero)
+            if signed:
+                trap = relax.op.logical_or(trap, relax.op.equal(b, minus_one))
             safe = self.builder_.emit(relax.op.where(trap, relax.op.ones_like(b), b))
             result = relax.Call(call.op, [a, safe], call.attrs, call.ty_args)
-            if not quotient:
+            if not quotient or not signed:
                 return result                         # x mod 1 = 0 = x mod -1
             return relax.op.where(relax.op.equal(b, minus_one), relax.op.negative(a), self.builder_.emit(result))
 
