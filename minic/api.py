@@ -73,14 +73,22 @@ def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
 
 
 def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
+    from minic.errors import UnsupportedError
     from minic.frontend.onnx import from_onnx_file
     from minic.runtime import specialize
     try:
         graph, symbolic = from_onnx_file(path), None
-    except UserError:           # an op needs a static size of a symbolic dim (see runtime/specialize.py)
+    except UserError as e:
         symbolic = specialize.onnx_inputs(path)
         if symbolic is None:
-            raise
+            if not isinstance(e, UnsupportedError):
+                raise
+            # A valid file that minic cannot state (an op it lacks): the engines that read ONNX
+            # files themselves may still run it; minic's own paths raise this refusal again
+            # (graph_of), and ONNX Runtime is the reference (backends.reference_name).
+            inputs = _arrays(example_inputs) if example_inputs is not None else _onnx_random_inputs(path, seed)
+            return ModelSource(path.stem, inputs, onnx_path=path, extra={"minic_refused": str(e)})
+        # an op needs a static size of a symbolic dim (see runtime/specialize.py)
         graph = Graph(path.stem, symbolic, [])            # its inputs only, to draw example inputs from
     source = load(graph, example_inputs, seed=seed)
     if symbolic is not None:                              # graph_of imports it at the example inputs' sizes
@@ -88,6 +96,32 @@ def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
     source.onnx_path = path
     source.name = path.stem
     return source
+
+
+def _onnx_random_inputs(path: Path, seed: int, dim: int = 2) -> tuple[np.ndarray, ...]:
+    """Inputs for an ONNX file minic does not import, from its declared input types
+    (symbolic dims set to ``dim``, as ``_random_inputs`` does)."""
+    import onnx
+    from minic.frontend.onnx import graph_input_names
+    model = onnx.load(str(path), load_external_data=False)
+    declared = {i.name: i.type.tensor_type for i in model.graph.input}
+    rng = np.random.default_rng(seed)
+    out = []
+    for name in graph_input_names(model):
+        t = declared[name]
+        try:
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type))
+        except (KeyError, TypeError, ValueError):
+            raise UserError(f"{path}: input '{name}' has no tensor type minic can draw; "
+                            "give example inputs") from None
+        shape = tuple(d.dim_value if d.HasField("dim_value") else dim for d in t.shape.dim)
+        if dtype.kind == "f":
+            out.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype.kind == "b":
+            out.append(rng.random(shape) < 0.5)
+        else:
+            out.append(rng.integers(0, 2, shape).astype(dtype))
+    return tuple(out)
 
 
 def _random_inputs(graph: Graph, seed: int, dim: int = 2) -> tuple[np.ndarray, ...]:

@@ -44,10 +44,14 @@ class ModelSource:
 
 
 def graph_of(source: ModelSource):
-    """The minic Graph of ``source``: given, or imported from its torch module on first use (then kept)."""
+    """The minic Graph of ``source``: given, or imported from its torch module on first use (then kept).
+    An ONNX file minic does not import (``extra["minic_refused"]``) raises the importer's refusal."""
     if source.graph is None and "symbolic inputs" in source.extra:     # an ONNX file that needs static sizes
         from minic.runtime.specialize import import_at_examples
         source.graph = import_at_examples(source)
+    if source.graph is None and source.module is None and source.onnx_path is not None:
+        from minic.frontend.onnx import from_onnx_file
+        source.graph = from_onnx_file(source.onnx_path)
     if source.graph is None:
         if source.module is None:
             raise UserError(f"model '{source.name}' has neither a graph nor a torch module")
@@ -60,8 +64,11 @@ def graph_of(source: ModelSource):
 
 def reference_name(source: ModelSource) -> str:
     """The backend every other path is checked against: PyTorch eager for a torch
-    model, minic's interpreter (each op's numpy reference) otherwise."""
-    return "torch" if source.module is not None else "interp"
+    model, minic's interpreter (each op's numpy reference) otherwise, and ONNX Runtime
+    for an ONNX file that minic does not import."""
+    if source.module is not None:
+        return "torch"
+    return "onnxruntime" if "minic_refused" in source.extra else "interp"
 
 
 def reference(source: ModelSource, inputs=None) -> tuple[str, tuple[np.ndarray, ...]]:

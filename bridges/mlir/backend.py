@@ -11,7 +11,8 @@ from typing import Callable
 import numpy as np
 
 from minic.backends import ModelSource, graph_of
-from minic.errors import DataError, UserError
+from bridges.data_checks import raise_flagged
+from minic.errors import UserError
 
 
 VIAS = ("linalg", "tosa")
@@ -59,9 +60,7 @@ class MlirModel:
         out = kernel(*arrays)
         outs = out if isinstance(out, tuple) else (out,)
         outs, flags = outs[:len(self.graph.outputs)], outs[len(self.graph.outputs):]
-        for message, flag, value in zip(checks, flags, flags[len(checks):]):
-            if flag:
-                raise DataError(f"{self.graph.name}: mlir path: {message.replace('{value}', str(int(value)))}")
+        raise_flagged(self.graph.name, "mlir", checks, flags, values=flags[len(checks):])
         # Bool outputs come back as the i8 they are stored as.
         outs = tuple(o.astype(v.type.dtype.numpy, copy=False) for o, v in zip(outs, self.graph.outputs))
         return outs[0] if len(outs) == 1 else outs

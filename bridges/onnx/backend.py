@@ -1,9 +1,10 @@
 """The ``onnxruntime`` backend of ``minic.compile``.
 
 torch model -> ``torch.onnx.export`` (checked) -> homemade passes -> ONNX Runtime;
-an ``.onnx`` file skips the export.  Options:
+an ``.onnx`` file is run as it is (no export, no minic importer, no homemade passes
+unless asked), so its cell is ONNX Runtime's own answer.  Options:
 
-* ``optimize`` (default True): run the homemade passes first;
+* ``optimize`` (default True for a torch model, False for a file): run the homemade passes first;
 * ``opset`` (default 17): the export's opset;
 * ``level`` ("disabled" | "basic" | "all", default "all"): ORT's own optimizer;
 * ``provider`` (default "CPUExecutionProvider");
@@ -53,7 +54,7 @@ def compile(source: ModelSource, **options: Any) -> Runner:
     from bridges.onnx.optimize import homemade
 
     model = to_onnx(source, options.get("opset", 17))
-    if options.get("optimize", True):
+    if options.get("optimize", source.module is not None or source.onnx_path is None):
         model, _ = homemade(model)
     import onnxruntime as ort
     provider = options.get("provider", "CPUExecutionProvider")

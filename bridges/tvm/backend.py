@@ -69,11 +69,13 @@ def compile_for_shapes(source: ModelSource, arrays: tuple[np.ndarray, ...], *, t
     Tuning progress goes to stderr (stdout may be a program's own output).
     """
     from bridges.tvm.build import VMRunner, as_target, build
+    from bridges.tvm.checks import add_data_checks
     from bridges.tvm.passes import optimize
     from bridges.tvm.tune import tune
 
     imported = import_source(source, arrays)
-    mod, _ = optimize(imported.mod)
+    checked, checks = add_data_checks(imported.mod)
+    mod, _ = optimize(checked)
     tvm_target = as_target(target)
     if tuned:
         records = Path(records) if records is not None else default_records(source.name, arrays)
@@ -81,7 +83,7 @@ def compile_for_shapes(source: ModelSource, arrays: tuple[np.ndarray, ...], *, t
     elif records is not None and not Path(records).is_dir():
         raise UserError(f"backend 'tvm': records directory '{records}' does not exist")
     executable = build(mod, tvm_target, records)
-    return VMRunner(executable, imported.input_shapes, imported.input_dtypes)
+    return VMRunner(executable, imported.input_shapes, imported.input_dtypes, tuple(checks), source.name)
 
 
 def import_source(source: ModelSource, arrays: tuple[np.ndarray, ...]) -> Any:

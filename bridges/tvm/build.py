@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from bridges.data_checks import raise_flagged
 from minic.errors import UserError
 
 
@@ -105,6 +106,8 @@ class VMRunner:
     executable: Any
     input_shapes: tuple[tuple[int, ...], ...]
     input_dtypes: tuple[str, ...]
+    checks: tuple[str, ...] = ()              # main returns (result, one flag per check): checks.py
+    name: str = "model"
 
     def __post_init__(self) -> None:
         import tvm
@@ -118,7 +121,11 @@ class VMRunner:
         import tvm
         self._check(arrays)
         args = [tvm.runtime.tensor(np.asarray(a, order="C"), self.device) for a in arrays]
-        return _to_numpy(self._main(*args))
+        result = _to_numpy(self._main(*args))
+        if not self.checks:
+            return result
+        raise_flagged(self.name, "tvm", self.checks, result[1:])
+        return result[0]
 
     def op_times(self, *arrays: np.ndarray, repeat: int = 10) -> list[tuple[str, str, float]]:
         """(kernel, kernel, seconds per run) of every function the VM calls, timed around

@@ -25,7 +25,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     p = sub.add_parser("coverage", help="op type x path: which ops each path takes, and why not")
     _model_args(p)
-    p.add_argument("--paths", help="comma-separated paths (default: every available one)")
+    p.add_argument("--paths", help="comma-separated paths, or 'all' (default: interp,minic; "
+                                   "every bridge takes minutes)")
     p.add_argument("--no-whole", action="store_true", help="skip compiling the whole model on each path")
     p.set_defaults(handler=handle_coverage)
 
@@ -47,14 +48,12 @@ def register(sub) -> None:
 
 
 def handle_coverage(args: argparse.Namespace) -> int:
-    from minic.debug.coverage import coverage
+    from minic.debug.coverage import DEFAULT_PATHS, coverage, coverage_steps
     from minic.debug.paths import choose_all
     from minic.progress import progress_bar
-    paths = choose_all(args.paths)
+    paths = choose_all(None if args.paths == "all" else args.paths or ",".join(DEFAULT_PATHS))
     source = load(args.model, size=args.size, seed=args.seed)
-    from minic.api import graph_of
-    n_ops = len({n.op for n in graph_of(source).nodes})
-    with progress_bar("coverage", (n_ops + (not args.no_whole)) * len(paths)) as advance:
+    with progress_bar("coverage", coverage_steps(source, len(paths), not args.no_whole)) as advance:
         result = coverage(source, paths, whole=not args.no_whole, progress=advance)
     print(f"coverage of {source.name}: {sum(r.nodes for r in result.rows)} nodes, {len(result.rows)} op types")
     print(result.markdown())

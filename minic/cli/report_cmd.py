@@ -18,7 +18,8 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="the .html file to write")
     p.add_argument("--size", choices=("small", "full"), default="small", help="zoo model size (default small)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--backends", help="comma-separated backends to verify and time (default: all)")
+    p.add_argument("--backends", help="comma-separated backends to verify and time besides the reference, "
+                                      "or 'all' (default: minic; every bridge takes minutes)")
     p.add_argument("--repeat", type=int, default=10, help="timed repeats per measurement (median is shown)")
     p.add_argument("--no-profile", action="store_true", help="skip the per-kernel timing")
     p.add_argument("--no-coverage", action="store_true", help="skip the op coverage table (minic.debug.coverage)")
@@ -34,7 +35,10 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError(f"{args.output}: the report is an HTML page; name it .html")
     if args.repeat < 1:
         raise UserError(f"--repeat must be at least 1, got {args.repeat}")
+    from minic import backends
     names = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
+    if names == ["all"]:
+        names = backends.names()
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     source = load(args.model, size=args.size, seed=args.seed)
     with progress_bar("report", steps(source, names, not args.no_profile, not args.no_coverage)) as advance:

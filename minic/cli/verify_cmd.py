@@ -13,9 +13,8 @@ from pathlib import Path
 
 from minic import backends
 from minic.api import load
-from minic.verify.matrix import Cell, backend_tolerance, check
+from minic.verify.matrix import Cell, check
 from minic.verify.precision import STRESS
-from minic.verify.tolerance import tolerance
 from minic.errors import UserError
 
 
@@ -49,9 +48,8 @@ def verify_models(names: list[str], backend_names: list[str] | None, size: str, 
         source = load(name, size=size, seed=seed)
         inputs = source.example_inputs
         ref_name, reference = backends.reference(source)
-        tol = tolerance(reference[0].dtype)
         for backend in backend_names or [b for b in backends.names() if b != ref_name]:
-            cell = check(source, backend, inputs, reference, backend_tolerance(backend, tol))
+            cell = check(source, backend, inputs, reference)
             cell.runner = None                      # don't keep compiled models alive
             cells.append(cell)
             if progress:
@@ -159,7 +157,7 @@ def handle(args: argparse.Namespace) -> int:
     with progress_bar("verify", total) as advance:
         if args.corpus:
             cells = verify_corpus(chosen, args.seed, progress=lambda c: advance(f"{c.model}/{c.backend}"),
-                                  tol_of=lambda b, t: backend_tolerance(b, t), names=names)
+                                  names=names)
         else:
             cells = verify_models(names, chosen, args.size, args.seed,
                                   progress=lambda c: advance(f"{c.model}/{c.backend}"))

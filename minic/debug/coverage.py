@@ -18,6 +18,11 @@ When the op type's graph fails, each distinct node is tried alone to count the
 nodes that fail.  The "whole model" row compiles the model itself on each path:
 every op can be supported while the model is not (or the reverse: an exporter
 may rewrite an op before the path sees it).
+
+An ONNX file that minic does not import has no op rows (there is no minic graph
+to cut): only the whole-model row, each path given the file itself (the engines
+read it with their own importers), judged against ONNX Runtime, with each
+refusal's reason — minic's own among them.
 """
 from __future__ import annotations
 
@@ -40,6 +45,9 @@ from minic.ir.types import TensorType
 from minic.ir.verify import verify
 
 REASON_CHARS = 240
+# The paths ``coverage`` asks unless told otherwise (``--paths all``: every available one):
+# the interpreter and minic answer in seconds, the bridges in minutes.
+DEFAULT_PATHS = ("interp", "minic")
 STATUSES = ("supported", "refused", "fallback", "mismatch", "n/a")
 
 
@@ -69,6 +77,7 @@ class Coverage:
     paths: list[str]
     rows: list[Row]
     whole: dict[str, Verdict] = field(default_factory=dict)
+    note: str = ""                 # said above the table (why there are no op rows)
 
     def covered(self, path: str) -> int:
         """Nodes of the model whose op type ``path`` supports (failing nodes subtracted)."""
@@ -105,7 +114,8 @@ class Coverage:
         if self.whole:
             lines.append("| **whole model** | | " + " | ".join(cell(self.whole[p], 1, f"{p}, whole model")
                                                            for p in self.paths) + " |")
-        return "\n".join(lines + ([""] + notes if notes else []))
+        head = [self.note, ""] if self.note else []
+        return "\n".join(head + lines + ([""] + notes if notes else []))
 
 
 def _first_line(e: Exception) -> str:
@@ -232,8 +242,31 @@ def whole_model(chosen: Chosen, source: ModelSource, reference, torch_error: str
     return Verdict("mismatch", 1, bad[0].text()) if bad else Verdict("supported")
 
 
+def coverage_steps(source: ModelSource, n_paths: int, whole: bool = True) -> int:
+    """How many times ``coverage`` calls ``progress`` (a progress bar's total)."""
+    if "minic_refused" in source.extra:
+        return n_paths
+    return (len({n.op for n in graph_of(source).nodes}) + int(whole)) * n_paths
+
+
+def whole_file(source: ModelSource, paths: list[Chosen], progress=None) -> Coverage:
+    """An ONNX file minic does not import: the whole-model row alone, against ONNX Runtime."""
+    from minic import backends
+    ref_name, reference = backends.reference(source)
+    result = Coverage(source.name, [c.label for c in paths], [],
+                      note=f"minic does not import {source.onnx_path.name}: {source.extra['minic_refused'][:REASON_CHARS]}"
+                           f" -- no op rows; the whole file on each path, against {ref_name}")
+    for chosen in paths:
+        result.whole[chosen.label] = whole_model(chosen, source, reference)
+        if progress:
+            progress(f"whole model on {chosen.label}")
+    return result
+
+
 def coverage(source: ModelSource, paths: list[Chosen], whole: bool = True, progress=None) -> Coverage:
     """The op type x path table of ``source`` (see the module docstring)."""
+    if "minic_refused" in source.extra:
+        return whole_file(source, paths, progress)
     graph = verify(graph_of(source))
     exposed = all_outputs(graph)
     with np.errstate(all="ignore"):

@@ -61,7 +61,12 @@ class Chosen:
 
     @property
     def tolerance(self) -> float:
-        return self.path.tolerance.get(self.precision, F32)
+        """The precision's bound; at the path's own precision, the bound verify judges by."""
+        bound = self.path.tolerance.get(self.precision, F32)
+        if self.precision != self.path.precisions[0]:
+            return bound
+        from minic.verify.matrix import backend_tolerance
+        return backend_tolerance(self.path.backend, bound)
 
     def compile(self, source: ModelSource) -> Runner:
         return self.path.compile(source, self.precision)
@@ -79,6 +84,8 @@ register(DebugPath("interp", "interp", precisions=("f32", "f16"), precision_opti
 register(DebugPath("minic", "minic", precisions=("f32", "f16", "f16-acc"), precision_option="precision"))
 register(DebugPath("onnxruntime", "onnxruntime", runs_onnx=True))
 register(DebugPath("tvm", "tvm"))
+register(DebugPath("openvino", "openvino"))
+register(DebugPath("tinygrad", "tinygrad"))
 register(DebugPath("mlir-linalg", "mlir", {"via": "linalg"}))
 register(DebugPath("mlir-tosa", "mlir", {"via": "tosa"}))
 register(DebugPath("iree-stablehlo", "iree", {"via": "stablehlo"}))

@@ -21,6 +21,9 @@ from minic.passes import PassStat
 from minic.report.profile import Profile
 from minic.timing import median_latency
 
+# The paths a report verifies and times unless asked for more (``--backends all``): the
+# reference and minic's compiled path take seconds; every bridge takes minutes on a tiny model.
+DEFAULT_BACKENDS = ("minic",)
 MAX_STAGE_LINES = 3000          # an LLVM module of a big model runs to 100k lines; the page stays readable
 
 
@@ -81,15 +84,20 @@ def _picture(graph, title: str) -> Picture:
     return Picture(title, svg[svg.index("<svg"):])     # drop the XML prolog: the markup goes inline
 
 
+def chosen_backends(names: list[str] | None) -> list[str]:
+    """The backends a report runs besides the reference: ``names``, or DEFAULT_BACKENDS."""
+    return list(names) if names is not None else list(DEFAULT_BACKENDS)
+
+
 def _paths(source, names: list[str] | None, repeat: int, progress: Callable[[str], None]):
-    """The reference first, then every other backend: a verify cell and a latency each."""
+    """The reference first, then the chosen backends: a verify cell and a latency each."""
     inputs = source.example_inputs
     ref_name, reference = backends.reference(source)
     tol = tolerance(reference[0].dtype)
-    chosen = names if names is not None else backends.names()
+    chosen = chosen_backends(names)
     results = []
     for name in [ref_name] + [n for n in chosen if n != ref_name]:
-        cell = check(source, name, inputs, reference, tol)
+        cell = check(source, name, inputs, reference)          # judged as verify judges it
         latency = median_latency(cell.runner, inputs, repeat=repeat, budget_s=2.0) if cell.runner else 0.0
         cell.runner = None                        # don't keep compiled models alive
         results.append(PathResult(cell, latency))
@@ -101,7 +109,8 @@ def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes
             backend_names: list[str] | None = None, repeat: int = 10, profile: bool = True,
             coverage: bool = True, progress: Callable[[str], None] = lambda label: None) -> ReportData:
     """Run ``model`` (anything ``minic.api.load`` takes, or its ModelSource) through the
-    pipeline and every backend; see the module docstring."""
+    pipeline and the backends ``backend_names`` (default: the reference and minic);
+    see the module docstring."""
     from minic.ir.text import print_graph
     from minic.pipeline import Compilation, PassOptions
     from minic.report.profile import profile_program
@@ -133,24 +142,32 @@ def collect(model, *, size: str = "small", seed: int = 0, level: int = 2, passes
         data.profile = profile_program(program, source.example_inputs, options, repeat=repeat)
         progress("per-kernel time")
     if coverage:
-        data.coverage = _coverage(source, backend_names)
-        progress("op coverage")
+        data.coverage = _coverage(source, backend_names, progress)
     data.reference, data.tolerance, data.paths = _paths(source, backend_names, repeat, progress)
     if not data.paths:
         raise UserError(f"report {source.name}: no backend ran")
     return data
 
 
-def _coverage(source, backend_names: list[str] | None) -> Coverage:
-    """Coverage on every debug path whose backend is one of ``backend_names`` (default: all)."""
+def coverage_paths(backend_names: list[str] | None) -> list[str]:
+    """The debug paths whose backend the report runs (the interpreter, coverage's judge, always)."""
+    from minic.debug import paths
+    chosen = set(chosen_backends(backend_names)) | {"interp"}
+    return [p for p in paths.available() if paths.PATHS[p].backend in chosen]
+
+
+def _coverage(source, backend_names: list[str] | None, progress: Callable[[str], None]) -> Coverage:
+    """Coverage on the debug paths of the report's backends (``coverage_paths``)."""
     from minic.debug import paths
     from minic.debug.coverage import coverage
-    names = [p for p in paths.available() if backend_names is None or paths.PATHS[p].backend in backend_names]
-    return coverage(source, [paths.choose(p) for p in names])
+    return coverage(source, [paths.choose(p) for p in coverage_paths(backend_names)],
+                    progress=lambda label: progress(f"coverage: {label}"))
 
 
 def steps(source, backend_names: list[str] | None, profile: bool, coverage: bool = True) -> int:
     """How many times ``collect`` calls ``progress`` for ``source`` (a progress bar's total)."""
+    from minic.debug.coverage import coverage_steps
     ref_name = backends.reference_name(source)
-    names = set(backend_names if backend_names is not None else backends.names()) | {ref_name}
-    return 2 + int(profile) + int(coverage) + len(names)
+    names = set(chosen_backends(backend_names)) | {ref_name}
+    cov = coverage_steps(source, len(coverage_paths(backend_names))) if coverage else 0
+    return 2 + int(profile) + cov + len(names)

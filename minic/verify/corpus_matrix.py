@@ -8,12 +8,10 @@ from typing import Callable
 from minic import backends
 from minic.backends import ModelSource
 from minic.compare import as_tuple
-from minic.verify.matrix import Cell, check, judged
-from minic.verify.tolerance import tolerance
+from minic.verify.matrix import Cell, check, judged, path_tolerance
 
 
 def verify_corpus(backend_names: list[str], seed: int = 0, progress: Callable[[Cell], None] | None = None,
-                  tol_of: Callable[[str, float], float] = lambda b, t: t,
                   names: list[str] | None = None) -> list[Cell]:
     """The cells of ``names`` (default: the whole corpus) on ``backend_names``."""
     import torch
@@ -29,13 +27,13 @@ def verify_corpus(backend_names: list[str], seed: int = 0, progress: Callable[[C
             refs = [as_tuple(backends.get("torch")(ModelSource(name, r, module=module))(*r)) for r in runs]
         source = ModelSource(name, runs[0], module=module, dynamic_axes=info.dynamic_axes,
                              input_names=info.input_names)
-        tol = tolerance(refs[0][0].dtype)
         for backend in backend_names:
-            cell = check(source, backend, runs[0], refs[0], tol_of(backend, tol))
+            tol = path_tolerance(backend, refs[0])
+            cell = check(source, backend, runs[0], refs[0], tol)
             for inputs, ref in zip(runs[1:], refs[1:]):
                 if cell.status == "ok":                  # the same compiled model, another length
                     try:
-                        cell = judged(name, backend, as_tuple(cell.runner(*inputs)), ref, tol_of(backend, tol))
+                        cell = judged(name, backend, as_tuple(cell.runner(*inputs)), ref, tol)
                     except Exception as e:  # noqa: BLE001 - a path failing at the second length is a cell
                         cell = Cell(name, backend, "unsupported" if "Error" in type(e).__name__ else "crash",
                                     detail=f"second length: {type(e).__name__}: {str(e)[:200]}")

@@ -11,6 +11,7 @@ from minic import backends
 from minic.backends import ModelSource
 from minic.compare import Errors, as_tuple, errors
 from minic.errors import MinicError
+from minic.verify.tolerance import tolerance
 
 STATUSES = ("ok", "mismatch", "unsupported", "crash")
 
@@ -25,6 +26,7 @@ class Cell:
     compile_s: float = 0.0
     outputs: tuple[np.ndarray, ...] = ()
     runner: Callable[..., Any] | None = field(default=None, repr=False)
+    tolerance: float | None = None         # the bound the cell was judged by (path_tolerance)
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "backend": self.backend, "status": self.status,
@@ -41,6 +43,15 @@ def backend_tolerance(backend: str, default: float) -> float:
         return default                  # the cell will say why it cannot load
 
 
+def path_tolerance(backend: str, reference) -> float:
+    """The bound a backend's outputs are judged by against ``reference`` outputs: the
+    policy's bound for the reference's dtype (``minic.verify.tolerance``), or the
+    backend's own where it states one.  Every judge asks this one function (verify's
+    matrix and random graphs, the report, ``run --check``), so a number is ok or a
+    mismatch everywhere alike."""
+    return backend_tolerance(backend, tolerance(as_tuple(reference)[0].dtype))
+
+
 def first_difference(outputs, references, tol: float) -> str:
     """Where the first element out of tolerance sits, for the mismatch report."""
     for i, (y, r) in enumerate(zip(as_tuple(outputs), as_tuple(references))):
@@ -54,10 +65,13 @@ def first_difference(outputs, references, tol: float) -> str:
     return ""
 
 
-def check(source: ModelSource, backend: str, inputs, reference, tol: float, reraise: bool = False,
-          **options: Any) -> Cell:
-    """Compile and run ``source`` with ``backend``; compare with ``reference`` outputs.
-    Errors become unsupported/crash cells, or propagate when ``reraise``."""
+def check(source: ModelSource, backend: str, inputs, reference, tol: float | None = None,
+          reraise: bool = False, **options: Any) -> Cell:
+    """Compile and run ``source`` with ``backend``; compare with ``reference`` outputs
+    within ``tol`` (default: ``path_tolerance``).  Errors become unsupported/crash cells,
+    or propagate when ``reraise``."""
+    if tol is None:
+        tol = path_tolerance(backend, reference)
     try:
         t0 = time.perf_counter()
         run = backends.get(backend)(source, **options)
@@ -80,4 +94,4 @@ def judged(model: str, backend: str, outputs, reference, tol: float, compile_s: 
     errs = errors(outputs, reference)
     ok = errs.within(tol)
     return Cell(model, backend, "ok" if ok else "mismatch", errs,
-                "" if ok else first_difference(outputs, reference, tol), compile_s, outputs, run)
+                "" if ok else first_difference(outputs, reference, tol), compile_s, outputs, run, tol)

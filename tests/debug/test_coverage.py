@@ -1,6 +1,7 @@
 """coverage asks each path about each op type of a model, and reports the path's own refusals."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -67,3 +68,24 @@ def test_cli_coverage_prints_the_table(capsys):
     assert code == 0, err
     assert "| gemm | 2 | ok | ok | ok | ok |" in out
     assert "| **whole model** | | ok | ok | ok | ok |" in out
+
+
+def test_cli_coverage_asks_interp_and_minic_unless_told_all(capsys):
+    code, out, err = cli(capsys, "coverage", "mlp", "--no-whole")
+    assert code == 0, err
+    assert "| op | nodes | interp | minic |" in out
+    assert re.search(r"^\[\d+/\d+ \d+\.\ds\] coverage: gemm on minic$", err, re.M), err
+
+
+def test_cli_coverage_all_asks_every_available_path(capsys, monkeypatch):
+    import minic.debug.coverage as cov
+    from minic.debug.paths import available
+    asked = []
+
+    def fake(source, paths, whole=True, progress=None):
+        asked.extend(c.label for c in paths)
+        return cov.Coverage(source.name, [c.label for c in paths], [])
+    monkeypatch.setattr(cov, "coverage", fake)
+    code, out, err = cli(capsys, "coverage", "mlp", "--paths", "all")
+    assert code == 0, err
+    assert asked == available() and {"onnxruntime", "tvm", "mlir-linalg"} <= set(asked)

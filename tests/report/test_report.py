@@ -149,3 +149,39 @@ def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch, args, message):
     assert main(["report", "mlp", "--size", "small", *args]) == 1
     err = capsys.readouterr().err
     assert message in err and err.startswith("error:") and not list(tmp_path.iterdir())
+
+
+def test_the_report_and_verify_judge_a_low_precision_path_by_the_same_bound(monkeypatch, tmp_path):
+    """A path that states its own bound (as qnn's fp16 HTP does, 2e-2) and is 1.7e-4 off:
+    ``verify`` said ok while the page said mismatch (it judged every path at f32's 1e-4)."""
+    from minic import backends
+    from minic.cli.verify_cmd import verify_models
+    from minic.report import collect, render_page
+
+    def lowp(source, **options):
+        reference = backends.get("torch")(source)
+        return lambda *arrays: reference(*arrays) + np.float32(1.7e-4)
+    lowp.tolerance = 2e-2
+    monkeypatch.setitem(backends._BACKENDS, "lowp", lowp)
+    [cell] = verify_models(["mlp"], ["lowp"], "small", 0)
+    assert cell.status == "ok" and cell.errors.abs > 1e-4 and cell.tolerance == 2e-2
+    data = collect("mlp", size="small", backend_names=["lowp"], repeat=1, profile=False, coverage=False)
+    assert [(p.cell.backend, p.cell.status) for p in data.paths] == [("torch", "ok"), ("lowp", "ok")]
+    assert re.search(r'<td>lowp</td><td class="ok">ok</td><td class="num">1\.7e-04</td>'
+                     r'<td class="num">2e-02</td>', render_page(data))
+
+
+def test_the_report_runs_the_reference_and_minic_unless_asked_and_says_how_long(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", "mlp", "--size", "small", "-o", str(out), "--repeat", "1", "--no-profile"]) == 0
+    page = out.read_text()
+    ran = re.findall(r'<tr><td>([a-z]+)</td><td class="(?:ok|mismatch|crash|unsupported)">', page)
+    assert ran == ["torch", "minic"]
+    err = capsys.readouterr().err
+    # progress: one line per step with the time so far, the coverage's steps among them
+    assert re.search(r"^\[1/\d+ \d+\.\ds\] report: graph passes$", err, re.M), err
+    assert re.search(r"^\[\d+/\d+ \d+\.\ds\] report: coverage: gemm on minic$", err, re.M), err
+    from minic.report.collect import chosen_backends, coverage_paths
+    assert chosen_backends(None) == ["minic"] and coverage_paths(None) == ["interp", "minic"]
+    from minic import backends
+    assert set(coverage_paths(backends.names())) > {"interp", "minic", "onnxruntime", "tvm"}
