@@ -6,18 +6,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from minic.api import graph_of, load
+from minic.api import graph_of
+from minic.cli.model_args import add_model_args, load_model
 
 
 def register(sub) -> None:
     p = sub.add_parser("compile", help="cross-compile a model to a static executable for another machine")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    add_model_args(p)
     p.add_argument("--target", required=True, help="target triple, e.g. aarch64-linux-gnu (or aarch64)")
     p.add_argument("--mcpu", default="cortex-a55", help="target CPU (default: %(default)s)")
     p.add_argument("--features", default="", help="extra LLVM target features, e.g. +dotprod")
     p.add_argument("--threads", type=int, default=4, help="threads of parallel loops (default: %(default)s)")
-    p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and example inputs")
     p.add_argument("-o", "--output", type=Path, required=True, help="the folder to write")
     p.set_defaults(handler=handle)
 
@@ -30,7 +29,7 @@ def handle(args: argparse.Namespace) -> int:
     from minic.ir.loops import Role
     if args.threads < 1:
         raise UserError(f"--threads must be at least 1, not {args.threads}")
-    source = load(args.model, size=args.size, seed=args.seed)
+    source = load_model(args)
     options = CompileOptions.cross(args.target, args.mcpu, args.features, args.threads)
     out = args.output
     result = build.cross_compile(graph_of(source), options, out, link_now=False)

@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import zipfile
-from pathlib import Path
-
-import numpy as np
 
 from minic import backends
-from minic.api import DEFAULT_BACKEND, load
+from minic.api import DEFAULT_BACKEND
+from minic.cli.model_args import add_model_args, load_model
 from minic.backends import ModelSource
 from minic.compare import as_tuple, checksum
 from minic.verify.matrix import Cell, backend_tolerance, check, judged
@@ -22,34 +19,13 @@ from minic.timing import fmt_ms, median_latency
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run a model and compare it with PyTorch")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    add_model_args(p)
     p.add_argument("--backend", default=DEFAULT_BACKEND, help="a backend name, or 'all' (default: %(default)s)")
-    p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
-    p.add_argument("--inputs", type=Path, help=".npz file with the inputs (by input name, or arr_0, arr_1, ...)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and example inputs")
     p.add_argument("--repeat", type=int, default=10, help="timed repeats (median is reported)")
     p.add_argument("--target", help="also cross-compile for this target (aarch64); needs --emulate")
     p.add_argument("--mcpu", default="cortex-a55", help="CPU of --target (default: %(default)s)")
     p.add_argument("--emulate", action="store_true", help="run the --target build under qemu-user (minic.aarch64)")
     p.set_defaults(handler=handle)
-
-
-def read_inputs(path: Path, source: ModelSource) -> tuple[np.ndarray, ...]:
-    """Inputs from an .npz file, in the model's input order."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such inputs file")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            data = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise UserError(f"{path}: not a readable .npz file ({e})") from None
-    n = len(source.example_inputs)
-    names = source.input_names if len(source.input_names) == n else ()
-    keys = list(names) if names and all(k in data for k in names) else [f"arr_{i}" for i in range(n)]
-    missing = [k for k in keys if k not in data]
-    if missing or len(data) != n:
-        raise UserError(f"{path}: expected {n} arrays named {', '.join(keys)}; found {', '.join(data) or 'none'}")
-    return tuple(np.asarray(data[k], order="C") for k in keys)
 
 
 def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, strict: bool,
@@ -74,9 +50,8 @@ def handle(args: argparse.Namespace) -> int:
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     if bool(args.target) != args.emulate:
         raise UserError("--target and --emulate go together: a cross build can only run here under emulation")
-    source = load(args.model, size=args.size, seed=args.seed)
-    inputs = read_inputs(args.inputs, source) if args.inputs else source.example_inputs
-    source.example_inputs = inputs
+    source = load_model(args)
+    inputs = source.example_inputs
     ref_name, reference = backends.reference(source, inputs)
     console.print(f"model {source.name}: inputs {', '.join(f'{a.dtype}{list(a.shape)}' for a in inputs)}; "
                   f"reference: {ref_name}")
