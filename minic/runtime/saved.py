@@ -25,10 +25,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import platform
-import shutil
-import subprocess
-import tempfile
 import threading
 import weakref
 from pathlib import Path
@@ -36,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+import minic
 from minic.errors import UserError
-from minic.ir.loops import data_error
 from minic.ir.types import DType, dim_eval
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.runtime.buffer_plan import Temp, plan
@@ -48,12 +44,8 @@ ENTRY, POOL_STOP, STATUS = "minic_entry", "minic_pool_stop", "minic_status"
 ALIGN = 64
 
 
-def minic_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("minic")
-    except PackageNotFoundError:
-        return "unknown"
+def machine() -> str:
+    return os.uname().machine
 
 
 # --- saving (needs the compiler's result, and LLVM for the CPU's name) ---------------
@@ -65,6 +57,8 @@ def save(model, folder: str | os.PathLike) -> Path:
     from minic.runtime.compiled import CompiledModel
     if not isinstance(model, CompiledModel):
         raise UserError(f"minic.save takes a model compiled by minic's own backend, not a {type(model).__name__}")
+    import shutil
+    import tempfile
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and not (folder / MANIFEST).is_file())):
         raise UserError(f"{folder}: exists and is not a saved minic model; refusing to write over it")
@@ -90,6 +84,7 @@ def save(model, folder: str | os.PathLike) -> Path:
 
 
 def _link(obj: Path, library: Path) -> None:
+    import subprocess
     from minic import tools
     cc = tools.require("cc", "gcc", "saving a compiled model (linking its shared library)", "gcc", "clang")
     # The JIT's object is not position-independent (its code model is the JIT's): the
@@ -122,8 +117,8 @@ def _manifest(layout, constants: list[dict], target) -> dict[str, Any]:
     static = not layout.sizes
     buffer_plan = plan(layout.temps(), {}) if static else None
     return {
-        "format": FORMAT, "minic": minic_version(), "name": layout.name,
-        "machine": platform.machine(), "cpu": target.cpu or llvm.get_host_cpu_name(),
+        "format": FORMAT, "minic": minic.__version__, "name": layout.name,
+        "machine": machine(), "cpu": target.cpu or llvm.get_host_cpu_name(),
         # The features LLVM compiled for that the kernel also reports: what a CPU must have to run it.
         "cpu_features": sorted(features & cpu_flags()) if not target.features else sorted(
             f[1:] for f in target.features.split(",") if f.startswith("+")),
@@ -143,6 +138,7 @@ def _role(name: str):
 def _replace(staging: Path, folder: Path) -> None:
     """Put the staged save at ``folder``: the old save (if any) is moved aside first and
     removed only once the new one is in place."""
+    import shutil
     old = None
     if folder.exists():
         old = folder.with_name(f".{folder.name}.old.{os.getpid()}")
@@ -217,12 +213,11 @@ class SavedModel:
     def _check(folder: Path, m: dict) -> None:
         if m.get("format") != FORMAT:
             raise UserError(f"{folder}: saved in format {m.get('format')}; this minic reads format {FORMAT}")
-        if m.get("minic") != minic_version():
-            raise UserError(f"{folder}: saved by minic {m.get('minic')}; this is minic {minic_version()}: "
+        if m.get("minic") != minic.__version__:
+            raise UserError(f"{folder}: saved by minic {m.get('minic')}; this is minic {minic.__version__}: "
                             "compile and save it again")
-        if m.get("machine") != platform.machine():
-            raise UserError(f"{folder}: built for {m.get('machine')} ({m.get('cpu')}); this machine is "
-                            f"{platform.machine()}")
+        if m.get("machine") != machine():
+            raise UserError(f"{folder}: built for {m.get('machine')} ({m.get('cpu')}); this machine is {machine()}")
         missing = sorted(set(m.get("cpu_features", ())) - cpu_flags())
         if missing:
             raise UserError(f"{folder}: built for a CPU with {', '.join(missing[:8])}"
@@ -299,6 +294,7 @@ class SavedModel:
         self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes), ctypes.addressof(status))
         word = status if status[0] or self._global_status is None else self._global_status
         if word[0]:
+            from minic.ir.loops import data_error
             raise data_error(self.name, self._checks, word[0], word[1])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
