@@ -3,7 +3,7 @@ minic's saved model (``minic.load_compiled``) against ONNX Runtime's ``Inference
 on the same zoo model, and minic compiling in the process (``minic.compile``, the
 compile cache warm) as the way it was before.
 
-    python benchmarks/saved_startup.py [mlp,cnn,...] [--size small|full] [--rounds 5]
+    python benchmarks/saved_startup.py [mlp,cnn,...] [--size small|full] [--rounds 5] [--kinds K,K]
 
 Each figure is a fresh process (the three kinds interleaved round by round): the
 time from the process's start to the first answer (interpreter start, imports,
@@ -74,16 +74,21 @@ def main() -> None:
     parser.add_argument("models", nargs="?", default="mlp,cnn,resnet50,bert-base,llama-tiny")
     parser.add_argument("--size", choices=("small", "full"), default="small")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--kinds", default=",".join(CHILD), help="the processes to time (default: %(default)s)")
     args = parser.parse_args()
-    print(f"| model ({args.size}) | " + " | ".join(f"{k}: start-up, peak RSS" for k in CHILD) + " |")
-    print("| --- |" + " ---: |" * len(CHILD))
+    kinds = [k.strip() for k in args.kinds.split(",")]
+    unknown = [k for k in kinds if k not in CHILD]
+    if unknown:
+        raise SystemExit(f"unknown kind(s) {unknown}; known: {', '.join(CHILD)}")
+    print(f"| model ({args.size}) | " + " | ".join(f"{k}: start-up, peak RSS" for k in kinds) + " |")
+    print("| --- |" + " ---: |" * len(kinds))
     for name in args.models.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             prepare(name, args.size, folder)
-            runs: dict[str, list[tuple[float, float]]] = {k: [] for k in CHILD}
+            runs: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
             for _ in range(args.rounds):
-                for kind in CHILD:
+                for kind in kinds:
                     runs[kind].append(child(kind, name, args.size, folder))
             cells = [f"{statistics.median(t for t, _ in r) * 1e3:.0f} ms, {statistics.median(m for _, m in r):.0f} MB"
                      for r in runs.values()]

@@ -201,9 +201,12 @@ class MinicPartition(torch.nn.Module):
             with _disable_current_modes():
                 graph = from_torch(_bound(self.gm, args), tensors, axes, name=self.name.replace(".", "_"))
             model = compile_graph(graph, self.options)
-        except (MinicError, RuntimeError, TypeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - PyTorch runs what minic cannot; the answer stays right
             reason = " ".join(str(e).split())[:300]
-            log.info("%s: PyTorch runs it at %s (minic: %s)", self.name, shapes, reason)
+            # minic's refusals are expected (an op, a dtype); anything else is worth a warning
+            log.log(logging.INFO if isinstance(e, MinicError) else logging.WARNING,
+                    "%s: PyTorch runs it at %s (minic: %s%s)", self.name, shapes,
+                    "" if isinstance(e, MinicError) else f"{type(e).__name__}: ", reason)
             return None
         symbols = sorted({s for a in (axes or ()) for s in a.values()})
         log.info("%s: minic compiled it for %s%s in %.2f s", self.name, shapes,
