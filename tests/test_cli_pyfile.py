@@ -114,7 +114,8 @@ def test_bench_runs_the_file_in_its_workers(capsys, model_file):
 
 @pytest.mark.parametrize("spec,words", [
     ("missing.py:Net", "missing.py: no such Python file"),
-    ("{f}:Nope", "has no attribute 'Nope' (models found there: NeedsArgs, Net, factory, just_module, needs_args, wrong)"),
+    ("{f}:Nope", "has no attribute 'Nope' (models found there: NeedsArgs, Net, factory, just_module, "
+                 "needs_args, wrong)"),
     ("{f}", "name the model in the file"),
     ("{f}:wrong", "wrong returned a int; expected an nn.Module or (module, example_inputs)"),
     ("{f}:NOT_A_MODEL", "NOT_A_MODEL is a int; expected an nn.Module class"),

@@ -105,7 +105,8 @@ class Worker:
     def __init__(self, path: BenchPath, config: Config, timing: Timing) -> None:
         self.path = path
         spec = {"model": config.model, "size": config.size, "seed": config.seed, "batch": config.batch,
-                "inputs": config.inputs, "shapes": list(config.shapes), "threads": config.threads, "warmup": timing.warmup, "path": path.as_json()}
+                "inputs": config.inputs, "shapes": list(config.shapes), "threads": config.threads,
+                "warmup": timing.warmup, "path": path.as_json()}
         env = dict(os.environ, **{k: str(config.threads) for k in THREAD_ENV})
         if path.source_dir:
             env["PYTHONPATH"] = os.pathsep.join([path.source_dir, *filter(None, [env.get("PYTHONPATH")])])

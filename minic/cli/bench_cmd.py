@@ -108,7 +108,8 @@ def configs(args: argparse.Namespace) -> list:
         else:
             load_model(args, m)
     inputs = str(args.inputs) if args.inputs else None         # the workers run in this folder too
-    return [Config(m, b, t, args.size, args.seed, inputs, tuple(args.shape)) for m in models for t in sorted(threads, reverse=True)
+    return [Config(m, b, t, args.size, args.seed, inputs, tuple(args.shape))
+            for m in models for t in sorted(threads, reverse=True)
             for b in batches]
 
 

@@ -24,9 +24,9 @@ FRESH = textwrap.dedent("""
     import minic
     model = minic.load_compiled(sys.argv[1])
     inputs = np.load(sys.argv[2])
-    outs = [model(*(inputs[k] for k in sorted(inputs.files, key=lambda k: int(k[4:]))))]
+    out = model(*(inputs[f"arr_{i}"] for i in range(len(inputs.files))))
     heavy = sorted(m for m in ("torch", "llvmlite", "sympy", "onnx", "lark") if m in sys.modules)
-    np.savez(sys.argv[3], *[np.asarray(o) for o in outs[0]] if isinstance(outs[0], tuple) else outs)
+    np.savez(sys.argv[3], *(out if isinstance(out, tuple) else (out,)))
     print("heavy:", ",".join(heavy))
 """)
 
@@ -34,8 +34,8 @@ FRESH = textwrap.dedent("""
 def run_fresh(folder: Path, inputs: tuple, tmp_path: Path) -> tuple[list[np.ndarray], str]:
     np.savez(tmp_path / "in.npz", *inputs)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-c", FRESH, str(folder), str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    argv = [sys.executable, "-c", FRESH, str(folder), str(tmp_path / "in.npz"), str(tmp_path / "out.npz")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     with np.load(tmp_path / "out.npz") as out:
         return [out[f"arr_{i}"] for i in range(len(out.files))], done.stdout
