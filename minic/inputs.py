@@ -1,5 +1,5 @@
 """A model's inputs as a user gives them: an ``.npz`` file (arrays by input name,
-or ``arr_0, arr_1, ...`` in order) or shapes to fill with random values
+or ``arr_0, arr_1, ...`` in order), an ``.npy`` file (the one input), or shapes to fill with random values
 (``--shape 2,3,32,32`` in order, or ``--shape x=2,3,32,32:float32`` by name).
 
 ``bind`` puts either in the model's input order once the model's input names
@@ -24,16 +24,21 @@ class NamedArrays(dict):
         self.origin = origin
 
 
-def read_npz(path: Path) -> NamedArrays:
-    """The arrays of an ``.npz`` file, by name (``np.savez``'s ``arr_i`` when unnamed)."""
+def read_arrays(path: Path) -> NamedArrays | tuple[np.ndarray]:
+    """The arrays of an ``.npz`` file, by name (``np.savez``'s ``arr_i`` when unnamed), or
+    the one array of an ``.npy`` file."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such inputs file")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            return NamedArrays({k: np.asarray(npz[k], order="C") for k in npz.files}, str(path))
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise UserError(f"{path}: not a readable .npz file ({e})") from None
+        with open(path, "rb") as f:
+            loaded = np.load(f, allow_pickle=False)
+            if isinstance(loaded, np.ndarray):
+                return (np.asarray(loaded, order="C"),)
+            with loaded as npz:
+                return NamedArrays({k: np.asarray(npz[k], order="C") for k in npz.files}, str(path))
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise UserError(f"{path}: not a readable .npz or .npy file ({e})") from None
 
 
 def parse_shape(text: str) -> tuple[str | None, tuple[int, ...], np.dtype]:
@@ -80,7 +85,7 @@ def given(inputs_file: str | Path | None, shapes: Sequence[str], seed: int = 0):
     if inputs_file and shapes:
         raise UserError("give --inputs or --shape, not both")
     if inputs_file:
-        return read_npz(Path(inputs_file))
+        return read_arrays(Path(inputs_file))
     if shapes:
         return random_inputs(shapes, seed)
     return None

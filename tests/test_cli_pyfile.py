@@ -75,6 +75,10 @@ def test_inputs_file_by_name_and_by_order(capsys, model_file, tmp_path):
         out = ok(capsys, "run", f"{model_file}:just_module", "--inputs", str(tmp_path / f), "--backend", "interp",
                  "--repeat", "1")
         assert "output 0: float32[5, 4]" in out
+    np.save(tmp_path / "one.npy", x)                      # an .npy file: the one input
+    out = ok(capsys, "run", f"{model_file}:Net", "--inputs", str(tmp_path / "one.npy"), "--backend", "interp",
+             "--repeat", "1")
+    assert "output 0: float32[5, 4]" in out
     np.savez(tmp_path / "wrong.npz", y=x)
     code, _, err = cli(capsys, "run", f"{model_file}:Net", "--inputs", str(tmp_path / "wrong.npz"))
     assert code == 1 and "expected 1 arrays named x (or arr_0); found y" in err

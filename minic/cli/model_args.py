@@ -27,7 +27,8 @@ def add_model_args(p: argparse.ArgumentParser, size: str = "full", model: bool =
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--inputs", type=Path, help=".npz file with the inputs (by input name, or arr_0, arr_1, ...)")
+    p.add_argument("--inputs", type=Path, help=".npz file with the inputs (by input name, or arr_0, arr_1, ...), "
+                   "or .npy file with the one input")
     p.add_argument("--shape", action="append", default=[], metavar="[NAME=]D,D,...[:DTYPE]",
                    help="random inputs of this shape instead (once per input; dtype float32 unless given)")
 
