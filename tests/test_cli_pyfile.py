@@ -97,8 +97,9 @@ def test_show_viz_compile_tune(capsys, model_file, tmp_path):
 
 
 def test_verify_report_debug_commands(capsys, model_file, tmp_path):
-    out = ok(capsys, "verify", f"{model_file}:factory", "--backends", "interp,minic", "--markdown")
-    assert "| factory | ok" in out
+    out = ok(capsys, "verify", f"{model_file}:factory", "mlp", "--size", "small", "--backends", "interp,minic",
+             "--markdown")
+    assert "| factory | ok" in out and "| mlp | ok" in out     # each model its own inputs
     ok(capsys, "report", f"{model_file}:factory", "-o", str(tmp_path / "r.html"), "--backends", "interp",
        "--no-profile", "--no-coverage")
     assert "factory" in (tmp_path / "r.html").read_text()

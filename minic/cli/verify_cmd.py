@@ -42,12 +42,12 @@ def register(sub) -> None:
 
 
 def verify_models(names: list[str], backend_names: list[str] | None, size: str, seed: int,
-                  progress=None, inputs=None) -> list[Cell]:
-    """The matrix, cell by cell (``progress(cell)`` is called after each); ``inputs``:
-    the models' inputs when given (``--inputs``/``--shape``), else each model's own."""
+                  progress=None, given=None) -> list[Cell]:
+    """The matrix, cell by cell (``progress(cell)`` is called after each); ``given``:
+    the models' inputs when the user gave them (``--inputs``/``--shape``), else each model's own."""
     cells = []
     for name in names:
-        source = load(name, inputs, size=size, seed=seed)
+        source = load(name, given, size=size, seed=seed)
         inputs = source.example_inputs
         ref_name, reference = backends.reference(source)
         tol = tolerance(reference[0].dtype)
@@ -163,7 +163,7 @@ def handle(args: argparse.Namespace) -> int:
                                   tol_of=lambda b, t: backend_tolerance(b, t), names=names)
         else:
             cells = verify_models(names, chosen, args.size, args.seed,
-                                  progress=lambda c: advance(f"{c.model}/{c.backend}"), inputs=given_inputs(args))
+                                  progress=lambda c: advance(f"{c.model}/{c.backend}"), given=given_inputs(args))
     if args.markdown:
         print(markdown(cells))
     else:
