@@ -1,7 +1,10 @@
 """``minic.compile``: turn any model a user has into a callable on numpy arrays.
 
 A model may be a torch.nn.Module (with example inputs), a zoo name
-("llama-tiny"), a path to an ``.onnx`` file or to ``.mc`` text IR, or a Graph.
+("llama-tiny"), a path to an ``.onnx`` file or to ``.mc`` text IR, a Python
+file's model (``path/to/file.py:Name``, minic/frontend/pyfile.py), or a Graph.
+Example inputs are a sequence in the model's input order, or a mapping by input
+name (``minic.inputs``).
 ``load`` turns each into a ``ModelSource``; a backend turns that into a callable.
 """
 from __future__ import annotations
@@ -14,6 +17,8 @@ import numpy as np
 from minic import backends
 from minic.backends import ModelSource, Runner, graph_of
 from minic.errors import DataError, UserError
+from minic.frontend.pyfile import forward_names, is_python_spec, load_python_model
+from minic.inputs import bind
 from minic.ir.graph import Graph
 
 DEFAULT_BACKEND = "minic"
@@ -25,8 +30,11 @@ def load(model: Any, example_inputs: Sequence[Any] | None = None, *, size: str =
     if isinstance(model, ModelSource):
         return model
     if isinstance(model, Graph):
-        return ModelSource(model.name, _arrays(example_inputs) if example_inputs else _random_inputs(model, seed),
-                           graph=model, input_names=tuple(v.name for v in model.inputs))
+        names = tuple(v.name for v in model.inputs)
+        return ModelSource(model.name, _arrays(bind(example_inputs, names, len(names))) if example_inputs
+                           else _random_inputs(model, seed), graph=model, input_names=names)
+    if is_python_spec(model):
+        return _load_python(str(model), example_inputs)
     if isinstance(model, (str, Path)):
         path = Path(model)
         if path.suffix == ".onnx":
@@ -34,15 +42,33 @@ def load(model: Any, example_inputs: Sequence[Any] | None = None, *, size: str =
         if path.suffix == ".mc":
             return load(_read_text_ir(path), example_inputs, seed=seed)
         if path.suffix:
-            raise UserError(f"{path}: unknown model file type '{path.suffix}' (expected .onnx or .mc)")
+            raise UserError(f"{path}: unknown model file type '{path.suffix}' (expected .onnx, .mc or .py:Name)")
         return _load_zoo(str(model), example_inputs, size, seed)
     import torch
     if isinstance(model, torch.nn.Module):
         if example_inputs is None:
             raise UserError("a torch.nn.Module needs example_inputs")
-        return ModelSource(type(model).__name__, _arrays(example_inputs), module=model.eval())
+        names = forward_names(model)
+        return ModelSource(type(model).__name__, _arrays(bind(example_inputs, names, None)), module=model.eval(),
+                           input_names=names)
     raise UserError(f"cannot compile a {type(model).__name__}: expected a torch.nn.Module, a zoo name, "
-                    "an .onnx or .mc path, or a Graph")
+                    "an .onnx or .mc path, a file.py:Name, or a Graph")
+
+
+def _load_python(spec: str, example_inputs) -> ModelSource:
+    """A model from a Python file; PyTorch eager is then the reference (it has a module)."""
+    found = load_python_model(spec)
+    if example_inputs is not None:
+        inputs = bind(example_inputs, found.input_names,
+                      len(found.example_inputs) if found.example_inputs is not None else None)
+    elif found.example_inputs is not None:
+        inputs = found.example_inputs
+    else:
+        raise UserError(f"{spec}: no example inputs; give --inputs FILE.npz or --shape D,D,... "
+                        "(or let a factory function return (module, example_inputs))")
+    names = found.input_names if len(found.input_names) == len(inputs) else ()
+    return ModelSource(found.name, _arrays(inputs), module=found.module, input_names=names,
+                       extra={"file": spec})
 
 
 def _read_text_ir(path: Path) -> Graph:
@@ -67,7 +93,8 @@ def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
     from minic import models
     info = models.info(name)
     module, inputs = models.get(name, size=size, seed=seed)
-    return ModelSource(name, _arrays(example_inputs) if example_inputs is not None else _arrays(inputs),
+    given = bind(example_inputs, info.input_names, len(inputs)) if example_inputs is not None else inputs
+    return ModelSource(name, _arrays(given),
                        module=module, dynamic_axes=info.dynamic_axes, input_names=info.input_names,
                        extra={"size": size, "seed": seed})
 

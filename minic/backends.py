@@ -10,6 +10,7 @@ pyproject.toml, loaded only when asked for.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minic.errors import UserError
+from minic.errors import MissingBridgeError, UserError
 
 Runner = Callable[..., "np.ndarray | tuple[np.ndarray, ...]"]
 BackendFn = Callable[..., Runner]
@@ -96,6 +97,36 @@ def _plugins() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group="minic.backends")}
 
 
+def extra_of(entry_point_value: str) -> str:
+    """The pip extra that installs a bridge's stack, from where the bridge lives:
+    ``bridges.tvm.backend:compile`` -> ``tvm``; ``bridges.engines.openvino:compile`` -> ``openvino``."""
+    parts = entry_point_value.split(":")[0].split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "engines" else parts[1]
+
+
+def missing_stack(e: ModuleNotFoundError, what: str, extra: str) -> MissingBridgeError | None:
+    """The one-line error for ``e`` when the missing module is a production stack's (not minic's)."""
+    top = (e.name or "").split(".")[0]
+    if not top or top in ("minic", "bridges"):
+        return None                     # a module of minic's own missing is a bug, not an extra to install
+    return MissingBridgeError(f"{what} needs the module '{e.name}', which is not installed: "
+                              f"pip install 'minic[{extra}]' (or 'minic[bridges]' for every bridge)")
+
+
+def _with_install_hint(name: str, fn: BackendFn, extra: str) -> BackendFn:
+    """``fn`` whose lazily imported stack, when missing, is named with its extra."""
+    @functools.wraps(fn)
+    def compile_with(source: ModelSource, **options: Any) -> Runner:
+        try:
+            return fn(source, **options)
+        except ModuleNotFoundError as e:
+            err = missing_stack(e, f"backend '{name}'", extra)
+            if err is None:
+                raise
+            raise err from None
+    return compile_with
+
+
 def names() -> list[str]:
     """All backend names, minic's own and the bridges' (installed or not)."""
     return sorted(set(_BACKENDS) | set(_LAZY) | set(_plugins()))
@@ -110,5 +141,13 @@ def get(name: str) -> BackendFn:
     plugin = _plugins().get(name)
     if plugin is None:
         raise UserError(f"unknown backend '{name}'; available: {', '.join(names())}")
-    _BACKENDS[name] = plugin.load()
+    extra = extra_of(plugin.value)
+    try:
+        fn = plugin.load()
+    except ModuleNotFoundError as e:
+        err = missing_stack(e, f"backend '{name}'", extra)
+        if err is None:
+            raise
+        raise err from None
+    _BACKENDS[name] = _with_install_hint(name, fn, extra)
     return _BACKENDS[name]

@@ -13,6 +13,11 @@ class UnsupportedError(UserError):
     """The input is valid, but a path does not support it (an op, an opset, a dtype)."""
 
 
+class MissingBridgeError(UserError, ImportError):
+    """A bridge's production stack (TVM, IREE, OpenVINO, ...) is not installed; the
+    message names the pip extra that installs it (``pip install 'minic[tvm]'``)."""
+
+
 class DataError(UserError):
     """The input *data* is outside what an op is defined for: a gather index out of
     range, an integer division by zero.  The interpreter raises it from the op's

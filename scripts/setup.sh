@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Set up a fresh Debian/Ubuntu machine for minic: the system tools the tests use,
-# then minic itself with its test dependencies.  Run from anywhere:
+# then minic itself with every bridge and the test dependencies (the 'all' extra).
+# Run from anywhere:
 #     scripts/setup.sh
-# Works as root; otherwise it uses sudo for apt-get.  Add a package here (one a line,
-# with what needs it) when a test or a command starts to use a new system tool.
+# The system tools need root (or sudo without a password); without either, they are
+# skipped with a note of what each is for, and the Python part is still installed
+# (into the active virtual environment, else the user's site-packages).
+# Add a package here (one a line, with what needs it) when a test or a command starts
+# to use a new system tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,12 +19,29 @@ PACKAGES=(
     qemu-user                  # qemu-aarch64: runs those executables here (--emulate)
     chromium                   # the HTML report is checked in a headless browser
     clang                      # tinygrad's CPU device compiles with it (minic bench's tinygrad row)
+    gcc                        # cc: links a saved model's shared library (minic.save, compile --target host)
 )
 
-if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+can_apt=yes
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    as_root=(sudo)
+else
+    can_apt=no
+fi
+if [ "$can_apt" = yes ]; then
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+else
+    echo "setup.sh: not root and no password-less sudo: skipping these Debian packages (install them as root):" >&2
+    sed -n '/^PACKAGES=(/,/^)/{/^PACKAGES=(/d;/^)/d;p}' "$0" >&2
+    echo "setup.sh: minic works without them; the commands and tests that run one say which package it is" >&2
+fi
 
-python -m pip install -q --disable-pip-version-check -e '.[test]'
+pip_args=(-q --disable-pip-version-check -e '.[all]')
+if [ "$(id -u)" -ne 0 ] && ! python -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+    pip_args+=(--user)          # no virtual environment and no root: the user's site-packages
+fi
+python -m pip install "${pip_args[@]}"

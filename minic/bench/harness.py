@@ -37,6 +37,8 @@ class Config:
     threads: int = 1
     size: str = "full"
     seed: int = 0
+    inputs: str | None = None           # --inputs FILE.npz, or --shape specs (minic.inputs)
+    shapes: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -103,7 +105,8 @@ class Worker:
     def __init__(self, path: BenchPath, config: Config, timing: Timing) -> None:
         self.path = path
         spec = {"model": config.model, "size": config.size, "seed": config.seed, "batch": config.batch,
-                "threads": config.threads, "warmup": timing.warmup, "path": path.as_json()}
+                "inputs": config.inputs, "shapes": list(config.shapes), "threads": config.threads,
+                "warmup": timing.warmup, "path": path.as_json()}
         env = dict(os.environ, **{k: str(config.threads) for k in THREAD_ENV})
         if path.source_dir:
             env["PYTHONPATH"] = os.pathsep.join([path.source_dir, *filter(None, [env.get("PYTHONPATH")])])

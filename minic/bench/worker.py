@@ -65,7 +65,9 @@ def build(spec: dict[str, Any]):
     from minic.bench.paths import BenchPath
 
     torch.set_num_threads(spec["threads"])
-    source = load(spec["model"], size=spec["size"], seed=spec["seed"])
+    from minic.inputs import given
+    source = load(spec["model"], given(spec.get("inputs"), spec.get("shapes", ()), spec["seed"]),
+                  size=spec["size"], seed=spec["seed"])
     if spec["batch"] != 1:
         if not any("B" in a.values() for a in source.dynamic_axes):
             raise UserError(f"model '{spec['model']}' has no batch axis; --batch {spec['batch']} cannot apply")

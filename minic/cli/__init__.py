@@ -32,8 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             plugin.load()(sub)
         except ModuleNotFoundError as e:        # its production stack is not installed: say so when asked
-            _missing(sub, plugin.name, f"the {plugin.name} bridge's commands need the module '{e.name}', "
-                                       f"which is not installed ({plugin.value})")
+            from minic.backends import extra_of, missing_stack
+            err = missing_stack(e, f"the {plugin.name} bridge's commands", extra_of(plugin.value))
+            if err is None:
+                raise
+            _missing(sub, plugin.name, str(err))
     return parser
 
 
@@ -46,6 +49,12 @@ def _missing(sub, name: str, why: str) -> None:
     p.set_defaults(handler=handler)
 
 
+def _missing_stack(e: ModuleNotFoundError, command: str):
+    from minic.backends import extra_of, missing_stack
+    plugin = next((p for p in entry_points(group="minic.cli") if p.name == command), None)
+    return missing_stack(e, f"'{command}'", extra_of(plugin.value) if plugin else "bridges")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # torch 2.13 warns about its own pytree internals whenever a bridge exports a model.
@@ -53,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args) or 0
+        try:
+            return args.handler(args) or 0
+        except ModuleNotFoundError as e:        # a bridge command's stack, imported when it runs
+            err = _missing_stack(e, args.command)
+            if err is None:
+                raise
+            raise err from None
     except MinicError as e:
         if args.debug:
             traceback.print_exc()

@@ -20,6 +20,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from minic.cli.model_args import add_model_args
 from minic.errors import UserError
 from minic.files import write_atomic
 
@@ -30,14 +31,13 @@ BAR = 400                          # points: the bar of the slowest path
 def register(sub) -> None:
     p = sub.add_parser("bench", help="time minic against PyTorch, Inductor, ONNX Runtime, OpenVINO, TVM and "
                                      "IREE, each in its own process")
-    p.add_argument("model", help="zoo name(s), comma-separated, or an .onnx or .mc file")
+    p.add_argument("model", help="zoo name(s), comma-separated, or an .onnx or .mc file, or file.py:Name")
     p.add_argument("--vs", default=DEFAULT_VS, help="paths to compare with minic, comma-separated (a bench "
                    "path: torch, inductor, onnxruntime, openvino, tvm, tinygrad; any backend name; a variant "
                    "of `minic debug` such as iree-linalg or mlir-tosa; default: %(default)s)")
     p.add_argument("--threads", default="", help="thread counts, comma-separated (default: the CPUs this "
                    "process may use)")
     p.add_argument("--batch", default="1", help="batch sizes, comma-separated (default: %(default)s)")
-    p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
     p.add_argument("--rounds", type=int, default=5, help="rounds: one block per path each (default: %(default)s)")
     p.add_argument("--calls", type=int, default=10, help="timed calls per block (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls after the build (default: %(default)s)")
@@ -47,7 +47,7 @@ def register(sub) -> None:
     p.add_argument("--json", type=Path, help="write the figures to this JSON file")
     p.add_argument("--markdown", type=Path, help="write the latency and memory tables (Markdown) to this file")
     p.add_argument("--plot", type=Path, help="draw latencies to this picture (.png, .svg, .pdf)")
-    p.add_argument("--seed", type=int, default=0)
+    add_model_args(p, model=False)
     p.set_defaults(handler=handle)
 
 
@@ -105,14 +105,16 @@ def configs(args: argparse.Namespace) -> list:
     batches = int_list(args.batch, "batch")
     if not models:
         raise UserError("no model given")
-    from minic.api import load
     from minic import models as zoo
-    for m in models:                       # a bad name is one line now, not a worker's crash later
+    from minic.cli.model_args import load_model
+    for m in models:                       # a bad name or file is one line now, not a worker's crash later
         if not Path(m).suffix:
             zoo.info(m)
-        elif not Path(m).exists():
-            load(m)
-    return [Config(m, b, t, args.size, args.seed) for m in models for t in sorted(threads, reverse=True)
+        else:
+            load_model(args, m)
+    inputs = str(args.inputs) if args.inputs else None         # the workers run in this folder too
+    return [Config(m, b, t, args.size, args.seed, inputs, tuple(args.shape))
+            for m in models for t in sorted(threads, reverse=True)
             for b in batches]
 
 

@@ -1,24 +1,30 @@
 """``python -m minic compile MODEL --target aarch64-linux-gnu -o DIR``: cross-compile a
 model into a folder holding an object file, its weights, a C harness and (with a
-cross gcc installed) a static executable; see minic/aarch64/README.md."""
+cross gcc installed) a static executable; see minic/aarch64/README.md.
+
+``--target host`` saves the model for this machine instead: a shared library, its
+weights and a manifest, which ``minic.load_compiled(DIR)`` runs without the
+compiler (minic/runtime/saved.py)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from minic.api import graph_of, load
+from minic.api import graph_of
+from minic.cli.model_args import add_model_args, load_model
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compile", help="cross-compile a model to a static executable for another machine")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
-    p.add_argument("--target", required=True, help="target triple, e.g. aarch64-linux-gnu (or aarch64)")
+    p = sub.add_parser("compile", help="save a model compiled for this machine (--target host), or cross-compile "
+                                       "it to a static executable for another")
+    add_model_args(p)
+    p.add_argument("--target", required=True, help="'host' (a saved model for this machine), or a target triple, "
+                                                    "e.g. aarch64-linux-gnu (or aarch64)")
     p.add_argument("--mcpu", default="",
                    help="CPU of --target (default: cortex-a55 for aarch64, LLVM's generic CPU for other targets)")
     p.add_argument("--features", default="", help="extra LLVM target features, e.g. +dotprod")
-    p.add_argument("--threads", type=int, default=4, help="threads of parallel loops (default: %(default)s)")
-    p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and example inputs")
+    p.add_argument("--threads", type=int, help="threads of parallel loops (default: 4 for a cross build; "
+                                               "the CPUs this process may use for host)")
     p.add_argument("-o", "--output", type=Path, required=True, help="the folder to write")
     p.set_defaults(handler=handle)
 
@@ -29,9 +35,12 @@ def handle(args: argparse.Namespace) -> int:
     from minic import tools
     from minic.errors import UserError
     from minic.ir.loops import Role
-    if args.threads < 1:
+    if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads must be at least 1, not {args.threads}")
-    source = load(args.model, size=args.size, seed=args.seed)
+    source = load_model(args)
+    if args.target == "host":
+        return save_host(source, args)
+    args.threads = args.threads or 4
     options = CompileOptions.cross(args.target, args.mcpu or default_cpu(args.target), args.features, args.threads)
     out = args.output
     result = build.cross_compile(graph_of(source), options, out, link_now=False)
@@ -50,4 +59,27 @@ def handle(args: argparse.Namespace) -> int:
     arch = options.triple.split('-')[0]
     qemu = tools.find(f"qemu-{arch}", f"qemu-{arch}-static") or f"qemu-{arch}"
     print(f"run it: {Path(qemu).name} {out}/model {out}/example_inputs.bin {out}/outputs.bin [REPEAT]")
+    return 0
+
+
+def save_host(source, args: argparse.Namespace) -> int:
+    """Compile for this machine and save it (minic.runtime.saved), with the example inputs beside it."""
+    import io
+    import json
+    import numpy as np
+    from minic.files import write_atomic
+    from minic.options import CompileOptions
+    from minic.runtime import compile_graph
+    from minic.runtime.saved import MANIFEST, save
+    model = compile_graph(graph_of(source), CompileOptions(num_threads=args.threads or 0))
+    out = save(model, args.output)
+    names = [i["name"] for i in json.loads((out / MANIFEST).read_text())["inputs"]]
+    npz = io.BytesIO()
+    np.savez(npz, **dict(zip(names, source.example_inputs)))
+    write_atomic(out / "example_inputs.npz", npz.getvalue())
+    print(f"saved {source.name} for this machine into {out}/")
+    for f in sorted(out.iterdir()):
+        print(f"  {f.name:<20} {f.stat().st_size:,} bytes")
+    print(f"run it: python -c \"import minic, numpy as np; m = minic.load_compiled('{out}'); "
+          f"print(m(**np.load('{out}/example_inputs.npz')))\"")
     return 0

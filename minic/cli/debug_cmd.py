@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from minic.api import load
+from minic.cli.model_args import add_model_args, load_model
 from minic.errors import UserError
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
-    p.add_argument("--size", choices=("small", "full"), default="small", help="zoo model size (default small)")
-    p.add_argument("--seed", type=int, default=0)
+    add_model_args(p, size="small")
 
 
 def register(sub) -> None:
@@ -52,7 +50,7 @@ def handle_coverage(args: argparse.Namespace) -> int:
     from minic.debug.paths import choose_all
     from minic.progress import progress_bar
     paths = choose_all(None if args.paths == "all" else args.paths or ",".join(DEFAULT_PATHS))
-    source = load(args.model, size=args.size, seed=args.seed)
+    source = load_model(args)
     with progress_bar("coverage", coverage_steps(source, len(paths), not args.no_whole)) as advance:
         result = coverage(source, paths, whole=not args.no_whole, progress=advance)
     print(f"coverage of {source.name}: {sum(r.nodes for r in result.rows)} nodes, {len(result.rows)} op types")
@@ -68,7 +66,7 @@ def handle_bisect(args: argparse.Namespace) -> int:
         raise UserError(f"bisect: --paths takes two paths, A,B; got {len(paths)}")
     if args.output and not args.reduce:
         raise UserError("bisect: -o writes the reduced graph; give --reduce too")
-    result = bisect(load(args.model, size=args.size, seed=args.seed), *paths, tolerance=args.tolerance)
+    result = bisect(load_model(args), *paths, tolerance=args.tolerance)
     if args.reduce and result.first is not None:
         reduce(result)
     print(result.text())
@@ -88,5 +86,5 @@ def handle_profile(args: argparse.Namespace) -> int:
         raise UserError(f"--repeat must be at least 1, got {args.repeat}")
     paths = choose_all(args.paths)
     roofline = None if args.no_roofline else measure(CompileOptions().threads)
-    print(profile(load(args.model, size=args.size, seed=args.seed), paths, args.repeat, roofline).text(args.top))
+    print(profile(load_model(args), paths, args.repeat, roofline).text(args.top))
     return 0

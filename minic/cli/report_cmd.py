@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from minic.api import load
+from minic.cli.model_args import add_model_args, load_model
 from minic.cli.show import add_pass_options
 from minic.errors import UserError
 from minic.files import write_atomic
@@ -14,10 +14,8 @@ from minic.files import write_atomic
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="write an HTML compile report (graphs, IR stages, kernel times, verify)")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    add_model_args(p, size="small")
     p.add_argument("-o", "--output", type=Path, required=True, help="the .html file to write")
-    p.add_argument("--size", choices=("small", "full"), default="small", help="zoo model size (default small)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backends", help="comma-separated backends to verify and time besides the reference, "
                                       "or 'all' (default: minic; every bridge takes minutes)")
     p.add_argument("--repeat", type=int, default=10, help="timed repeats per measurement (median is shown)")
@@ -40,7 +38,7 @@ def handle(args: argparse.Namespace) -> int:
     if names == ["all"]:
         names = backends.names()
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    source = load(args.model, size=args.size, seed=args.seed)
+    source = load_model(args)
     with progress_bar("report", steps(source, names, not args.no_profile, not args.no_coverage)) as advance:
         data = collect(source, size=args.size, seed=args.seed, level=args.level, passes=passes,
                        backend_names=names, repeat=args.repeat, profile=not args.no_profile,

@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from minic.api import graph_of, load
+from minic.api import graph_of
+from minic.cli.model_args import add_model_args, load_model
 from minic.errors import UserError
 from minic.files import write_atomic
 
@@ -25,10 +26,8 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="print a stage of the pipeline (" + ", ".join(STAGES) + ")")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    add_model_args(p)
     p.add_argument("--emit", choices=STAGES, default="graph", help="the stage to print (default: graph)")
-    p.add_argument("--size", choices=("small", "full"), default="full")
-    p.add_argument("--seed", type=int, default=0)
     add_pass_options(p)
     p.add_argument("--print-after", metavar="PASS", help="print the IR after this pass")
     p.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
@@ -68,7 +67,7 @@ def handle(args: argparse.Namespace) -> int:
     from minic.passes import format_stats
     from minic.pipeline import Compilation
     from minic.runtime import CompileOptions
-    graph = graph_of(load(args.model, size=args.size, seed=args.seed))
+    graph = graph_of(load_model(args))
     options = CompileOptions(triple=args.target or "", cpu=args.mcpu or "")
     c = Compilation(graph, options, pass_options(args, sys.stdout))
     ir = c.run(args.emit)

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from minic.cli.model_args import add_model_args
 from minic.errors import UserError
 
 MODEL_BLOCK = 3               # model calls per block in the model-level check (short blocks: more pairs)
@@ -30,22 +31,21 @@ MODEL_BLOCK = 3               # model calls per block in the model-level check (
 
 def register(sub) -> None:
     p = sub.add_parser("tune", help="tune the schedules of a model's matmul/conv kernels (AutoTVM-style)")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    add_model_args(p)
     p.add_argument("--trials", type=int, default=16, help="measurements per kernel (default: %(default)s)")
     p.add_argument("--records", type=Path, help="records file (default: tuning.jsonl in the compile cache)")
     p.add_argument("--strategy", choices=("anneal", "random"), default="anneal", help="search strategy")
-    p.add_argument("--size", choices=("small", "full"), default="full", help="zoo model size")
     p.add_argument("--retune", action="store_true", help="tune kernels that already have a record")
     p.add_argument("--model-repeat", type=int, default=60,
                    help="timed calls of the whole model, untuned and tuned (0: skip; default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     from minic import pipeline
-    from minic.api import graph_of, load
+    from minic.api import graph_of
+    from minic.cli.model_args import load_model
     from minic.ir.graph import Value
     from minic.ir.interpret import bind_symbols
     from minic.ir.types import TensorType
@@ -58,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.model_repeat < 0:
         raise UserError("--model-repeat must be at least 0")
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    source = load(args.model, size=args.size, seed=args.seed)
+    source = load_model(args)
     graph = graph_of(source)
     options = CompileOptions(records=args.records)
     program = pipeline.run(graph, "loops", options)       # what the tuner's templates start from

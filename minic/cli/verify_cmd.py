@@ -13,6 +13,7 @@ from pathlib import Path
 
 from minic import backends
 from minic.api import load
+from minic.cli.model_args import add_model_args, given_inputs
 from minic.verify.matrix import Cell, check
 from minic.verify.precision import STRESS
 from minic.errors import UserError
@@ -20,11 +21,10 @@ from minic.errors import UserError
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="cross-check models on every backend against PyTorch")
-    p.add_argument("models", nargs="*", help="zoo names, .onnx or .mc files (default: the whole zoo); "
+    p.add_argument("models", nargs="*", help="zoo names, .onnx or .mc files, file.py:Name (default: the whole zoo); "
                                              "with --corpus: corpus names (default: the whole corpus)")
     p.add_argument("--backends", help="comma-separated backends (default: all but the reference)")
-    p.add_argument("--size", choices=("small", "full"), default="small")
-    p.add_argument("--seed", type=int, default=0, help="zoo weights/inputs, or the random graphs' run")
+    add_model_args(p, size="small", model=False)
     p.add_argument("--random", type=int, metavar="N",
                    help="instead of models: N random graphs through every path (failures are minimized and saved)")
     p.add_argument("--save", type=Path, default=Path("tests/verify/regressions"),
@@ -41,11 +41,12 @@ def register(sub) -> None:
 
 
 def verify_models(names: list[str], backend_names: list[str] | None, size: str, seed: int,
-                  progress=None) -> list[Cell]:
-    """The matrix, cell by cell (``progress(cell)`` is called after each)."""
+                  progress=None, given=None) -> list[Cell]:
+    """The matrix, cell by cell (``progress(cell)`` is called after each); ``given``:
+    the models' inputs when the user gave them (``--inputs``/``--shape``), else each model's own."""
     cells = []
     for name in names:
-        source = load(name, size=size, seed=seed)
+        source = load(name, given, size=size, seed=seed)
         inputs = source.example_inputs
         ref_name, reference = backends.reference(source)
         for backend in backend_names or [b for b in backends.names() if b != ref_name]:
@@ -160,7 +161,7 @@ def handle(args: argparse.Namespace) -> int:
                                   names=names)
         else:
             cells = verify_models(names, chosen, args.size, args.seed,
-                                  progress=lambda c: advance(f"{c.model}/{c.backend}"))
+                                  progress=lambda c: advance(f"{c.model}/{c.backend}"), given=given_inputs(args))
     if args.markdown:
         print(markdown(cells))
     else:

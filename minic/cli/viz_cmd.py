@@ -4,19 +4,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from minic.api import graph_of, load
+from minic.api import graph_of
+from minic.cli.model_args import add_model_args, load_model
 from minic.cli.show import add_pass_options
 from minic.errors import UserError
 
 
 def register(sub) -> None:
     p = sub.add_parser("viz", help="draw a model's graph with graphviz (svg, png, pdf, dot)")
-    p.add_argument("model", help="zoo name, .onnx or .mc file")
+    add_model_args(p)
     p.add_argument("-o", "--output", type=Path, required=True, help="picture file: .svg, .png, .pdf or .dot")
     p.add_argument("--after", metavar="PASS", help="draw the graph after this pass of the pipeline "
                                                     "(default: as imported); 'all' = after the whole pipeline")
-    p.add_argument("--size", choices=("small", "full"), default="full")
-    p.add_argument("--seed", type=int, default=0)
     add_pass_options(p)
     p.set_defaults(handler=handle)
 
@@ -36,7 +35,7 @@ def graph_after(graph, after: str | None, level: int, passes: list[str] | None):
 
 def handle(args: argparse.Namespace) -> int:
     from minic.viz import render, to_dot
-    graph = graph_of(load(args.model, size=args.size, seed=args.seed))
+    graph = graph_of(load_model(args))
     passes = [p.strip() for p in args.passes.split(",")] if args.passes else None
     graph = graph_after(graph, args.after, args.level, passes)
     title = f"@{graph.name}" + (f" after {args.after}" if args.after else "")

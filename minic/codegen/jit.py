@@ -23,6 +23,7 @@ class Loaded:
     def __init__(self, obj: bytes, options: Target) -> None:
         if not is_host(options):
             raise UserError(f"cannot run code for target '{options.triple}' on this machine")
+        self.object, self.target = obj, options     # what minic.runtime.saved links into a shared library
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(options))
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()

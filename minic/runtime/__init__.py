@@ -6,31 +6,48 @@
 ``compile_graph`` runs the whole pipeline (``minic/pipeline.py``: graph passes,
 fusion groups, lowering, the default schedule, codegen) and loads the object
 code here.  Its result is cached on disk by graph and options.
+
+The compiler (pipeline, LLVM) is imported when a function here first runs, not
+with the package: a saved model (``minic.runtime.saved``) runs without it.
 """
 from __future__ import annotations
 
-from minic import pipeline
-from minic.codegen.jit import Loaded
+from typing import TYPE_CHECKING
+
 from minic.options import CompileOptions
-from minic.ir.graph import Graph
-from minic.ir.loops import Program, Role
 from minic.limits import fewer_collections
-from minic.runtime import cache
-from minic.runtime.compiled import CompiledModel
-from minic.runtime.layout import EntryLayout
+
+if TYPE_CHECKING:
+    from minic.ir.graph import Graph
+    from minic.ir.loops import Program
+    from minic.runtime.compiled import CompiledModel
 
 __all__ = ["CompileOptions", "CompiledModel", "compile_graph", "prepare"]
+
+
+def __getattr__(name: str):
+    if name == "CompiledModel":
+        from minic.runtime.compiled import CompiledModel
+        return CompiledModel
+    raise AttributeError(f"module 'minic.runtime' has no attribute '{name}'")
 
 
 @fewer_collections
 def prepare(graph: Graph, options: CompileOptions | None = None) -> Program:
     """Graph -> scheduled Loop IR (the pipeline up to its "scheduled" stage)."""
+    from minic import pipeline
     return pipeline.run(graph, "scheduled", options)
 
 
 @fewer_collections
 def compile_graph(graph: Graph, options: CompileOptions | None = None) -> CompiledModel:
     """Compile ``graph`` to native code for this machine (or load it from the cache)."""
+    from minic import pipeline
+    from minic.codegen.jit import Loaded
+    from minic.ir.loops import Role
+    from minic.runtime import cache
+    from minic.runtime.compiled import CompiledModel
+    from minic.runtime.layout import EntryLayout
     from minic.tune import records
     options = options or CompileOptions()
     store = options.cache
