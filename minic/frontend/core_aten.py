@@ -82,3 +82,14 @@ def coverage() -> Coverage:
         else:
             missing.append(str(op))
     return Coverage(covered, missing, excluded)
+
+
+# Layer classes of ``torch.nn.modules`` the torch frontend refuses, each with its reason: every
+# other class is converted and checked against eager (tests/frontend/test_torch_nn_layers.py).
+_CONTAINER = "a container or base class: no computation of its own (its layers are converted)"
+NN_REFUSED = {
+    "Module": _CONTAINER, "Container": _CONTAINER, "ModuleList": _CONTAINER, "ModuleDict": _CONTAINER,
+    "ParameterList": _CONTAINER, "ParameterDict": _CONTAINER, "RNNCellBase": _CONTAINER, "RNNBase": _CONTAINER,
+    "FractionalMaxPool2d": "random: its windows are drawn afresh at every call, in eval mode too",
+    "FractionalMaxPool3d": "random: its windows are drawn afresh at every call, in eval mode too",
+}

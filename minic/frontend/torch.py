@@ -334,6 +334,20 @@ class Converter:
     def attrs(self, op: str, **values: Any) -> Any:
         return ops.get(op).make_attrs(**values)
 
+    # --- the builder face the shared decompositions use (minic.frontend.compose) --
+
+    @property
+    def where(self) -> str:
+        return self.current.name
+
+    def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
+        return self.emit(op, list(inputs), self.attrs(op, **attrs))
+
+    def const(self, data: Any, like: Value | None = None) -> Value:
+        """A new constant; with ``like``, of that value's dtype."""
+        array = np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None)
+        return self.add_constant(f"{self.current.name}_c", array)
+
     def cast(self, v: Value, dtype: DType) -> Value:
         if v.type.dtype == dtype:
             return v

@@ -17,6 +17,7 @@ import torch
 from torch import fx
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend import compose
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.ir.types import DType
@@ -36,9 +37,10 @@ def _axis(d: int, rank: int) -> int:
     return d % rank if rank else 0
 
 
-def _pair(v: Any) -> tuple[int, int]:
-    v = list(v) if isinstance(v, (list, tuple)) else [v]
-    return (int(v[0]), int(v[-1]))
+def ints(v: Any, n: int) -> tuple[int, ...]:
+    """A torch size argument (an int, or a list of 1 or n) as n ints."""
+    v = [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+    return tuple(v * n if len(v) == 1 else v)
 
 
 # --- outputs of multi-output ops, and ops that only alias -----------------------
@@ -169,14 +171,16 @@ def _linear(cx, node, a):
 
 @handles(aten.convolution.default)
 def _convolution(cx, node, a):
+    """Any number of spatial axes, plain or transposed (``compose.conv`` / ``compose.conv_transpose``)."""
     x, w = cx.value(a["input"]), cx.value(a["weight"])
-    if a["transposed"] or w.type.rank != 4:
-        raise UserError("only 2-D, non-transposed convolutions are supported")
-    ph, pw = _pair(a["padding"])
-    attrs = cx.attrs("conv2d", stride=_pair(a["stride"]), padding=(ph, pw, ph, pw),
-                     dilation=_pair(a["dilation"]), groups=int(a["groups"]))
-    bias = [cx.value(a["bias"])] if a["bias"] is not None else []
-    return cx.emit("conv2d", [x, w, *bias], attrs)
+    bias = cx.value(a["bias"]) if a["bias"] is not None else None
+    spatial = x.type.rank - 2
+    strides, dilations = ints(a["stride"], spatial), ints(a["dilation"], spatial)
+    pads = ints(a["padding"], spatial) * 2                       # torch pads both ends alike
+    if a["transposed"]:
+        return compose.conv_transpose(cx, x, w, bias, strides, pads, dilations, ints(a["output_padding"], spatial),
+                                      int(a["groups"]))
+    return compose.conv(cx, x, w, bias, strides, pads, dilations, int(a["groups"]))
 
 
 # --- normalisations -----------------------------------------------------------------

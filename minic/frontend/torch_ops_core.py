@@ -38,7 +38,7 @@ def _simple(cx, node, a):
 
 
 @handles(aten.log2.default, aten.log10.default, aten.log1p.default, aten.expm1.default, aten.reciprocal.default,
-         aten.sinh.default, aten.cosh.default, aten.trunc.default, aten.sign.default)
+         aten.trunc.default, aten.sign.default)
 def _composed(cx, node, a):
     x, op = _x(cx, node, a), node.target.overloadpacket
     one = lambda: _c(cx, node, 1, "one", x.type.dtype)
@@ -50,10 +50,6 @@ def _composed(cx, node, a):
         return cx.emit("sub", [_e(cx, node, "exp", [x], role="exp"), one()])
     if op == aten.reciprocal:
         return cx.emit("div", [one(), x])
-    if op in (aten.sinh, aten.cosh):                       # (e^x ∓ e^-x) / 2
-        ex, enx = _e(cx, node, "exp", [x], role="ep"), _e(cx, node, "exp", [_e(cx, node, "neg", [x], role="n")], role="en")
-        both = _e(cx, node, "sub" if op == aten.sinh else "add", [ex, enx], role="pm")
-        return cx.emit("mul", [both, _c(cx, node, 0.5, "half")])
     zero = _c(cx, node, 0, "zero", x.type.dtype)
     if op == aten.trunc:
         if not x.type.dtype.is_float:
@@ -67,6 +63,7 @@ def _composed(cx, node, a):
 
 
 INVERSE = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
+           aten.sinh.default: "sinh", aten.cosh.default: "cosh",
            aten.asinh.default: "asinh", aten.acosh.default: "acosh", aten.atanh.default: "atanh"}
 
 

@@ -1,10 +1,7 @@
 """Sorting, advanced indexing and scatters of views for the torch frontend, each
 spelled in minic ops that exist:
 
-* ``sort`` and ``topk`` by ranks: element i's rank along the axis is how many
-  elements come before it (smaller, or equal and earlier: a stable order, NaN
-  last as torch puts it), a sum over an [n, n] comparison; output k then picks
-  the element whose rank is k (``gather_elements``).  O(n²) work per row, no new op.
+* ``sort`` and ``topk`` by ranks (``compose.sorted_along``, shared with ONNX's TopK).
 * ``index.Tensor`` / ``index_put`` with several index tensors: the indexed axes
   moved to the front, the indices stacked on a last axis, one ``gather_nd`` /
   ``scatter_nd``, and torch's placement of the broadcast index axes.
@@ -19,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UserError
+from minic.frontend import compose
 from minic.frontend.torch_ops import _axis, _out_dtype, aten, handles
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
@@ -46,71 +44,23 @@ def _unsqueeze(cx, x, axis: int):
     return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(axis % (x.type.rank + 1),)))
 
 
-def _static(x, axis: int, what: str) -> int:
-    size = x.type.shape[axis]
-    if not isinstance(size, int):
-        raise UserError(f"{what} over a symbolic axis ({size}) is not supported")
-    return size
-
-
 def _const(cx, name: str, data) -> object:
     return cx.add_constant(f"{cx.current.name}_{name}", np.asarray(data))
 
 
-# --- sort and topk by ranks ---------------------------------------------------------------
-
-def _ranks(cx, xt, descending: bool):
-    """rank[..., i] = #{j : x_j before x_i}, for xt [..., n] (stable; NaN after every number)."""
-    n = xt.type.shape[-1]
-    a, b = _unsqueeze(cx, xt, -1), _unsqueeze(cx, xt, -2)            # x_i [.., n, 1], x_j [.., 1, n]
-    before = cx.emit("gt" if descending else "lt", [b, a])
-    same = cx.emit("eq", [a, b])
-    if xt.type.dtype.is_float:                                       # NaN is the largest value
-        nan_a = cx.emit("not", [cx.emit("eq", [a, a])])
-        nan_b = cx.emit("not", [cx.emit("eq", [b, b])])
-        bigger_nan = (nan_b, nan_a) if descending else (nan_a, nan_b)
-        before = cx.emit("or", [before, cx.emit("and", [bigger_nan[0], cx.emit("not", [bigger_nan[1]])])])
-        same = cx.emit("or", [same, cx.emit("and", [nan_a, nan_b])])
-    pos = cx.emit("range", [], cx.attrs("range", shape=(n,), dtype=DType.i64))
-    earlier = cx.emit("lt", [_unsqueeze(cx, pos, 0), _unsqueeze(cx, pos, 1)])   # [n, n]: j < i
-    counted = cx.emit("or", [before, cx.emit("and", [same, earlier])])
-    ranks = cx.emit("reduce_sum", [cx.cast(counted, DType.i64)], cx.attrs("reduce_sum", axes=(xt.type.rank,),
-                                                                       keepdims=False))
-    return ranks, pos
-
-
-def sorted_along(cx, x, axis: int, descending: bool, k=None):
-    """(values, indices) of the first ``k`` (default all) elements of x sorted along ``axis``."""
-    if x.type.dtype == DType.bool:                   # compared as 0/1
-        values, indices = sorted_along(cx, cx.cast(x, DType.u8), axis, descending, k)
-        return cx.cast(values, DType.bool), indices
-    rank = x.type.rank
-    if rank == 0:
-        return x, cx.scalar(0, DType.i64, f"{cx.current.name}_index")
-    perm = _last(rank, axis)
-    xt = _transpose(cx, x, perm)
-    ranks, pos = _ranks(cx, xt, descending)
-    wanted = pos if k is None else cx.emit("range", [], cx.attrs("range", shape=(k,), dtype=DType.i64))
-    hit = cx.emit("eq", [_unsqueeze(cx, ranks, -2), _unsqueeze(cx, wanted, 1)])      # [.., k, n]
-    zero = cx.scalar(0, DType.i64, f"{cx.current.name}_zero")
-    indices = cx.emit("reduce_sum", [cx.emit("where", [hit, pos, zero])],
-                      cx.attrs("reduce_sum", axes=(rank,), keepdims=False))        # [.., k]
-    values = cx.emit("gather_elements", [xt, indices], cx.attrs("gather_elements", axis=rank - 1))
-    back = _inverse(perm)
-    return _transpose(cx, values, back), _transpose(cx, indices, back)
-
+# --- sort and topk by ranks (compose.sorted_along) -------------------------------------------
 
 @handles(aten.sort.default, aten.sort.stable)
 def _sort(cx, node, a):
     x = cx.value(a["self"])
-    return sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
+    return compose.sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
 
 
 @handles(aten.topk.default)
 def _topk(cx, node, a):
     """The k largest (smallest) in order; with sorted=False torch leaves the order open, this keeps it."""
     x = cx.value(a["self"])
-    return sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
+    return compose.sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
 
 
 # --- advanced indexing -------------------------------------------------------------------
@@ -240,7 +190,7 @@ def _select_scatter(cx, node, a):
     x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
     axis, index = _axis(int(a["dim"]), x.type.rank), int(a["index"])
     if index < 0:
-        index += _static(x, axis, "select_scatter with a negative index")
+        index += compose.static(cx, x, axis, "select_scatter with a negative index")
     return _spliced(cx, x, _unsqueeze(cx, src, axis), axis, index, index + 1)
 
 
@@ -248,7 +198,7 @@ def _select_scatter(cx, node, a):
 def _slice_scatter(cx, node, a):
     x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
     axis, step = _axis(int(a["dim"]), x.type.rank), int(a["step"])
-    n = _static(x, axis, "slice_scatter")
+    n = compose.static(cx, x, axis, "slice_scatter")
     start, end, _ = slice(a["start"], a["end"], step).indices(n)
     if step == 1:
         return _spliced(cx, x, src, axis, start, max(end, start))
@@ -266,7 +216,7 @@ def _diagonal(cx, node, a):
     """x's (dim1, dim2) diagonal as a last axis: both moved last, flattened, a gather of i·(n2+1) + offset."""
     x = cx.value(a["self"])
     d1, d2, offset = _axis(int(a["dim1"]), x.type.rank), _axis(int(a["dim2"]), x.type.rank), int(a["offset"])
-    n1, n2 = _static(x, d1, "diagonal"), _static(x, d2, "diagonal")
+    n1, n2 = compose.static(cx, x, d1, "diagonal"), compose.static(cx, x, d2, "diagonal")
     rest = [i for i in range(x.type.rank) if i not in (d1, d2)]
     flat = _reshape(cx, _transpose(cx, x, rest + [d1, d2]), tuple(x.type.shape[i] for i in rest) + (n1 * n2,))
     rows = np.arange(max(0, -offset), min(n1, n2 - offset)) if n2 - offset > 0 else np.arange(0)
@@ -281,7 +231,7 @@ def _as_strided(cx, node, a):
     x = cx.value(a["self"])
     numel = 1
     for k in range(x.type.rank):
-        numel *= _static(x, k, "as_strided")
+        numel *= compose.static(cx, x, k, "as_strided")
     size, stride = [int(s) for s in a["size"]], [int(s) for s in a["stride"]]
     offset = int(a.get("storage_offset") or 0)
     cells = offset + sum(np.arange(n).reshape([-1 if j == k else 1 for j in range(len(size))]) * s
@@ -321,7 +271,7 @@ def _cdist(cx, node, a):
 def _pdist(cx, node, a):
     """The distances of rows i < j, in row-major order: the full matrix's upper triangle, gathered."""
     x = cx.value(a["self"])
-    n = _static(x, 0, "pdist")
+    n = compose.static(cx, x, 0, "pdist")
     full = _reshape(cx, _distances(cx, node, x, x, float(a["p"])), (n * n,))
     i, j = np.triu_indices(n, 1)
     if i.size == 0:
