@@ -107,10 +107,26 @@ def _export(module: torch.nn.Module, inputs: tuple, dynamic_axes) -> torch.expor
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
         try:
             program = torch.export.export(module.eval(), inputs, dynamic_shapes=dynamic_shapes)
-        except Exception as e:      # torch's messages run to many lines; keep the first
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise UnsupportedError(f"torch.export failed for {type(module).__name__}: {first}") from e
-        return program.run_decompositions(table)
+        except Exception as e:
+            # Non-strict export runs forward in Python on fake tensors, so a data-dependent
+            # branch (.item(), int(t), a check on values) fails there; strict export traces
+            # it with TorchDynamo, which can guard on it or graph-break into a trace of its own.
+            try:
+                program = torch.export.export(module.eval(), inputs, dynamic_shapes=dynamic_shapes, strict=True)
+            except Exception:
+                raise UnsupportedError(f"torch.export failed for {type(module).__name__} "
+                                       f"(non-strict, then strict): {_first_line(e)}") from e
+        try:
+            return program.run_decompositions(table)
+        except Exception as e:
+            raise UnsupportedError(f"torch's run_decompositions failed for {type(module).__name__}: "
+                                   f"{_first_line(e)}") from e
+
+
+def _first_line(e: Exception) -> str:
+    """torch's messages run to many lines; the first says what went wrong."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _at_least_two(x: Any, axes: dict[int, str]) -> Any:

@@ -5,7 +5,7 @@ reference computes it:
     scores = q @ kᵀ · scale                  scale = 1/√E unless given
     scores = where(mask, scores, -inf)       a bool mask (True: attend), or scores + mask (float)
     scores = where(col <= row, scores, -inf) is_causal (top-left aligned, as torch.tril)
-    out    = softmax(scores) @ v
+    out    = softmax(scores) @ v             a row masked everywhere: zeros (torch's safe softmax)
 
 With ``enable_gqa`` the Hk key/value heads serve Hq query heads: each is
 repeated Hq/Hk times (``repeat_interleave`` on the head axis), as an unsqueeze,
@@ -74,4 +74,11 @@ def _sdpa(cx, node, a):
         above = cx.emit("gt", [col, row], name=f"{node.name}_above")          # col > row: the future
         scores = cx.emit("where", [above, lowest, scores], name=f"{node.name}_causal")
     probs = cx.emit("softmax", [scores], cx.attrs("softmax", axis=_axis(-1, scores.type.rank)), name=f"{node.name}_p")
+    if mask is not None:
+        # A row whose every score is masked attends to nothing: torch's safe softmax gives it
+        # zeros, where a plain softmax of all -inf gives NaN.
+        best = cx.emit("reduce_max", [scores], cx.attrs("reduce_max", axes=(scores.type.rank - 1,), keepdims=True),
+                       name=f"{node.name}_best")
+        dead = cx.emit("eq", [best, lowest], name=f"{node.name}_dead")
+        probs = cx.emit("where", [dead, cx.scalar(0, dtype, f"{node.name}_zero"), probs], name=f"{node.name}_safe")
     return cx.emit("matmul", [probs, v])

@@ -227,19 +227,33 @@ def _diagonal(cx, node, a):
 
 @handles(aten.as_strided.default)
 def _as_strided(cx, node, a):
-    """out[i] = x.flat[offset + Σ i_k·stride_k], x read as its contiguous storage (a gather of constant cells)."""
+    """out[i] = storage[offset + Σ i_k·stride_k], where the storage is the one x views: x's own
+    strides and storage offset, as torch.export traced them (a transpose, a slice, a
+    channels-last input...), say which element of x sits in each storage cell.  A gather of
+    constant indices into x, flattened."""
     x = cx.value(a["self"])
-    numel = 1
-    for k in range(x.type.rank):
-        numel *= compose.static(cx, x, k, "as_strided")
+    traced = a["self"].meta["val"]
+    sizes = [compose.static(cx, x, k, "as_strided") for k in range(x.type.rank)]
+    held = _cells(sizes, [int(s) for s in traced.stride()], int(traced.storage_offset()))
     size, stride = [int(s) for s in a["size"]], [int(s) for s in a["stride"]]
-    offset = int(a.get("storage_offset") or 0)
-    cells = offset + sum(np.arange(n).reshape([-1 if j == k else 1 for j in range(len(size))]) * s
-                         for k, (n, s) in enumerate(zip(size, stride))) if size else np.array(offset)
-    cells = np.broadcast_to(cells, size).astype(np.int64)
-    if cells.size and cells.max() >= numel:
-        raise UserError(f"as_strided reads cell {int(cells.max())} of a tensor of {numel}")
-    return cx.emit("gather", [_reshape(cx, x, (numel,)), _const(cx, "cells", cells)], cx.attrs("gather", axis=0))
+    wanted = _cells(size, stride, int(a.get("storage_offset") or 0))
+    owner = np.full(max(int(held.max(initial=0)), int(wanted.max(initial=0))) + 1, -1, np.int64)
+    owner[held.reshape(-1)] = np.arange(held.size)              # (cells x repeats hold one value)
+    picked = owner[wanted]
+    if (picked < 0).any():
+        cell = int(wanted[picked < 0].reshape(-1)[0])
+        raise UserError(f"as_strided reads storage cell {cell}, which its input (a view of {list(traced.shape)} "
+                        f"with strides {list(traced.stride())}, offset {traced.storage_offset()}) does not hold")
+    flat = _reshape(cx, x, (held.size,))
+    return cx.emit("gather", [flat, _const(cx, "cells", picked)], cx.attrs("gather", axis=0))
+
+
+def _cells(size: list[int], stride: list[int], offset: int) -> np.ndarray:
+    """The storage cell of each element of a strided view: offset + Σ i_k·stride_k."""
+    cells = np.full(size, offset, np.int64)
+    for k, (n, s) in enumerate(zip(size, stride)):
+        cells = cells + (np.arange(n, dtype=np.int64) * s).reshape([-1 if j == k else 1 for j in range(len(size))])
+    return cells
 
 
 # --- distances ---------------------------------------------------------------------------

@@ -231,7 +231,7 @@ def build(name):
     layer, xs = make().eval(), inputs()
     with torch.no_grad():
         want = layer(*xs)                      # (also gives lazy layers their shapes)
-    want = tuple(w for w in (want if isinstance(want, tuple) else (want,)) if w is not None)
+    want = tuple(w for w in torch.utils._pytree.tree_leaves(want) if w is not None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = from_torch(layer, xs)

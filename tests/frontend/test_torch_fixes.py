@@ -1,0 +1,105 @@
+"""Wrong answers and refusals of the torch frontend, fixed at their cause: ``as_strided`` of a
+view reads the real storage layout, attention rows masked everywhere are zeros, a module
+non-strict export cannot trace is retried strict, and the ops and conversions the layer sweep
+(test_torch_nn_layers.py) does not reach on its own.  Each case failed before its fix."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minic.compare import errors
+from minic.frontend.torch import from_torch
+from minic.ir.interpret import interpret
+from minic.runtime import CompileOptions, compile_graph
+
+
+class Call(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def assert_matches_eager(fn, inputs, cache_dir=None) -> None:
+    """fn(*inputs) converted equals eager on the interpreter (and compiled, given a cache_dir):
+    every output, with its shape and dtype."""
+    module = fn if isinstance(fn, nn.Module) else Call(fn)
+    with torch.no_grad():
+        want = module(*inputs)
+    want = [np.asarray(torch.as_tensor(w).numpy()) for w in torch.utils._pytree.tree_leaves(want)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = from_torch(module, inputs)
+    arrays = [x.numpy() for x in inputs]
+    paths = [("interp", interpret(graph, arrays))]
+    if cache_dir is not None:
+        paths.append(("minic", compile_graph(graph, CompileOptions(cache_dir=cache_dir))(*arrays)))
+    for path, got in paths:
+        got = list(got) if isinstance(got, (tuple, list)) else [got]
+        assert len(got) == len(want), path
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype, f"{path}: {g.dtype}{list(g.shape)} != {w.dtype}{list(w.shape)}"
+        assert errors(got, want).within(1e-5), f"{path}: {errors(got, want)}"
+
+
+def r(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# --- as_strided over the storage its input views ------------------------------------------
+
+STRIDED = {
+    "t": (lambda x: x.t().as_strided((3, 2), (1, 3)), r(4, 3)),
+    "transpose_offset": (lambda x: x.transpose(0, 1).as_strided((2, 2), (2, 1), 1), r(4, 3)),
+    "permute": (lambda x: x.permute(2, 0, 1).as_strided((2, 3), (1, 2)), r(2, 3, 4)),
+    "movedim": (lambda x: x.movedim(0, -1).as_strided((4,), (3,)), r(2, 3, 4)),
+    "mT": (lambda x: x.mT.as_strided((2, 2), (1, 2)), r(3, 4)),
+    "slice_offset": (lambda x: x[1:].as_strided((2, 2), (3, 1), 4), r(4, 3)),
+    "nested": (lambda x: x.as_strided((3, 3), (3, 1), 1).as_strided((2, 2), (1, 3), 2), r(4, 3)),
+    "computed_then_t": (lambda x: (x * 2).t().as_strided((3, 2), (1, 3)), r(4, 3)),
+    "channels_last_input": (lambda x: x.as_strided((2, 3), (1, 2)), r(1, 2, 3, 3).to(memory_format=torch.channels_last)),
+}
+
+
+@pytest.mark.parametrize("name", STRIDED)
+def test_as_strided_of_a_view_reads_its_storage(name):
+    fn, x = STRIDED[name]
+    assert_matches_eager(fn, (x,))
+
+
+def test_as_strided_outside_the_view_is_refused():
+    with pytest.raises(Exception, match="as_strided reads storage cell 0, which its input"):
+        from_torch(Call(lambda x: x[1:].as_strided((2,), (1,), 0)), (r(4, 3),))
+
+
+# --- attention ---------------------------------------------------------------------------------
+
+def test_attention_rows_masked_everywhere_are_zeros(tmp_path):
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[1] = False
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert_matches_eager(fn, (r(1, 2, 3, 4), r(1, 2, 5, 4, seed=1), r(1, 2, 5, 4, seed=2)), tmp_path)
+    additive = torch.zeros(3, 5).masked_fill(~mask, float("-inf"))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    assert_matches_eager(fn, (r(1, 2, 3, 4), r(1, 2, 5, 4, seed=1), r(1, 2, 5, 4, seed=2)))
+
+
+# --- export ----------------------------------------------------------------------------------
+
+def test_a_module_non_strict_export_cannot_trace_is_retried_strict():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("k", torch.tensor(3))
+
+        def forward(self, x):
+            return x * int(self.k)            # non-strict export: "Could not extract specialized integer"
+
+    assert_matches_eager(Scaled(), (r(4),))
