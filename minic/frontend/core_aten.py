@@ -90,6 +90,11 @@ _CONTAINER = "a container or base class: no computation of its own (its layers a
 NN_REFUSED = {
     "Module": _CONTAINER, "Container": _CONTAINER, "ModuleList": _CONTAINER, "ModuleDict": _CONTAINER,
     "ParameterList": _CONTAINER, "ParameterDict": _CONTAINER, "RNNCellBase": _CONTAINER, "RNNBase": _CONTAINER,
+    "CTCLoss": "training-only: a training objective summed over all alignments (aten._ctc_loss, "
+               "which torch.export neither decomposes nor minic converts)",
+    "GaussianNLLLoss": "checks its input's values in Python (any(var < 0) raises), which torch.export "
+                       "cannot trace, strict or not",
+    "CrossMapLRN2d": "a legacy autograd Function torch.export cannot trace (LocalResponseNorm computes the same)",
     "FractionalMaxPool2d": "random: its windows are drawn afresh at every call, in eval mode too",
     "FractionalMaxPool3d": "random: its windows are drawn afresh at every call, in eval mode too",
 }

@@ -55,7 +55,8 @@ aten = torch.ops.aten
 # (32, 32*s77, 1)"), and whole, its mask and GQA arguments read plainly.
 KEEP = (aten.linear.default, aten.matmul.default, aten.silu.default,
         aten.adaptive_avg_pool2d.default, aten.max_pool2d.default, aten.scaled_dot_product_attention.default,
-        aten.col2im.default)        # fold: one scatter-add, not index_put plus a cropping pad
+        aten.col2im.default,        # fold: one scatter-add, not index_put plus a cropping pad
+        aten.multilabel_margin_loss_forward.default)      # torch 2.13's decomposition is wrong for a batch
 
 _DTYPES = {torch.float64: DType.f64, torch.float32: DType.f32, torch.float16: DType.f16,
            torch.bfloat16: DType.bf16, torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16,
@@ -225,9 +226,17 @@ class Converter:
         self.values[node] = result
 
     def _output(self, arg: Any, index: int) -> Value:
-        if not isinstance(self.values.get(arg), Value):
-            raise UserError(f"output {index} of the model is {arg!r}, not a tensor; minic graphs return tensors only")
-        return self.values[arg]
+        """A tensor output as itself; a Python number the model returns (a constant, or a size
+        torch traced as a number) as a 0-d array of numpy's dtype for it."""
+        if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), Value):
+            return self.values[arg]
+        number = arg.meta.get("val") if isinstance(arg, fx.Node) else arg
+        if isinstance(number, torch.SymInt):
+            number = self.dim(number)
+        if isinstance(number, (bool, int, float)) and not isinstance(number, np.ndarray):
+            return self.add_constant(f"output_{index}", np.asarray(number))
+        raise UserError(f"output {index} of the model is {number!r}, not a tensor or a static number; "
+                        "minic graphs return tensors (numbers as 0-d arrays)")
 
     def _check_type(self, value: Value, val: torch.Tensor) -> None:
         """The converted value must have the type torch traced: this catches table bugs early."""

@@ -75,7 +75,8 @@ UNARY = {aten.relu.default: "relu", aten.neg.default: "neg", aten.abs.default: "
 
 @handles(*UNARY)
 def _unary(cx, node, a):
-    return cx.emit(UNARY[node.target], [cx.value(a["self"])])
+    """Float math of an integer tensor (sin, exp, sigmoid ...) computes in torch's float result dtype."""
+    return cx.emit(UNARY[node.target], [cx.cast(cx.value(a["self"]), _out_dtype(cx, node))])
 
 
 @handles(aten.gelu.default)
@@ -158,9 +159,16 @@ def _addmm(cx, node, a):
 @handles(aten.linear.default)
 def _linear(cx, node, a):
     """linear(x, W, b) = x @ Wᵀ + b, as PyTorch decomposes it: transpose(W), then
-    gemm for 2-D x (aten.addmm) or matmul + add; fold-constants folds the transpose."""
+    gemm for 2-D x (aten.addmm) or matmul + add; fold-constants folds the transpose.
+    A 1-D x or W is a matrix of one row (x) or one column (Wᵀ) whose axis is dropped again."""
     x, w = cx.value(a["input"]), cx.value(a["weight"])
     bias = [cx.value(a["bias"])] if a["bias"] is not None else []
+    if x.type.rank == 1 or w.type.rank == 1:
+        rows = cx.one("unsqueeze", x, axes=(0,)) if x.type.rank == 1 else x
+        wt = cx.one("unsqueeze", w, axes=(1,)) if w.type.rank == 1 else cx.one("transpose", w, perm=(1, 0))
+        y = cx.one("matmul", rows, wt)
+        y = cx.one("squeeze", y, axes=((0,) if x.type.rank == 1 else ()) + ((y.type.rank - 1,) if w.type.rank == 1 else ()))
+        return cx.one("add", y, bias[0]) if bias else y
     wt = cx.emit("transpose", [w], cx.attrs("transpose", perm=(1, 0)), name=f"{node.name}_wt")
     if x.type.rank == 2:
         return cx.emit("gemm", [x, wt, *bias], cx.attrs("gemm"))
@@ -198,7 +206,13 @@ def _layer_norm(cx, node, a):
     shape = tuple(int(d) for d in a["normalized_shape"])
     params = [_param(cx, node, a["weight"], 1.0, shape, x, "weight"), _param(cx, node, a["bias"], 0.0, shape, x, "bias")]
     out = cx.emit("layer_norm", [x, *params], cx.attrs("layer_norm", axis=axis, eps=float(a["eps"])))
-    return (out, None, None)                        # mean and rstd are for training
+    if not (wanted(node, 1) or wanted(node, 2)):
+        return (out, None, None)
+    axes = tuple(range(axis, x.type.rank))          # the statistics, kept as [..., 1, ...]
+    mean = cx.one("reduce_mean", x, axes=axes, keepdims=True)
+    d = cx.one("sub", x, mean)
+    var = cx.one("reduce_mean", cx.one("mul", d, d), axes=axes, keepdims=True)
+    return (out, mean, cx.one("rsqrt", cx.one("add", var, cx.scalar(float(a["eps"]), x.type.dtype, f"{node.name}_eps"))))
 
 
 @handles(aten._native_batch_norm_legit_no_training.default)
@@ -208,7 +222,32 @@ def _batch_norm(cx, node, a):
     inputs = [x, _param(cx, node, a["weight"], 1.0, c, x, "weight"), _param(cx, node, a["bias"], 0.0, c, x, "bias"),
               cx.value(a["running_mean"]), cx.value(a["running_var"])]
     out = cx.emit("batch_norm", inputs, cx.attrs("batch_norm", eps=float(a["eps"])))
-    return (out, None, None)
+    empty = cx.add_constant(f"{node.name}_empty", np.zeros((0,), x.type.dtype.numpy))
+    return (out, empty, empty)                      # at inference torch saves no statistics: empty tensors
+
+
+@handles(aten._native_batch_norm_legit.no_stats)
+def _batch_stats_norm(cx, node, a):
+    """Normalised by the batch's own statistics over every axis but the channels (instance norm
+    is this over [1, N·C, ...]); also returns the saved mean and 1/std per channel."""
+    x = cx.value(a["input"])
+    c = (x.type.shape[1],)
+    axes = tuple(k for k in range(x.type.rank) if k != 1)
+    mean = cx.one("reduce_mean", x, axes=axes, keepdims=True)
+    d = cx.one("sub", x, mean)
+    var = cx.one("reduce_mean", cx.one("mul", d, d), axes=axes, keepdims=True)
+    rstd = cx.one("rsqrt", cx.one("add", var, cx.scalar(float(a["eps"]), x.type.dtype, f"{node.name}_eps")))
+    y = cx.one("mul", d, rstd)
+    shape = c + (1,) * (x.type.rank - 2)
+    for role, op in (("weight", "mul"), ("bias", "add")):
+        if a[role] is not None:
+            y = cx.one(op, y, cx.one("reshape", cx.value(a[role]), shape=shape))
+    return (y, cx.one("reshape", mean, shape=c), cx.one("reshape", rstd, shape=c))
+
+
+def wanted(node: fx.Node, index: int) -> bool:
+    """Whether the graph reads output ``index`` of a multi-output node."""
+    return any(u.target is operator.getitem and u.args[1] == index for u in node.users)
 
 
 def _param(cx, node, arg, fill: float, shape, x: Value, role: str) -> Value:
@@ -351,11 +390,14 @@ def _gather_elements(cx, node, a):
 @handles(aten.index_select.default)
 def _index_select(cx, node, a):
     x = cx.value(a["self"])
+    index = cx.value(a["index"])
+    if index.type.rank == 0:                        # torch reads a 0-d index as one of one: the axis stays
+        index = cx.one("reshape", index, shape=(1,))
     if x.type.rank == 0:                            # a 0-d tensor indexed as the one element of a [1]
         flat = cx.emit("reshape", [x], cx.attrs("reshape", shape=(1,)), name=f"{node.name}_flat")
-        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0), name=f"{node.name}_picked")
+        picked = cx.emit("gather", [flat, index], cx.attrs("gather", axis=0), name=f"{node.name}_picked")
         return cx.emit("reshape", [picked], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
-    return cx.emit("gather", [x, cx.value(a["index"])], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
+    return cx.emit("gather", [x, index], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
 
 
 @handles(aten.cumsum.default)

@@ -113,7 +113,7 @@ def _index(cx, node, a):
     return _transpose(cx, out, _place(out.type.rank, nb, lead))
 
 
-@handles(aten.index_put.default)
+@handles(aten.index_put.default, aten._index_put_impl.default, aten._unsafe_index_put.default)
 def _index_put(cx, node, a):
     """x[indices] = values (accumulate: +=) as one scatter_nd; one bool mask with values that do
     not depend on how many it selects is a where."""
@@ -168,6 +168,22 @@ def _masked_scatter(cx, node, a):
         m = dim_mul(m, d)
     picked = cx.emit("gather", [_reshape(cx, source, (m,)), slot], cx.attrs("gather", axis=0))
     return cx.emit("where", [mask, _reshape(cx, picked, x.type.shape), x])
+
+
+@handles(aten.unfold.default)
+def _unfold(cx, node, a):
+    """x.unfold(dim, size, step): windows of ``size`` every ``step`` along dim, the window's
+    cells on a new last axis (a gather of constant [windows, size] indices, moved last)."""
+    x = cx.value(a["self"])
+    if x.type.rank == 0:
+        return _reshape(cx, x, (1,))
+    axis, size, step = _axis(int(a["dimension"]), x.type.rank), int(a["size"]), int(a["step"])
+    n = compose.static(cx, x, axis, "unfold")
+    starts = np.arange(0, n - size + 1, step, dtype=np.int64)
+    windows = cx.emit("gather", [x, _const(cx, "cells", starts[:, None] + np.arange(size, dtype=np.int64))],
+                      cx.attrs("gather", axis=axis))                      # [.., windows, size, ..]
+    rank = windows.type.rank
+    return _transpose(cx, windows, [k for k in range(rank) if k != axis + 1] + [axis + 1])
 
 
 # --- scatters into views, and strided views ----------------------------------------------
