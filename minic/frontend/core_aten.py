@@ -25,7 +25,7 @@ EXCLUDED = (
     ("sparse/quantized", "sparse and quantized tensors: minic's tensors are dense and unquantized",
      lambda op: any(w in op._schema.name for w in ("sparse", "quantize", "_mkldnn"))),
 )
-_TRAINING = {torch.ops.aten._native_batch_norm_legit.default, torch.ops.aten._native_batch_norm_legit.no_stats}
+_TRAINING = {torch.ops.aten._native_batch_norm_legit.default}
 
 # Overloads that return sizes or layout facts, not tensors: the frontend reads them from the
 # traced metadata as symbolic dims (a contiguity test is a guard torch has already decided).

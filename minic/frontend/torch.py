@@ -36,7 +36,7 @@ from torch import fx
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
-from minic.frontend.torch_ops import HANDLERS
+from minic.frontend.torch_ops import HANDLERS, fold
 import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
 import minic.frontend.torch_ops_core  # noqa: F401
 import minic.frontend.torch_ops_index  # noqa: F401
@@ -214,7 +214,7 @@ class Converter:
         if node.target in HANDLERS:
             convert = HANDLERS[node.target]
         elif _is_static(node):
-            convert = _fold
+            convert = fold
         else:
             raise UnsupportedError(f"unsupported ATen op {op_name(node)} at {source_of(node)}")
         try:
@@ -403,9 +403,3 @@ def _is_static(node: fx.Node) -> bool:
     """No inputs at all (no tensors, no symbolic sizes) and not random: full, arange, scalar_tensor, ..."""
     return (not node.all_input_nodes and isinstance(node.target, torch._ops.OpOverload)
             and torch.Tag.nondeterministic_seeded not in node.target.tags)
-
-
-def _fold(cx: Converter, node: fx.Node, bound: dict) -> Value:
-    """A static op's value does not depend on the inputs: run it once, keep a constant."""
-    return cx.add_constant(node.name, node.target(*node.args, **node.kwargs))
-

@@ -29,11 +29,16 @@ HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handle
 handles = HANDLERS.add
 
 
-def _out_dtype(cx, node: fx.Node) -> DType:
+def fold(cx, node: fx.Node, a: dict) -> Value:
+    """A static op's value does not depend on the inputs: run it once, keep a constant."""
+    return cx.add_constant(node.name, node.target(*node.args, **node.kwargs))
+
+
+def out_dtype(cx, node: fx.Node) -> DType:
     return cx.dtype(node.meta["val"].dtype)
 
 
-def _axis(d: int, rank: int) -> int:
+def axis_of(d: int, rank: int) -> int:
     return d % rank if rank else 0
 
 
@@ -61,7 +66,7 @@ def _alias(cx, node, a):
 
 @handles(aten._to_copy.default)
 def _to_copy(cx, node, a):
-    return cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    return cx.cast(cx.value(a["self"]), out_dtype(cx, node))
 
 
 # --- elementwise ------------------------------------------------------------------
@@ -76,7 +81,7 @@ UNARY = {aten.relu.default: "relu", aten.neg.default: "neg", aten.abs.default: "
 @handles(*UNARY)
 def _unary(cx, node, a):
     """Float math of an integer tensor (sin, exp, sigmoid ...) computes in torch's float result dtype."""
-    return cx.emit(UNARY[node.target], [cx.cast(cx.value(a["self"]), _out_dtype(cx, node))])
+    return cx.emit(UNARY[node.target], [cx.cast(cx.value(a["self"]), out_dtype(cx, node))])
 
 
 @handles(aten.gelu.default)
@@ -84,7 +89,7 @@ def _gelu(cx, node, a):
     return cx.emit("gelu", [cx.value(a["self"])], cx.attrs("gelu", approximate=a["approximate"]))
 
 
-def _operand(cx, node: fx.Node, arg: Any, dtype: DType, role: str) -> Value:
+def operand(cx, node: fx.Node, arg: Any, dtype: DType, role: str) -> Value:
     """A tensor argument cast to ``dtype``, or a Python scalar as a 0-d constant of ``dtype``."""
     if isinstance(arg, fx.Node):
         return cx.cast(cx.value(arg), dtype)
@@ -111,8 +116,8 @@ BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub"
 @handles(*BINARY)
 def _binary(cx, node, a):
     """Both operands are brought to the result's dtype first (minic ops take one dtype)."""
-    dtype = _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    dtype = out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
     alpha = a.get("alpha")
     if alpha not in (None, 1):                      # add(x, y, alpha) = x + alpha·y
         y = cx.emit("mul", [y, cx.scalar(alpha, dtype, f"{node.name}_alpha")], name=f"{node.name}_scaled")
@@ -129,7 +134,7 @@ NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq", aten.ge.Tensor: "lt", ate
 @handles(*COMPARE, *NEGATED)
 def _compare(cx, node, a):
     dtype = _common_dtype(cx, list(node.args[:2]))
-    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
     if node.target in COMPARE:
         return cx.emit(COMPARE[node.target], [x, y])
     return cx.emit("not", [cx.emit(NEGATED[node.target], [x, y], name=f"{node.name}_complement")])
@@ -137,7 +142,7 @@ def _compare(cx, node, a):
 
 @handles(aten.where.self)
 def _where(cx, node, a):
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     cond = cx.value(a["condition"])
     return cx.emit("where", [cond, cx.cast(cx.value(a["self"]), dtype), cx.cast(cx.value(a["other"]), dtype)])
 
@@ -267,12 +272,12 @@ REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
 @handles(*REDUCE)
 def _reduce(cx, node, a):
     # torch sums integers and bools in i64, and a dtype argument computes in that dtype.
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
     if x.type.rank == 0:
         return x                                    # a 0-d tensor reduces to itself
     dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
     op = REDUCE[node.target]
-    attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+    attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
     return cx.emit(op, [x], attrs)
 
 
@@ -292,7 +297,7 @@ def _expand(cx, node, a):
 @handles(aten.permute.default)
 def _permute(cx, node, a):
     x = cx.value(a["self"])
-    perm = tuple(_axis(int(d), x.type.rank) for d in a["dims"])
+    perm = tuple(axis_of(int(d), x.type.rank) for d in a["dims"])
     return cx.emit("transpose", [x], cx.attrs("transpose", perm=perm))
 
 
@@ -301,7 +306,7 @@ def _transpose(cx, node, a):
     x = cx.value(a["self"])
     perm = list(range(x.type.rank))
     if x.type.rank >= 2:
-        i, j = (_axis(int(a["dim0"]), x.type.rank), _axis(int(a["dim1"]), x.type.rank)) if "dim0" in a else (0, 1)
+        i, j = (axis_of(int(a["dim0"]), x.type.rank), axis_of(int(a["dim1"]), x.type.rank)) if "dim0" in a else (0, 1)
         perm[i], perm[j] = perm[j], perm[i]
     return cx.emit("transpose", [x], cx.attrs("transpose", perm=tuple(perm)))
 
@@ -309,7 +314,7 @@ def _transpose(cx, node, a):
 @handles(aten.unsqueeze.default)
 def _unsqueeze(cx, node, a):
     x = cx.value(a["self"])
-    return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(_axis(int(a["dim"]), x.type.rank + 1),)))
+    return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(axis_of(int(a["dim"]), x.type.rank + 1),)))
 
 
 @handles(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
@@ -318,7 +323,7 @@ def _squeeze(cx, node, a):
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     # torch skips the named axes that are not 1; squeeze only those that are.
-    axes = tuple(sorted({_axis(int(d), x.type.rank) for d in dims if x.type.shape[int(d)] == 1}))
+    axes = tuple(sorted({axis_of(int(d), x.type.rank) for d in dims if x.type.shape[int(d)] == 1}))
     return cx.emit("squeeze", [x], cx.attrs("squeeze", axes=axes)) if axes else x
 
 
@@ -329,7 +334,7 @@ def _slice(cx, node, a):
     end = END if a["end"] is None else cx.dim(a["end"])
     if isinstance(end, int) and end >= END:
         end = END
-    attrs = cx.attrs("slice", axes=(_axis(int(a["dim"]), x.type.rank),), starts=(start,), ends=(end,),
+    attrs = cx.attrs("slice", axes=(axis_of(int(a["dim"]), x.type.rank),), starts=(start,), ends=(end,),
                      steps=(int(a["step"]),))
     return cx.emit("slice", [x], attrs)
 
@@ -338,7 +343,7 @@ def _slice(cx, node, a):
 def _select(cx, node, a):
     """x.select(dim, i) = squeeze(slice(x, i:i+1), dim)."""
     x = cx.value(a["self"])
-    axis, index = _axis(int(a["dim"]), x.type.rank), cx.dim(a["index"])
+    axis, index = axis_of(int(a["dim"]), x.type.rank), cx.dim(a["index"])
     end = END if index == -1 else index + 1
     attrs = cx.attrs("slice", axes=(axis,), starts=(index,), ends=(end,), steps=(1,))
     row = cx.emit("slice", [x], attrs, name=f"{node.name}_row")
@@ -347,20 +352,20 @@ def _select(cx, node, a):
 
 @handles(aten.cat.default)
 def _cat(cx, node, a):
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     # torch skips empty 1-D tensors in cat (legacy behaviour a KV cache relies on: its first
     # update concatenates an f32[0] with the new keys), so minic does too.
     tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)]
     parts = [cx.cast(cx.value(t), dtype) for t in tensors]
     if len(parts) == 1:
         return parts[0]
-    return cx.emit("concat", parts, cx.attrs("concat", axis=_axis(int(a["dim"]), parts[0].type.rank)))
+    return cx.emit("concat", parts, cx.attrs("concat", axis=axis_of(int(a["dim"]), parts[0].type.rank)))
 
 
 @handles(aten.split_with_sizes.default, aten.split.Tensor)
 def _split(cx, node, a):
     x = cx.value(a["self"])
-    axis = _axis(int(a["dim"]), x.type.rank)
+    axis = axis_of(int(a["dim"]), x.type.rank)
     size = x.type.shape[axis]
     if node.target == aten.split.Tensor:
         if not isinstance(size, int):
@@ -384,7 +389,7 @@ def _embedding(cx, node, a):
 def _gather_elements(cx, node, a):
     x = cx.value(a["self"])
     return cx.emit("gather_elements", [x, cx.value(a["index"])],
-                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank)))
+                   cx.attrs("gather_elements", axis=axis_of(int(a["dim"]), x.type.rank)))
 
 
 @handles(aten.index_select.default)
@@ -397,40 +402,38 @@ def _index_select(cx, node, a):
         flat = cx.emit("reshape", [x], cx.attrs("reshape", shape=(1,)), name=f"{node.name}_flat")
         picked = cx.emit("gather", [flat, index], cx.attrs("gather", axis=0), name=f"{node.name}_picked")
         return cx.emit("reshape", [picked], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
-    return cx.emit("gather", [x, index], cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank)))
+    return cx.emit("gather", [x, index], cx.attrs("gather", axis=axis_of(int(a["dim"]), x.type.rank)))
 
 
 @handles(aten.cumsum.default)
 def _cumsum(cx, node, a):
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))      # ints and bools sum in i64, as torch does
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))      # ints and bools sum in i64, as torch does
     if x.type.rank == 0:
         return x                                                 # the running sum of one element
-    return cx.emit("cumsum", [x], cx.attrs("cumsum", axis=_axis(int(a["dim"]), x.type.rank)))
+    return cx.emit("cumsum", [x], cx.attrs("cumsum", axis=axis_of(int(a["dim"]), x.type.rank)))
 
 
 @handles(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def _arange(cx, node, a):
     """arange(start, end, step): a constant when the bounds are known, else ``range`` of T elements."""
-    from minic.frontend.torch import _fold
     size = cx.dim(node.meta["val"].shape[0])
     if isinstance(size, int):
-        return _fold(cx, node, a)
+        return fold(cx, node, a)
     start, step = a.get("start") or 0, a.get("step") or 1
     if any(isinstance(v, fx.Node) for v in (start, step)):
         raise UserError("arange with a start or step computed at run time is not supported")
-    return cx.emit("range", [], cx.attrs("range", shape=(size,), dtype=_out_dtype(cx, node),
+    return cx.emit("range", [], cx.attrs("range", shape=(size,), dtype=out_dtype(cx, node),
                                          start=float(start), step=float(step)))
 
 
 @handles(aten.full.default, aten.zeros.default, aten.ones.default)
 def _full(cx, node, a):
     """full(sizes, v): a constant when the sizes are known, else a scalar expanded to them."""
-    from minic.frontend.torch import _fold
     shape = cx.shape(node.meta["val"].shape)
     if all(isinstance(d, int) for d in shape):
-        return _fold(cx, node, a)
+        return fold(cx, node, a)
     value = a.get("fill_value", 1 if node.target == aten.ones.default else 0)
-    scalar = cx.scalar(value, _out_dtype(cx, node), f"{node.name}_value")
+    scalar = cx.scalar(value, out_dtype(cx, node), f"{node.name}_value")
     return cx.emit("expand", [scalar], cx.attrs("expand", shape=shape))
 
 
@@ -438,7 +441,7 @@ def _full(cx, node, a):
 def _full_like(cx, node, a):
     """full_like(x, v): a scalar expanded to x's shape (empty_like: zeros, any value will do)."""
     value = {aten.ones_like.default: 1, aten.full_like.default: a.get("fill_value")}.get(node.target, 0)
-    scalar = cx.scalar(value, _out_dtype(cx, node), f"{node.name}_value")
+    scalar = cx.scalar(value, out_dtype(cx, node), f"{node.name}_value")
     return cx.emit("expand", [scalar], cx.attrs("expand", shape=cx.shape(node.meta["val"].shape)))
 
 
@@ -451,18 +454,18 @@ BITWISE = {aten.bitwise_and.Tensor: "and", aten.bitwise_and.Scalar: "and", aten.
 def _logical(cx, node, a):
     """logical_*: both operands read as bools (x != 0)."""
     x, y = (cx.cast(cx.value(node.args[i]), DType.bool) for i in (0, 1))
-    return cx.cast(cx.emit(LOGICAL[node.target], [x, y]), _out_dtype(cx, node))
+    return cx.cast(cx.emit(LOGICAL[node.target], [x, y]), out_dtype(cx, node))
 
 
 @handles(aten.logical_not.default)
 def _logical_not(cx, node, a):
-    return cx.cast(cx.emit("not", [cx.cast(cx.value(a["self"]), DType.bool)]), _out_dtype(cx, node))
+    return cx.cast(cx.emit("not", [cx.cast(cx.value(a["self"]), DType.bool)]), out_dtype(cx, node))
 
 
 @handles(*BITWISE)
 def _bitwise(cx, node, a):
-    dtype = _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    dtype = out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
     return cx.emit(BITWISE[node.target], [x, y])
 
 
@@ -475,7 +478,7 @@ def _any_all(cx, node, a):
     op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
     if x.type.rank == 0:
         return cx.cast(x, DType.bool)                             # any/all of one element
-    attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+    attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
     return cx.cast(cx.emit(op, [x], attrs, name=f"{node.name}_i32"), DType.bool)
 
 

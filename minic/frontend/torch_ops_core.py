@@ -9,17 +9,17 @@ import math
 import numpy as np
 
 from minic.errors import UserError
-from minic.frontend.torch_ops import _axis, _operand, _out_dtype, aten, handles
+from minic.frontend.torch_ops import aten, axis_of, fold, handles, operand, out_dtype
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
 
 def _x(cx, node, a, name="self"):
-    return cx.cast(cx.value(a[name]), _out_dtype(cx, node)) if _out_dtype(cx, node).is_float else cx.value(a[name])
+    return cx.cast(cx.value(a[name]), out_dtype(cx, node)) if out_dtype(cx, node).is_float else cx.value(a[name])
 
 
 def _c(cx, node, value, role, dtype=None):
-    return cx.scalar(value, dtype or _out_dtype(cx, node), f"{node.name}_{role}")
+    return cx.scalar(value, dtype or out_dtype(cx, node), f"{node.name}_{role}")
 
 
 def _e(cx, node, op, inputs, attrs=None, role=None):
@@ -75,7 +75,7 @@ def _float_math(cx, node, a):
 @handles(aten.atan2.default)
 def _atan2(cx, node, a):
     """atan2(y, x) = atan(y / x), plus ±π where x < 0 (the sign of y's), ±π/2 or 0 where x = 0."""
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     y, x = (cx.cast(cx.value(a[n]), dtype) for n in ("self", "other"))
     zero = _c(cx, node, 0, "zero")
     x_zero, x_neg = _e(cx, node, "eq", [x, zero], role="x0"), _e(cx, node, "lt", [x, zero], role="xneg")
@@ -104,13 +104,13 @@ def _isnan_isinf(cx, node, a):
 
 @handles(aten.clamp.default, aten.clamp.Tensor, aten.hardtanh.default)
 def _clamp(cx, node, a):
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     y = cx.cast(cx.value(a["self"]), dtype)
     lo, hi = (a.get("min"), a.get("max")) if node.target != aten.hardtanh.default else (a["min_val"], a["max_val"])
     if lo is not None:
-        y = _e(cx, node, "max", [y, _operand(cx, node, lo, dtype, "min")], role="lo")
+        y = _e(cx, node, "max", [y, operand(cx, node, lo, dtype, "min")], role="lo")
     if hi is not None:
-        y = cx.emit("min", [y, _operand(cx, node, hi, dtype, "max")])
+        y = cx.emit("min", [y, operand(cx, node, hi, dtype, "max")])
     return y
 
 
@@ -132,15 +132,15 @@ def _leaky_elu(cx, node, a):
 
 @handles(aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)
 def _mod(cx, node, a):
-    dtype = _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
+    dtype = out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
     return cx.emit("mod", [x, y], cx.attrs("mod", fmod=node.target.overloadpacket == aten.fmod))
 
 
 @handles(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div_mode(cx, node, a):
-    mode, dtype = a["rounding_mode"], _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
+    mode, dtype = a["rounding_mode"], out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
     if mode is None:
         return cx.emit("div", [x, y])
     if not dtype.is_float:
@@ -192,7 +192,7 @@ def _pad(cx, node, a):
 @handles(aten.flip.default)
 def _flip(cx, node, a):
     x = cx.value(a["self"])
-    axes = tuple(sorted({_axis(int(d), x.type.rank) for d in a["dims"]}))
+    axes = tuple(sorted({axis_of(int(d), x.type.rank) for d in a["dims"]}))
     if not axes:
         return x
     return cx.emit("slice", [x], cx.attrs("slice", axes=axes, starts=(-1,) * len(axes), ends=(-(2**63),) * len(axes),
@@ -214,17 +214,16 @@ def _repeat(cx, node, a):
 @handles(aten.copy.default)
 def _copy(cx, node, a):
     """copy(self, src): src, broadcast to self's shape, in self's dtype (functional copy_)."""
-    src = cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
+    src = cx.cast(cx.value(a["src"]), out_dtype(cx, node))
     shape = cx.shape(node.meta["val"].shape)
     return src if src.type.shape == shape else cx.emit("expand", [src], cx.attrs("expand", shape=shape))
 
 
 @handles(aten.fill.Scalar, aten.empty.memory_format, aten.empty_strided.default, aten.scalar_tensor.default)
 def _filled(cx, node, a):
-    from minic.frontend.torch import _fold
     shape = cx.shape(node.meta["val"].shape)
     if node.target != aten.fill.Scalar and all(isinstance(d, int) for d in shape):
-        return _fold(cx, node, a)                   # empty: any value will do; zeros are deterministic
+        return fold(cx, node, a)                   # empty: any value will do; zeros are deterministic
     value = a.get("value", 0) if node.target == aten.fill.Scalar else 0
     return cx.emit("expand", [_c(cx, node, value, "value")], cx.attrs("expand", shape=shape))
 
@@ -239,7 +238,7 @@ def _argmax(cx, node, a):
         out = _e(cx, node, op, [flat], cx.attrs(op, axis=0, keepdims=False), role="flat_arg")
         return cx.emit("reshape", [out], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape))) \
             if a["keepdim"] else out
-    return cx.emit(op, [x], cx.attrs(op, axis=_axis(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
+    return cx.emit(op, [x], cx.attrs(op, axis=axis_of(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
 
 
 def _numel(x):
@@ -254,7 +253,7 @@ def _max_dim(cx, node, a):
     x = cx.value(a["self"])
     if x.type.rank == 0:                                     # the value itself, at index 0
         return (x, cx.scalar(0, DType.i64, f"{node.name}_index"))
-    axis, keep = _axis(int(a["dim"]), x.type.rank), bool(a["keepdim"])
+    axis, keep = axis_of(int(a["dim"]), x.type.rank), bool(a["keepdim"])
     red, arg = ("reduce_max", "arg_max") if node.target == aten.max.dim else ("reduce_min", "arg_min")
     values = _e(cx, node, red, [x], cx.attrs(red, axes=(axis,), keepdims=keep), role="values")
     return (values, _e(cx, node, arg, [x], cx.attrs(arg, axis=axis, keepdims=keep), role="indices"))
@@ -279,18 +278,19 @@ def _max_all(cx, node, a):
 
 @handles(aten.prod.default, aten.prod.dim_int)
 def _prod(cx, node, a):
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
     dims = range(x.type.rank) if a.get("dim") is None else [a["dim"]]
-    return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=tuple(_axis(int(d), x.type.rank) for d in dims),
+    return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=tuple(axis_of(int(d), x.type.rank) for d in dims),
                                                 keepdims=bool(a.get("keepdim"))))
 
 
 @handles(aten.var.correction, aten.var.dim, aten.var_mean.correction, aten.var_mean.dim)
 def _var(cx, node, a):
     """var = sum((x - mean)²) / (N - correction); var_mean also returns the mean."""
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    traced = node.meta["val"]
+    x = cx.cast(cx.value(a["self"]), cx.dtype((traced[0] if isinstance(traced, tuple) else traced).dtype))
     dims = a.get("dim")
-    axes = tuple(range(x.type.rank)) if not dims else tuple(_axis(int(d), x.type.rank) for d in dims)
+    axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
     n = 1
     for ax in axes:
         if not isinstance(x.type.shape[ax], int):
@@ -303,7 +303,7 @@ def _var(cx, node, a):
     d = _e(cx, node, "sub", [x, mean], role="d")
     ss = _e(cx, node, "reduce_sum", [_e(cx, node, "mul", [d, d], role="d2")],
             cx.attrs("reduce_sum", axes=axes, keepdims=keep), role="ss")
-    var = cx.emit("mul", [ss, _c(cx, node, 1.0 / max(n - corr, 0) if n - corr > 0 else np.inf, "inv_n")])
+    var = cx.emit("mul", [ss, _c(cx, node, 1.0 / max(n - corr, 0) if n - corr > 0 else np.inf, "inv_n", x.type.dtype)])
     if node.target.overloadpacket != aten.var_mean:
         return var
     return (var, mean if keep else _e(cx, node, "squeeze", [mean], cx.attrs("squeeze", axes=axes), role="mean_out"))
@@ -312,10 +312,10 @@ def _var(cx, node, a):
 @handles(aten.linalg_vector_norm.default)
 def _vector_norm(cx, node, a):
     """‖x‖_ord over dim: sqrt(Σx²), Σ|x|, max|x| (inf), min|x| (-inf), #nonzero (0), (Σ|x|^p)^(1/p)."""
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
     p, keep = float(a["ord"]), bool(a["keepdim"])
     dims = a.get("dim")
-    axes = tuple(range(x.type.rank)) if not dims else tuple(_axis(int(d), x.type.rank) for d in dims)
+    axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
     if x.type.rank == 0:
         return cx.emit("abs", [x]) if p != 0 else cx.cast(cx.emit("not", [_e(cx, node, "eq", [x, _c(cx, node, 0, "z")],
                                                                               role="zero")]), x.type.dtype)
@@ -380,7 +380,7 @@ def _trilinear(cx, node, a):
         parts.append(v)
     product = _e(cx, node, "mul", [_e(cx, node, "mul", parts[:2], role="i12"), parts[2]], role="product")
     rank = product.type.rank
-    axes = tuple(sorted(_axis(int(d), rank) for d in a["sumdim"]))
+    axes = tuple(sorted(axis_of(int(d), rank) for d in a["sumdim"]))
     return cx.emit("reduce_sum", [product], cx.attrs("reduce_sum", axes=axes, keepdims=False)) if axes else product
 
 
@@ -488,4 +488,4 @@ def _scatter(cx, node, a):
         if reduction is None or not a.get("include_self", True):
             raise UserError(f"scatter_reduce '{a['reduce']}' (include_self={a.get('include_self')}) is not supported")
     return cx.emit("scatter_elements", [x, idx, src],
-                   cx.attrs("scatter_elements", axis=_axis(int(a["dim"]), x.type.rank), reduction=reduction))
+                   cx.attrs("scatter_elements", axis=axis_of(int(a["dim"]), x.type.rank), reduction=reduction))

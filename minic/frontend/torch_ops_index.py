@@ -17,7 +17,7 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import _axis, _out_dtype, aten, handles
+from minic.frontend.torch_ops import axis_of, out_dtype, aten, handles
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
@@ -53,14 +53,14 @@ def _const(cx, name: str, data) -> object:
 @handles(aten.sort.default, aten.sort.stable)
 def _sort(cx, node, a):
     x = cx.value(a["self"])
-    return compose.sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
+    return compose.sorted_along(cx, x, axis_of(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
 
 
 @handles(aten.topk.default)
 def _topk(cx, node, a):
     """The k largest (smallest) in order; with sorted=False torch leaves the order open, this keeps it."""
     x = cx.value(a["self"])
-    return compose.sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
+    return compose.sorted_along(cx, x, axis_of(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
 
 
 # --- advanced indexing -------------------------------------------------------------------
@@ -154,7 +154,7 @@ def _masked_put(cx, x, indices, masks, values, accumulate: bool):
 @handles(aten.masked_scatter.default)
 def _masked_scatter(cx, node, a):
     """out = x where not mask; where mask, source's elements in order: source.flat[cumsum(mask) - 1]."""
-    x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), _out_dtype(cx, node))
+    x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), out_dtype(cx, node))
     if mask.type.shape != x.type.shape:
         mask = cx.emit("expand", [mask], cx.attrs("expand", shape=x.type.shape))
     n = 1
@@ -177,7 +177,7 @@ def _unfold(cx, node, a):
     x = cx.value(a["self"])
     if x.type.rank == 0:
         return _reshape(cx, x, (1,))
-    axis, size, step = _axis(int(a["dimension"]), x.type.rank), int(a["size"]), int(a["step"])
+    axis, size, step = axis_of(int(a["dimension"]), x.type.rank), int(a["size"]), int(a["step"])
     n = compose.static(cx, x, axis, "unfold")
     starts = np.arange(0, n - size + 1, step, dtype=np.int64)
     windows = cx.emit("gather", [x, _const(cx, "cells", starts[:, None] + np.arange(size, dtype=np.int64))],
@@ -203,8 +203,8 @@ def _spliced(cx, x, src, axis: int, start: int, end: int):
 
 @handles(aten.select_scatter.default)
 def _select_scatter(cx, node, a):
-    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
-    axis, index = _axis(int(a["dim"]), x.type.rank), int(a["index"])
+    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), out_dtype(cx, node))
+    axis, index = axis_of(int(a["dim"]), x.type.rank), int(a["index"])
     if index < 0:
         index += compose.static(cx, x, axis, "select_scatter with a negative index")
     return _spliced(cx, x, _unsqueeze(cx, src, axis), axis, index, index + 1)
@@ -212,8 +212,8 @@ def _select_scatter(cx, node, a):
 
 @handles(aten.slice_scatter.default)
 def _slice_scatter(cx, node, a):
-    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
-    axis, step = _axis(int(a["dim"]), x.type.rank), int(a["step"])
+    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), out_dtype(cx, node))
+    axis, step = axis_of(int(a["dim"]), x.type.rank), int(a["step"])
     n = compose.static(cx, x, axis, "slice_scatter")
     start, end, _ = slice(a["start"], a["end"], step).indices(n)
     if step == 1:
@@ -231,7 +231,7 @@ def _slice_scatter(cx, node, a):
 def _diagonal(cx, node, a):
     """x's (dim1, dim2) diagonal as a last axis: both moved last, flattened, a gather of i·(n2+1) + offset."""
     x = cx.value(a["self"])
-    d1, d2, offset = _axis(int(a["dim1"]), x.type.rank), _axis(int(a["dim2"]), x.type.rank), int(a["offset"])
+    d1, d2, offset = axis_of(int(a["dim1"]), x.type.rank), axis_of(int(a["dim2"]), x.type.rank), int(a["offset"])
     n1, n2 = compose.static(cx, x, d1, "diagonal"), compose.static(cx, x, d2, "diagonal")
     rest = [i for i in range(x.type.rank) if i not in (d1, d2)]
     flat = _reshape(cx, _transpose(cx, x, rest + [d1, d2]), tuple(x.type.shape[i] for i in rest) + (n1 * n2,))

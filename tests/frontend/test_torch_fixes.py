@@ -103,3 +103,43 @@ def test_a_module_non_strict_export_cannot_trace_is_retried_strict():
             return x * int(self.k)            # non-strict export: "Could not extract specialized integer"
 
     assert_matches_eager(Scaled(), (r(4),))
+
+
+# --- ops and conversions that were refused or mis-typed -----------------------------------------
+
+BREADTH = {
+    "normalize": (lambda x: F.normalize(x, p=2.0, dim=1), (r(3, 5),)),
+    "vector_norms": (lambda x: tuple(torch.linalg.vector_norm(x, o, dim=-1) for o in (0, 1, 3, float("inf"), -float("inf"))),
+                     (r(3, 5),)),
+    "var_mean": (lambda x: torch.var_mean(x, dim=1, correction=0, keepdim=True), (r(3, 5),)),
+    "histc": (lambda x: (torch.histc(x, bins=4), torch.histc(x, bins=3, min=-1, max=1)), (r(20),)),
+    "tensor_unfold": (lambda x: x.unfold(1, 3, 2), (r(2, 8, 3),)),
+    "bilinear": (lambda a, b, w: F.bilinear(a, b, w), (r(2, 4), r(2, 3, seed=1), r(5, 4, 3, seed=2))),
+    "index_put_accumulate": (lambda x, i: x.index_put((i,), torch.ones(3), accumulate=True), (r(5), torch.tensor([0, 2, 0]))),
+    "scatter_src_larger": (lambda x, i, s: (x.scatter(1, i, s), x.scatter_reduce(1, i, s, "amax")),
+                           (r(3, 5), torch.tensor([[0, 1], [2, 3]]), r(4, 6, seed=1))),
+    "sin_of_int": (lambda x: (torch.sin(x), torch.tan(x), torch.exp(x), torch.sigmoid(x)), (torch.arange(6).reshape(2, 3),)),
+    "linear_1d_weight": (lambda x, w: F.linear(x, w), (r(3, 4), r(4, seed=1))),
+    "linear_1d_input": (lambda x, w, b: F.linear(x, w, b), (r(4), r(5, 4, seed=1), r(5, seed=2))),
+    "index_select_0d": (lambda x: x.index_select(1, torch.tensor(2)), (r(3, 4),)),
+    "avg_pool2d_chw": (lambda x: F.avg_pool2d(x, 2), (r(3, 4, 6),)),
+    "adaptive_pools_unbatched": (lambda x: (F.adaptive_avg_pool2d(x, (7, 13)), F.adaptive_max_pool2d(x, (3, 5))),
+                                 (r(2, 10, 7),)),
+    "layer_norm_stats": (lambda x: torch.native_layer_norm(x, (4,), None, None, 1e-5), (r(2, 3, 4),)),
+    "multilabel_margin": (lambda x, t: (F.multilabel_margin_loss(x, t), F.multilabel_margin_loss(x, t, reduction="none")),
+                          (r(3, 5), torch.tensor([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 0, 0, 0]]))),
+    "number_output": (lambda x: (x * 2, 3, x.shape[0]), (r(3, 2),)),
+}
+
+
+@pytest.mark.parametrize("name", BREADTH)
+def test_op_matches_eager(name):
+    fn, inputs = BREADTH[name]
+    assert_matches_eager(fn, inputs)
+
+
+def test_batch_norm_statistics_at_inference_are_empty():
+    bn = nn.BatchNorm1d(3).eval()
+    fn = lambda x: torch.ops.aten._native_batch_norm_legit_no_training(x, bn.weight, bn.bias, bn.running_mean,
+                                                                        bn.running_var, 0.1, 1e-5)
+    assert_matches_eager(fn, (r(2, 3, 4),))
