@@ -360,7 +360,7 @@ def pool(b: Any, v: Value, kind: str, kernel, strides, dilations, pads, ceil_mod
         starts = tuple(t * d for t, d in zip(taps, dilations))
         ends = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, outer, strides))
         piece = b.one("slice", padded, axes=tuple(range(2, m)), starts=starts, ends=ends, steps=tuple(strides[:-2]))
-        flat = b.one("reshape", piece, shape=(n * c * int(np.prod(outer)), 1) + tuple(piece.type.shape[-2:]))
+        flat = b.one("reshape", piece, shape=(dim_mul(dim_mul(n, c), int(np.prod(outer))), 1) + tuple(piece.type.shape[-2:]))
         if kind == "max":
             pooled = b.one("max_pool2d", flat, kernel=tuple(kernel[-2:]), ceil_mode=False, count_include_pad=False,
                            **window)

@@ -108,6 +108,11 @@ def test_a_module_non_strict_export_cannot_trace_is_retried_strict():
 # --- ops and conversions that were refused or mis-typed -----------------------------------------
 
 BREADTH = {
+    "conv3d_padded_grouped": (lambda x, w, b: F.conv3d(x, w, b, stride=(2, 1, 1), padding=(2, 1, 0), dilation=(2, 1, 2),
+                                                    groups=2), (r(1, 4, 6, 5, 7), r(6, 2, 2, 3, 2, seed=1), r(6, seed=2))),
+    "conv_transpose3d_grouped": (lambda x, w: F.conv_transpose3d(x, w, stride=(1, 2, 2), padding=(1, 0, 1),
+                                                                 output_padding=(0, 1, 0), groups=2, dilation=(2, 1, 1)),
+                                 (r(1, 4, 3, 4, 3), r(4, 3, 2, 2, 3, seed=1))),
     "normalize": (lambda x: F.normalize(x, p=2.0, dim=1), (r(3, 5),)),
     "vector_norms": (lambda x: tuple(torch.linalg.vector_norm(x, o, dim=-1) for o in (0, 1, 3, float("inf"), -float("inf"))),
                      (r(3, 5),)),
@@ -132,10 +137,13 @@ BREADTH = {
 }
 
 
+COMPILED = {"conv3d_padded_grouped", "conv_transpose3d_grouped", "histc", "tensor_unfold", "multilabel_margin"}
+
+
 @pytest.mark.parametrize("name", BREADTH)
-def test_op_matches_eager(name):
+def test_op_matches_eager(name, tmp_path):
     fn, inputs = BREADTH[name]
-    assert_matches_eager(fn, inputs)
+    assert_matches_eager(fn, inputs, tmp_path if name in COMPILED else None)
 
 
 def test_batch_norm_statistics_at_inference_are_empty():
