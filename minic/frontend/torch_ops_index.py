@@ -17,7 +17,7 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import axis_of, out_dtype, aten, handles
+from minic.frontend.torch_ops import aten, axis_of, handles, out_dtype, wanted
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
@@ -346,4 +346,22 @@ def _embedding_bag(cx, node, a):
         if mode == 1:
             count = cx.emit("reduce_sum", [cx.cast(member, dtype)], cx.attrs("reduce_sum", axes=(1,), keepdims=True))
             out = cx.emit("div", [out, cx.emit("max", [count, cx.scalar(1, dtype, f"{node.name}_least")])])
-    return (out, None, None, None)                       # offset2bag, bag sizes, argmax: for the backward
+    if not any(wanted(node, i) for i in (1, 2, 3)):
+        return (out, None, None, None)
+    # The other outputs as torch gives them: offset2bag (each index's bag; empty for sum),
+    # bag_size (indices counted per bag; zeros for sum) and max_indices (max: the index whose row
+    # holds each bag's maximum, the first on a tie, 0 for an empty bag; mean: bag_size again).
+    if mode == 0:
+        zeros = cx.add_constant(f"{node.name}_zeros", np.zeros(0, np.int64))
+        sizes = cx.one("expand", cx.const(np.array(0, np.int64)), shape=(bags,))
+        return (out, zeros, sizes, sizes)
+    sizes = cx.one("reduce_sum", cx.cast(member, DType.i64), axes=(1,), keepdims=False)
+    if mode == 1:
+        return (out, bag, sizes, sizes)
+    chosen = cx.one("and", _unsqueeze(cx, member, 2), cx.one("eq", _unsqueeze(cx, rows, 0), _unsqueeze(cx, best, 1)))
+    first = cx.one("reduce_min", cx.one("where", chosen, _unsqueeze(cx, _unsqueeze(cx, pos, 0), 2), cx.const(
+        np.array(length, np.int64))), axes=(1,), keepdims=False)                           # [bags, D]
+    last = cx.const(np.array(length - 1, np.int64))
+    picked = cx.one("gather", cx.cast(ids, DType.i64), cx.one("min", first, last), axis=0)
+    found_any = cx.one("lt", first, cx.const(np.array(length, np.int64)))
+    return (out, bag, sizes, cx.one("where", found_any, picked, cx.const(np.array(0, np.int64))))

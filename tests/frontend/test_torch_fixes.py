@@ -113,6 +113,10 @@ BREADTH = {
     "conv_transpose3d_grouped": (lambda x, w: F.conv_transpose3d(x, w, stride=(1, 2, 2), padding=(1, 0, 1),
                                                                  output_padding=(0, 1, 0), groups=2, dilation=(2, 1, 1)),
                                  (r(1, 4, 3, 4, 3), r(4, 3, 2, 2, 3, seed=1))),
+    **{f"embedding_bag_{mode}_outputs": (lambda w, i, o, mode=mode: torch.ops.aten._embedding_bag_forward_only(
+        w, i, o, False, mode, False, None, False, 0 if mode == 1 else -1), (r(10, 3), torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0]),
+                                                                     torch.tensor([0, 4, 4, 6])))
+       for mode in (0, 1, 2)},
     "normalize": (lambda x: F.normalize(x, p=2.0, dim=1), (r(3, 5),)),
     "vector_norms": (lambda x: tuple(torch.linalg.vector_norm(x, o, dim=-1) for o in (0, 1, 3, float("inf"), -float("inf"))),
                      (r(3, 5),)),
