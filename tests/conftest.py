@@ -7,3 +7,8 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--all-layers", action="store_true",
+                     help="tests/frontend/test_torch_nn_layers.py: compile every torch.nn layer, not a sample")

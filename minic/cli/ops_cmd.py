@@ -1,6 +1,6 @@
 """``python -m minic ops``: minic's ops; ``--torch``: the Core ATen overloads the
 torch frontend converts, covered/total, each missing one, and the families left
-out with their reasons."""
+out with their reasons; then the torch.nn layer classes it refuses, each with its reason."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +18,7 @@ def handle(args: argparse.Namespace) -> int:
         for name in ops.names():
             print(f"{name:18} {ops.get(name).doc}")
         return 0
-    from minic.frontend.core_aten import EXCLUDED, coverage
+    from minic.frontend.core_aten import EXCLUDED, NN_REFUSED, coverage
     c = coverage()
     counted = len(c.covered) + len(c.missing)
     print(f"Core ATen (torch.Tag.core): {len(c.covered)}/{counted} covered "
@@ -30,4 +30,8 @@ def handle(args: argparse.Namespace) -> int:
     for family, names in c.excluded.items():
         print(f"left out: {family} ({len(names)}): {reasons[family]}")
         print("  " + ", ".join(names))
+    print(f"torch.nn.modules layer classes refused ({len(NN_REFUSED)}; every other one is converted and "
+          f"checked against eager):")
+    for name, reason in sorted(NN_REFUSED.items()):
+        print(f"  {name:22} {reason}")
     return 0

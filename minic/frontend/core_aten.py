@@ -25,7 +25,7 @@ EXCLUDED = (
     ("sparse/quantized", "sparse and quantized tensors: minic's tensors are dense and unquantized",
      lambda op: any(w in op._schema.name for w in ("sparse", "quantize", "_mkldnn"))),
 )
-_TRAINING = {torch.ops.aten._native_batch_norm_legit.default, torch.ops.aten._native_batch_norm_legit.no_stats}
+_TRAINING = {torch.ops.aten._native_batch_norm_legit.default}
 
 # Overloads that return sizes or layout facts, not tensors: the frontend reads them from the
 # traced metadata as symbolic dims (a contiguity test is a guard torch has already decided).
@@ -82,3 +82,19 @@ def coverage() -> Coverage:
         else:
             missing.append(str(op))
     return Coverage(covered, missing, excluded)
+
+
+# Layer classes of ``torch.nn.modules`` the torch frontend refuses, each with its reason: every
+# other class is converted and checked against eager (tests/frontend/test_torch_nn_layers.py).
+_CONTAINER = "a container or base class: no computation of its own (its layers are converted)"
+NN_REFUSED = {
+    "Module": _CONTAINER, "Container": _CONTAINER, "ModuleList": _CONTAINER, "ModuleDict": _CONTAINER,
+    "ParameterList": _CONTAINER, "ParameterDict": _CONTAINER, "RNNCellBase": _CONTAINER, "RNNBase": _CONTAINER,
+    "CTCLoss": "training-only: a training objective summed over all alignments (aten._ctc_loss, "
+               "which torch.export neither decomposes nor minic converts)",
+    "GaussianNLLLoss": "checks its input's values in Python (any(var < 0) raises), which torch.export "
+                       "cannot trace, strict or not",
+    "CrossMapLRN2d": "a legacy autograd Function torch.export cannot trace (LocalResponseNorm computes the same)",
+    "FractionalMaxPool2d": "random: its windows are drawn afresh at every call, in eval mode too",
+    "FractionalMaxPool3d": "random: its windows are drawn afresh at every call, in eval mode too",
+}

@@ -1,16 +1,12 @@
 """ONNX ops minic has no op for, composed at import from the ops it has
 (selection by counting, sums of broadcast products, constant scatter matrices).
 
-- ``TopK``: each element's rank along the axis is the number of elements that
-  beat it (greater, or equal at a lower index: ONNX's order; NaN above every
-  number, as ONNX Runtime and torch.topk order it); the k-th output is
-  the element of rank k, found by a one-hot sum, and its value gathered.  One
-  n×n comparison per row, whatever k is.
+- ``TopK``: sorting by ranks (``compose.sorted_along``, shared with torch's sort/topk).
 - ``Einsum``: every operand transposed and unsqueezed onto the equation's
   letters, multiplied, summed over the letters the output drops; a letter
   repeated in one operand (a diagonal) is an identity mask and a sum.
-- ``Col2Im``: a constant 0/1 matrix from (block offset, block) to pixel, one matmul;
-  ``ConvTranspose`` as ONNX defines it: W^T x per input pixel, then that Col2Im.
+- ``Col2Im`` and ``ConvTranspose``: ``compose.col2im`` / ``compose.conv_transpose`` once the
+  attributes are resolved (shared with torch's fold and transposed convolutions).
 - ``Shrink``, ``LpNormalization``, ``LpPool`` (a sum pool of |x|^p), ``Compress``
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
   computed from the lengths at run time).
@@ -23,17 +19,11 @@ import re
 import numpy as np
 
 from minic.errors import UnsupportedError
+from minic.frontend import compose
 from minic.frontend.onnx import Builder, OnnxImportError
 from minic.frontend.onnx_ops import CONVERTERS, _ints, converts
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
-
-
-def _static(b: Builder, v: Value, axis: int, what: str) -> int:
-    n = v.type.shape[axis]
-    if not isinstance(n, int):
-        raise UnsupportedError(f"{b.where}: {what} needs a static size along axis {axis}, got {n}")
-    return n
 
 
 @converts("Shrink")
@@ -86,38 +76,17 @@ class _Renamed:
 
 @converts("TopK")
 def _top_k(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """The k largest (smallest) along the axis, ties to the lower index (``compose.sorted_along``)."""
     v = x[0]
     if b.opset < 10:
         k = int(a["k"])
     else:
         k = int(b.need_known(x[1], "k").reshape(-1)[0])
-    rank = v.type.rank
-    axis = a.get("axis", -1) % rank
-    n = _static(b, v, axis, "TopK")
+    axis = a.get("axis", -1) % v.type.rank
+    n = compose.static(b, v, axis, "TopK")
     if not 0 <= k <= n:
         raise OnnxImportError(f"{b.where}: k = {k} is outside 0..{n}")
-    last = rank - 1
-    perm = tuple(i for i in range(rank) if i != axis) + (axis,)
-    xt = v if axis == last else b.one("transpose", v, perm=perm)
-    xi = b.one("unsqueeze", xt, axes=(rank,))                  # [..., n (i), 1]
-    xj = b.one("unsqueeze", xt, axes=(last,))                  # [..., 1, n (j)]
-    largest = a.get("largest", 1)
-    beats = b.one("gt" if largest else "lt", xj, xi)
-    earlier = b.const(np.arange(n)[None, :] < np.arange(n)[:, None])       # j < i
-    same = b.one("eq", xj, xi)
-    if v.type.dtype.is_float:      # NaN is the largest value, NaNs tie (ONNX Runtime's and torch.topk's order)
-        nan_i, nan_j = b.one("not", b.one("eq", xi, xi)), b.one("not", b.one("eq", xj, xj))
-        bigger, smaller = (nan_j, nan_i) if largest else (nan_i, nan_j)
-        beats = b.one("or", beats, b.one("and", bigger, b.one("not", smaller)))
-        same = b.one("or", same, b.one("and", nan_i, nan_j))
-    ties = b.one("and", same, earlier)
-    order = b.one("reduce_sum", b.one("cast", b.one("or", beats, ties), dtype=DType.i64), axes=(rank,))  # [..., n]
-    onehot = b.one("eq", b.one("unsqueeze", order, axes=(rank,)), b.const(np.arange(k, dtype=np.int64)))  # [..., n, k]
-    picked = b.one("mul", b.one("cast", onehot, dtype=DType.i64), b.const(np.arange(n, dtype=np.int64)[:, None]))
-    indices = b.one("reduce_sum", picked, axes=(last,))          # [..., k]
-    if axis != last:
-        indices = b.one("transpose", indices, perm=tuple(int(i) for i in np.argsort(perm)))
-    return [b.one("gather_elements", v, indices, axis=axis), indices]
+    return list(compose.sorted_along(b, v, axis, descending=bool(a.get("largest", 1)), k=k))
 
 
 @converts("Compress")
@@ -128,7 +97,7 @@ def _compress(b: Builder, x: list[Value], a: dict) -> list[Value]:
         v, axis = b.one("reshape", v, shape=(dim_prod(v.type.shape),)), 0
     else:
         axis = a["axis"] % v.type.rank
-    n = _static(b, v, axis, "Compress")
+    n = compose.static(b, v, axis, "Compress")
     kept = np.flatnonzero(condition[:n]).astype(np.int64)
     return [b.one("gather", v, b.const(kept), axis=axis)]
 
@@ -139,7 +108,7 @@ def _reverse_sequence(b: Builder, x: list[Value], a: dict) -> list[Value]:
     time, batch = a.get("time_axis", 0), a.get("batch_axis", 1)
     rank = v.type.rank
     shape_t, shape_b = [1] * rank, [1] * rank
-    shape_t[time] = _static(b, v, time, "ReverseSequence")
+    shape_t[time] = compose.static(b, v, time, "ReverseSequence")
     shape_b[batch] = v.type.shape[batch]
     t = b.const(np.arange(shape_t[time], dtype=np.int64).reshape(shape_t))
     n = b.one("reshape", b.one("cast", lens, dtype=DType.i64), shape=tuple(shape_b))
@@ -153,24 +122,23 @@ def _col2im(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
     image, block = _ints(b.need_known(x[1], "image_shape")), _ints(b.need_known(x[2], "block_shape"))
     d = len(image)
-    window = _Window(image, block, _ints(a.get("strides", (1,) * d)), _ints(a.get("dilations", (1,) * d)),
-                     _ints(a.get("pads", (0,) * 2 * d)))
-    n, k = v.type.shape[0], int(np.prod(block))
+    window = compose.Window(image, block, _ints(a.get("strides", (1,) * d)), _ints(a.get("dilations", (1,) * d)),
+                            _ints(a.get("pads", (0,) * 2 * d)))
+    k = int(np.prod(block))
     if v.type.shape[2] != window.positions or v.type.shape[1] % k:
         raise OnnxImportError(f"{b.where}: input {list(v.type.shape)} does not fit blocks {list(block)} "
                               f"over image {list(image)}")
-    return [_scatter_blocks(b, b.one("reshape", v, shape=(n, v.type.shape[1] // k, k * window.positions)), window)]
+    return [compose.col2im(b, v, window)]
 
 
 @converts("ConvTranspose")
 def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    """Each input pixel's contribution (W^T x, a block of kernel size per output channel)
-    scattered onto the output, as ONNX defines it (a matmul, then Col2Im)."""
+    """ONNX's attributes resolved to explicit pads (output_shape and auto_pad decide them), then
+    ``compose.conv_transpose``."""
     v, w = x[0], x[1]
     spatial = v.type.rank - 2
     if spatial < 1 or any(not isinstance(d, int) for d in v.type.shape[1:]):
         raise UnsupportedError(f"{b.where}: ConvTranspose needs static (N, C, spatial...) sizes, got {list(v.type.shape)}")
-    groups = int(a.get("group", 1))
     kernel = tuple(w.type.shape[2:])
     strides = _ints(a.get("strides", (1,) * spatial))
     dil = _ints(a.get("dilations", (1,) * spatial))
@@ -180,62 +148,17 @@ def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
     auto = a.get("auto_pad", "NOTSET")
     if auto not in ("SAME_UPPER", "SAME_LOWER") and ("pads" in a or "output_shape" not in a):
         pads = _ints(a.get("pads", (0,) * 2 * spatial))
-        image = tuple(span[i] - pads[i] - pads[i + spatial] for i in range(spatial))
-        if "output_shape" in a:
+        if "output_shape" in a:                  # the output shape wins: the end pads give way
             image = _ints(a["output_shape"])[-spatial:]
+            pads = tuple(pads[:spatial]) + tuple(span[i] - pads[i] - image[i] for i in range(spatial))
     else:
         image = _ints(a["output_shape"])[-spatial:] if "output_shape" in a else \
             tuple(inside[i] * strides[i] for i in range(spatial))
         total = [span[i] - image[i] for i in range(spatial)]
         first = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
         pads = tuple(first) + tuple(t - f for t, f in zip(total, first))
-    window = _Window(image, kernel, strides, dil, pads)
-    n, c_in = v.type.shape[:2]
-    c_out, k, positions = w.type.shape[1] * groups, int(np.prod(kernel)), int(np.prod(inside))
-    if window.positions != positions:
-        raise OnnxImportError(f"{b.where}: output {list(image)} does not fit the input {list(inside)}")
-    wt = b.one("transpose", b.one("reshape", w, shape=(groups, c_in // groups, (c_out // groups) * k)), perm=(0, 2, 1))
-    xs = b.one("reshape", v, shape=(n, groups, c_in // groups, positions))
-    cols = b.one("matmul", wt, xs)                                   # [n, groups, c_out/groups * k, positions]
-    y = _scatter_blocks(b, b.one("reshape", cols, shape=(n, c_out, k * positions)), window)
-    if len(x) > 2 and x[2] is not None:
-        y = b.one("add", y, b.one("reshape", x[2], shape=(c_out,) + (1,) * spatial))
-    return [y]
-
-
-class _Window:
-    """Blocks of ``block`` (strides, dilations, pads) laid over an image of ``image``."""
-
-    MAX_MATRIX = 1 << 24              # entries of the scatter matrix minic builds
-
-    def __init__(self, image, block, strides, dilations, pads):
-        self.image, self.block, self.strides, self.dil, self.pads = image, block, strides, dilations, pads
-        d = len(image)
-        self.counts = [(image[i] + pads[i] + pads[i + d] - dilations[i] * (block[i] - 1) - 1) // strides[i] + 1
-                       for i in range(d)]
-        self.positions = int(np.prod(self.counts))
-
-    def matrix(self, where: str) -> np.ndarray:
-        """0/1 [block offsets × positions, pixels]: which pixel each (offset, position) lands on."""
-        d, k = len(self.image), int(np.prod(self.block))
-        size = k * self.positions * int(np.prod(self.image))
-        if size > self.MAX_MATRIX:
-            raise UnsupportedError(f"{where}: the scatter matrix would have {size} entries (minic composes this op "
-                                   f"as one matmul; at most {self.MAX_MATRIX})")
-        m = np.zeros((k, self.positions, int(np.prod(self.image))), np.float32)
-        for j, off in enumerate(itertools.product(*(range(s) for s in self.block))):
-            for l, pos in enumerate(itertools.product(*(range(c) for c in self.counts))):
-                pixel = [pos[i] * self.strides[i] + off[i] * self.dil[i] - self.pads[i] for i in range(d)]
-                if all(0 <= pixel[i] < self.image[i] for i in range(d)):
-                    m[j, l, np.ravel_multi_index(pixel, self.image)] += 1
-        return m.reshape(k * self.positions, -1)
-
-
-def _scatter_blocks(b: Builder, cols: Value, window: _Window) -> Value:
-    """[N, C, blocks × positions] summed onto [N, C, *image] (Col2Im)."""
-    m = b.const(window.matrix(b.where).astype(cols.type.dtype.numpy))
-    n, c = cols.type.shape[:2]
-    return b.one("reshape", b.one("matmul", cols, m), shape=(n, c) + tuple(window.image))
+    bias = x[2] if len(x) > 2 else None
+    return [compose.conv_transpose(b, v, w, bias, strides, pads, dil, extra, int(a.get("group", 1)))]
 
 
 @converts("Einsum")

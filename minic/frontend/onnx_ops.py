@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend import compose
 from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir import ops
@@ -325,12 +326,7 @@ def _spatial_pads(b: Builder, a: dict, in_hw, kernel, stride, dilation) -> tuple
         return 0, 0, 0, 0
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise UnsupportedError(f"{b.where}: auto_pad '{auto}' is not supported")
-    pads = []
-    for size, k, s, d in zip(in_hw, kernel, stride, dilation):
-        total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
-        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
-        pads.append((lo, total - lo))
-    return pads[0][0], pads[1][0], pads[0][1], pads[1][1]
+    return compose.same_pads(in_hw, kernel, stride, dilation, upper=auto == "SAME_UPPER")
 
 
 def _need_2d(b: Builder, v: Value) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
+from minic.frontend import compose
 from minic.frontend.onnx import Builder
 from minic.frontend.onnx_ops import converts
 from minic.ir.graph import Value
@@ -100,13 +101,9 @@ def _along(b: Builder, v: Value, axis: int, weights: np.ndarray, offset: np.ndar
     rank = v.type.rank
     outside = np.abs(weights).sum(axis=0) == 0               # only the extrapolation value reaches there
     if nearest and np.all((weights == 0) | (weights == 1)) and np.all(weights.sum(axis=0) <= 1):
-        y = b.one("gather", v, b.const(weights.argmax(axis=0).astype(np.int64)), axis=axis)
+        y = compose.pick(b, v, axis, weights.argmax(axis=0))
     else:
-        perm = tuple(k for k in range(rank) if k != axis) + (axis,)
-        inverse = tuple(int(k) for k in np.argsort(perm))
-        moved = b.one("transpose", v, perm=perm) if axis != rank - 1 else v
-        y = b.one("matmul", moved, b.const(weights.astype(v.type.dtype.numpy)))
-        y = b.one("transpose", y, perm=inverse) if axis != rank - 1 else y
+        y = compose.along(b, v, axis, weights.T)
         outside = np.zeros_like(outside)
         if np.any(offset):
             shape = [1] * rank

@@ -1,26 +1,16 @@
 """ONNX's MaxPool and AveragePool: 1-D and 2-D windows map onto minic's 2-D ops, windows over
 more spatial axes (NCDHW, ...) are built from them, and MaxPool's Indices output is found by taps.
 
-The last two spatial axes go to the 2-D op; every axis before them is folded in:
-the input is padded along those axes explicitly, and each offset of the window
-along them is a strided slice whose 2-D pooling is combined with the others
-(max, or a sum divided by the number of taps that fall inside).  So one
-mechanism serves 3-D, 4-D, ... windows:
-
-    max_pool3d(x)[n, c, d, h, w] = max over kd of max_pool2d(x_padded[n, c, d*s + kd*dil, :, :])[h, w]
-    avg_pool3d(x) = (sum over kd of sum_pool2d(...)) / count        (count: a constant, from the pads)
-
-The sum pool is a 2-D convolution with a kernel of ones (exact sums, no divide and multiply).
-The Indices are the flat input position of the first tap (in scan order) that equals the maximum.
+Windows over more than two spatial axes, and the Indices, are ``minic.frontend.compose``'s
+``pool`` and ``max_pool_indices`` (shared with the torch importer); the Indices here count
+positions in the whole flattened input, so each (n, c) plane's offset is added.
 """
 from __future__ import annotations
-
-import functools
-import itertools
 
 import numpy as np
 
 from minic.errors import UnsupportedError
+from minic.frontend import compose
 from minic.frontend.onnx import Builder, OnnxImportError
 from minic.frontend.onnx_ops import _as_2d, _ints, _need_2d, _spatial_pads, _window_ints, converts
 from minic.ir.types import DType
@@ -34,41 +24,20 @@ def _attr(b: Builder, a: dict, name: str, n: int, default: int) -> tuple[int, ..
     return values
 
 
-def _geometry(b: Builder, a: dict, sizes: tuple[int, ...], kernel, strides, dil):
-    """Per spatial axis: (pad before, declared pad after, pad after with ceil_mode's overhang, output size)."""
+def _window(b: Builder, a: dict, sizes) -> tuple[tuple[int, ...], ...]:
+    """kernel, strides, dilations and pads (before..., after...; auto_pad resolved) of an N-D window."""
     m, auto = len(sizes), a.get("auto_pad", "NOTSET")
+    kernel = _attr(b, a, "kernel_shape", m, 1)
+    strides, dil = _attr(b, a, "strides", m, 1), _attr(b, a, "dilations", m, 1)
     if auto in ("NOTSET", ""):
         pads = _attr(b, a, "pads", 2 * m, 0)
     elif auto == "VALID":
         pads = (0,) * 2 * m
     elif auto in ("SAME_UPPER", "SAME_LOWER"):
-        total = [max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n) for n, k, s, d in zip(sizes, kernel, strides, dil)]
-        lo = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
-        pads = tuple(lo) + tuple(t - l for t, l in zip(total, lo))
+        pads = compose.same_pads(sizes, kernel, strides, dil, upper=auto == "SAME_UPPER")
     else:
         raise UnsupportedError(f"{b.where}: auto_pad '{auto}' is not supported")
-    out = []
-    for i, (n, k, s, d) in enumerate(zip(sizes, kernel, strides, dil)):
-        span = n + pads[i] + pads[i + m] - (k - 1) * d - 1
-        o = (-(-span // s) if a.get("ceil_mode", 0) else span // s) + 1
-        if a.get("ceil_mode", 0) and (o - 1) * s >= n + pads[i]:
-            o -= 1                                     # a window may not start in the end padding
-        if o < 1:
-            raise OnnxImportError(f"{b.where}: the window does not fit spatial axis {i} of size {n}")
-        after = max(pads[i + m], (o - 1) * s + (k - 1) * d + 1 - n - pads[i])
-        out.append((pads[i], pads[i + m], after, o))
-    return out
-
-
-def _counts(geom, sizes, kernel, strides, dil, include_pad: bool) -> np.ndarray:
-    """How many taps of each output window fall inside the input (or its declared pads: not
-    ceil_mode's overhang)."""
-    per_axis = []
-    for (before, declared_after, _after, o), n, k, s, d in zip(geom, sizes, kernel, strides, dil):
-        lo, hi = (-before, n + declared_after) if include_pad else (0, n)
-        pos = np.arange(o)[:, None] * s - before + np.arange(k)[None, :] * d
-        per_axis.append(((pos >= lo) & (pos < hi)).sum(axis=1))
-    return functools.reduce(np.multiply.outer, per_axis)
+    return kernel, strides, dil, pads
 
 
 def pool_nd(b: Builder, v: Value, a: dict, op: str) -> Value:
@@ -76,42 +45,8 @@ def pool_nd(b: Builder, v: Value, a: dict, op: str) -> Value:
     sizes = v.type.shape[2:]
     if any(not isinstance(d, int) for d in v.type.shape[1:]):
         raise UnsupportedError(f"{b.where}: a {len(sizes)}-D window needs static sizes, got {list(v.type.shape)}")
-    m = len(sizes)
-    kernel = _attr(b, a, "kernel_shape", m, 1)
-    strides, dil = _attr(b, a, "strides", m, 1), _attr(b, a, "dilations", m, 1)
-    geom = _geometry(b, a, sizes, kernel, strides, dil)
-    fill = -np.inf if op == "max" else 0.0
-    pads = [0, 0] + [g[0] for g in geom] + [0, 0] + [g[2] for g in geom]
-    padded = b.one("pad", v, pads=tuple(pads), mode="constant", value=fill) if any(pads) else v
-    n, c = v.type.shape[:2]
-    lead = geom[:-2]
-    outer = tuple(g[3] for g in lead)
-    inner = tuple(g[3] for g in geom[-2:])
-    parts = []
-    for taps in itertools.product(*(range(k) for k in kernel[:-2])):
-        starts = tuple(t * d for t, d in zip(taps, dil))
-        ends = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, outer, strides))
-        piece = b.one("slice", padded, axes=tuple(range(2, 2 + len(lead))), starts=starts, ends=ends,
-                      steps=tuple(strides[:-2]))
-        hw = piece.type.shape[-2:]
-        flat = b.one("reshape", piece, shape=(n * c * int(np.prod(outer)), 1) + tuple(hw))
-        window = dict(kernel=tuple(kernel[-2:]), stride=tuple(strides[-2:]), padding=(0, 0, 0, 0),
-                      dilation=tuple(dil[-2:]))
-        if op == "max":
-            pooled = b.one("max_pool2d", flat, ceil_mode=False, count_include_pad=False, **window)
-        else:
-            ones = b.const(np.ones((1, 1) + tuple(kernel[-2:]), v.type.dtype.numpy))
-            pooled = b.one("conv2d", flat, ones, stride=window["stride"], padding=(0, 0, 0, 0),
-                           dilation=window["dilation"], groups=1)
-        parts.append(pooled)
-    total = parts[0]
-    for p in parts[1:]:
-        total = b.one("max" if op == "max" else "add", total, p)
-    y = b.one("reshape", total, shape=(n, c) + outer + inner)
-    if op == "avg":
-        count = _counts(geom, sizes, kernel, strides, dil, bool(a.get("count_include_pad", 0)))
-        y = b.one("div", y, b.const(count.astype(v.type.dtype.numpy)))
-    return y
+    return compose.pool(b, v, op, *_window(b, a, sizes), bool(a.get("ceil_mode", 0)),
+                        bool(a.get("count_include_pad", 0)))
 
 
 def max_pool_indices(b: Builder, v: Value, y: Value, a: dict) -> Value:
@@ -120,32 +55,11 @@ def max_pool_indices(b: Builder, v: Value, y: Value, a: dict) -> Value:
     sizes = v.type.shape[2:]
     if any(not isinstance(d, int) for d in v.type.shape):
         raise UnsupportedError(f"{b.where}: MaxPool's Indices need static sizes, got {list(v.type.shape)}")
-    m = len(sizes)
-    kernel = _attr(b, a, "kernel_shape", m, 1)
-    strides, dil = _attr(b, a, "strides", m, 1), _attr(b, a, "dilations", m, 1)
-    geom = _geometry(b, a, sizes, kernel, strides, dil)
-    outs = tuple(g[3] for g in geom)
-    pads = [0, 0] + [g[0] for g in geom] + [0, 0] + [g[2] for g in geom]
-    padded = b.one("pad", v, pads=tuple(pads), mode="constant", value=-np.inf) if any(pads) else v
+    in_plane = compose.max_pool_indices(b, v, y, *_window(b, a, sizes), bool(a.get("ceil_mode", 0)),
+                                        column_major=bool(a.get("storage_order", 0)))
     n, c = v.type.shape[:2]
-    order = list(range(m))[::-1] if a.get("storage_order", 0) else list(range(m))
-    place = {ax: int(np.prod([sizes[o] for o in order[order.index(ax) + 1:]])) for ax in range(m)}
-    plane = int(np.prod(sizes))
-    base = (np.arange(n * c, dtype=np.int64) * plane).reshape((n, c) + (1,) * m)
-    index = None
-    for taps in reversed(list(itertools.product(*(range(k) for k in kernel)))):     # the first tap wins
-        starts = tuple(t * d for t, d in zip(taps, dil))
-        ends = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides))
-        value = b.one("slice", padded, axes=tuple(range(2, 2 + m)), starts=starts, ends=ends, steps=tuple(strides))
-        where = base
-        for ax in range(m):
-            pos = np.arange(outs[ax]) * strides[ax] + starts[ax] - geom[ax][0]
-            shape = [1] * (2 + m)
-            shape[2 + ax] = outs[ax]
-            where = where + (pos * place[ax]).reshape(shape)
-        here = b.const(np.broadcast_to(where, (n, c) + outs).astype(np.int64))
-        index = here if index is None else b.one("where", b.one("eq", value, y), here, index)
-    return index
+    planes = (np.arange(n * c, dtype=np.int64) * int(np.prod(sizes))).reshape((n, c) + (1,) * len(sizes))
+    return b.one("add", in_plane, b.const(planes))
 
 
 @converts("MaxPool", "AveragePool")

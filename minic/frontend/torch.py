@@ -36,7 +36,7 @@ from torch import fx
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
-from minic.frontend.torch_ops import HANDLERS
+from minic.frontend.torch_ops import HANDLERS, fold
 import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
 import minic.frontend.torch_ops_core  # noqa: F401
 import minic.frontend.torch_ops_index  # noqa: F401
@@ -55,7 +55,8 @@ aten = torch.ops.aten
 # (32, 32*s77, 1)"), and whole, its mask and GQA arguments read plainly.
 KEEP = (aten.linear.default, aten.matmul.default, aten.silu.default,
         aten.adaptive_avg_pool2d.default, aten.max_pool2d.default, aten.scaled_dot_product_attention.default,
-        aten.col2im.default)        # fold: one scatter-add, not index_put plus a cropping pad
+        aten.col2im.default,        # fold: one scatter-add, not index_put plus a cropping pad
+        aten.multilabel_margin_loss_forward.default)      # torch 2.13's decomposition is wrong for a batch
 
 _DTYPES = {torch.float64: DType.f64, torch.float32: DType.f32, torch.float16: DType.f16,
            torch.bfloat16: DType.bf16, torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16,
@@ -107,10 +108,26 @@ def _export(module: torch.nn.Module, inputs: tuple, dynamic_axes) -> torch.expor
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
         try:
             program = torch.export.export(module.eval(), inputs, dynamic_shapes=dynamic_shapes)
-        except Exception as e:      # torch's messages run to many lines; keep the first
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise UnsupportedError(f"torch.export failed for {type(module).__name__}: {first}") from e
-        return program.run_decompositions(table)
+        except Exception as e:
+            # Non-strict export runs forward in Python on fake tensors, so a data-dependent
+            # branch (.item(), int(t), a check on values) fails there; strict export traces
+            # it with TorchDynamo, which can guard on it or graph-break into a trace of its own.
+            try:
+                program = torch.export.export(module.eval(), inputs, dynamic_shapes=dynamic_shapes, strict=True)
+            except Exception:
+                raise UnsupportedError(f"torch.export failed for {type(module).__name__} "
+                                       f"(non-strict, then strict): {_first_line(e)}") from e
+        try:
+            return program.run_decompositions(table)
+        except Exception as e:
+            raise UnsupportedError(f"torch's run_decompositions failed for {type(module).__name__}: "
+                                   f"{_first_line(e)}") from e
+
+
+def _first_line(e: Exception) -> str:
+    """torch's messages run to many lines; the first says what went wrong."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _at_least_two(x: Any, axes: dict[int, str]) -> Any:
@@ -197,7 +214,7 @@ class Converter:
         if node.target in HANDLERS:
             convert = HANDLERS[node.target]
         elif _is_static(node):
-            convert = _fold
+            convert = fold
         else:
             raise UnsupportedError(f"unsupported ATen op {op_name(node)} at {source_of(node)}")
         try:
@@ -209,9 +226,17 @@ class Converter:
         self.values[node] = result
 
     def _output(self, arg: Any, index: int) -> Value:
-        if not isinstance(self.values.get(arg), Value):
-            raise UserError(f"output {index} of the model is {arg!r}, not a tensor; minic graphs return tensors only")
-        return self.values[arg]
+        """A tensor output as itself; a Python number the model returns (a constant, or a size
+        torch traced as a number) as a 0-d array of numpy's dtype for it."""
+        if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), Value):
+            return self.values[arg]
+        number = arg.meta.get("val") if isinstance(arg, fx.Node) else arg
+        if isinstance(number, torch.SymInt):
+            number = self.dim(number)
+        if isinstance(number, (bool, int, float)) and not isinstance(number, np.ndarray):
+            return self.add_constant(f"output_{index}", np.asarray(number))
+        raise UserError(f"output {index} of the model is {number!r}, not a tensor or a static number; "
+                        "minic graphs return tensors (numbers as 0-d arrays)")
 
     def _check_type(self, value: Value, val: torch.Tensor) -> None:
         """The converted value must have the type torch traced: this catches table bugs early."""
@@ -334,6 +359,20 @@ class Converter:
     def attrs(self, op: str, **values: Any) -> Any:
         return ops.get(op).make_attrs(**values)
 
+    # --- the builder face the shared decompositions use (minic.frontend.compose) --
+
+    @property
+    def where(self) -> str:
+        return self.current.name
+
+    def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
+        return self.emit(op, list(inputs), self.attrs(op, **attrs))
+
+    def const(self, data: Any, like: Value | None = None) -> Value:
+        """A new constant; with ``like``, of that value's dtype."""
+        array = np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None)
+        return self.add_constant(f"{self.current.name}_c", array)
+
     def cast(self, v: Value, dtype: DType) -> Value:
         if v.type.dtype == dtype:
             return v
@@ -364,9 +403,3 @@ def _is_static(node: fx.Node) -> bool:
     """No inputs at all (no tensors, no symbolic sizes) and not random: full, arange, scalar_tensor, ..."""
     return (not node.all_input_nodes and isinstance(node.target, torch._ops.OpOverload)
             and torch.Tag.nondeterministic_seeded not in node.target.tags)
-
-
-def _fold(cx: Converter, node: fx.Node, bound: dict) -> Value:
-    """A static op's value does not depend on the inputs: run it once, keep a constant."""
-    return cx.add_constant(node.name, node.target(*node.args, **node.kwargs))
-

@@ -5,7 +5,7 @@ reference computes it:
     scores = q @ kᵀ · scale                  scale = 1/√E unless given
     scores = where(mask, scores, -inf)       a bool mask (True: attend), or scores + mask (float)
     scores = where(col <= row, scores, -inf) is_causal (top-left aligned, as torch.tril)
-    out    = softmax(scores) @ v
+    out    = softmax(scores) @ v             a row masked everywhere: zeros (torch's safe softmax)
 
 With ``enable_gqa`` the Hk key/value heads serve Hq query heads: each is
 repeated Hq/Hk times (``repeat_interleave`` on the head axis), as an unsqueeze,
@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from minic.errors import UserError
-from minic.frontend.torch_ops import _axis, _out_dtype, aten, handles
+from minic.frontend.torch_ops import axis_of, out_dtype, aten, handles
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_mul
 
@@ -39,7 +39,7 @@ def _sdpa(cx, node, a):
     q, k, v = (cx.value(a[n]) for n in ("query", "key", "value"))
     if a.get("dropout_p"):
         raise UserError("scaled_dot_product_attention with dropout_p > 0 is training-only")
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     if a.get("enable_gqa") and q.type.shape[-3] != k.type.shape[-3]:
         hq, hk = q.type.shape[-3], k.type.shape[-3]
         if not (isinstance(hq, int) and isinstance(hk, int) and hq % hk == 0):
@@ -73,5 +73,12 @@ def _sdpa(cx, node, a):
         row = cx.emit("unsqueeze", [row], cx.attrs("unsqueeze", axes=(1,)), name=f"{node.name}_row_1")
         above = cx.emit("gt", [col, row], name=f"{node.name}_above")          # col > row: the future
         scores = cx.emit("where", [above, lowest, scores], name=f"{node.name}_causal")
-    probs = cx.emit("softmax", [scores], cx.attrs("softmax", axis=_axis(-1, scores.type.rank)), name=f"{node.name}_p")
+    probs = cx.emit("softmax", [scores], cx.attrs("softmax", axis=axis_of(-1, scores.type.rank)), name=f"{node.name}_p")
+    if mask is not None:
+        # A row whose every score is masked attends to nothing: torch's safe softmax gives it
+        # zeros, where a plain softmax of all -inf gives NaN.
+        best = cx.emit("reduce_max", [scores], cx.attrs("reduce_max", axes=(scores.type.rank - 1,), keepdims=True),
+                       name=f"{node.name}_best")
+        dead = cx.emit("eq", [best, lowest], name=f"{node.name}_dead")
+        probs = cx.emit("where", [dead, cx.scalar(0, dtype, f"{node.name}_zero"), probs], name=f"{node.name}_safe")
     return cx.emit("matmul", [probs, v])

@@ -17,6 +17,7 @@ import torch
 from torch import fx
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend import compose
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.ir.types import DType
@@ -28,17 +29,23 @@ HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handle
 handles = HANDLERS.add
 
 
-def _out_dtype(cx, node: fx.Node) -> DType:
+def fold(cx, node: fx.Node, a: dict) -> Value:
+    """A static op's value does not depend on the inputs: run it once, keep a constant."""
+    return cx.add_constant(node.name, node.target(*node.args, **node.kwargs))
+
+
+def out_dtype(cx, node: fx.Node) -> DType:
     return cx.dtype(node.meta["val"].dtype)
 
 
-def _axis(d: int, rank: int) -> int:
+def axis_of(d: int, rank: int) -> int:
     return d % rank if rank else 0
 
 
-def _pair(v: Any) -> tuple[int, int]:
-    v = list(v) if isinstance(v, (list, tuple)) else [v]
-    return (int(v[0]), int(v[-1]))
+def ints(v: Any, n: int) -> tuple[int, ...]:
+    """A torch size argument (an int, or a list of 1 or n) as n ints."""
+    v = [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+    return tuple(v * n if len(v) == 1 else v)
 
 
 # --- outputs of multi-output ops, and ops that only alias -----------------------
@@ -59,7 +66,7 @@ def _alias(cx, node, a):
 
 @handles(aten._to_copy.default)
 def _to_copy(cx, node, a):
-    return cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    return cx.cast(cx.value(a["self"]), out_dtype(cx, node))
 
 
 # --- elementwise ------------------------------------------------------------------
@@ -73,7 +80,8 @@ UNARY = {aten.relu.default: "relu", aten.neg.default: "neg", aten.abs.default: "
 
 @handles(*UNARY)
 def _unary(cx, node, a):
-    return cx.emit(UNARY[node.target], [cx.value(a["self"])])
+    """Float math of an integer tensor (sin, exp, sigmoid ...) computes in torch's float result dtype."""
+    return cx.emit(UNARY[node.target], [cx.cast(cx.value(a["self"]), out_dtype(cx, node))])
 
 
 @handles(aten.gelu.default)
@@ -81,7 +89,7 @@ def _gelu(cx, node, a):
     return cx.emit("gelu", [cx.value(a["self"])], cx.attrs("gelu", approximate=a["approximate"]))
 
 
-def _operand(cx, node: fx.Node, arg: Any, dtype: DType, role: str) -> Value:
+def operand(cx, node: fx.Node, arg: Any, dtype: DType, role: str) -> Value:
     """A tensor argument cast to ``dtype``, or a Python scalar as a 0-d constant of ``dtype``."""
     if isinstance(arg, fx.Node):
         return cx.cast(cx.value(arg), dtype)
@@ -108,8 +116,8 @@ BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub"
 @handles(*BINARY)
 def _binary(cx, node, a):
     """Both operands are brought to the result's dtype first (minic ops take one dtype)."""
-    dtype = _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    dtype = out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
     alpha = a.get("alpha")
     if alpha not in (None, 1):                      # add(x, y, alpha) = x + alpha·y
         y = cx.emit("mul", [y, cx.scalar(alpha, dtype, f"{node.name}_alpha")], name=f"{node.name}_scaled")
@@ -126,7 +134,7 @@ NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq"}
 @handles(*COMPARE, *NEGATED)
 def _compare(cx, node, a):
     dtype = _common_dtype(cx, list(node.args[:2]))
-    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
     if node.target in COMPARE:
         return cx.emit(COMPARE[node.target], [x, y])
     return cx.emit("not", [cx.emit(NEGATED[node.target], [x, y], name=f"{node.name}_complement")])
@@ -134,7 +142,7 @@ def _compare(cx, node, a):
 
 @handles(aten.where.self)
 def _where(cx, node, a):
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     cond = cx.value(a["condition"])
     return cx.emit("where", [cond, cx.cast(cx.value(a["self"]), dtype), cx.cast(cx.value(a["other"]), dtype)])
 
@@ -156,9 +164,16 @@ def _addmm(cx, node, a):
 @handles(aten.linear.default)
 def _linear(cx, node, a):
     """linear(x, W, b) = x @ Wᵀ + b, as PyTorch decomposes it: transpose(W), then
-    gemm for 2-D x (aten.addmm) or matmul + add; fold-constants folds the transpose."""
+    gemm for 2-D x (aten.addmm) or matmul + add; fold-constants folds the transpose.
+    A 1-D x or W is a matrix of one row (x) or one column (Wᵀ) whose axis is dropped again."""
     x, w = cx.value(a["input"]), cx.value(a["weight"])
     bias = [cx.value(a["bias"])] if a["bias"] is not None else []
+    if x.type.rank == 1 or w.type.rank == 1:
+        rows = cx.one("unsqueeze", x, axes=(0,)) if x.type.rank == 1 else x
+        wt = cx.one("unsqueeze", w, axes=(1,)) if w.type.rank == 1 else cx.one("transpose", w, perm=(1, 0))
+        y = cx.one("matmul", rows, wt)
+        y = cx.one("squeeze", y, axes=((0,) if x.type.rank == 1 else ()) + ((y.type.rank - 1,) if w.type.rank == 1 else ()))
+        return cx.one("add", y, bias[0]) if bias else y
     wt = cx.emit("transpose", [w], cx.attrs("transpose", perm=(1, 0)), name=f"{node.name}_wt")
     if x.type.rank == 2:
         return cx.emit("gemm", [x, wt, *bias], cx.attrs("gemm"))
@@ -169,14 +184,16 @@ def _linear(cx, node, a):
 
 @handles(aten.convolution.default)
 def _convolution(cx, node, a):
+    """Any number of spatial axes, plain or transposed (``compose.conv`` / ``compose.conv_transpose``)."""
     x, w = cx.value(a["input"]), cx.value(a["weight"])
-    if a["transposed"] or w.type.rank != 4:
-        raise UserError("only 2-D, non-transposed convolutions are supported")
-    ph, pw = _pair(a["padding"])
-    attrs = cx.attrs("conv2d", stride=_pair(a["stride"]), padding=(ph, pw, ph, pw),
-                     dilation=_pair(a["dilation"]), groups=int(a["groups"]))
-    bias = [cx.value(a["bias"])] if a["bias"] is not None else []
-    return cx.emit("conv2d", [x, w, *bias], attrs)
+    bias = cx.value(a["bias"]) if a["bias"] is not None else None
+    spatial = x.type.rank - 2
+    strides, dilations = ints(a["stride"], spatial), ints(a["dilation"], spatial)
+    pads = ints(a["padding"], spatial) * 2                       # torch pads both ends alike
+    if a["transposed"]:
+        return compose.conv_transpose(cx, x, w, bias, strides, pads, dilations, ints(a["output_padding"], spatial),
+                                      int(a["groups"]))
+    return compose.conv(cx, x, w, bias, strides, pads, dilations, int(a["groups"]))
 
 
 # --- normalisations -----------------------------------------------------------------
@@ -194,7 +211,13 @@ def _layer_norm(cx, node, a):
     shape = tuple(int(d) for d in a["normalized_shape"])
     params = [_param(cx, node, a["weight"], 1.0, shape, x, "weight"), _param(cx, node, a["bias"], 0.0, shape, x, "bias")]
     out = cx.emit("layer_norm", [x, *params], cx.attrs("layer_norm", axis=axis, eps=float(a["eps"])))
-    return (out, None, None)                        # mean and rstd are for training
+    if not (wanted(node, 1) or wanted(node, 2)):
+        return (out, None, None)
+    axes = tuple(range(axis, x.type.rank))          # the statistics, kept as [..., 1, ...]
+    mean = cx.one("reduce_mean", x, axes=axes, keepdims=True)
+    d = cx.one("sub", x, mean)
+    var = cx.one("reduce_mean", cx.one("mul", d, d), axes=axes, keepdims=True)
+    return (out, mean, cx.one("rsqrt", cx.one("add", var, cx.scalar(float(a["eps"]), x.type.dtype, f"{node.name}_eps"))))
 
 
 @handles(aten._native_batch_norm_legit_no_training.default)
@@ -204,7 +227,32 @@ def _batch_norm(cx, node, a):
     inputs = [x, _param(cx, node, a["weight"], 1.0, c, x, "weight"), _param(cx, node, a["bias"], 0.0, c, x, "bias"),
               cx.value(a["running_mean"]), cx.value(a["running_var"])]
     out = cx.emit("batch_norm", inputs, cx.attrs("batch_norm", eps=float(a["eps"])))
-    return (out, None, None)
+    empty = cx.add_constant(f"{node.name}_empty", np.zeros((0,), x.type.dtype.numpy))
+    return (out, empty, empty)                      # at inference torch saves no statistics: empty tensors
+
+
+@handles(aten._native_batch_norm_legit.no_stats)
+def _batch_stats_norm(cx, node, a):
+    """Normalised by the batch's own statistics over every axis but the channels (instance norm
+    is this over [1, N·C, ...]); also returns the saved mean and 1/std per channel."""
+    x = cx.value(a["input"])
+    c = (x.type.shape[1],)
+    axes = tuple(k for k in range(x.type.rank) if k != 1)
+    mean = cx.one("reduce_mean", x, axes=axes, keepdims=True)
+    d = cx.one("sub", x, mean)
+    var = cx.one("reduce_mean", cx.one("mul", d, d), axes=axes, keepdims=True)
+    rstd = cx.one("rsqrt", cx.one("add", var, cx.scalar(float(a["eps"]), x.type.dtype, f"{node.name}_eps")))
+    y = cx.one("mul", d, rstd)
+    shape = c + (1,) * (x.type.rank - 2)
+    for role, op in (("weight", "mul"), ("bias", "add")):
+        if a[role] is not None:
+            y = cx.one(op, y, cx.one("reshape", cx.value(a[role]), shape=shape))
+    return (y, cx.one("reshape", mean, shape=c), cx.one("reshape", rstd, shape=c))
+
+
+def wanted(node: fx.Node, index: int) -> bool:
+    """Whether the graph reads output ``index`` of a multi-output node."""
+    return any(u.target is operator.getitem and u.args[1] == index for u in node.users)
 
 
 def _param(cx, node, arg, fill: float, shape, x: Value, role: str) -> Value:
@@ -224,12 +272,12 @@ REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
 @handles(*REDUCE)
 def _reduce(cx, node, a):
     # torch sums integers and bools in i64, and a dtype argument computes in that dtype.
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
     if x.type.rank == 0:
         return x                                    # a 0-d tensor reduces to itself
     dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
     op = REDUCE[node.target]
-    attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+    attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
     return cx.emit(op, [x], attrs)
 
 
@@ -249,7 +297,7 @@ def _expand(cx, node, a):
 @handles(aten.permute.default)
 def _permute(cx, node, a):
     x = cx.value(a["self"])
-    perm = tuple(_axis(int(d), x.type.rank) for d in a["dims"])
+    perm = tuple(axis_of(int(d), x.type.rank) for d in a["dims"])
     return cx.emit("transpose", [x], cx.attrs("transpose", perm=perm))
 
 
@@ -258,7 +306,7 @@ def _transpose(cx, node, a):
     x = cx.value(a["self"])
     perm = list(range(x.type.rank))
     if x.type.rank >= 2:
-        i, j = (_axis(int(a["dim0"]), x.type.rank), _axis(int(a["dim1"]), x.type.rank)) if "dim0" in a else (0, 1)
+        i, j = (axis_of(int(a["dim0"]), x.type.rank), axis_of(int(a["dim1"]), x.type.rank)) if "dim0" in a else (0, 1)
         perm[i], perm[j] = perm[j], perm[i]
     return cx.emit("transpose", [x], cx.attrs("transpose", perm=tuple(perm)))
 
@@ -266,7 +314,7 @@ def _transpose(cx, node, a):
 @handles(aten.unsqueeze.default)
 def _unsqueeze(cx, node, a):
     x = cx.value(a["self"])
-    return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(_axis(int(a["dim"]), x.type.rank + 1),)))
+    return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(axis_of(int(a["dim"]), x.type.rank + 1),)))
 
 
 @handles(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
@@ -275,7 +323,7 @@ def _squeeze(cx, node, a):
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     # torch skips the named axes that are not 1; squeeze only those that are.
-    axes = tuple(sorted({_axis(int(d), x.type.rank) for d in dims if x.type.shape[int(d)] == 1}))
+    axes = tuple(sorted({axis_of(int(d), x.type.rank) for d in dims if x.type.shape[int(d)] == 1}))
     return cx.emit("squeeze", [x], cx.attrs("squeeze", axes=axes)) if axes else x
 
 
@@ -286,7 +334,7 @@ def _slice(cx, node, a):
     end = END if a["end"] is None else cx.dim(a["end"])
     if isinstance(end, int) and end >= END:
         end = END
-    attrs = cx.attrs("slice", axes=(_axis(int(a["dim"]), x.type.rank),), starts=(start,), ends=(end,),
+    attrs = cx.attrs("slice", axes=(axis_of(int(a["dim"]), x.type.rank),), starts=(start,), ends=(end,),
                      steps=(int(a["step"]),))
     return cx.emit("slice", [x], attrs)
 
@@ -295,7 +343,7 @@ def _slice(cx, node, a):
 def _select(cx, node, a):
     """x.select(dim, i) = squeeze(slice(x, i:i+1), dim)."""
     x = cx.value(a["self"])
-    axis, index = _axis(int(a["dim"]), x.type.rank), cx.dim(a["index"])
+    axis, index = axis_of(int(a["dim"]), x.type.rank), cx.dim(a["index"])
     end = END if index == -1 else index + 1
     attrs = cx.attrs("slice", axes=(axis,), starts=(index,), ends=(end,), steps=(1,))
     row = cx.emit("slice", [x], attrs, name=f"{node.name}_row")
@@ -304,20 +352,20 @@ def _select(cx, node, a):
 
 @handles(aten.cat.default)
 def _cat(cx, node, a):
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     # torch skips empty 1-D tensors in cat (legacy behaviour a KV cache relies on: its first
     # update concatenates an f32[0] with the new keys), so minic does too.
     tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)]
     parts = [cx.cast(cx.value(t), dtype) for t in tensors]
     if len(parts) == 1:
         return parts[0]
-    return cx.emit("concat", parts, cx.attrs("concat", axis=_axis(int(a["dim"]), parts[0].type.rank)))
+    return cx.emit("concat", parts, cx.attrs("concat", axis=axis_of(int(a["dim"]), parts[0].type.rank)))
 
 
 @handles(aten.split_with_sizes.default, aten.split.Tensor)
 def _split(cx, node, a):
     x = cx.value(a["self"])
-    axis = _axis(int(a["dim"]), x.type.rank)
+    axis = axis_of(int(a["dim"]), x.type.rank)
     size = x.type.shape[axis]
     if node.target == aten.split.Tensor:
         if not isinstance(size, int):
@@ -341,52 +389,53 @@ def _embedding(cx, node, a):
 def _gather_elements(cx, node, a):
     x = cx.value(a["self"])
     return cx.emit("gather_elements", [x, cx.value(a["index"])],
-                   cx.attrs("gather_elements", axis=_axis(int(a["dim"]), x.type.rank), from_end=False))
+                   cx.attrs("gather_elements", axis=axis_of(int(a["dim"]), x.type.rank), from_end=False))
 
 
 @handles(aten.index_select.default)
 def _index_select(cx, node, a):
     x = cx.value(a["self"])
+    index = cx.value(a["index"])
+    if index.type.rank == 0:                        # torch reads a 0-d index as one of one: the axis stays
+        index = cx.one("reshape", index, shape=(1,))
     if x.type.rank == 0:                            # a 0-d tensor indexed as the one element of a [1]
         flat = cx.emit("reshape", [x], cx.attrs("reshape", shape=(1,)), name=f"{node.name}_flat")
-        picked = cx.emit("gather", [flat, cx.value(a["index"])], cx.attrs("gather", axis=0, from_end=False),
+        picked = cx.emit("gather", [flat, index], cx.attrs("gather", axis=0, from_end=False),
                          name=f"{node.name}_picked")
         return cx.emit("reshape", [picked], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape)))
-    return cx.emit("gather", [x, cx.value(a["index"])],
-                   cx.attrs("gather", axis=_axis(int(a["dim"]), x.type.rank), from_end=False))      # torch: no negatives
+    return cx.emit("gather", [x, index],
+                   cx.attrs("gather", axis=axis_of(int(a["dim"]), x.type.rank), from_end=False))      # torch: no negatives
 
 
 @handles(aten.cumsum.default)
 def _cumsum(cx, node, a):
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))      # ints and bools sum in i64, as torch does
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))      # ints and bools sum in i64, as torch does
     if x.type.rank == 0:
         return x                                                 # the running sum of one element
-    return cx.emit("cumsum", [x], cx.attrs("cumsum", axis=_axis(int(a["dim"]), x.type.rank)))
+    return cx.emit("cumsum", [x], cx.attrs("cumsum", axis=axis_of(int(a["dim"]), x.type.rank)))
 
 
 @handles(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def _arange(cx, node, a):
     """arange(start, end, step): a constant when the bounds are known, else ``range`` of T elements."""
-    from minic.frontend.torch import _fold
     size = cx.dim(node.meta["val"].shape[0])
     if isinstance(size, int):
-        return _fold(cx, node, a)
+        return fold(cx, node, a)
     start, step = a.get("start") or 0, a.get("step") or 1
     if any(isinstance(v, fx.Node) for v in (start, step)):
         raise UserError("arange with a start or step computed at run time is not supported")
-    return cx.emit("range", [], cx.attrs("range", shape=(size,), dtype=_out_dtype(cx, node),
+    return cx.emit("range", [], cx.attrs("range", shape=(size,), dtype=out_dtype(cx, node),
                                          start=float(start), step=float(step)))
 
 
 @handles(aten.full.default, aten.zeros.default, aten.ones.default)
 def _full(cx, node, a):
     """full(sizes, v): a constant when the sizes are known, else a scalar expanded to them."""
-    from minic.frontend.torch import _fold
     shape = cx.shape(node.meta["val"].shape)
     if all(isinstance(d, int) for d in shape):
-        return _fold(cx, node, a)
+        return fold(cx, node, a)
     value = a.get("fill_value", 1 if node.target == aten.ones.default else 0)
-    scalar = cx.scalar(value, _out_dtype(cx, node), f"{node.name}_value")
+    scalar = cx.scalar(value, out_dtype(cx, node), f"{node.name}_value")
     return cx.emit("expand", [scalar], cx.attrs("expand", shape=shape))
 
 
@@ -394,7 +443,7 @@ def _full(cx, node, a):
 def _full_like(cx, node, a):
     """full_like(x, v): a scalar expanded to x's shape (empty_like: zeros, any value will do)."""
     value = {aten.ones_like.default: 1, aten.full_like.default: a.get("fill_value")}.get(node.target, 0)
-    scalar = cx.scalar(value, _out_dtype(cx, node), f"{node.name}_value")
+    scalar = cx.scalar(value, out_dtype(cx, node), f"{node.name}_value")
     return cx.emit("expand", [scalar], cx.attrs("expand", shape=cx.shape(node.meta["val"].shape)))
 
 
@@ -407,18 +456,18 @@ BITWISE = {aten.bitwise_and.Tensor: "and", aten.bitwise_and.Scalar: "and", aten.
 def _logical(cx, node, a):
     """logical_*: both operands read as bools (x != 0)."""
     x, y = (cx.cast(cx.value(node.args[i]), DType.bool) for i in (0, 1))
-    return cx.cast(cx.emit(LOGICAL[node.target], [x, y]), _out_dtype(cx, node))
+    return cx.cast(cx.emit(LOGICAL[node.target], [x, y]), out_dtype(cx, node))
 
 
 @handles(aten.logical_not.default)
 def _logical_not(cx, node, a):
-    return cx.cast(cx.emit("not", [cx.cast(cx.value(a["self"]), DType.bool)]), _out_dtype(cx, node))
+    return cx.cast(cx.emit("not", [cx.cast(cx.value(a["self"]), DType.bool)]), out_dtype(cx, node))
 
 
 @handles(*BITWISE)
 def _bitwise(cx, node, a):
-    dtype = _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+    dtype = out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
     return cx.emit(BITWISE[node.target], [x, y])
 
 
@@ -433,7 +482,7 @@ def _any_all(cx, node, a):
     op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
     if x.type.rank == 0:
         return cx.cast(x, DType.bool)                             # any/all of one element
-    attrs = cx.attrs(op, axes=tuple(_axis(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+    attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
     return cx.emit("gt", [cx.emit(op, [x], attrs, name=f"{node.name}_i32"), cx.scalar(0, DType.i32, f"{node.name}_zero")])
 
 

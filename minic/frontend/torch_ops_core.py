@@ -9,17 +9,17 @@ import math
 import numpy as np
 
 from minic.errors import UserError
-from minic.frontend.torch_ops import _axis, _operand, _out_dtype, aten, handles
+from minic.frontend.torch_ops import aten, axis_of, fold, handles, operand, out_dtype
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
 
 def _x(cx, node, a, name="self"):
-    return cx.cast(cx.value(a[name]), _out_dtype(cx, node)) if _out_dtype(cx, node).is_float else cx.value(a[name])
+    return cx.cast(cx.value(a[name]), out_dtype(cx, node)) if out_dtype(cx, node).is_float else cx.value(a[name])
 
 
 def _c(cx, node, value, role, dtype=None):
-    return cx.scalar(value, dtype or _out_dtype(cx, node), f"{node.name}_{role}")
+    return cx.scalar(value, dtype or out_dtype(cx, node), f"{node.name}_{role}")
 
 
 def _e(cx, node, op, inputs, attrs=None, role=None):
@@ -33,12 +33,12 @@ SIMPLE = {aten.ceil.default: "ceil", aten.floor.default: "floor", aten.round.def
 
 @handles(*SIMPLE)
 def _simple(cx, node, a):
-    x = cx.value(a["self"])
+    x = _x(cx, node, a)                     # tan of an integer tensor is a float: torch promotes
     return x if not x.type.dtype.is_float else cx.emit(SIMPLE[node.target], [x])   # integers round to themselves
 
 
 @handles(aten.log2.default, aten.log10.default, aten.log1p.default, aten.expm1.default, aten.reciprocal.default,
-         aten.sinh.default, aten.cosh.default, aten.trunc.default, aten.sign.default)
+         aten.trunc.default, aten.sign.default)
 def _composed(cx, node, a):
     x, op = _x(cx, node, a), node.target.overloadpacket
     one = lambda: _c(cx, node, 1, "one", x.type.dtype)
@@ -50,10 +50,6 @@ def _composed(cx, node, a):
         return cx.emit("sub", [_e(cx, node, "exp", [x], role="exp"), one()])
     if op == aten.reciprocal:
         return cx.emit("div", [one(), x])
-    if op in (aten.sinh, aten.cosh):                       # (e^x ∓ e^-x) / 2
-        ex, enx = _e(cx, node, "exp", [x], role="ep"), _e(cx, node, "exp", [_e(cx, node, "neg", [x], role="n")], role="en")
-        both = _e(cx, node, "sub" if op == aten.sinh else "add", [ex, enx], role="pm")
-        return cx.emit("mul", [both, _c(cx, node, 0.5, "half")])
     zero = _c(cx, node, 0, "zero", x.type.dtype)
     if op == aten.trunc:
         if not x.type.dtype.is_float:
@@ -66,19 +62,20 @@ def _composed(cx, node, a):
     return cx.emit("where", [_e(cx, node, "eq", [x, x], role="num"), s, x]) if x.type.dtype.is_float else s
 
 
-INVERSE = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
+FLOAT_MATH = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
+           aten.sinh.default: "sinh", aten.cosh.default: "cosh",
            aten.asinh.default: "asinh", aten.acosh.default: "acosh", aten.atanh.default: "atanh"}
 
 
-@handles(*INVERSE)
-def _inverse_trig(cx, node, a):
-    return cx.emit(INVERSE[node.target], [_x(cx, node, a)])        # integers are read as the float result
+@handles(*FLOAT_MATH)
+def _float_math(cx, node, a):
+    return cx.emit(FLOAT_MATH[node.target], [_x(cx, node, a)])        # integers are read as the float result
 
 
 @handles(aten.atan2.default)
 def _atan2(cx, node, a):
     """atan2(y, x) = atan(y / x), plus ±π where x < 0 (the sign of y's), ±π/2 or 0 where x = 0."""
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     y, x = (cx.cast(cx.value(a[n]), dtype) for n in ("self", "other"))
     zero = _c(cx, node, 0, "zero")
     x_zero, x_neg = _e(cx, node, "eq", [x, zero], role="x0"), _e(cx, node, "lt", [x, zero], role="xneg")
@@ -107,13 +104,13 @@ def _isnan_isinf(cx, node, a):
 
 @handles(aten.clamp.default, aten.clamp.Tensor, aten.hardtanh.default)
 def _clamp(cx, node, a):
-    dtype = _out_dtype(cx, node)
+    dtype = out_dtype(cx, node)
     y = cx.cast(cx.value(a["self"]), dtype)
     lo, hi = (a.get("min"), a.get("max")) if node.target != aten.hardtanh.default else (a["min_val"], a["max_val"])
     if lo is not None:
-        y = _e(cx, node, "max", [y, _operand(cx, node, lo, dtype, "min")], role="lo")
+        y = _e(cx, node, "max", [y, operand(cx, node, lo, dtype, "min")], role="lo")
     if hi is not None:
-        y = cx.emit("min", [y, _operand(cx, node, hi, dtype, "max")])
+        y = cx.emit("min", [y, operand(cx, node, hi, dtype, "max")])
     return y
 
 
@@ -135,15 +132,15 @@ def _leaky_elu(cx, node, a):
 
 @handles(aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)
 def _mod(cx, node, a):
-    dtype = _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
+    dtype = out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
     return cx.emit("mod", [x, y], cx.attrs("mod", fmod=node.target.overloadpacket == aten.fmod))
 
 
 @handles(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div_mode(cx, node, a):
-    mode, dtype = a["rounding_mode"], _out_dtype(cx, node)
-    x, y = (_operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
+    mode, dtype = a["rounding_mode"], out_dtype(cx, node)
+    x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
     if mode is None:
         return cx.emit("div", [x, y])
     if not dtype.is_float:
@@ -195,7 +192,7 @@ def _pad(cx, node, a):
 @handles(aten.flip.default)
 def _flip(cx, node, a):
     x = cx.value(a["self"])
-    axes = tuple(sorted({_axis(int(d), x.type.rank) for d in a["dims"]}))
+    axes = tuple(sorted({axis_of(int(d), x.type.rank) for d in a["dims"]}))
     if not axes:
         return x
     return cx.emit("slice", [x], cx.attrs("slice", axes=axes, starts=(-1,) * len(axes), ends=(-(2**63),) * len(axes),
@@ -217,17 +214,16 @@ def _repeat(cx, node, a):
 @handles(aten.copy.default)
 def _copy(cx, node, a):
     """copy(self, src): src, broadcast to self's shape, in self's dtype (functional copy_)."""
-    src = cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
+    src = cx.cast(cx.value(a["src"]), out_dtype(cx, node))
     shape = cx.shape(node.meta["val"].shape)
     return src if src.type.shape == shape else cx.emit("expand", [src], cx.attrs("expand", shape=shape))
 
 
 @handles(aten.fill.Scalar, aten.empty.memory_format, aten.empty_strided.default, aten.scalar_tensor.default)
 def _filled(cx, node, a):
-    from minic.frontend.torch import _fold
     shape = cx.shape(node.meta["val"].shape)
     if node.target != aten.fill.Scalar and all(isinstance(d, int) for d in shape):
-        return _fold(cx, node, a)                   # empty: any value will do; zeros are deterministic
+        return fold(cx, node, a)                   # empty: any value will do; zeros are deterministic
     value = a.get("value", 0) if node.target == aten.fill.Scalar else 0
     return cx.emit("expand", [_c(cx, node, value, "value")], cx.attrs("expand", shape=shape))
 
@@ -242,7 +238,7 @@ def _argmax(cx, node, a):
         out = _e(cx, node, op, [flat], cx.attrs(op, axis=0, keepdims=False), role="flat_arg")
         return cx.emit("reshape", [out], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape))) \
             if a["keepdim"] else out
-    return cx.emit(op, [x], cx.attrs(op, axis=_axis(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
+    return cx.emit(op, [x], cx.attrs(op, axis=axis_of(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
 
 
 def _numel(x):
@@ -257,7 +253,7 @@ def _max_dim(cx, node, a):
     x = cx.value(a["self"])
     if x.type.rank == 0:                                     # the value itself, at index 0
         return (x, cx.scalar(0, DType.i64, f"{node.name}_index"))
-    axis, keep = _axis(int(a["dim"]), x.type.rank), bool(a["keepdim"])
+    axis, keep = axis_of(int(a["dim"]), x.type.rank), bool(a["keepdim"])
     red, arg = ("reduce_max", "arg_max") if node.target == aten.max.dim else ("reduce_min", "arg_min")
     values = _e(cx, node, red, [x], cx.attrs(red, axes=(axis,), keepdims=keep), role="values")
     return (values, _e(cx, node, arg, [x], cx.attrs(arg, axis=axis, keepdims=keep), role="indices"))
@@ -282,18 +278,19 @@ def _max_all(cx, node, a):
 
 @handles(aten.prod.default, aten.prod.dim_int)
 def _prod(cx, node, a):
-    x = cx.cast(cx.value(a["self"]), _out_dtype(cx, node))
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
     dims = range(x.type.rank) if a.get("dim") is None else [a["dim"]]
-    return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=tuple(_axis(int(d), x.type.rank) for d in dims),
+    return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=tuple(axis_of(int(d), x.type.rank) for d in dims),
                                                 keepdims=bool(a.get("keepdim"))))
 
 
-@handles(aten.var.correction, aten.var.dim)
+@handles(aten.var.correction, aten.var.dim, aten.var_mean.correction, aten.var_mean.dim)
 def _var(cx, node, a):
-    """var = sum((x - mean)²) / (N - correction)."""
-    x = cx.value(a["self"])
+    """var = sum((x - mean)²) / (N - correction); var_mean also returns the mean."""
+    traced = node.meta["val"]
+    x = cx.cast(cx.value(a["self"]), cx.dtype((traced[0] if isinstance(traced, tuple) else traced).dtype))
     dims = a.get("dim")
-    axes = tuple(range(x.type.rank)) if not dims else tuple(_axis(int(d), x.type.rank) for d in dims)
+    axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
     n = 1
     for ax in axes:
         if not isinstance(x.type.shape[ax], int):
@@ -301,11 +298,138 @@ def _var(cx, node, a):
         n *= x.type.shape[ax]
     corr = a.get("correction")
     corr = (1 if a.get("unbiased", True) else 0) if corr is None else float(corr)
+    keep = bool(a.get("keepdim"))
     mean = _e(cx, node, "reduce_mean", [x], cx.attrs("reduce_mean", axes=axes, keepdims=True), role="mean")
     d = _e(cx, node, "sub", [x, mean], role="d")
     ss = _e(cx, node, "reduce_sum", [_e(cx, node, "mul", [d, d], role="d2")],
-            cx.attrs("reduce_sum", axes=axes, keepdims=bool(a.get("keepdim"))), role="ss")
-    return cx.emit("mul", [ss, _c(cx, node, 1.0 / max(n - corr, 0) if n - corr > 0 else np.inf, "inv_n")])
+            cx.attrs("reduce_sum", axes=axes, keepdims=keep), role="ss")
+    var = cx.emit("mul", [ss, _c(cx, node, 1.0 / max(n - corr, 0) if n - corr > 0 else np.inf, "inv_n", x.type.dtype)])
+    if node.target.overloadpacket != aten.var_mean:
+        return var
+    return (var, mean if keep else _e(cx, node, "squeeze", [mean], cx.attrs("squeeze", axes=axes), role="mean_out"))
+
+
+@handles(aten.linalg_vector_norm.default)
+def _vector_norm(cx, node, a):
+    """‖x‖_ord over dim: sqrt(Σx²), Σ|x|, max|x| (inf), min|x| (-inf), #nonzero (0), (Σ|x|^p)^(1/p)."""
+    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
+    p, keep = float(a["ord"]), bool(a["keepdim"])
+    dims = a.get("dim")
+    axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
+    if x.type.rank == 0:
+        return cx.emit("abs", [x]) if p != 0 else cx.cast(cx.emit("not", [_e(cx, node, "eq", [x, _c(cx, node, 0, "z")],
+                                                                              role="zero")]), x.type.dtype)
+    red = lambda op, v: cx.emit(op, [v], cx.attrs(op, axes=axes, keepdims=keep))
+    mag = _e(cx, node, "abs", [x], role="abs")
+    if p == math.inf:
+        return red("reduce_max", mag)
+    if p == -math.inf:
+        return red("reduce_min", mag)
+    if p == 0:
+        return red("reduce_sum", cx.cast(_e(cx, node, "gt", [mag, _c(cx, node, 0, "zero")], role="nz"), x.type.dtype))
+    if p == 1:
+        return red("reduce_sum", mag)
+    if p == 2:
+        return cx.emit("sqrt", [red("reduce_sum", _e(cx, node, "mul", [x, x], role="sq"))])
+    total = red("reduce_sum", _e(cx, node, "pow", [mag, _c(cx, node, p, "p")], role="pow"))
+    return cx.emit("pow", [total, _c(cx, node, 1.0 / p, "inv_p")])
+
+
+@handles(aten.histc.default)
+def _histc(cx, node, a):
+    """Counts of x in `bins` equal bins over [min, max] (the data's range when both are 0; a
+    range of one value widened by 1 each way); values outside are not counted, max falls in
+    the last bin.  A one-hot [elements, bins] comparison summed."""
+    x = cx.value(a["self"])
+    bins, lo, hi = int(a["bins"]), float(a["min"]), float(a["max"])
+    flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(_numel_of(x.type.shape),)), role="flat")
+    if lo == hi == 0:
+        lo_v = _e(cx, node, "reduce_min", [flat], cx.attrs("reduce_min", axes=(0,), keepdims=False), role="lo")
+        hi_v = _e(cx, node, "reduce_max", [flat], cx.attrs("reduce_max", axes=(0,), keepdims=False), role="hi")
+        same = _e(cx, node, "eq", [lo_v, hi_v], role="same")
+        one = _c(cx, node, 1, "one", x.type.dtype)
+        lo_v = _e(cx, node, "where", [same, _e(cx, node, "sub", [lo_v, one], role="lo1"), lo_v], role="lo_w")
+        hi_v = _e(cx, node, "where", [same, _e(cx, node, "add", [hi_v, one], role="hi1"), hi_v], role="hi_w")
+    else:
+        lo, hi = (lo - 1, hi + 1) if lo == hi else (lo, hi)
+        lo_v, hi_v = _c(cx, node, lo, "lo", x.type.dtype), _c(cx, node, hi, "hi", x.type.dtype)
+    inside = _e(cx, node, "and", [_e(cx, node, "not", [_e(cx, node, "lt", [flat, lo_v], role="below")], role="ge"),
+                                  _e(cx, node, "not", [_e(cx, node, "gt", [flat, hi_v], role="above")], role="le")],
+                role="inside")
+    scaled = _e(cx, node, "div", [_e(cx, node, "mul", [_e(cx, node, "sub", [flat, lo_v], role="off"),
+                                                         _c(cx, node, bins, "bins", x.type.dtype)], role="times"),
+                                  _e(cx, node, "sub", [hi_v, lo_v], role="width")], role="scaled")
+    index = cx.cast(_e(cx, node, "floor", [scaled], role="floor"), DType.i64)
+    index = _e(cx, node, "min", [index, _c(cx, node, bins - 1, "last", DType.i64)], role="index")     # max: last bin
+    index = _e(cx, node, "where", [inside, index, _c(cx, node, -1, "none", DType.i64)], role="kept")
+    each = _e(cx, node, "range", [], cx.attrs("range", shape=(bins,), dtype=DType.i64), role="each")
+    hits = _e(cx, node, "eq", [_e(cx, node, "unsqueeze", [index], cx.attrs("unsqueeze", axes=(1,)), role="col"), each],
+              role="hits")
+    return cx.emit("reduce_sum", [cx.cast(hits, x.type.dtype)], cx.attrs("reduce_sum", axes=(0,), keepdims=False))
+
+
+@handles(aten._trilinear.default)
+def _trilinear(cx, node, a):
+    """Σ over sumdim of i1·i2·i3, each first unsqueezed at its expand dims (nn.Bilinear's form)."""
+    parts = []
+    for t, e in (("i1", "expand1"), ("i2", "expand2"), ("i3", "expand3")):
+        v = cx.value(a[t])
+        if a[e]:
+            v = _e(cx, node, "unsqueeze", [v], cx.attrs("unsqueeze", axes=tuple(sorted(int(d) for d in a[e]))),
+                   role=f"{t}_wide")
+        parts.append(v)
+    product = _e(cx, node, "mul", [_e(cx, node, "mul", parts[:2], role="i12"), parts[2]], role="product")
+    rank = product.type.rank
+    axes = tuple(sorted(axis_of(int(d), rank) for d in a["sumdim"]))
+    return cx.emit("reduce_sum", [product], cx.attrs("reduce_sum", axes=axes, keepdims=False)) if axes else product
+
+
+@handles(aten.rrelu_with_noise_functional.default)
+def _rrelu(cx, node, a):
+    """At inference (training=False) rrelu is leaky_relu with slope (lower + upper) / 2."""
+    if a["training"]:
+        raise UserError("rrelu in training mode draws random slopes: training-only")
+    x = cx.value(a["self"])
+    slope = (float(a["lower"]) + float(a["upper"])) / 2
+    pos = _e(cx, node, "gt", [x, _c(cx, node, 0, "zero", x.type.dtype)], role="pos")
+    out = cx.emit("where", [pos, x, _e(cx, node, "mul", [x, _c(cx, node, slope, "slope", x.type.dtype)], role="neg")])
+    return (out, cx.value(a["noise"]))
+
+
+@handles(aten.multilabel_margin_loss_forward.default)
+def _multilabel_margin_loss(cx, node, a):
+    """Σ over target classes j (those before the first -1) and non-target classes i of
+    max(0, 1 - x[j] + x[i]), over C; then the reduction.  Kept whole through run_decompositions:
+    torch 2.13's decomposition of it gives another value than eager for a batch."""
+    x, t = cx.value(a["self"]), cx.cast(cx.value(a["target"]), DType.i64)
+    single = x.type.rank == 1
+    if single:
+        x, t = cx.one("unsqueeze", x, axes=(0,)), cx.one("unsqueeze", t, axes=(0,))
+    c = x.type.shape[1]
+    if not isinstance(c, int):
+        raise UserError("multilabel_margin_loss over a symbolic number of classes is not supported")
+    pos = cx.one("range", shape=(c,), dtype=DType.i64)
+    ends = cx.one("reduce_min", cx.one("where", cx.one("eq", t, cx.const(-1, like=t)), pos, cx.const(c, like=t)),
+                  axes=(1,), keepdims=True)
+    valid = cx.one("lt", pos, ends)                                       # [N, C]: target slot j is used
+    tj = cx.one("where", valid, t, cx.const(0, like=t))
+    xt = cx.one("gather_elements", x, tj, axis=1)                       # x at target j
+    hit = cx.one("and", cx.one("eq", cx.one("unsqueeze", tj, axes=(2,)), pos), cx.one("unsqueeze", valid, axes=(2,)))
+    is_target = cx.one("cast", cx.one("reduce_max", cx.one("cast", hit, dtype=DType.i32), axes=(1,), keepdims=False),
+                       dtype=DType.bool)                                # [N, C]: class i is a target
+    margin = cx.one("add", cx.one("sub", cx.const(1, like=x), cx.one("unsqueeze", xt, axes=(2,))),
+                    cx.one("unsqueeze", x, axes=(1,)))                  # [N, j, i]
+    margin = cx.one("max", margin, cx.const(0, like=x))
+    keep = cx.one("and", cx.one("unsqueeze", valid, axes=(2,)), cx.one("unsqueeze", cx.one("not", is_target), axes=(1,)))
+    per = cx.one("reduce_sum", cx.one("where", keep, margin, cx.const(0, like=x)), axes=(1, 2), keepdims=False)
+    per = cx.one("div", per, cx.const(c, like=x))                     # [N]
+    reduction = int(a["reduction"])
+    out = per if reduction == 0 else cx.one("reduce_mean" if reduction == 1 else "reduce_sum", per, axes=(0,),
+                                            keepdims=False)
+    if single and reduction == 0:
+        out = cx.one("squeeze", out, axes=(0,))
+    is_target = cx.one("cast", is_target, dtype=x.type.dtype)
+    return (out, cx.one("squeeze", is_target, axes=(0,)) if single else is_target)
 
 
 @handles(aten.native_group_norm.default)
@@ -350,12 +474,19 @@ def _scatter(cx, node, a):
     else:
         src = cx.cast(cx.value(a["src"]), x.type.dtype)
     if src.type.shape != idx.type.shape:
-        raise UserError("scatter with src larger than index is not supported")
+        # torch reads only src's leading block of index's shape
+        if any(not isinstance(i, int) or not isinstance(s, int) or i > s
+               for i, s in zip(idx.type.shape, src.type.shape)):
+            raise UserError(f"scatter with src {list(src.type.shape)} and index {list(idx.type.shape)}: "
+                            "src must be static and at least as large as index")
+        rank = idx.type.rank
+        src = _e(cx, node, "slice", [src], cx.attrs("slice", axes=tuple(range(rank)), starts=(0,) * rank,
+                                                    ends=tuple(idx.type.shape), steps=(1,) * rank), role="src_block")
     reduction = {aten.scatter_add.default: "add"}.get(node.target, "none")
     if node.target == aten.scatter_reduce.two:
         reduction = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(a["reduce"])
         if reduction is None or not a.get("include_self", True):
             raise UserError(f"scatter_reduce '{a['reduce']}' (include_self={a.get('include_self')}) is not supported")
     return cx.emit("scatter_elements", [x, idx, src],
-                   cx.attrs("scatter_elements", axis=_axis(int(a["dim"]), x.type.rank), reduction=reduction,
+                   cx.attrs("scatter_elements", axis=axis_of(int(a["dim"]), x.type.rank), reduction=reduction,
                             from_end=False))

@@ -1,10 +1,7 @@
 """Sorting, advanced indexing and scatters of views for the torch frontend, each
 spelled in minic ops that exist:
 
-* ``sort`` and ``topk`` by ranks: element i's rank along the axis is how many
-  elements come before it (smaller, or equal and earlier: a stable order, NaN
-  last as torch puts it), a sum over an [n, n] comparison; output k then picks
-  the element whose rank is k (``gather_elements``).  O(n²) work per row, no new op.
+* ``sort`` and ``topk`` by ranks (``compose.sorted_along``, shared with ONNX's TopK).
 * ``index.Tensor`` / ``index_put`` with several index tensors: the indexed axes
   moved to the front, the indices stacked on a last axis, one ``gather_nd`` /
   ``scatter_nd``, and torch's placement of the broadcast index axes.
@@ -19,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UserError
-from minic.frontend.torch_ops import _axis, _out_dtype, aten, handles
+from minic.frontend import compose
+from minic.frontend.torch_ops import aten, axis_of, handles, out_dtype, wanted
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
@@ -46,71 +44,23 @@ def _unsqueeze(cx, x, axis: int):
     return cx.emit("unsqueeze", [x], cx.attrs("unsqueeze", axes=(axis % (x.type.rank + 1),)))
 
 
-def _static(x, axis: int, what: str) -> int:
-    size = x.type.shape[axis]
-    if not isinstance(size, int):
-        raise UserError(f"{what} over a symbolic axis ({size}) is not supported")
-    return size
-
-
 def _const(cx, name: str, data) -> object:
     return cx.add_constant(f"{cx.current.name}_{name}", np.asarray(data))
 
 
-# --- sort and topk by ranks ---------------------------------------------------------------
-
-def _ranks(cx, xt, descending: bool):
-    """rank[..., i] = #{j : x_j before x_i}, for xt [..., n] (stable; NaN after every number)."""
-    n = xt.type.shape[-1]
-    a, b = _unsqueeze(cx, xt, -1), _unsqueeze(cx, xt, -2)            # x_i [.., n, 1], x_j [.., 1, n]
-    before = cx.emit("gt" if descending else "lt", [b, a])
-    same = cx.emit("eq", [a, b])
-    if xt.type.dtype.is_float:                                       # NaN is the largest value
-        nan_a = cx.emit("not", [cx.emit("eq", [a, a])])
-        nan_b = cx.emit("not", [cx.emit("eq", [b, b])])
-        bigger_nan = (nan_b, nan_a) if descending else (nan_a, nan_b)
-        before = cx.emit("or", [before, cx.emit("and", [bigger_nan[0], cx.emit("not", [bigger_nan[1]])])])
-        same = cx.emit("or", [same, cx.emit("and", [nan_a, nan_b])])
-    pos = cx.emit("range", [], cx.attrs("range", shape=(n,), dtype=DType.i64))
-    earlier = cx.emit("lt", [_unsqueeze(cx, pos, 0), _unsqueeze(cx, pos, 1)])   # [n, n]: j < i
-    counted = cx.emit("or", [before, cx.emit("and", [same, earlier])])
-    ranks = cx.emit("reduce_sum", [cx.cast(counted, DType.i64)], cx.attrs("reduce_sum", axes=(xt.type.rank,),
-                                                                       keepdims=False))
-    return ranks, pos
-
-
-def sorted_along(cx, x, axis: int, descending: bool, k=None):
-    """(values, indices) of the first ``k`` (default all) elements of x sorted along ``axis``."""
-    if x.type.dtype == DType.bool:                   # compared as 0/1
-        values, indices = sorted_along(cx, cx.cast(x, DType.u8), axis, descending, k)
-        return cx.cast(values, DType.bool), indices
-    rank = x.type.rank
-    if rank == 0:
-        return x, cx.scalar(0, DType.i64, f"{cx.current.name}_index")
-    perm = _last(rank, axis)
-    xt = _transpose(cx, x, perm)
-    ranks, pos = _ranks(cx, xt, descending)
-    wanted = pos if k is None else cx.emit("range", [], cx.attrs("range", shape=(k,), dtype=DType.i64))
-    hit = cx.emit("eq", [_unsqueeze(cx, ranks, -2), _unsqueeze(cx, wanted, 1)])      # [.., k, n]
-    zero = cx.scalar(0, DType.i64, f"{cx.current.name}_zero")
-    indices = cx.emit("reduce_sum", [cx.emit("where", [hit, pos, zero])],
-                      cx.attrs("reduce_sum", axes=(rank,), keepdims=False))        # [.., k]
-    values = cx.emit("gather_elements", [xt, indices], cx.attrs("gather_elements", axis=rank - 1))
-    back = _inverse(perm)
-    return _transpose(cx, values, back), _transpose(cx, indices, back)
-
+# --- sort and topk by ranks (compose.sorted_along) -------------------------------------------
 
 @handles(aten.sort.default, aten.sort.stable)
 def _sort(cx, node, a):
     x = cx.value(a["self"])
-    return sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
+    return compose.sorted_along(cx, x, axis_of(int(a["dim"]), x.type.rank), bool(a["descending"]))   # stable either way
 
 
 @handles(aten.topk.default)
 def _topk(cx, node, a):
     """The k largest (smallest) in order; with sorted=False torch leaves the order open, this keeps it."""
     x = cx.value(a["self"])
-    return sorted_along(cx, x, _axis(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
+    return compose.sorted_along(cx, x, axis_of(int(a["dim"]), x.type.rank), bool(a["largest"]), int(a["k"]))
 
 
 # --- advanced indexing -------------------------------------------------------------------
@@ -163,7 +113,7 @@ def _index(cx, node, a):
     return _transpose(cx, out, _place(out.type.rank, nb, lead))
 
 
-@handles(aten.index_put.default)
+@handles(aten.index_put.default, aten._index_put_impl.default, aten._unsafe_index_put.default)
 def _index_put(cx, node, a):
     """x[indices] = values (accumulate: +=) as one scatter_nd; one bool mask with values that do
     not depend on how many it selects is a where."""
@@ -204,7 +154,7 @@ def _masked_put(cx, x, indices, masks, values, accumulate: bool):
 @handles(aten.masked_scatter.default)
 def _masked_scatter(cx, node, a):
     """out = x where not mask; where mask, source's elements in order: source.flat[cumsum(mask) - 1]."""
-    x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), _out_dtype(cx, node))
+    x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), out_dtype(cx, node))
     if mask.type.shape != x.type.shape:
         mask = cx.emit("expand", [mask], cx.attrs("expand", shape=x.type.shape))
     n = 1
@@ -218,6 +168,22 @@ def _masked_scatter(cx, node, a):
         m = dim_mul(m, d)
     picked = cx.emit("gather", [_reshape(cx, source, (m,)), slot], cx.attrs("gather", axis=0))
     return cx.emit("where", [mask, _reshape(cx, picked, x.type.shape), x])
+
+
+@handles(aten.unfold.default)
+def _unfold(cx, node, a):
+    """x.unfold(dim, size, step): windows of ``size`` every ``step`` along dim, the window's
+    cells on a new last axis (a gather of constant [windows, size] indices, moved last)."""
+    x = cx.value(a["self"])
+    if x.type.rank == 0:
+        return _reshape(cx, x, (1,))
+    axis, size, step = axis_of(int(a["dimension"]), x.type.rank), int(a["size"]), int(a["step"])
+    n = compose.static(cx, x, axis, "unfold")
+    starts = np.arange(0, n - size + 1, step, dtype=np.int64)
+    windows = cx.emit("gather", [x, _const(cx, "cells", starts[:, None] + np.arange(size, dtype=np.int64))],
+                      cx.attrs("gather", axis=axis))                      # [.., windows, size, ..]
+    rank = windows.type.rank
+    return _transpose(cx, windows, [k for k in range(rank) if k != axis + 1] + [axis + 1])
 
 
 # --- scatters into views, and strided views ----------------------------------------------
@@ -237,18 +203,18 @@ def _spliced(cx, x, src, axis: int, start: int, end: int):
 
 @handles(aten.select_scatter.default)
 def _select_scatter(cx, node, a):
-    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
-    axis, index = _axis(int(a["dim"]), x.type.rank), int(a["index"])
+    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), out_dtype(cx, node))
+    axis, index = axis_of(int(a["dim"]), x.type.rank), int(a["index"])
     if index < 0:
-        index += _static(x, axis, "select_scatter with a negative index")
+        index += compose.static(cx, x, axis, "select_scatter with a negative index")
     return _spliced(cx, x, _unsqueeze(cx, src, axis), axis, index, index + 1)
 
 
 @handles(aten.slice_scatter.default)
 def _slice_scatter(cx, node, a):
-    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), _out_dtype(cx, node))
-    axis, step = _axis(int(a["dim"]), x.type.rank), int(a["step"])
-    n = _static(x, axis, "slice_scatter")
+    x, src = cx.value(a["self"]), cx.cast(cx.value(a["src"]), out_dtype(cx, node))
+    axis, step = axis_of(int(a["dim"]), x.type.rank), int(a["step"])
+    n = compose.static(cx, x, axis, "slice_scatter")
     start, end, _ = slice(a["start"], a["end"], step).indices(n)
     if step == 1:
         return _spliced(cx, x, src, axis, start, max(end, start))
@@ -265,8 +231,8 @@ def _slice_scatter(cx, node, a):
 def _diagonal(cx, node, a):
     """x's (dim1, dim2) diagonal as a last axis: both moved last, flattened, a gather of i·(n2+1) + offset."""
     x = cx.value(a["self"])
-    d1, d2, offset = _axis(int(a["dim1"]), x.type.rank), _axis(int(a["dim2"]), x.type.rank), int(a["offset"])
-    n1, n2 = _static(x, d1, "diagonal"), _static(x, d2, "diagonal")
+    d1, d2, offset = axis_of(int(a["dim1"]), x.type.rank), axis_of(int(a["dim2"]), x.type.rank), int(a["offset"])
+    n1, n2 = compose.static(cx, x, d1, "diagonal"), compose.static(cx, x, d2, "diagonal")
     rest = [i for i in range(x.type.rank) if i not in (d1, d2)]
     flat = _reshape(cx, _transpose(cx, x, rest + [d1, d2]), tuple(x.type.shape[i] for i in rest) + (n1 * n2,))
     rows = np.arange(max(0, -offset), min(n1, n2 - offset)) if n2 - offset > 0 else np.arange(0)
@@ -277,19 +243,33 @@ def _diagonal(cx, node, a):
 
 @handles(aten.as_strided.default)
 def _as_strided(cx, node, a):
-    """out[i] = x.flat[offset + Σ i_k·stride_k], x read as its contiguous storage (a gather of constant cells)."""
+    """out[i] = storage[offset + Σ i_k·stride_k], where the storage is the one x views: x's own
+    strides and storage offset, as torch.export traced them (a transpose, a slice, a
+    channels-last input...), say which element of x sits in each storage cell.  A gather of
+    constant indices into x, flattened."""
     x = cx.value(a["self"])
-    numel = 1
-    for k in range(x.type.rank):
-        numel *= _static(x, k, "as_strided")
+    traced = a["self"].meta["val"]
+    sizes = [compose.static(cx, x, k, "as_strided") for k in range(x.type.rank)]
+    held = _cells(sizes, [int(s) for s in traced.stride()], int(traced.storage_offset()))
     size, stride = [int(s) for s in a["size"]], [int(s) for s in a["stride"]]
-    offset = int(a.get("storage_offset") or 0)
-    cells = offset + sum(np.arange(n).reshape([-1 if j == k else 1 for j in range(len(size))]) * s
-                         for k, (n, s) in enumerate(zip(size, stride))) if size else np.array(offset)
-    cells = np.broadcast_to(cells, size).astype(np.int64)
-    if cells.size and cells.max() >= numel:
-        raise UserError(f"as_strided reads cell {int(cells.max())} of a tensor of {numel}")
-    return cx.emit("gather", [_reshape(cx, x, (numel,)), _const(cx, "cells", cells)], cx.attrs("gather", axis=0))
+    wanted = _cells(size, stride, int(a.get("storage_offset") or 0))
+    owner = np.full(max(int(held.max(initial=0)), int(wanted.max(initial=0))) + 1, -1, np.int64)
+    owner[held.reshape(-1)] = np.arange(held.size)              # (cells x repeats hold one value)
+    picked = owner[wanted]
+    if (picked < 0).any():
+        cell = int(wanted[picked < 0].reshape(-1)[0])
+        raise UserError(f"as_strided reads storage cell {cell}, which its input (a view of {list(traced.shape)} "
+                        f"with strides {list(traced.stride())}, offset {traced.storage_offset()}) does not hold")
+    flat = _reshape(cx, x, (held.size,))
+    return cx.emit("gather", [flat, _const(cx, "cells", picked)], cx.attrs("gather", axis=0))
+
+
+def _cells(size: list[int], stride: list[int], offset: int) -> np.ndarray:
+    """The storage cell of each element of a strided view: offset + Σ i_k·stride_k."""
+    cells = np.full(size, offset, np.int64)
+    for k, (n, s) in enumerate(zip(size, stride)):
+        cells = cells + (np.arange(n, dtype=np.int64) * s).reshape([-1 if j == k else 1 for j in range(len(size))])
+    return cells
 
 
 # --- distances ---------------------------------------------------------------------------
@@ -321,7 +301,7 @@ def _cdist(cx, node, a):
 def _pdist(cx, node, a):
     """The distances of rows i < j, in row-major order: the full matrix's upper triangle, gathered."""
     x = cx.value(a["self"])
-    n = _static(x, 0, "pdist")
+    n = compose.static(cx, x, 0, "pdist")
     full = _reshape(cx, _distances(cx, node, x, x, float(a["p"])), (n * n,))
     i, j = np.triu_indices(n, 1)
     if i.size == 0:
@@ -366,4 +346,22 @@ def _embedding_bag(cx, node, a):
         if mode == 1:
             count = cx.emit("reduce_sum", [cx.cast(member, dtype)], cx.attrs("reduce_sum", axes=(1,), keepdims=True))
             out = cx.emit("div", [out, cx.emit("max", [count, cx.scalar(1, dtype, f"{node.name}_least")])])
-    return (out, None, None, None)                       # offset2bag, bag sizes, argmax: for the backward
+    if not any(wanted(node, i) for i in (1, 2, 3)):
+        return (out, None, None, None)
+    # The other outputs as torch gives them: offset2bag (each index's bag; empty for sum),
+    # bag_size (indices counted per bag; zeros for sum) and max_indices (max: the index whose row
+    # holds each bag's maximum, the first on a tie, 0 for an empty bag; mean: bag_size again).
+    if mode == 0:
+        zeros = cx.add_constant(f"{node.name}_zeros", np.zeros(0, np.int64))
+        sizes = cx.one("expand", cx.const(np.array(0, np.int64)), shape=(bags,))
+        return (out, zeros, sizes, sizes)
+    sizes = cx.one("reduce_sum", cx.cast(member, DType.i64), axes=(1,), keepdims=False)
+    if mode == 1:
+        return (out, bag, sizes, sizes)
+    chosen = cx.one("and", _unsqueeze(cx, member, 2), cx.one("eq", _unsqueeze(cx, rows, 0), _unsqueeze(cx, best, 1)))
+    first = cx.one("reduce_min", cx.one("where", chosen, _unsqueeze(cx, _unsqueeze(cx, pos, 0), 2), cx.const(
+        np.array(length, np.int64))), axes=(1,), keepdims=False)                           # [bags, D]
+    last = cx.const(np.array(length - 1, np.int64))
+    picked = cx.one("gather", cx.cast(ids, DType.i64), cx.one("min", first, last), axis=0)
+    found_any = cx.one("lt", first, cx.const(np.array(length, np.int64)))
+    return (out, bag, sizes, cx.one("where", found_any, picked, cx.const(np.array(0, np.int64))))

@@ -220,10 +220,23 @@ def test_bad_dynamic_axes_and_failed_exports_are_user_errors() -> None:
         from_torch(Scaled(), (torch.randn(3), 3))
 
 
-def test_pool_indices_are_unsupported() -> None:
+def test_pool_indices_match_torch() -> None:
+    """max_pool's second output (the flat index of each maximum in its plane), 1-D to 3-D and un-batched."""
+    class Indices(nn.Module):
+        def forward(self, x, y, z):
+            a, i = F.max_pool1d(x, 3, 2, 1, return_indices=True)
+            b, j = F.max_pool2d(y, 2, ceil_mode=True, return_indices=True)
+            c, k = F.max_pool3d(z, 2, 1, 1, dilation=(1, 2, 1), return_indices=True)
+            return a, i, b, j, c, k
+
+    inputs = (torch.randn(2, 3, 9), torch.randn(3, 5, 7), torch.randn(1, 2, 4, 5, 4))
+    assert_matches_torch(from_torch(Indices(), inputs), Indices(), inputs)
+
+
+def test_adaptive_max_pool_indices_are_unsupported() -> None:
     class Indices(nn.Module):
         def forward(self, x):
-            return F.max_pool2d(x, 2, return_indices=True)
+            return F.adaptive_max_pool2d(x, 3, return_indices=True)
 
-    with pytest.raises(UnsupportedError, match=r"getitem at .*test_torch\.py:\d+ .*: output 1 of 'max_pool2d_with_indices'"):
-        from_torch(Indices(), (torch.randn(1, 1, 4, 4),))
+    with pytest.raises(UnsupportedError, match=r"adaptive_max_pool2d.* at .*test_torch\.py:\d+ .*indices output"):
+        from_torch(Indices(), (torch.randn(1, 1, 7, 7),))

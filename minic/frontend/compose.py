@@ -1,0 +1,520 @@
+"""Decompositions shared by the torch and ONNX importers, each written once: ops that
+minic has no single op for, spelled in the ones it has.
+
+Every function takes a builder ``b`` with three things, which both importers have:
+``b.one(op, *inputs, **attrs)`` adds one node and returns its output,
+``b.const(data, like=None)`` adds a constant (of ``like``'s dtype), and ``b.where``
+names the node being converted, for messages.
+
+- Windows: ``same_pads``; N-D ``conv`` (1-D as 2-D over a unit height, 3-D and up as a
+  sum over the leading axes' taps of 2-D convolutions); ``conv_transpose`` (W^T x per
+  input position, then ``col2im``); ``col2im`` (one scatter-add); ``im2col``; N-D
+  ``pool`` (max/avg: leading axes by taps, the last two by the 2-D op) with
+  ``max_pool_indices``; ``adaptive_max`` and ``adaptive_weights``.
+- Per-axis maps: ``along`` (a constant [out, in] matrix on one axis: adaptive average
+  pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
+- ``sorted_along``: sort/topk by ranks, stable, NaN ordered as the largest value.
+- ``grid_sample``: ONNX's GridSample, torch's grid_sample, from elementwise ops and gathers.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from minic.errors import UnsupportedError, UserError
+from minic.ir.graph import Value
+from minic.ir.types import DType, dim_mul
+
+
+def static(b: Any, v: Value, axis: int, what: str) -> int:
+    """``v``'s size along ``axis``, which ``what`` needs known at import."""
+    n = v.type.shape[axis]
+    if not isinstance(n, int):
+        raise UnsupportedError(f"{b.where}: {what} needs a static size along axis {axis}, got {n}")
+    return n
+
+
+def move_last(b: Any, v: Value, axis: int) -> tuple[Value, tuple[int, ...]]:
+    """``v`` with ``axis`` moved to the end, and the permutation that moves it back."""
+    rank = v.type.rank
+    if axis == rank - 1:
+        return v, tuple(range(rank))
+    perm = tuple(k for k in range(rank) if k != axis) + (axis,)
+    return b.one("transpose", v, perm=perm), tuple(int(k) for k in np.argsort(perm))
+
+
+def put_back(b: Any, v: Value, back: tuple[int, ...]) -> Value:
+    return v if back == tuple(range(len(back))) else b.one("transpose", v, perm=back)
+
+
+# --- per-axis maps ----------------------------------------------------------------------------
+
+def along(b: Any, v: Value, axis: int, weights: np.ndarray) -> Value:
+    """y[..., i, ...] = sum_j weights[i, j] · v[..., j, ...] along ``axis`` (a matmul on the last axis)."""
+    moved, back = move_last(b, v, axis)
+    y = b.one("matmul", moved, b.const(np.ascontiguousarray(np.asarray(weights).T), like=v))
+    return put_back(b, y, back)
+
+
+def pick(b: Any, v: Value, axis: int, sources: np.ndarray) -> Value:
+    """y[..., i, ...] = v[..., sources[i], ...] (a gather of constant indices)."""
+    return b.one("gather", v, b.const(np.asarray(sources, dtype=np.int64)), axis=axis)
+
+
+def adaptive_windows(n_in: int, n_out: int) -> list[tuple[int, int]]:
+    """Output cell i covers floor(i·in/out) .. ceil((i+1)·in/out) - 1 (torch's adaptive windows)."""
+    return [((i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)) for i in range(n_out)]
+
+
+def adaptive_weights(n_in: int, n_out: int) -> np.ndarray:
+    """The [out, in] map of an adaptive average: each row averages its window."""
+    w = np.zeros((n_out, n_in), np.float64)
+    for i, (lo, hi) in enumerate(adaptive_windows(n_in, n_out)):
+        w[i, lo:hi] = 1.0 / (hi - lo)
+    return w
+
+
+def adaptive_max(b: Any, v: Value, out: Sequence[int]) -> Value:
+    """Adaptive max pooling over the trailing ``len(out)`` axes, one axis at a time (a max over a
+    box is the max over each axis in turn): a gather of each window's cells (a short window
+    repeats its last cell: max does not mind) and a max over them."""
+    first = v.type.rank - len(out)
+    for k, o in enumerate(out):
+        axis = first + k
+        n = static(b, v, axis, "adaptive max pooling")
+        if n == o:
+            continue
+        windows = adaptive_windows(n, o)
+        width = max(hi - lo for lo, hi in windows)
+        cells = np.array([[min(lo + j, hi - 1) for j in range(width)] for lo, hi in windows], np.int64)
+        gathered = b.one("gather", v, b.const(cells), axis=axis)          # [..., o, width, ...]
+        v = b.one("reduce_max", gathered, axes=(axis + 1,), keepdims=False)
+    return v
+
+
+# --- sorting ----------------------------------------------------------------------------------
+
+def sorted_along(b: Any, x: Value, axis: int, descending: bool, k: int | None = None) -> tuple[Value, Value]:
+    """(values, indices) of the first ``k`` (default all) elements of x sorted along ``axis``.
+
+    Element i's rank is how many elements come before it (smaller — larger when descending —
+    or equal and earlier: a stable order, NaN as the largest value, as torch orders it); the
+    j-th output is the element whose rank is j.  One [n, n] comparison per row, no new op."""
+    if x.type.dtype == DType.bool:                   # compared as 0/1
+        values, indices = sorted_along(b, b.one("cast", x, dtype=DType.u8), axis, descending, k)
+        return b.one("cast", values, dtype=DType.bool), indices
+    rank = x.type.rank
+    if rank == 0:
+        return b.one("identity", x), b.const(np.array(0, np.int64))
+    xt, back = move_last(b, x, axis)
+    n = xt.type.shape[-1]
+    xi, xj = b.one("unsqueeze", xt, axes=(rank,)), b.one("unsqueeze", xt, axes=(rank - 1,))  # [.., n, 1], [.., 1, n]
+    before = b.one("gt" if descending else "lt", xj, xi)
+    same = b.one("eq", xi, xj)
+    if xt.type.dtype.is_float:                       # NaN is the largest value
+        nan_i, nan_j = b.one("not", b.one("eq", xi, xi)), b.one("not", b.one("eq", xj, xj))
+        first, second = (nan_j, nan_i) if descending else (nan_i, nan_j)
+        before = b.one("or", before, b.one("and", first, b.one("not", second)))
+        same = b.one("or", same, b.one("and", nan_i, nan_j))
+    pos = b.one("range", shape=(n,), dtype=DType.i64)
+    earlier = b.one("lt", b.one("unsqueeze", pos, axes=(0,)), b.one("unsqueeze", pos, axes=(1,)))   # [n, n]: j < i
+    counted = b.one("or", before, b.one("and", same, earlier))
+    ranks = b.one("reduce_sum", b.one("cast", counted, dtype=DType.i64), axes=(rank,), keepdims=False)
+    if k is not None and not (isinstance(n, int) and 0 <= k <= n):
+        raise UserError(f"{b.where}: k = {k} is outside 0..{n}")
+    wanted = pos if k is None else b.one("range", shape=(k,), dtype=DType.i64)
+    hit = b.one("eq", b.one("unsqueeze", ranks, axes=(rank - 1,)), b.one("unsqueeze", wanted, axes=(1,)))  # [.., k, n]
+    indices = b.one("reduce_sum", b.one("where", hit, pos, b.const(np.array(0, np.int64))), axes=(rank,),
+                    keepdims=False)                                                            # [.., k]
+    values = b.one("gather_elements", xt, indices, axis=rank - 1)
+    return put_back(b, values, back), put_back(b, indices, back)
+
+
+# --- windows ----------------------------------------------------------------------------------
+
+def same_pads(sizes, kernel, strides, dilations, upper: bool) -> tuple[int, ...]:
+    """SAME padding (output = ceil(in / stride)): (pads before..., pads after...); the odd
+    cell goes after (SAME_UPPER, torch's padding='same') or before (SAME_LOWER)."""
+    total = [max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n) for n, k, s, d in zip(sizes, kernel, strides, dilations)]
+    lo = [t // 2 if upper else t - t // 2 for t in total]
+    return tuple(lo) + tuple(t - l for t, l in zip(total, lo))
+
+
+@dataclass(frozen=True)
+class Window:
+    """Blocks of ``block`` cells (strides, dilations, pads before..., after...) laid over an image."""
+    image: tuple[int, ...]
+    block: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads: tuple[int, ...]
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """Block positions along each axis."""
+        d = len(self.image)
+        return tuple((self.image[i] + self.pads[i] + self.pads[i + d] - self.dilations[i] * (self.block[i] - 1) - 1)
+                     // self.strides[i] + 1 for i in range(d))
+
+    @property
+    def positions(self) -> int:
+        return int(np.prod(self.counts))
+
+    def cells(self) -> np.ndarray:
+        """[block offsets, positions]: the flat image cell each (offset, position) lands on,
+        or prod(image) where it falls in the padding."""
+        grids = np.meshgrid(*(np.arange(k) for k in self.block), *(np.arange(c) for c in self.counts), indexing="ij")
+        d = len(self.image)
+        inside = np.ones(grids[0].shape, bool)
+        flat = np.zeros(grids[0].shape, np.int64)
+        for i in range(d):
+            at = grids[d + i] * self.strides[i] + grids[i] * self.dilations[i] - self.pads[i]
+            inside &= (at >= 0) & (at < self.image[i])
+            flat = flat * self.image[i] + at
+        return np.where(inside, flat, int(np.prod(self.image))).reshape(int(np.prod(self.block)), self.positions)
+
+
+def col2im(b: Any, cols: Value, window: Window) -> Value:
+    """[N, C·blocks, positions] (or [N, C, blocks·positions]) summed onto [N, C, *image]: each
+    column cell added into the image cell its block places it at — one scatter-add into
+    [N, C, cells + 1], whose last cell takes what falls into the padding."""
+    n = cols.type.shape[0]
+    k, image = int(np.prod(window.block)), int(np.prod(window.image))
+    if any(not isinstance(d, int) for d in cols.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: col2im needs static sizes, got {list(cols.type.shape)}")
+    total = int(np.prod(cols.type.shape[1:]))
+    if total % (k * window.positions):
+        raise UserError(f"{b.where}: columns {list(cols.type.shape)} do not fit blocks {list(window.block)} "
+                        f"over image {list(window.image)}")
+    c = total // (k * window.positions)
+    src = b.one("reshape", cols, shape=(n, c, k * window.positions))
+    index = b.one("expand", b.const(window.cells().reshape(-1)), shape=src.type.shape)
+    base = b.one("expand", b.const(np.array(0), like=cols), shape=(n, c, image + 1))
+    summed = b.one("scatter_elements", base, index, src, axis=2, reduction="add")
+    inside = b.one("slice", summed, axes=(2,), starts=(0,), ends=(image,), steps=(1,))
+    return b.one("reshape", inside, shape=(n, c) + tuple(window.image))
+
+
+def im2col(b: Any, x: Value, window: Window) -> Value:
+    """[N, C, *image] -> [N, C·blocks, positions]: each block's cells gathered (padding reads 0)."""
+    n, c = x.type.shape[:2]
+    image = int(np.prod(window.image))
+    flat = b.one("reshape", x, shape=(n, c, image))
+    padded = b.one("concat", flat, b.one("expand", b.const(np.array(0), like=x), shape=(n, c, 1)), axis=2)
+    picked = b.one("gather", padded, b.const(window.cells()), axis=2)             # [N, C, blocks, positions]
+    return b.one("reshape", picked, shape=(n, dim_mul(c, int(np.prod(window.block))), window.positions))
+
+
+def _ints(v: Any, n: int) -> tuple[int, ...]:
+    return tuple(int(x) for x in v) if v is not None else (0,) * n
+
+
+def conv(b: Any, x: Value, w: Value, bias: Value | None, strides, pads, dilations, groups: int) -> Value:
+    """An N-D convolution (x [N, C, *spatial], w [O, C/groups, *kernel]; pads before..., after...).
+    1-D: the 2-D one over a unit height.  3-D and up: the input padded along the leading
+    spatial axes, then for each tap of the kernel along them a strided slice of x and the
+    matching kernel slice, convolved in 2-D, summed."""
+    spatial = x.type.rank - 2
+    strides, dilations = tuple(strides), tuple(dilations)
+    if spatial == 1:
+        y = conv(b, b.one("unsqueeze", x, axes=(2,)), b.one("unsqueeze", w, axes=(2,)), bias, (1, *strides),
+                 (0, pads[0], 0, pads[1]), (1, *dilations), groups)
+        return b.one("squeeze", y, axes=(2,))
+    if spatial == 2:
+        return b.one("conv2d", x, w, *([bias] if bias is not None else []), stride=strides, padding=tuple(pads),
+                     dilation=dilations, groups=groups)
+    if spatial < 1:
+        raise UserError(f"{b.where}: a convolution needs spatial axes, input is {x.type}")
+    lead = spatial - 2
+    kernel = [static(b, w, 2 + i, "an N-D convolution") for i in range(spatial)]
+    sizes = [static(b, x, 2 + i, "an N-D convolution") for i in range(lead)]
+    outer = [(sizes[i] + pads[i] + pads[i + spatial] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1
+             for i in range(lead)]
+    padding = [0, 0, *pads[:lead], 0, 0, 0, 0, *pads[spatial:spatial + lead], 0, 0]
+    padded = b.one("pad", x, pads=tuple(padding), mode="constant", value=0.0) if any(padding) else x
+    n = x.type.shape[0]
+    total = None
+    for taps in itertools.product(*(range(k) for k in kernel[:lead])):
+        starts = tuple(t * d for t, d in zip(taps, dilations))
+        ends = tuple(s + (o - 1) * st + 1 for s, o, st in zip(starts, outer, strides))
+        piece = b.one("slice", padded, axes=tuple(range(2, 2 + lead)), starts=starts, ends=ends,
+                      steps=tuple(strides[:lead]))                              # [N, C, *outer, H, W]
+        moved = b.one("transpose", piece, perm=(0, *range(2, 2 + lead), 1, 2 + lead, 3 + lead))
+        c, h, wd = moved.type.shape[-3:]
+        planes = b.one("reshape", moved, shape=(dim_mul(n, int(np.prod(outer))), c, h, wd))
+        kslice = b.one("slice", w, axes=tuple(range(2, 2 + lead)), starts=taps, ends=tuple(t + 1 for t in taps),
+                       steps=(1,) * lead)
+        k2 = b.one("reshape", kslice, shape=tuple(w.type.shape[:2]) + tuple(kernel[lead:]))
+        y = b.one("conv2d", planes, k2, stride=strides[lead:], padding=(pads[lead], pads[lead + 1],
+                                                                          pads[spatial + lead], pads[spatial + lead + 1]),
+                  dilation=dilations[lead:], groups=groups)
+        total = y if total is None else b.one("add", total, y)
+    o, oh, ow = total.type.shape[1:]
+    y = b.one("reshape", total, shape=(n, *outer, o, oh, ow))
+    y = b.one("transpose", y, perm=(0, 1 + lead, *range(1, 1 + lead), 2 + lead, 3 + lead))
+    if bias is not None:
+        y = b.one("add", y, b.one("reshape", bias, shape=(o,) + (1,) * spatial))
+    return y
+
+
+def conv_transpose(b: Any, x: Value, w: Value, bias: Value | None, strides, pads, dilations, output_padding,
+                   groups: int) -> Value:
+    """A transposed N-D convolution (x [N, C, *in], w [C, O/groups, *kernel]; pads before...,
+    after...): each input position's contribution W^T x (a block of kernel size per output
+    channel, one matmul per group) summed onto the output where its block lands (``col2im``)."""
+    spatial = x.type.rank - 2
+    if spatial < 1 or any(not isinstance(d, int) for d in x.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: a transposed convolution needs static (N, C, spatial...) sizes, "
+                               f"got {list(x.type.shape)}")
+    kernel = tuple(static(b, w, 2 + i, "a transposed convolution") for i in range(spatial))
+    inside = tuple(x.type.shape[2:])
+    image = tuple(strides[i] * (inside[i] - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1
+                  - pads[i] - pads[i + spatial] for i in range(spatial))
+    window = Window(image, kernel, tuple(strides), tuple(dilations), tuple(pads))
+    if window.positions != int(np.prod(inside)) or window.counts != inside:
+        raise UserError(f"{b.where}: output {list(image)} does not fit the input {list(inside)}")
+    n, c_in = x.type.shape[:2]
+    c_out, k, positions = w.type.shape[1] * groups, int(np.prod(kernel)), int(np.prod(inside))
+    wt = b.one("transpose", b.one("reshape", w, shape=(groups, c_in // groups, (c_out // groups) * k)), perm=(0, 2, 1))
+    xs = b.one("reshape", x, shape=(n, groups, c_in // groups, positions))
+    cols = b.one("matmul", wt, xs)                                   # [n, groups, c_out/groups · k, positions]
+    y = col2im(b, b.one("reshape", cols, shape=(n, c_out, k * positions)), window)
+    if bias is not None:
+        y = b.one("add", y, b.one("reshape", bias, shape=(c_out,) + (1,) * spatial))
+    return y
+
+
+# --- pooling ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PoolAxis:
+    """One spatial axis of a pool: pad before, declared pad after, the pad after that ceil_mode's
+    overhang needs, and the output size."""
+    before: int
+    after: int
+    overhang: int
+    out: int
+
+
+def pool_geometry(b: Any, sizes, kernel, strides, dilations, pads, ceil_mode: bool) -> list[PoolAxis]:
+    m = len(sizes)
+    axes = []
+    for i, (n, k, s, d) in enumerate(zip(sizes, kernel, strides, dilations)):
+        span = n + pads[i] + pads[i + m] - (k - 1) * d - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + pads[i]:
+            o -= 1                                     # a window may not start in the end padding
+        if o < 1:
+            raise UserError(f"{b.where}: the window does not fit spatial axis {i} of size {n}")
+        axes.append(PoolAxis(pads[i], pads[i + m], max(pads[i + m], (o - 1) * s + (k - 1) * d + 1 - n - pads[i]), o))
+    return axes
+
+
+def pool_counts(geom: list[PoolAxis], sizes, kernel, strides, dilations, include_pad: bool) -> np.ndarray:
+    """How many taps of each output window fall inside the input (or its declared pads: not
+    ceil_mode's overhang): the divisor of an average pool, a box's product of per-axis counts."""
+    per_axis = []
+    for g, n, k, s, d in zip(geom, sizes, kernel, strides, dilations):
+        lo, hi = (-g.before, n + g.after) if include_pad else (0, n)
+        pos = np.arange(g.out)[:, None] * s - g.before + np.arange(k)[None, :] * d
+        per_axis.append(((pos >= lo) & (pos < hi)).sum(axis=1))
+    return functools.reduce(np.multiply.outer, per_axis)
+
+
+def pool(b: Any, v: Value, kind: str, kernel, strides, dilations, pads, ceil_mode: bool = False,
+         count_include_pad: bool = False) -> Value:
+    """Max or average pooling (``kind`` "max" | "avg") over the spatial axes 2.. of ``v``; pads
+    before..., after....  1-D: the 2-D op over a unit height; 2-D: minic's op; 3-D and up:
+    the leading axes padded explicitly and each tap along them a strided slice pooled in
+    2-D, combined (max, or a sum divided by the number of taps inside)::
+
+        max_pool3d(x)[n, c, d, h, w] = max over kd of max_pool2d(x_padded[n, c, d*s + kd*dil])[h, w]
+    """
+    m = v.type.rank - 2
+    op = "max_pool2d" if kind == "max" else "avg_pool2d"
+    if m == 1:
+        y = pool(b, b.one("unsqueeze", v, axes=(2,)), kind, (1, *kernel), (1, *strides), (1, *dilations),
+                 (0, pads[0], 0, pads[1]), ceil_mode, count_include_pad)
+        return b.one("squeeze", y, axes=(2,))
+    if m == 2:
+        extra = {"dilation": tuple(dilations)} if kind == "max" else {}
+        if kind == "avg" and tuple(dilations) != (1, 1):
+            raise UnsupportedError(f"{b.where}: average pooling with dilations {list(dilations)} is not supported")
+        return b.one(op, v, kernel=tuple(kernel), stride=tuple(strides), padding=tuple(pads), ceil_mode=ceil_mode,
+                     count_include_pad=count_include_pad, **extra)
+    sizes = v.type.shape[2:]
+    if any(not isinstance(d, int) for d in v.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: a {m}-D window needs static sizes, got {list(v.type.shape)}")
+    geom = pool_geometry(b, sizes, kernel, strides, dilations, pads, ceil_mode)
+    padded = _pad_for_pool(b, v, geom, -np.inf if kind == "max" else 0.0)
+    n, c = v.type.shape[:2]
+    outer = tuple(g.out for g in geom[:-2])
+    inner = tuple(g.out for g in geom[-2:])
+    window = dict(stride=tuple(strides[-2:]), padding=(0, 0, 0, 0), dilation=tuple(dilations[-2:]))
+    total = None
+    for taps in itertools.product(*(range(k) for k in kernel[:-2])):
+        starts = tuple(t * d for t, d in zip(taps, dilations))
+        ends = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, outer, strides))
+        piece = b.one("slice", padded, axes=tuple(range(2, m)), starts=starts, ends=ends, steps=tuple(strides[:-2]))
+        flat = b.one("reshape", piece, shape=(dim_mul(dim_mul(n, c), int(np.prod(outer))), 1) + tuple(piece.type.shape[-2:]))
+        if kind == "max":
+            pooled = b.one("max_pool2d", flat, kernel=tuple(kernel[-2:]), ceil_mode=False, count_include_pad=False,
+                           **window)
+        else:                                          # a sum pool: a convolution with a kernel of ones
+            pooled = b.one("conv2d", flat, b.const(np.ones((1, 1) + tuple(kernel[-2:])), like=v), groups=1, **window)
+        total = pooled if total is None else b.one("max" if kind == "max" else "add", total, pooled)
+    y = b.one("reshape", total, shape=(n, c) + outer + inner)
+    if kind == "avg":
+        count = pool_counts(geom, sizes, kernel, strides, dilations, count_include_pad)
+        y = b.one("div", y, b.const(count, like=v))
+    return y
+
+
+def _pad_for_pool(b: Any, v: Value, geom: list[PoolAxis], fill: float) -> Value:
+    pads = [0, 0] + [g.before for g in geom] + [0, 0] + [g.overhang for g in geom]
+    return b.one("pad", v, pads=tuple(pads), mode="constant", value=fill) if any(pads) else v
+
+
+def max_pool_indices(b: Any, v: Value, y: Value, kernel, strides, dilations, pads, ceil_mode: bool,
+                     column_major: bool = False) -> Value:
+    """Where in each (n, c) plane of the input (flattened; ONNX: in the whole flattened input,
+    see ``plane_offsets``) each window's maximum ``y`` sits: the first tap in scan order that
+    equals it.  ``column_major`` counts the spatial axes the other way (ONNX's storage_order 1)."""
+    sizes = v.type.shape[2:]
+    if any(not isinstance(d, int) for d in v.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: max pooling indices need static sizes, got {list(v.type.shape)}")
+    m = len(sizes)
+    geom = pool_geometry(b, sizes, kernel, strides, dilations, pads, ceil_mode)
+    outs = tuple(g.out for g in geom)
+    padded = _pad_for_pool(b, v, geom, -np.inf)
+    order = list(range(m))[::-1] if column_major else list(range(m))
+    place = {ax: int(np.prod([sizes[o] for o in order[order.index(ax) + 1:]])) for ax in range(m)}
+    index = None
+    for taps in reversed(list(itertools.product(*(range(k) for k in kernel)))):     # the first tap wins
+        starts = tuple(t * d for t, d in zip(taps, dilations))
+        ends = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides))
+        value = b.one("slice", padded, axes=tuple(range(2, 2 + m)), starts=starts, ends=ends, steps=tuple(strides))
+        where = np.zeros((1, 1) + (1,) * m, np.int64)
+        for ax in range(m):
+            pos = np.arange(outs[ax]) * strides[ax] + starts[ax] - geom[ax].before
+            shape = [1] * (2 + m)
+            shape[2 + ax] = outs[ax]
+            where = where + (pos * place[ax]).reshape(shape)
+        here = b.const(np.broadcast_to(where, (1, 1) + outs).astype(np.int64))
+        index = here if index is None else b.one("where", b.one("eq", value, y), here, index)
+    return b.one("expand", index, shape=tuple(y.type.shape))
+
+
+# --- grid sampling --------------------------------------------------------------------------
+
+GRID_TAPS = {"nearest": (0,), "linear": (0, 1), "cubic": (-1, 0, 1, 2)}
+
+
+class Arith:
+    """Elementwise arithmetic on values of the coordinates' type."""
+
+    def __init__(self, b: Any, like: Value):
+        self.b, self.like = b, like
+
+    def c(self, value) -> Value:
+        return self.b.const(value, like=self.like)
+
+    def __getattr__(self, op):
+        return lambda *xs: self.b.one(op, *[x if isinstance(x, Value) else self.c(x) for x in xs])
+
+
+def reflect(o: Arith, v: Value, lo: float, hi: float) -> Value:
+    """ONNX's reflection of v into [lo, hi] (as many bounces as it takes)."""
+    span = hi - lo
+
+    def bounce(dx: Value, near: float, far: float) -> Value:
+        n = o.floor(o.div(dx, span))
+        r = o.sub(dx, o.mul(n, span))
+        even = o.eq(o.sub(n, o.mul(o.floor(o.div(n, 2.0)), 2.0)), 0.0)
+        return o.where(even, o.add(near, o.mul(r, 1.0 if near == lo else -1.0)),
+                       o.add(far, o.mul(r, 1.0 if far == lo else -1.0)))
+    below = bounce(o.sub(lo, v), lo, hi)
+    above = bounce(o.sub(v, hi), hi, lo)
+    return o.where(o.lt(v, lo), below, o.where(o.gt(v, hi), above, v))
+
+
+def keys_cubic(o: Arith, t: Value, k: int) -> Value:
+    """Keys' cubic weight of tap k (-1..2) at fraction t in [0, 1)."""
+    a = -0.75
+    x = {-1: o.add(t, 1.0), 0: t, 1: o.sub(1.0, t), 2: o.sub(2.0, t)}[k]
+    if k in (0, 1):                              # |x| <= 1: (a+2)|x|^3 - (a+3)|x|^2 + 1
+        return o.add(o.mul(o.mul(o.sub(o.mul(x, a + 2), a + 3), x), x), 1.0)
+    return o.sub(o.mul(o.add(o.mul(o.sub(o.mul(x, a), 5 * a), x), 8 * a), x), 4 * a)   # 1 < |x| < 2
+
+
+def grid_sample(b: Any, data: Value, grid: Value, mode: str, padding_mode: str, align_corners: int) -> Value:
+    """Sample data [N, C, *spatial] at grid [N, *out, d] (normalised coordinates, reversed axes):
+    ONNX's GridSample, which torch's grid_sample means too.  Per spatial axis the coordinate
+    becomes a pixel coordinate (``align_corners``), is rounded (nearest) and brought inside by
+    the padding mode (border: clamped, reflection: reflected) as ONNX's reference does; each
+    tap of the window — 1 (nearest), 2 (linear) or 4 (cubic, Keys with a = -0.75) per axis —
+    gets an index per axis, a separable weight, and one ``gather_elements`` from the input
+    flattened over its spatial axes; the weighted taps are summed."""
+    mode, padding, align = mode, padding_mode, bool(align_corners)
+    dims = data.type.shape[2:]
+    d = len(dims)
+    if any(not isinstance(s, int) for s in data.type.shape[1:]) or grid.type.shape[-1] != d:
+        raise UnsupportedError(f"{b.where}: grid sampling needs static sizes and a grid of {d} coordinates, "
+                               f"got {list(data.type.shape)} and {list(grid.type.shape)}")
+    g = grid if grid.type.dtype in (DType.f32, DType.f64) else b.one("cast", grid, dtype=DType.f32)
+    o = Arith(b, g)
+    n, c = data.type.shape[:2]
+    out = tuple(grid.type.shape[1:-1])
+    points = int(np.prod(out))
+    coords, fracs = [], []
+    for i, size in enumerate(dims):               # grid's last axis is (x, y, z): the spatial axes reversed
+        comp = b.one("squeeze", b.one("slice", g, axes=(g.type.rank - 1,), starts=(d - 1 - i,), ends=(d - i,),
+                                      steps=(1,)), axes=(g.type.rank - 1,))
+        v = o.mul(o.add(comp, 1.0), (size - 1) / 2.0) if align else o.div(o.sub(o.mul(o.add(comp, 1.0), size), 1.0), 2.0)
+        if mode == "nearest":
+            v = o.round(v)
+        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+        if padding == "border":
+            v = o.where(b.one("or", o.lt(v, lo), o.gt(v, hi)), o.min(o.max(v, 0.0), size - 1.0), v)
+        elif padding == "reflection":
+            v = reflect(o, v, lo, hi)
+        base = v if mode == "nearest" else o.floor(v)
+        coords.append((base, lo, hi))
+        fracs.append(o.sub(v, base))
+    flat = b.one("reshape", data, shape=(n, c, int(np.prod(dims))))
+    strides = [int(np.prod(dims[i + 1:])) for i in range(d)]
+    total = None
+    for taps in itertools.product(GRID_TAPS[mode], repeat=d):
+        index, valid, weight = None, None, None
+        for i, (k, (base, lo, hi), t, size) in enumerate(zip(taps, coords, fracs, dims)):
+            pos = o.add(base, float(k)) if k else base
+            if mode == "nearest":                 # the reference truncates the (rounded) coordinate
+                pos = b.one("cast", b.one("cast", pos, dtype=DType.i64), dtype=g.type.dtype)
+            if padding == "border":
+                pos = o.min(o.max(pos, 0.0), size - 1.0)
+            elif padding == "reflection":
+                pos = b.one("cast", b.one("cast", reflect(o, pos, lo, hi), dtype=DType.i64), dtype=g.type.dtype)
+            else:
+                inside = b.one("and", b.one("not", o.lt(pos, 0.0)), o.lt(pos, float(size)))
+                valid = inside if valid is None else b.one("and", valid, inside)
+                pos = o.min(o.max(pos, 0.0), size - 1.0)
+            term = b.one("mul", b.one("cast", pos, dtype=DType.i64), b.const(np.int64(strides[i])))
+            index = term if index is None else b.one("add", index, term)
+            if mode != "nearest":
+                w = (o.sub(1.0, t) if k == 0 else t) if mode == "linear" else keys_cubic(o, t, k)
+                weight = w if weight is None else o.mul(weight, w)
+        index = b.one("expand", b.one("reshape", index, shape=(n, 1, points)), shape=(n, c, points))
+        picked = b.one("gather_elements", flat, index, axis=2)
+        if picked.type.dtype != g.type.dtype:
+            picked = b.one("cast", picked, dtype=g.type.dtype)
+        if valid is not None:
+            picked = b.one("where", b.one("reshape", valid, shape=(n, 1, points)), picked, o.c(0.0))
+        if weight is not None:
+            picked = b.one("mul", picked, b.one("reshape", weight, shape=(n, 1, points)))
+        total = picked if total is None else b.one("add", total, picked)
+    y = b.one("reshape", total, shape=(n, c) + out)
+    return y if y.type.dtype == data.type.dtype else b.one("cast", y, dtype=data.type.dtype)
