@@ -21,7 +21,7 @@ from minic.errors import UnsupportedError, UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, Dim, TensorType
-from minic.limits import ensure_values_fit, fewer_collections
+from minic.limits import check_dims, ensure_values_fit, fewer_collections
 from minic.frontend.onnx_storage import STORAGE_OPS, refuse_use, storage_of
 
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
@@ -98,6 +98,7 @@ class Builder:
     storage: dict[Value, Any] = field(default_factory=dict)         # carrier -> its storage type (onnx_storage)
     names: Counter = field(default_factory=Counter)         # value name -> values that have it (see taken)
     counted: tuple[int, int, int] = (0, 0, 0)                # inputs, constants, nodes counted in names
+    unroll_limit: int | None = None                         # while unrolling control flow (onnx_control)
 
     def taken(self) -> Counter:
         """How many of the graph's values have each name.  Kept up to date as the graph
@@ -122,6 +123,8 @@ class Builder:
         try:
             attr_obj = opdef.make_attrs(**attrs)
             types = opdef.infer(attr_obj, [v.type for v in inputs])
+            for t in types:
+                check_dims(t.shape, f"{op} gives {t}:")
         except UserError as e:
             raise OnnxImportError(f"{self.where}: {e}") from None
         node = Node(op, list(inputs), [Value(self.fresh(op), t) for t in types], attr_obj)
@@ -231,6 +234,8 @@ def graph_input_names(model) -> list[str]:
 
 def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     kind = type_proto.WhichOneof("value")
+    if kind is None:
+        raise OnnxImportError(f"graph input '{name}' has no type")
     if kind != "tensor_type":
         raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value "
                                "(sequence/optional values are not supported)")
@@ -239,6 +244,8 @@ def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     dims: list[Dim] = []
     for i, d in enumerate(type_proto.tensor_type.shape.dim):
         if d.HasField("dim_value"):
+            if d.dim_value < 0:
+                raise OnnxImportError(f"graph input '{name}': dim {i} is {d.dim_value}; a dim must be >= 0")
             dims.append(int(d.dim_value))
         elif d.dim_param:
             dims.append(re.sub(r"\W", "_", d.dim_param) if d.dim_param[0].isalpha() else f"d_{re.sub(r'[^0-9A-Za-z]', '_', d.dim_param)}")

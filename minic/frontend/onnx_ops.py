@@ -449,6 +449,8 @@ def _tile(b: Builder, x: list[Value], a: dict) -> list[Value]:
     # tile(x, r) = reshape(expand(x viewed as [1, d0, 1, d1, ...], [r0, d0, r1, d1, ...]))
     v = x[0]
     reps = _ints(b.need_known(x[1], "repeats"))
+    if len(reps) != v.type.rank or min(reps, default=0) < 0:
+        raise OnnxImportError(f"{b.where}: repeats must be {v.type.rank} numbers >= 0 (one per axis), got {list(reps)}")
     from minic.ir.types import dim_mul
     interleaved = tuple(p for d in v.type.shape for p in (1, d))
     grown = tuple(p for r, d in zip(reps, v.type.shape) for p in (r, d))
@@ -470,7 +472,9 @@ def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
     elif "split" in a:
         sizes = _ints(a["split"])
     else:
-        n = a.get("num_outputs", n)
+        if a.get("num_outputs", n) != n or n < 1:
+            raise OnnxImportError(f"{b.where}: attribute 'num_outputs' is {a.get('num_outputs', n)}, "
+                                  f"but the node has {n} outputs")
         total = v.type.shape[axis]
         if not isinstance(total, int):
             raise UnsupportedError(f"{b.where}: splitting a symbolic axis is not supported")
@@ -539,6 +543,10 @@ def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
     shape = _ints(b.need_known(x[0], "the shape"))
     fill = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
+    if fill.size != 1:
+        raise OnnxImportError(f"{b.where}: attribute 'value' must hold one element, got {a['value'].size}")
+    if min(shape, default=0) < 0:
+        raise OnnxImportError(f"{b.where}: the shape {list(shape)} has a negative dim")
     ensure_array_fits(shape, fill.dtype, f"{b.where}: the constant ConstantOfShape makes")
     return [b.const(np.full(shape, fill[0], dtype=fill.dtype))]
 
@@ -549,6 +557,8 @@ def _range(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if any(np.size(v) != 1 for v in bounds):
         raise OnnxImportError(f"{b.where}: Range takes scalars, got shapes {[list(np.shape(v)) for v in bounds]}")
     start, limit, delta = (np.asarray(v).reshape(()) for v in bounds)     # a 1-element array counts, as in numpy
+    if not all(np.isfinite(v) for v in (start, limit, delta)):
+        raise OnnxImportError(f"{b.where}: Range needs finite start, limit and delta, got {start}, {limit}, {delta}")
     if delta == 0:
         raise UserError(f"{b.where}: Range with delta 0 never reaches its limit")
     ensure_array_fits((max(0, math.ceil((limit - start) / delta)),), start.dtype, f"{b.where}: the constant Range makes")
