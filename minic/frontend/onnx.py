@@ -371,6 +371,10 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                                       "(a dangling input, or the graph has a cycle / is not in topological order)")
             else:
                 inputs.append(b.env[name_])
+        if not domain and inputs and inputs[0] is not None:
+            if node.op_type in WINDOW_OPS:
+                _check_window(node, inputs[0].type.rank - 2, b.where)
+            _check_axis(node, inputs[0].type.rank, b.where)
         stored = next((b.storage[v] for v in inputs if v is not None and v in b.storage), None)
         if stored is not None and (domain or node.op_type not in STORAGE_OPS):
             raise refuse_use(b.where, stored)
@@ -434,6 +438,49 @@ def _check_schema(node, opset: int, where: str) -> None:
             raise OnnxImportError(f"{where}: unknown attribute '{name}'")
         if a.type != schema.attributes[name].type:
             raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
+
+
+# Ops with a sliding window over the spatial axes (all after N and C) and the attributes that
+# describe it: one entry per spatial axis (pads: two), each at least the given minimum.
+WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"}
+WINDOW_ATTRS = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0),
+                "output_padding": (1, 0)}
+
+
+def _check_window(node, spatial: int, where: str) -> None:
+    """The window attributes of a conv or pool node against its input's spatial rank (the spec:
+    one entry per spatial axis, kernel/strides/dilations >= 1, pads >= 0), before any converter
+    reads them: a short list would be an IndexError, a zero stride a ZeroDivisionError."""
+    from onnx import helper
+    for a in node.attribute:
+        if a.name not in WINDOW_ATTRS:
+            continue
+        per_axis, least = WINDOW_ATTRS[a.name]
+        values = list(helper.get_attribute_value(a))
+        if len(values) != per_axis * spatial:
+            raise OnnxImportError(f"{where}: attribute '{a.name}' has {len(values)} entries; the input has "
+                                  f"{spatial} spatial axes, so it needs {per_axis * spatial}")
+        if any(v < least for v in values):
+            raise OnnxImportError(f"{where}: attribute '{a.name}' is {values}; each entry must be >= {least}")
+
+
+# The ops whose 'axis' attribute counts the axes of their output, one more than the input's
+# (Flatten's also takes the end: axis = rank).  Every other 'axis' is an axis of input 0.
+AXIS_OF_OUTPUT = {"OneHot", "Flatten"}
+
+
+def _check_axis(node, rank: int, where: str) -> None:
+    """An 'axis' attribute in the range the spec gives, [-rank, rank - 1]: taken modulo the rank it
+    would silently pick another axis (axis=1000 on a rank-3 input)."""
+    given = next((a for a in node.attribute if a.name == "axis" and a.type == a.INT), None)
+    if given is None or rank == 0:
+        return
+    lo, hi = (-rank - 1, rank) if node.op_type in AXIS_OF_OUTPUT else (-rank, rank - 1)
+    if node.op_type == "Flatten":
+        lo, hi = -rank, rank
+    if not lo <= given.i <= hi:
+        raise OnnxImportError(f"{where}: attribute 'axis' is {given.i}; for an input of rank {rank} "
+                              f"it must lie in [{lo}, {hi}]")
 
 
 def onnx_scope(node_name: str | bytes) -> str:

@@ -3,7 +3,7 @@
 A converter gets the Builder, the node's input values (None for an omitted
 optional input) and its attributes, and returns the values of the node's
 outputs.  Ops minic lacks are composed from those it has, the way a production
-importer legalizes them (LeakyRelu = where(x > 0, x, alpha·x), ...).
+importer legalizes them (LeakyRelu = where(x < 0, alpha·x, x), ...).
 """
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, op = x[0], b.node.op_type
     zero = b.const(0, like=v)
     if op == "LeakyRelu":
-        return [b.one("where", b.one("gt", v, zero), v, b.one("mul", v, b.const(a.get("alpha", 0.01), like=v)))]
+        # x >= 0, as the spec and ONNX Runtime write it: at 0 a NaN or inf alpha is not reached
+        return [b.one("where", b.one("lt", v, zero), b.one("mul", v, b.const(a.get("alpha", 0.01), like=v)), v)]
     if op == "PRelu":
         return [b.one("where", b.one("lt", v, zero), b.one("mul", v, x[1]), v)]
     if op == "ThresholdedRelu":
