@@ -371,6 +371,8 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                                       "(a dangling input, or the graph has a cycle / is not in topological order)")
             else:
                 inputs.append(b.env[name_])
+        if not domain:
+            _check_flags(node, b.where)
         if not domain and inputs and inputs[0] is not None:
             if node.op_type in WINDOW_OPS:
                 _check_window(node, inputs[0].type.rank - 2, b.where)
@@ -470,17 +472,34 @@ AXIS_OF_OUTPUT = {"OneHot", "Flatten"}
 
 
 def _check_axis(node, rank: int, where: str) -> None:
-    """An 'axis' attribute in the range the spec gives, [-rank, rank - 1]: taken modulo the rank it
+    """'axis' attributes in the range the spec gives, [-rank, rank - 1]: taken modulo the rank one
     would silently pick another axis (axis=1000 on a rank-3 input)."""
-    given = next((a for a in node.attribute if a.name == "axis" and a.type == a.INT), None)
-    if given is None or rank == 0:
+    if rank == 0:
         return
-    lo, hi = (-rank - 1, rank) if node.op_type in AXIS_OF_OUTPUT else (-rank, rank - 1)
-    if node.op_type == "Flatten":
-        lo, hi = -rank, rank
-    if not lo <= given.i <= hi:
-        raise OnnxImportError(f"{where}: attribute 'axis' is {given.i}; for an input of rank {rank} "
-                              f"it must lie in [{lo}, {hi}]")
+    for given in node.attribute:
+        if given.name not in ("axis", "batch_axis", "time_axis") or given.type != given.INT:
+            continue
+        lo, hi = (-rank - 1, rank) if node.op_type in AXIS_OF_OUTPUT else (-rank, rank - 1)
+        if node.op_type == "Flatten":
+            lo, hi = -rank, rank
+        if not lo <= given.i <= hi:
+            raise OnnxImportError(f"{where}: attribute '{given.name}' is {given.i}; for an input of rank {rank} "
+                                  f"it must lie in [{lo}, {hi}]")
+
+
+# Int attributes that are flags in the spec ("whether ...", 0 or 1).  Any other value is refused:
+# read as a bool it would silently mean 1, and ONNX Runtime reads some of them as == 1, others as != 0.
+FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "detect_positive", "fmod", "inverse",
+         "keepdims", "largest", "noop_with_empty_axes", "onesided", "saturate", "select_last_index", "sorted",
+         "transA", "transB", "upper", "exclusive", "reverse", "interleaved", "new_axis", "is_causal",
+         "linear_before_reset", "input_forget", "align_corners", "training_mode", "center_point_box", "layout",
+         "antialias", "exclude_outside", "channels_last"}
+
+
+def _check_flags(node, where: str) -> None:
+    for a in node.attribute:
+        if a.name in FLAGS and a.type == a.INT and a.i not in (0, 1):
+            raise OnnxImportError(f"{where}: attribute '{a.name}' is {a.i}; it is a flag, 0 or 1")
 
 
 def onnx_scope(node_name: str | bytes) -> str:

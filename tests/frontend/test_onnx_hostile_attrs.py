@@ -85,6 +85,22 @@ CASES = {
                                                                        [vi("e", F, [2])]))],
                                  [vi("x", F, [2])], [vi("y", F, None)], [c("c", np.zeros((0,), bool))]),
                            r"If.*condition must hold one element, got shape \[0\]"),
+    "conv_negative_kernel": (model([h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[-3, 3])],
+                                   [vi("x", F, [1, 1, 5, 5])], [vi("y", F, None)], [c("w", np.ones((1, 1, 3, 3), np.float32))]),
+                             r"Conv.*'kernel_shape' is \[-3, 3\]; each entry must be >= 1"),
+    "pool_strides_of_wrong_length": (model([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[1])],
+                                           [vi("x", F, [1, 1, 5, 5])], [vi("y", F, None)]),
+                                     r"MaxPool.*'strides' has 1 entries; the input has 2 spatial axes"),
+    "pool_stride_0": (model([h.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[0, 1])],
+                            [vi("x", F, [1, 1, 5, 5])], [vi("y", F, None)]), r"'strides' is \[0, 1\]"),
+    "hardmax_axis_1000": (model([h.make_node("Hardmax", ["x"], ["y"], axis=1000)], [vi("x", F, [2, 3])],
+                                [vi("y", F, None)]), r"Hardmax.*'axis' is 1000; .* rank 2 it must lie in \[-2, 1\]"),
+    "topk_axis_1000": (model([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1000)], [vi("x", F, [2, 3])],
+                             [vi("v", F, None), vi("i", T.INT64, None)], [c("k", np.array([1]))]), r"TopK.*'axis' is 1000"),
+    "gemm_transA_2": (model([h.make_node("Gemm", ["a", "b"], ["y"], transA=2)], [vi("a", F, [2, 2]), vi("b", F, [2, 2])],
+                            [vi("y", F, None)]), r"Gemm.*'transA' is 2; it is a flag, 0 or 1"),
+    "reduce_keepdims_minus_1": (model([h.make_node("ArgMax", ["x"], ["y"], keepdims=-1)], [vi("x", F, [2, 3])],
+                                      [vi("y", T.INT64, None)]), r"ArgMax.*'keepdims' is -1"),
     "loop_1024_in_loop_1024": (nested_loops(2, 1024), r"node #0 \(Loop.*in its body: node #1 \(Loop.*more than 5000 nodes"),
     "six_loops_of_16": (nested_loops(6, 16), r"\(Loop.*in its body:.*more than 5000 nodes"),
 }
@@ -120,3 +136,11 @@ def test_integer_pow_to_a_negative_power_is_onnx_runtimes_answer():
     np.testing.assert_array_equal(interpret(graph, [a])[0], [0, 1, -1, 1, 9])
     with pytest.raises(DataError, match="0 to a negative power"):
         interpret(graph, [np.zeros(5, np.int64)])
+
+
+def test_a_sample_of_the_attribute_fuzz_finds_no_internal_error_hang_or_mismatch():
+    """A fixed sample of ``python -m minic.verify.fuzz_attributes`` (the whole run is a command)."""
+    from minic.verify.fuzz_attributes import fuzz_attributes
+    report = fuzz_attributes(6, seed=37, backend="interp")
+    assert sum(report.counts.values()) == 6
+    assert not report.failures, report.table()
