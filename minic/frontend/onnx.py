@@ -289,6 +289,8 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     ``bind`` turns the named graph inputs into constants with the given values
     (specialisation, for inputs minic needs as attributes: axes, pads, shapes)."""
     from minic.frontend.onnx_ops import CONVERTERS
+    if model.ir_version < 1:
+        raise OnnxImportError("the model has no IR version (ir_version 0): not a valid ONNX model")
     model = _upgraded(model)
     opset = _default_opset(model)
     if opset not in OPSETS:
@@ -331,8 +333,28 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for out in g.output:
         if out.name not in b.env:
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
+        _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]))
         graph.outputs.append(b.env[out.name])
     return graph
+
+
+def _check_declared(out, v: Value, stored) -> None:
+    """A graph output's declared element type and static dims against what minic computes: a
+    model that says f32[3] and computes i64[2] is wrong, and answering either would hide it."""
+    t = out.type.tensor_type if out.type.HasField("tensor_type") else None
+    if t is None:
+        return
+    if t.elem_type and stored is None and ONNX_DTYPES.get(t.elem_type, v.type.dtype) != v.type.dtype:
+        raise OnnxImportError(f"graph output '{out.name}' is declared {ONNX_DTYPES[t.elem_type].value}, "
+                              f"but the graph computes {v.type}")
+    if t.HasField("shape"):
+        dims = t.shape.dim
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+        if len(dims) != v.type.rank or any(d is not None and isinstance(c, int) and d != c
+                                           for d, c in zip(declared, v.type.shape)):
+            shown = [d if d is not None else (dims[i].dim_param or "?") for i, d in enumerate(declared)]
+            raise OnnxImportError(f"graph output '{out.name}' is declared of shape {shown}, "
+                                  f"but the graph computes {v.type}")
 
 
 def _upgraded(model):
@@ -362,6 +384,12 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
         convert = custom_ops.get((node.domain, node.op_type)) if domain else CONVERTERS.get(node.op_type)
         if not domain and convert is not None:
             _check_schema(node, opset, b.where)
+        for out_name in node.output:
+            if out_name and out_name in b.env:
+                what = ("a graph input" if b.env[out_name] in b.input_names else "an initializer"
+                        if b.env[out_name].is_constant else "another node's output")
+                raise OnnxImportError(f"{b.where}: writes '{out_name}', which is already {what} "
+                                      "(an ONNX value is written once)")
         inputs = []
         for name_ in node.input:
             if name_ == "":

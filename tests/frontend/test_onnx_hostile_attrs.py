@@ -144,3 +144,46 @@ def test_a_sample_of_the_attribute_fuzz_finds_no_internal_error_hang_or_mismatch
     report = fuzz_attributes(6, seed=37, backend="interp")
     assert sum(report.counts.values()) == 6
     assert not report.failures, report.table()
+
+
+def _relu_model(**change):
+    nodes = change.get("nodes", [h.make_node("Relu", ["x"], ["y"])])
+    outputs = change.get("outputs", [vi("y", F, [2])])
+    m = model(nodes, [vi("x", F, [2])], outputs)
+    if "ir_version" in change:
+        m.ir_version = change["ir_version"]
+    return m
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(nodes=[h.make_node("Relu", ["x"], ["y"]), h.make_node("Neg", ["x"], ["y"])]),
+     r"node #1 \(Neg.*writes 'y', which is already another node's output"),
+    (dict(nodes=[h.make_node("Relu", ["x"], ["x"])]), r"writes 'x', which is already a graph input"),
+    (dict(outputs=[vi("y", T.INT64, [2])]), r"graph output 'y' is declared i64, but the graph computes f32\[2\]"),
+    (dict(outputs=[vi("y", F, [3])]), r"graph output 'y' is declared of shape \[3\], but the graph computes f32\[2\]"),
+    (dict(ir_version=0), r"ir_version 0"),
+])
+def test_graph_structure_that_lies_is_refused(change, message):
+    """Invalid ONNX: onnx.checker refuses each.  ONNX Runtime refuses the first three too; it runs a
+    shape that lies (a "lenient merge", with a warning) and ir_version 0, answering what the graph computes."""
+    with pytest.raises(UserError, match=message):
+        from_onnx(_relu_model(**change))
+
+
+def test_clip_with_min_above_max_gives_max_everywhere_as_the_spec_says():
+    proto = model([h.make_node("Clip", ["x", "lo", "hi"], ["y"])], [vi("x", F, [4])], [vi("y", F, [4])],
+                  [c("lo", np.float32(5)), c("hi", np.float32(3))])
+    x = np.array([-10, 0, 4, 10], np.float32)
+    np.testing.assert_array_equal(interpret(from_onnx(proto), [x])[0], [3, 3, 3, 3])
+    import onnxruntime as ort
+    np.testing.assert_array_equal(ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+                                  .run(None, {"x": x})[0], [3, 3, 3, 3])
+
+
+def test_an_output_listed_twice_is_valid_and_gives_the_value_twice_as_onnx_runtime_does():
+    proto = _relu_model(outputs=[vi("y", F, [2]), vi("y", F, [2])])
+    x = np.array([-1, 2], np.float32)
+    for backend in ("interp", "minic"):
+        first, second = minic.compile(from_onnx(proto), [x], backend=backend)(x)
+        np.testing.assert_array_equal(first, [0, 2])
+        np.testing.assert_array_equal(second, [0, 2])
