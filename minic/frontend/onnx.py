@@ -9,6 +9,7 @@ must be constants; the shape chains PyTorch's exporter builds
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -524,10 +525,26 @@ FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "dete
          "antialias", "exclude_outside", "channels_last"}
 
 
+# Numeric attributes whose range the spec states in words, where a value outside it would be
+# read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|).
+RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
+          ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
+          ("ConvTranspose", "output_shape"): (1, math.inf), ("LpPool", "p"): (1, math.inf),
+          ("LpNormalization", "p"): (1, 2)}
+
+
 def _check_flags(node, where: str) -> None:
+    """Flag attributes 0 or 1, and the attributes of RANGES within theirs (finite, not NaN)."""
+    from onnx import helper
     for a in node.attribute:
         if a.name in FLAGS and a.type == a.INT and a.i not in (0, 1):
             raise OnnxImportError(f"{where}: attribute '{a.name}' is {a.i}; it is a flag, 0 or 1")
+        if (node.op_type, a.name) in RANGES:
+            lo, hi = RANGES[node.op_type, a.name]
+            value = helper.get_attribute_value(a)
+            if not all(math.isfinite(v) and lo <= v <= hi for v in (value if isinstance(value, list) else [value])):
+                shown = f"[{lo}, {hi}]" if hi != math.inf else f">= {lo:g}" if lo != math.ulp(0) else "> 0"
+                raise OnnxImportError(f"{where}: attribute '{a.name}' is {value}; it must be finite and {shown}")
 
 
 def onnx_scope(node_name: str | bytes) -> str:

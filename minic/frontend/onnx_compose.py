@@ -61,8 +61,6 @@ def _lp_normalization(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("LpPool")
 def _lp_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, p = x[0], float(a.get("p", 2))
-    if p < 1:
-        raise OnnxImportError(f"{b.where}: attribute 'p' is {a['p']}; the p-norm needs p >= 1")
     kernel = _ints(a["kernel_shape"])
     powered = b.one("pow", b.one("abs", v), b.const(p, like=v))
     attrs = {k: a[k] for k in ("kernel_shape", "strides", "pads", "auto_pad", "dilations", "ceil_mode") if k in a}

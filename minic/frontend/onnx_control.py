@@ -111,6 +111,8 @@ def _scan(b: Builder, x: list[Value], a: dict) -> list[Value]:
     body, m = a["body"], int(a["num_scan_inputs"])
     if b.opset < 9:
         raise UnsupportedError(f"{b.where}: Scan before opset 9 (with a batch axis) is not supported")
+    if m > len(x):
+        raise OnnxImportError(f"{b.where}: attribute 'num_scan_inputs' is {m}, but the node has {len(x)} inputs")
     states, scanned = x[:len(x) - m], x[len(x) - m:]
     in_axes = [ax % v.type.rank for ax, v in zip(a.get("scan_input_axes", [0] * m), scanned)]
     in_dirs = a.get("scan_input_directions", [0] * m)

@@ -108,8 +108,6 @@ def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
         return [b.one("where", b.one("gt", v, b.const(a.get("alpha", 1.0), like=v)), v, zero)]
     alpha = a.get("alpha", {"Elu": 1.0, "Celu": 1.0, "Selu": 1.67326319217681884765625}[op])
     # Elu: x if x > 0 else alpha·(e^x - 1); Celu divides x by alpha inside e^.; Selu scales both.
-    if op == "Celu" and alpha == 0:
-        raise OnnxImportError(f"{b.where}: attribute 'alpha' is 0; Celu divides by it")
     inner = b.one("div", v, b.const(alpha, like=v)) if op == "Celu" else v
     neg = b.one("mul", b.const(alpha, like=v), b.one("sub", b.one("exp", inner), b.const(1, like=v)))
     # the negative branch only where x < 0 (the spec's) or x <= 0 (Selu's): at 0 an infinite alpha is inf * 0

@@ -52,7 +52,7 @@ def nested_loops(depth: int, trips: int):
 BIG = 1 << 40
 CASES = {
     "lppool_p0": (model([h.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=0)], [vi("x", F, [1, 1, 4, 4])],
-                        [vi("y", F, None)]), r"LpPool.*attribute 'p' is 0"),
+                        [vi("y", F, None)]), r"LpPool.*attribute 'p' is 0; it must be finite and >= 1"),
     "split_num_outputs_0": (model([h.make_node("Split", ["x"], ["a"], axis=0, num_outputs=0)], [vi("x", F, [4])],
                                   [vi("a", F, None)]), r"Split.*'num_outputs' is 0, but the node has 1 outputs"),
     "onehot_depth_2_40": (model([h.make_node("OneHot", ["i", "d", "v"], ["y"])], [vi("i", T.INT64, [2])],
