@@ -45,6 +45,24 @@ def ensure_array_fits(shape: Iterable[int], dtype, what: str) -> None:
     ensure_fits(array_bytes(shape, dtype.itemsize), f"{what} ({dtype}{list(shape)})")
 
 
+def check_dims(shape: Iterable, what: str) -> None:
+    """Every static dim of a shape >= 0 (a value's type, an array about to be made).
+    ``what`` starts the message: ``"expand gives f32[-1, 2]:"``."""
+    for i, d in enumerate(shape):
+        if isinstance(d, int) and d < 0:
+            raise UserError(f"{what} dim {i} is {d}; a dim must be >= 0")
+
+
+def check_size(shape: Iterable, dtype, what: str) -> None:
+    """An array about to be made at compile time: its dims >= 0 and, all static, it fits
+    in memory (symbolic dims are checked when bound)."""
+    import numpy as np
+    shape = tuple(int(d) if isinstance(d, np.integer) else d for d in shape)
+    check_dims(shape, what)
+    if all(isinstance(d, int) for d in shape):
+        ensure_fits(array_bytes(shape, np.dtype(dtype).itemsize), what)
+
+
 def ensure_values_fit(values, env: Mapping[str, int], what: str) -> None:
     """``ensure_fits`` for the arrays of several IR values at once (symbols bound by ``env``);
     the message names the largest of them."""

@@ -9,6 +9,7 @@ must be constants; the shape chains PyTorch's exporter builds
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from minic.errors import UnsupportedError, UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, Dim, TensorType
-from minic.limits import ensure_values_fit, fewer_collections
+from minic.limits import check_dims, ensure_values_fit, fewer_collections
 from minic.frontend.onnx_storage import STORAGE_OPS, refuse_use, storage_of
 
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
@@ -98,6 +99,7 @@ class Builder:
     storage: dict[Value, Any] = field(default_factory=dict)         # carrier -> its storage type (onnx_storage)
     names: Counter = field(default_factory=Counter)         # value name -> values that have it (see taken)
     counted: tuple[int, int, int] = (0, 0, 0)                # inputs, constants, nodes counted in names
+    unroll_limit: int | None = None                         # while unrolling control flow (onnx_control)
 
     def taken(self) -> Counter:
         """How many of the graph's values have each name.  Kept up to date as the graph
@@ -122,6 +124,8 @@ class Builder:
         try:
             attr_obj = opdef.make_attrs(**attrs)
             types = opdef.infer(attr_obj, [v.type for v in inputs])
+            for t in types:
+                check_dims(t.shape, f"{op} gives {t}:")
         except UserError as e:
             raise OnnxImportError(f"{self.where}: {e}") from None
         node = Node(op, list(inputs), [Value(self.fresh(op), t) for t in types], attr_obj)
@@ -239,6 +243,8 @@ def input_value(inp, sizes: Mapping[str, int]) -> Value:
 
 def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     kind = type_proto.WhichOneof("value")
+    if kind is None:
+        raise OnnxImportError(f"graph input '{name}' has no type")
     if kind != "tensor_type":
         raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value "
                                "(sequence/optional values are not supported)")
@@ -247,6 +253,8 @@ def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     dims: list[Dim] = []
     for i, d in enumerate(type_proto.tensor_type.shape.dim):
         if d.HasField("dim_value"):
+            if d.dim_value < 0:
+                raise OnnxImportError(f"graph input '{name}': dim {i} is {d.dim_value}; a dim must be >= 0")
             dims.append(int(d.dim_value))
         elif d.dim_param:
             dims.append(re.sub(r"\W", "_", d.dim_param) if d.dim_param[0].isalpha() else f"d_{re.sub(r'[^0-9A-Za-z]', '_', d.dim_param)}")
@@ -291,6 +299,8 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     (specialisation, for inputs minic needs as attributes: axes, pads, shapes); ``dims``
     gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py)."""
     from minic.frontend.onnx_ops import CONVERTERS
+    if model.ir_version < 1:
+        raise OnnxImportError("the model has no IR version (ir_version 0): not a valid ONNX model")
     model = _upgraded(model)
     opset = _default_opset(model)
     if opset not in OPSETS:
@@ -331,8 +341,28 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for out in g.output:
         if out.name not in b.env:
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
+        _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]))
         graph.outputs.append(b.env[out.name])
     return graph
+
+
+def _check_declared(out, v: Value, stored) -> None:
+    """A graph output's declared element type and static dims against what minic computes: a
+    model that says f32[3] and computes i64[2] is wrong, and answering either would hide it."""
+    t = out.type.tensor_type if out.type.HasField("tensor_type") else None
+    if t is None:
+        return
+    if t.elem_type and stored is None and ONNX_DTYPES.get(t.elem_type, v.type.dtype) != v.type.dtype:
+        raise OnnxImportError(f"graph output '{out.name}' is declared {ONNX_DTYPES[t.elem_type].value}, "
+                              f"but the graph computes {v.type}")
+    if t.HasField("shape"):
+        dims = t.shape.dim
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+        if len(dims) != v.type.rank or any(d is not None and isinstance(c, int) and d != c
+                                           for d, c in zip(declared, v.type.shape)):
+            shown = [d if d is not None else (dims[i].dim_param or "?") for i, d in enumerate(declared)]
+            raise OnnxImportError(f"graph output '{out.name}' is declared of shape {shown}, "
+                                  f"but the graph computes {v.type}")
 
 
 def _upgraded(model):
@@ -365,6 +395,12 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             else runtimes_own or CONVERTERS.get(node.op_type)
         if not domain and convert is not None and runtimes_own is None:
             _check_schema(node, opset, b.where)
+        for out_name in node.output:
+            if out_name and out_name in b.env:
+                what = ("a graph input" if b.env[out_name] in b.input_names else "an initializer"
+                        if b.env[out_name].is_constant else "another node's output")
+                raise OnnxImportError(f"{b.where}: writes '{out_name}', which is already {what} "
+                                      "(an ONNX value is written once)")
         inputs = []
         for name_ in node.input:
             if name_ == "":
@@ -374,6 +410,12 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                                       "(a dangling input, or the graph has a cycle / is not in topological order)")
             else:
                 inputs.append(b.env[name_])
+        if not domain:
+            _check_flags(node, b.where)
+        if not domain and inputs and inputs[0] is not None:
+            if node.op_type in WINDOW_OPS:
+                _check_window(node, inputs[0].type.rank - 2, b.where)
+            _check_axis(node, inputs[0].type.rank, b.where)
         stored = next((b.storage[v] for v in inputs if v is not None and v in b.storage), None)
         if stored is not None and (domain or node.op_type not in STORAGE_OPS):
             raise refuse_use(b.where, stored)
@@ -437,6 +479,82 @@ def _check_schema(node, opset: int, where: str) -> None:
             raise OnnxImportError(f"{where}: unknown attribute '{name}'")
         if a.type != schema.attributes[name].type:
             raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
+
+
+# Ops with a sliding window over the spatial axes (all after N and C) and the attributes that
+# describe it: one entry per spatial axis (pads: two), each at least the given minimum.
+WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"}
+WINDOW_ATTRS = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0),
+                "output_padding": (1, 0)}
+
+
+def _check_window(node, spatial: int, where: str) -> None:
+    """The window attributes of a conv or pool node against its input's spatial rank (the spec:
+    one entry per spatial axis, kernel/strides/dilations >= 1, pads >= 0), before any converter
+    reads them: a short list would be an IndexError, a zero stride a ZeroDivisionError."""
+    from onnx import helper
+    for a in node.attribute:
+        if a.name not in WINDOW_ATTRS:
+            continue
+        per_axis, least = WINDOW_ATTRS[a.name]
+        values = list(helper.get_attribute_value(a))
+        if len(values) != per_axis * spatial:
+            raise OnnxImportError(f"{where}: attribute '{a.name}' has {len(values)} entries; the input has "
+                                  f"{spatial} spatial axes, so it needs {per_axis * spatial}")
+        if any(v < least for v in values):
+            raise OnnxImportError(f"{where}: attribute '{a.name}' is {values}; each entry must be >= {least}")
+
+
+# The ops whose 'axis' attribute counts the axes of their output, one more than the input's
+# (Flatten's also takes the end: axis = rank).  Every other 'axis' is an axis of input 0.
+AXIS_OF_OUTPUT = {"OneHot", "Flatten"}
+
+
+def _check_axis(node, rank: int, where: str) -> None:
+    """'axis' attributes in the range the spec gives, [-rank, rank - 1]: taken modulo the rank one
+    would silently pick another axis (axis=1000 on a rank-3 input)."""
+    if rank == 0:
+        return
+    for given in node.attribute:
+        if given.name not in ("axis", "batch_axis", "time_axis") or given.type != given.INT:
+            continue
+        lo, hi = (-rank - 1, rank) if node.op_type in AXIS_OF_OUTPUT else (-rank, rank - 1)
+        if node.op_type == "Flatten":
+            lo, hi = -rank, rank
+        if not lo <= given.i <= hi:
+            raise OnnxImportError(f"{where}: attribute '{given.name}' is {given.i}; for an input of rank {rank} "
+                                  f"it must lie in [{lo}, {hi}]")
+
+
+# Int attributes that are flags in the spec ("whether ...", 0 or 1).  Any other value is refused:
+# read as a bool it would silently mean 1, and ONNX Runtime reads some of them as == 1, others as != 0.
+FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "detect_positive", "fmod", "inverse",
+         "keepdims", "largest", "noop_with_empty_axes", "onesided", "saturate", "select_last_index", "sorted",
+         "transA", "transB", "upper", "exclusive", "reverse", "interleaved", "new_axis", "is_causal",
+         "linear_before_reset", "input_forget", "align_corners", "training_mode", "center_point_box", "layout",
+         "antialias", "exclude_outside", "channels_last"}
+
+
+# Numeric attributes whose range the spec states in words, where a value outside it would be
+# read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|).
+RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
+          ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
+          ("ConvTranspose", "output_shape"): (1, math.inf), ("LpPool", "p"): (1, math.inf),
+          ("LpNormalization", "p"): (1, 2)}
+
+
+def _check_flags(node, where: str) -> None:
+    """Flag attributes 0 or 1, and the attributes of RANGES within theirs (finite, not NaN)."""
+    from onnx import helper
+    for a in node.attribute:
+        if a.name in FLAGS and a.type == a.INT and a.i not in (0, 1):
+            raise OnnxImportError(f"{where}: attribute '{a.name}' is {a.i}; it is a flag, 0 or 1")
+        if (node.op_type, a.name) in RANGES:
+            lo, hi = RANGES[node.op_type, a.name]
+            value = helper.get_attribute_value(a)
+            if not all(math.isfinite(v) and lo <= v <= hi for v in (value if isinstance(value, list) else [value])):
+                shown = f"[{lo}, {hi}]" if hi != math.inf else f">= {lo:g}" if lo != math.ulp(0) else "> 0"
+                raise OnnxImportError(f"{where}: attribute '{a.name}' is {value}; it must be finite and {shown}")
 
 
 def onnx_scope(node_name: str | bytes) -> str:

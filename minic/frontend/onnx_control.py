@@ -12,9 +12,14 @@
   stacked like Scan's.
 
 A body sees the outer graph's values by name; its own names shadow them only
-while it is converted.  At most ``MAX_ITERATIONS`` iterations are unrolled.
+while it is converted.  At most ``MAX_ITERATIONS`` iterations of one Scan or Loop
+are unrolled, and at most ``UNROLL_BUDGET`` nodes and constants made by all the
+unrolling of one import (nested loops multiply their trip counts): a model over
+the budget is refused, naming the loop, before it takes minutes or gigabytes.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -24,6 +29,34 @@ from minic.frontend.onnx_ops import converts
 from minic.ir.graph import Value
 
 MAX_ITERATIONS = 1024
+UNROLL_BUDGET = 50_000
+
+
+class UnrollBudgetError(UnsupportedError):
+    """Unrolling would make more than UNROLL_BUDGET nodes; the message names the loops from the outside in."""
+
+
+def _made(b: Builder) -> int:
+    return len(b.graph.nodes) + len(b.graph.constants)
+
+
+@contextmanager
+def _unrolling(b: Builder):
+    """The outermost Scan or Loop being unrolled sets the budget; nested ones share it."""
+    outermost = b.unroll_limit is None
+    if outermost:
+        b.unroll_limit = _made(b) + UNROLL_BUDGET
+    try:
+        yield
+    finally:
+        if outermost:
+            b.unroll_limit = None
+
+
+def _within_budget(b: Builder, iteration: int) -> None:
+    if _made(b) > b.unroll_limit:
+        raise UnrollBudgetError(f"{b.where}: unrolling stopped at iteration {iteration}: the control flow of this "
+                               f"model makes more than {UNROLL_BUDGET} nodes (nested loops multiply their trip counts)")
 
 
 def inline(b: Builder, body, bindings: dict[str, Value]) -> list[Value]:
@@ -36,7 +69,10 @@ def inline(b: Builder, body, bindings: dict[str, Value]) -> list[Value]:
             b.graph.constants.append(v)
             b.env[init.name] = v
         b.env.update(bindings)
-        _convert_nodes(b, list(body.node), b.opset, {})
+        try:
+            _convert_nodes(b, list(body.node), b.opset, {})
+        except UnrollBudgetError as e:
+            raise UnrollBudgetError(f"{saved[2]}: in its body: {e}") from None
         missing = [o.name for o in body.output if o.name not in b.env]
         if missing:
             raise OnnxImportError(f"{saved[2]}: its body does not produce {missing}")
@@ -55,6 +91,8 @@ def _if(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if cond is None:
         raise NeedsConstantError(f"{b.where}: the condition is computed from values unknown at compile time",
                                  b.sources(x[0]))
+    if np.size(cond) != 1:
+        raise OnnxImportError(f"{b.where}: the condition must hold one element, got shape {list(np.shape(cond))}")
     branch = a["then_branch"] if bool(np.asarray(cond).reshape(-1)[0]) else a["else_branch"]
     return inline(b, branch, {})
 
@@ -73,6 +111,8 @@ def _scan(b: Builder, x: list[Value], a: dict) -> list[Value]:
     body, m = a["body"], int(a["num_scan_inputs"])
     if b.opset < 9:
         raise UnsupportedError(f"{b.where}: Scan before opset 9 (with a batch axis) is not supported")
+    if m > len(x):
+        raise OnnxImportError(f"{b.where}: attribute 'num_scan_inputs' is {m}, but the node has {len(x)} inputs")
     states, scanned = x[:len(x) - m], x[len(x) - m:]
     in_axes = [ax % v.type.rank for ax, v in zip(a.get("scan_input_axes", [0] * m), scanned)]
     in_dirs = a.get("scan_input_directions", [0] * m)
@@ -84,11 +124,13 @@ def _scan(b: Builder, x: list[Value], a: dict) -> list[Value]:
         raise UnsupportedError(f"{b.where}: {steps} iterations (minic unrolls at most {MAX_ITERATIONS})")
     n = len(states)
     outs: list[list[Value]] = []
-    for t in range(steps):
-        elems = [_slice(b, v, ax, steps - 1 - t if d else t) for v, ax, d in zip(scanned, in_axes, in_dirs)]
-        results = inline(b, body, _bound(b, body.input, list(states) + elems))
-        states = results[:n]
-        outs.append(results[n:])
+    with _unrolling(b):
+        for t in range(steps):
+            _within_budget(b, t)
+            elems = [_slice(b, v, ax, steps - 1 - t if d else t) for v, ax, d in zip(scanned, in_axes, in_dirs)]
+            results = inline(b, body, _bound(b, body.input, list(states) + elems))
+            states = results[:n]
+            outs.append(results[n:])
     k = len(body.output) - n
     out_axes = a.get("scan_output_axes", [0] * k)
     out_dirs = a.get("scan_output_directions", [0] * k)
@@ -113,19 +155,21 @@ def _loop(b: Builder, x: list[Value], a: dict) -> list[Value]:
     n = len(carried)
     outs: list[list[Value]] = []
     i = 0
-    while going and (limit is None or i < limit):
-        if i >= MAX_ITERATIONS:
-            raise UnsupportedError(f"{b.where}: more than {MAX_ITERATIONS} iterations (minic unrolls Loop)")
-        counter = b.const(np.asarray(i, np.int64))
-        flag = b.const(np.asarray(going))
-        results = inline(b, body, _bound(b, body.input, [counter, flag] + carried))
-        known = b.known(results[0])
-        if known is None:
-            raise UnsupportedError(f"{b.where}: the loop condition depends on run-time data (minic unrolls Loop)")
-        going = bool(np.asarray(known).reshape(-1)[0])
-        carried = results[1:1 + n]
-        outs.append(results[1 + n:])
-        i += 1
+    with _unrolling(b):
+        while going and (limit is None or i < limit):
+            if i >= MAX_ITERATIONS:
+                raise UnsupportedError(f"{b.where}: more than {MAX_ITERATIONS} iterations (minic unrolls Loop)")
+            _within_budget(b, i)
+            counter = b.const(np.asarray(i, np.int64))
+            flag = b.const(np.asarray(going))
+            results = inline(b, body, _bound(b, body.input, [counter, flag] + carried))
+            known = b.known(results[0])
+            if known is None:
+                raise UnsupportedError(f"{b.where}: the loop condition depends on run-time data (minic unrolls Loop)")
+            going = bool(np.asarray(known).reshape(-1)[0])
+            carried = results[1:1 + n]
+            outs.append(results[1 + n:])
+            i += 1
     k = len(body.output) - 1 - n
     if k and not outs:
         raise UnsupportedError(f"{b.where}: a Loop that runs 0 times has empty scan outputs (not supported)")

@@ -3,7 +3,7 @@
 A converter gets the Builder, the node's input values (None for an omitted
 optional input) and its attributes, and returns the values of the node's
 outputs.  Ops minic lacks are composed from those it has, the way a production
-importer legalizes them (LeakyRelu = where(x > 0, x, alpha·x), ...).
+importer legalizes them (LeakyRelu = where(x < 0, alpha·x, x), ...).
 """
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, op = x[0], b.node.op_type
     zero = b.const(0, like=v)
     if op == "LeakyRelu":
-        return [b.one("where", b.one("gt", v, zero), v, b.one("mul", v, b.const(a.get("alpha", 0.01), like=v)))]
+        # x >= 0, as the spec and ONNX Runtime write it: at 0 a NaN or inf alpha is not reached
+        return [b.one("where", b.one("lt", v, zero), b.one("mul", v, b.const(a.get("alpha", 0.01), like=v)), v)]
     if op == "PRelu":
         return [b.one("where", b.one("lt", v, zero), b.one("mul", v, x[1]), v)]
     if op == "ThresholdedRelu":
@@ -109,7 +110,8 @@ def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
     # Elu: x if x > 0 else alpha·(e^x - 1); Celu divides x by alpha inside e^.; Selu scales both.
     inner = b.one("div", v, b.const(alpha, like=v)) if op == "Celu" else v
     neg = b.one("mul", b.const(alpha, like=v), b.one("sub", b.one("exp", inner), b.const(1, like=v)))
-    out = b.one("where", b.one("gt", v, zero), v, neg)
+    # the negative branch only where x < 0 (the spec's) or x <= 0 (Selu's): at 0 an infinite alpha is inf * 0
+    out = b.one("where", b.one("lt", v, zero), neg, v) if op != "Selu" else b.one("where", b.one("gt", v, zero), v, neg)
     if op == "Selu":
         out = b.one("mul", out, b.const(a.get("gamma", 1.05070102214813232421875), like=v))
     return [out]
@@ -444,6 +446,8 @@ def _tile(b: Builder, x: list[Value], a: dict) -> list[Value]:
     # tile(x, r) = reshape(expand(x viewed as [1, d0, 1, d1, ...], [r0, d0, r1, d1, ...]))
     v = x[0]
     reps = _ints(b.need_known(x[1], "repeats"))
+    if len(reps) != v.type.rank or min(reps, default=0) < 0:
+        raise OnnxImportError(f"{b.where}: repeats must be {v.type.rank} numbers >= 0 (one per axis), got {list(reps)}")
     from minic.ir.types import dim_mul
     interleaved = tuple(p for d in v.type.shape for p in (1, d))
     grown = tuple(p for r, d in zip(reps, v.type.shape) for p in (r, d))
@@ -465,7 +469,9 @@ def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
     elif "split" in a:
         sizes = _ints(a["split"])
     else:
-        n = a.get("num_outputs", n)
+        if a.get("num_outputs", n) != n or n < 1:
+            raise OnnxImportError(f"{b.where}: attribute 'num_outputs' is {a.get('num_outputs', n)}, "
+                                  f"but the node has {n} outputs")
         total = v.type.shape[axis]
         if not isinstance(total, int):
             raise UnsupportedError(f"{b.where}: splitting a symbolic axis is not supported")
@@ -534,6 +540,10 @@ def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
     shape = _ints(b.need_known(x[0], "the shape"))
     fill = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
+    if fill.size != 1:
+        raise OnnxImportError(f"{b.where}: attribute 'value' must hold one element, got {a['value'].size}")
+    if min(shape, default=0) < 0:
+        raise OnnxImportError(f"{b.where}: the shape {list(shape)} has a negative dim")
     ensure_array_fits(shape, fill.dtype, f"{b.where}: the constant ConstantOfShape makes")
     return [b.const(np.full(shape, fill[0], dtype=fill.dtype))]
 
@@ -544,6 +554,8 @@ def _range(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if any(np.size(v) != 1 for v in bounds):
         raise OnnxImportError(f"{b.where}: Range takes scalars, got shapes {[list(np.shape(v)) for v in bounds]}")
     start, limit, delta = (np.asarray(v).reshape(()) for v in bounds)     # a 1-element array counts, as in numpy
+    if not all(np.isfinite(v) for v in (start, limit, delta)):
+        raise OnnxImportError(f"{b.where}: Range needs finite start, limit and delta, got {start}, {limit}, {delta}")
     if delta == 0:
         raise UserError(f"{b.where}: Range with delta 0 never reaches its limit")
     ensure_array_fits((max(0, math.ceil((limit - start) / delta)),), start.dtype, f"{b.where}: the constant Range makes")

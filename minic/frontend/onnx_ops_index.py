@@ -8,6 +8,7 @@ from minic.frontend.onnx import ONNX_DTYPES, Builder, OnnxImportError
 from minic.frontend.onnx_ops import _ints, converts
 from minic.ir.graph import Value
 from minic.ir.types import DType
+from minic.limits import check_size
 
 
 @converts("GatherElements")
@@ -57,6 +58,7 @@ def _iota(b: Builder, n: int, axis: int, rank: int) -> Value:
     """0, 1, ..., n-1 along ``axis`` of a rank-``rank`` constant (size 1 elsewhere)."""
     shape = [1] * rank
     shape[axis] = n
+    check_size(shape, np.int64, f"{b.where}: the index constant {shape}")
     return b.const(np.arange(n, dtype=np.int64).reshape(shape))
 
 
@@ -92,9 +94,18 @@ def _trilu(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("OneHot")
 def _one_hot(b: Builder, x: list[Value], a: dict) -> list[Value]:
     idx, depth_v, values = x
-    depth = int(b.need_known(depth_v, "depth").reshape(-1)[0])
+    depth = float(b.need_known(depth_v, "depth").reshape(-1)[0])
+    if not depth.is_integer():
+        raise OnnxImportError(f"{b.where}: depth must be a whole number, got {depth}")
+    depth = int(depth)
     rank = idx.type.rank + 1
-    axis = a.get("axis", -1) % rank
+    axis = a.get("axis", -1)
+    if not -rank <= axis < rank:
+        raise OnnxImportError(f"{b.where}: attribute 'axis' is {axis}, out of range for an output of rank {rank}")
+    axis %= rank
+    shape = list(idx.type.shape)
+    shape.insert(axis, depth)
+    check_size(shape, values.type.dtype.numpy, f"{b.where}: the one-hot result {shape}")
     if idx.type.dtype != DType.i64:
         idx = b.one("cast", idx, dtype=DType.i64)
     wrapped = b.one("where", b.one("lt", idx, b.const(0, like=idx)), b.one("add", idx, b.const(depth, like=idx)), idx)

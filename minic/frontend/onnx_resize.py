@@ -16,7 +16,8 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx import Builder
+from minic.frontend.onnx import Builder, OnnxImportError
+from minic.limits import check_size
 from minic.frontend.onnx_ops import converts
 from minic.ir.graph import Value
 
@@ -61,8 +62,16 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
     else:
         roi = {}
     plan = []
+    if len(set(axes)) != len(axes):
+        raise OnnxImportError(f"{b.where}: attribute 'axes' repeats an axis: {a['axes']}")
+    given = sizes if sizes is not None else scales
+    if given.size != len(axes):
+        raise OnnxImportError(f"{b.where}: {'sizes' if sizes is not None else 'scales'} has {given.size} entries "
+                              f"for {len(axes)} axes")
     if sizes is not None:
         sizes = [int(s) for s in sizes.reshape(-1)]
+        if min(sizes) < 1:
+            raise OnnxImportError(f"{b.where}: sizes must be >= 1, got {sizes}")
         ratios = {ax: sizes[i] / shape[ax] for i, ax in enumerate(axes)}
         policy = a.get("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
@@ -73,6 +82,8 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
             plan = [(ax, ratios[ax], sizes[i], roi.get(ax)) for i, ax in enumerate(axes)]
     else:
         factors = [float(s) for s in scales.reshape(-1)]
+        if not all(np.isfinite(f) and f > 0 for f in factors):
+            raise OnnxImportError(f"{b.where}: scales must be finite and > 0, got {factors}")
         plan = [(ax, factors[i], None, roi.get(ax)) for i, ax in enumerate(axes)]
     return [p for p in plan if not (p[1] == 1.0 and p[3] is None and (p[2] is None or p[2] == shape[p[0]]))]
 
@@ -84,7 +95,13 @@ def _resize(b: Builder, v: Value, a: dict, roi, scales, sizes) -> Value:
     crop = a.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     stretch = a.get("keep_aspect_ratio_policy", "stretch") == "stretch"
     changed = False
-    for axis, scale, out, pair in _plan(b, v, a, roi, scales, sizes):
+    plan = _plan(b, v, a, roi, scales, sizes)
+    shape = list(v.type.shape)
+    for axis, scale, out, pair in plan:              # sizes checked before ONNX's reference computes any
+        shape[axis] = out if out is not None else int(np.floor(v.type.shape[axis] * scale))
+        check_size([v.type.shape[axis], max(shape[axis], 1)], np.float64, f"{b.where}: the weights of axis {axis}")
+    check_size(shape, v.type.dtype.numpy, f"{b.where}: the result {shape}")
+    for axis, scale, out, pair in plan:
         n = v.type.shape[axis]
         pair = pair if pair is not None or not crop else (0.0, 1.0)
         size = out if stretch else None                    # else the common scale decides, as in ONNX

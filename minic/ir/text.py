@@ -21,7 +21,10 @@ import functools
 import io
 import json
 import os
+import math
 import re
+import stat
+import zipfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, NoReturn
@@ -37,7 +40,7 @@ from minic.ir.ops.layout import END
 from minic.files import write_atomic
 from minic.ir.types import DType, Dim, TensorType, canon
 from minic.ir.verify import VerifyError, infer_node, verify
-from minic.limits import fewer_collections
+from minic.limits import ensure_array_fits, fewer_collections
 
 
 class ParseError(UserError):
@@ -210,6 +213,10 @@ def _describe(terminal: str) -> str:
     return _TERMINALS.get(terminal) or f"'{_lark().get_terminal(terminal).pattern.value}'"
 
 
+# No dim, attribute or i64/u64 element needs more digits; a longer one is refused before Python
+# converts it (100,000 digits take Python's int() a long time, and past 4,300 it raises).
+MAX_DIGITS = 40
+
 # What a lone word means in a scalar; any other word is a dim (a symbol).
 _WORDS: dict[str, Any] = {"true": True, "false": False, "none": None, "end": END,
                           **{d.value: d for d in DType}}
@@ -287,6 +294,9 @@ class _Builder:
     def dim(self, tree: Tree, size: bool = False) -> tuple[Any, Any]:
         """(int, 3) or (Dim, "B*T").  A ``size`` (a type's dim) is >= 0; an attribute's may be -1."""
         parts = tree.children
+        long = next((p for p in parts if p.type == "INT" and len(p.lstrip("+-")) > MAX_DIGITS), None)
+        if long is not None:
+            self.fail(long, f"an integer of {len(long.lstrip('+-'))} digits (at most {MAX_DIGITS})")
         if len(parts) == 1 and parts[0].type == "INT":
             if size and int(parts[0]) < 0:
                 self.fail(tree, f"a dim must be >= 0, got {int(parts[0])}")
@@ -329,14 +339,22 @@ class _Builder:
         if data.data == "elided":
             self.fail(data, f"constant {token} was elided when this text was printed; "
                             "print it with an .npz side file to keep the data")
+        count = math.prod(t.shape)                 # a Python int: no int64 to wrap round
+        try:
+            ensure_array_fits(t.shape, t.dtype.numpy, f"constant {token}")
+        except UserError as e:
+            self.fail(type_tree, str(e))
         if data.data == "file":
             array = self.load(data, t)
         else:
+            if data.data != "splat" and len(data.children) != count:
+                self.fail(data, f"dense literal has {len(data.children)} elements, {t} needs {count}")
             items = [self.element(s, t.dtype) for s in data.children]
             if data.data == "splat":
-                array = np.full(t.shape, items[0], t.dtype.numpy)
-            elif len(items) != int(np.prod(t.shape)):
-                self.fail(data, f"dense literal has {len(items)} elements, {t} needs {int(np.prod(t.shape))}")
+                try:
+                    array = np.full(t.shape, items[0], t.dtype.numpy)
+                except MemoryError:              # fits in free memory, but not under this process's limit
+                    self.fail(type_tree, f"constant {token} ({t}): out of memory making it")
             else:
                 array = np.array(items, t.dtype.numpy).reshape(t.shape)
         return self.define(token, Value(token[1:], t, array))
@@ -364,21 +382,38 @@ class _Builder:
         path = self.folder / file
         try:
             if path not in self.npz:
-                self.npz[path] = self.files.enter_context(np.load(path, allow_pickle=False))
-            array = self.npz[path][key] if key in self.npz[path].files else None
+                if not stat.S_ISREG(path.stat().st_mode):      # a pipe or a device could block for ever
+                    self.fail(file_token, f"npz file {file} is not a regular file (looked at {path})")
+                self.npz[path] = self.files.enter_context(zipfile.ZipFile(path))
+            archive = self.npz[path]
+            if key + ".npy" not in archive.namelist():
+                names = ", ".join(n[:-4] for n in archive.namelist() if n.endswith(".npy")) or "none"
+                self.fail(key_token, f"{file} has no array '{key}' (it has {names})")
+            with archive.open(key + ".npy") as member:
+                array = self._read_npy(member, data, key, file, t)
         except FileNotFoundError:
             self.fail(file_token, f"npz file {file} not found (looked for {path})")
-        except Exception as e:               # a missing, unreadable or corrupt file: say which
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:   # unreadable or corrupt: say which
             self.fail(file_token, f"cannot read array '{key}' from {file} (looked in {path}): {e}")
-        if array is None:
-            names = ", ".join(self.npz[path].files) or "none"
-            self.fail(key_token, f"{file} has no array '{key}' (it has {names})")
-        if t.dtype == DType.bf16 and array.dtype == np.uint16:
-            array = array.view(t.dtype.numpy)
-        if array.dtype != t.dtype.numpy or array.shape != t.shape:
-            found = f"{array.dtype}{list(array.shape)}"
-            self.fail(data, f"type mismatch: array '{key}' in {file} is {found}, the constant is declared {t}")
         return array
+
+    def _read_npy(self, member, data: Tree, key: str, file: str, t: TensorType) -> np.ndarray:
+        """The array in an .npy member, its header checked against the declared type before a
+        byte of data is read (a small compressed file can claim gigabytes)."""
+        version = np.lib.format.read_magic(member)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(member)
+        want = np.dtype(np.uint16) if t.dtype == DType.bf16 else np.dtype(t.dtype.numpy)
+        if dtype.hasobject or dtype.newbyteorder("=") != want.newbyteorder("=") or tuple(shape) != t.shape:
+            self.fail(data, f"type mismatch: array '{key}' in {file} is {dtype}{list(shape)}, "
+                            f"the constant is declared {t}")
+        nbytes = math.prod(shape) * dtype.itemsize
+        raw = member.read(nbytes)
+        if len(raw) != nbytes:
+            raise ValueError(f"the data ends after {len(raw)} of {nbytes} bytes")
+        array = np.frombuffer(raw, dtype).reshape(shape, order="F" if fortran else "C")
+        array = np.ascontiguousarray(array, want.newbyteorder("="))
+        return array.view(t.dtype.numpy) if t.dtype == DType.bf16 else array
 
     # --- nodes
 

@@ -16,6 +16,7 @@ from minic.ir.loops import (STATUS, BinOp, Buffer, Cast, Const, Expr, Function, 
 from minic.errors import UnsupportedError
 from minic.ir import ops
 from minic.ir.compute import DataCheck, Fresh, Operand, Site
+from minic.ir.ops.layout import concat_offsets
 from minic.ir.loops_simplify import simplify_stmt
 from minic.ir.types import DType
 from minic.lowering.compute import emit, fill_border
@@ -123,12 +124,11 @@ def concat_nests(out: Buffer, axis: int, parts: list[Operand], fresh: Fresh) -> 
     """``out = concat(x0, x1, ...)``: each part stored at its offset along ``axis``, one nest
     each, so no element chooses between the parts."""
     axis %= len(out.shape)
-    nests, offset = [], const(0)
-    for x in parts:
+    nests = []
+    for x, offset in zip(parts, concat_offsets([x.type.shape[axis] for x in parts])):
         loops, index = _loops_over(x.type.shape)
         at = index[:axis] + (BinOp("add", index[axis], offset),) + index[axis + 1:]
         nests.append(emit(loops, lambda e, at=at: Store(out, at, e), x.at(index), fresh))
-        offset = BinOp("add", offset, dim_expr(x.type.shape[axis]))
     return nests
 
 

@@ -25,7 +25,8 @@ from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, Call, Cast, Const, Expr, For, ForKind, Function,
-                            Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, walk)
+                            Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
+from minic.ir.loops_simplify import simplify_stmt
 from minic.schedule.nest import (ScheduleError, check_independent, loops, map_children, map_exprs, stmts_of,
                                  unique_loops)
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
@@ -107,10 +108,21 @@ def _fuse_outer(k: Function, threads: int) -> Function:
     B*64 channels in parallel, softmax over [B, 8, T, T] B*8 heads.  Only serial loops fuse:
     a vector loop fused into its parent would become scalar code that divides by the extent
     at every element."""
+    # Each nest is fused as a function of its own (loop names are unique in the kernel): a
+    # primitive rewrites and simplifies the whole body it is given, so fusing in the whole
+    # kernel would cost nests x kernel size (quadratic in a concat of 10,000 pieces).
+    nests, fused = [], False
     for nest in stmts_of(k.body):
         if isinstance(nest, For) and not _has_parallel(nest):
-            k, _ = fuse_for_threads(k, nest.var.name, threads)
-    return k
+            alone = replace(k, body=nest)
+            done, _ = fuse_for_threads(alone, nest.var.name, threads)
+            fused |= done is not alone
+            nest = done.body
+        nests.append(nest)
+    if not fused:
+        return k
+    # what fusing once in the whole kernel did to the nests not fused: simplified them
+    return replace(k, body=simplify_stmt(seq(*nests), {s: (0, 2**62) for s in k.sizes}))
 
 
 def reciprocal_divisors(k: Function) -> Function:

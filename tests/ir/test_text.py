@@ -345,3 +345,56 @@ def test_elided_dump_is_readable_but_refuses_to_parse():
     assert "const @w : f32[8, 8] = elided" in text
     with pytest.raises(ParseError, match=r"<text>:2:\d+: constant @w was elided"):
         parse_graph(text)
+
+
+# --- hostile text (issue 37): refused in bounded time and memory, naming the place -----------
+
+def _with_const(decl: str) -> str:
+    return f"graph @g(%x: f32[4]) -> (f32[4]) {{\n  const @c : {decl}\n  %y = relu(%x) : f32[4]\n  return %y\n}}\n"
+
+
+def test_a_splat_constant_larger_than_memory_is_refused_before_it_is_made():
+    with pytest.raises(ParseError, match=r"2:14: constant @c \(float32\[1048576, 1048576, 16\]\) needs 64\.0 TiB"):
+        parse_graph(_with_const("f32[1048576, 1048576, 16] = dense<1.0>"))
+
+
+def test_a_dense_literal_whose_element_count_wraps_int64_is_refused():
+    # 2^32 * 2^32 elements: an int64 product wraps to 0, which two elements would not match either
+    with pytest.raises(ParseError, match=r"constant @c \(float32\[4294967296, 4294967296\]\) needs 64\.0 EiB"):
+        parse_graph(_with_const("f32[4294967296, 4294967296] = dense<[1.0, 2.0]>"))
+
+
+def test_an_integer_of_100000_digits_is_refused_quickly():
+    with pytest.raises(ParseError, match=r"1:18: an integer of 100000 digits \(at most 40\)"):
+        parse_graph("graph @g(%x: f32[" + "1" * 100_000 + "]) -> (f32[4]) {\n  return %x\n}\n")
+    with pytest.raises(ParseError, match=r"an integer of 100000 digits"):
+        parse_graph("graph @g(%x: i64[1]) -> (i64[1]) {\n  const @c : i64[1] = dense<[" + "9" * 100_000 + "]>\n"
+                    "  %y = add(%x, @c) : i64[1]\n  return %y\n}\n")
+
+
+def test_npz_side_file_that_is_a_named_pipe_is_never_opened(tmp_path):
+    os.mkfifo(tmp_path / "w.npz")           # opening it would wait for a writer for ever
+    text = _with_const('f32[4] = file("w.npz", "c")')
+    with pytest.raises(ParseError, match=r"npz file w\.npz is not a regular file"):
+        parse_graph(text, tmp_path / "g.mc")
+
+
+def test_npz_member_is_checked_by_its_header_before_its_data_is_read(tmp_path, monkeypatch):
+    """A zip bomb: a few KiB of compressed zeros whose header claims 2^28 floats (1 GiB)."""
+    import io
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "w.npz", "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("c.npy", "w", force_zip64=True) as f:
+            header = io.BytesIO()
+            np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (1 << 28,)})
+            f.write(header.getvalue())
+            f.write(bytes(1 << 20))
+    reads = []
+    real_read = zipfile.ZipExtFile.read
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", lambda self, n=-1: reads.append(n) or real_read(self, n))
+    with pytest.raises(ParseError, match=r"array 'c' in w\.npz is float32\[268435456\], the constant is declared f32\[4\]"):
+        parse_graph(_with_const('f32[4] = file("w.npz", "c")'), tmp_path / "g.mc")
+    assert max(reads) < 1 << 16             # the header only
+    np.savez_compressed(tmp_path / "ok.npz", c=np.arange(4, dtype=np.float32))
+    graph = parse_graph(_with_const('f32[4] = file("ok.npz", "c")'), tmp_path / "g.mc")
+    np.testing.assert_array_equal(graph.constants[0].data, np.arange(4, dtype=np.float32))

@@ -196,7 +196,24 @@ def power(site: Site, index: tuple[Expr, ...]) -> Expr:
     return simple[e] if e in simple else Call("pow", (x, arg(exponent, index)))
 
 
-binary("pow", np.power, "pow", sample=None, compute=power)
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer a ** b; a negative power is 1 / a ** -b rounded toward zero (ONNX Runtime's
+    answer: 0, or +-1 for a base of +-1); 0 to a negative power is a DataError."""
+    negative = np.asarray(b) < 0
+    if not negative.any():
+        with np.errstate(over="ignore"):
+            return np.power(a, b)
+    if np.any(negative & (np.asarray(a) == 0)):
+        raise DataError("pow: integer 0 to a negative power (division by zero)")
+    with np.errstate(over="ignore"):
+        whole = np.power(a, np.where(negative, 0, b).astype(b.dtype))
+    odd = np.asarray(b) % 2 != 0
+    inverse = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.where(negative, inverse, whole)
+
+
+binary("pow", lambda a, b: np.power(a, b) if a.dtype.kind not in "iu" else _int_pow(a, b), "pow", sample=None,
+       compute=power)
 
 
 @dataclass(frozen=True)

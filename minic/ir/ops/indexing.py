@@ -262,6 +262,8 @@ class ArgAttrs:
 
 def _arg_infer(attrs: ArgAttrs, ts: list[TensorType]) -> list[TensorType]:
     require(ts[0].dtype != DType.bool, "arg_max/arg_min do not take bool")
+    n = ts[0].shape[norm_axis(attrs.axis, ts[0].rank)] if ts[0].rank else 1
+    require(n != 0, f"arg_max/arg_min over axis {attrs.axis} of {ts[0]}: the axis is empty (there is no index to give)")
     return [TensorType(reduced_shape(ts[0].shape, (attrs.axis,), attrs.keepdims), DType.i64)]
 
 

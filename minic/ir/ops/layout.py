@@ -213,22 +213,34 @@ def _concat_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(first.shape[:axis] + (size,) + first.shape[axis + 1:], first.dtype)]
 
 
-def _offset(sizes: list[Dim]) -> Expr:
-    return fold("add", [const(0), *map(dim_expr, sizes)])
+def concat_offsets(sizes: list[Dim]) -> list[Expr]:
+    """Where each of the pieces of these sizes starts along the axis, and (last) where the last
+    one ends: running sums kept as one int plus the symbolic sizes, so that an offset is a
+    short expression however many pieces there are (a chain of n additions would be n deep)."""
+    offsets, whole, symbolic = [], 0, []
+    for d in [*sizes, 0]:
+        offsets.append(fold("add", [const(whole), *map(dim_expr, symbolic)]))
+        if isinstance(d, int):
+            whole += d
+        else:
+            symbolic.append(d)
+    return offsets
 
 
 def concat_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     axis = norm_axis(site.attrs.axis, site.out.rank)
     pieces = [x for x in site.inputs if x.type.shape[axis] != 0]
-    # Build select(i < end0, x0, select(i < end1, x1, ... x_last)) from the back.
     sizes = [x.type.shape[axis] for x in pieces]
-    result: Expr | None = None
-    for k in reversed(range(len(pieces))):
-        local = BinOp("sub", index[axis], _offset(sizes[:k]))
-        element = pieces[k].at(index[:axis] + (clamp(local, sizes[k]),) + index[axis + 1:])
-        end = _offset(sizes[:k + 1])
-        result = element if result is None else Select(BinOp("lt", index[axis], end), element, result)
-    return result
+    offsets = concat_offsets(sizes)
+
+    def choose(lo: int, hi: int) -> Expr:
+        """The element of pieces[lo:hi] at ``index``: a balanced tree of selects, log2(n) deep."""
+        if hi - lo == 1:
+            local = BinOp("sub", index[axis], offsets[lo])
+            return pieces[lo].at(index[:axis] + (clamp(local, sizes[lo]),) + index[axis + 1:])
+        mid = (lo + hi) // 2
+        return Select(BinOp("lt", index[axis], offsets[mid]), choose(lo, mid), choose(mid, hi))
+    return choose(0, len(pieces))
 
 
 _layout("concat", _concat_infer, lambda attrs, *xs: np.concatenate(xs, axis=attrs.axis), concat_rule, AxisAttrs,
