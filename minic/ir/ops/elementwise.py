@@ -9,7 +9,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from minic.errors import UnsupportedError
+from minic.errors import DataError, UnsupportedError
 from minic.ir.compute import DataCheck, Operand, Site, as_i64, broadcast_index
 from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
 from minic.ir.ops import OpKind, define
