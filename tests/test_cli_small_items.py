@@ -54,7 +54,7 @@ def test_run_input_file_errors_are_one_line(tmp_path, capsys):
     two.write_text(print_graph(Graph("two", [a, b], [y], [Node("add", [a, b], [y], ops.get("add").make_attrs())], [])))
     np.save(tmp_path / "x.npy", np.ones(2, np.float32))
     line = one_line_error(*cli(capsys, "run", str(two), "--inputs", str(tmp_path / "x.npy"))[::2])
-    assert "an .npy file holds one array; two takes 2 inputs" in line
+    assert "takes 2 inputs (a, b); 1 given" in line
     np.save(tmp_path / "rank3.npy", np.ones((2, 3, 4), np.float32))
     line = one_line_error(*cli(capsys, "run", "mlp", "--size", "small", "--inputs", str(tmp_path / "rank3.npy"))[::2])
     assert "input 0 is float32[2, 3, 4]; mlp takes float32 of rank 2" in line

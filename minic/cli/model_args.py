@@ -39,8 +39,9 @@ def given_inputs(args: argparse.Namespace):
     return given(getattr(args, "inputs", None), getattr(args, "shape", None) or [], getattr(args, "seed", 0))
 
 
-def load_model(args: argparse.Namespace, model: str | None = None) -> ModelSource:
-    """The ModelSource of ``args.model`` (or ``model``) with the inputs ``args`` give."""
+def load_model(args: argparse.Namespace, model: str | None = None, given="args") -> ModelSource:
+    """The ModelSource of ``args.model`` (or ``model``) with the inputs ``args`` give
+    (``given=None``: with the model's own example inputs)."""
     from minic.api import load
-    return load(model if model is not None else args.model, given_inputs(args),
+    return load(model if model is not None else args.model, given_inputs(args) if given == "args" else given,
                 size=getattr(args, "size", "full"), seed=getattr(args, "seed", 0))

@@ -30,6 +30,15 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
+def like_examples(path, inputs: tuple, source: ModelSource, own: tuple) -> None:
+    """The user's inputs have the model's own example inputs' dtypes and ranks (sizes may
+    differ: dynamic dims)."""
+    for i, (a, e) in enumerate(zip(inputs, own)):
+        if a.dtype != e.dtype or a.ndim != e.ndim:
+            raise UserError(f"{path}: input {i} is {a.dtype}{list(a.shape)}; {source.name} takes "
+                            f"{e.dtype} of rank {e.ndim} (like its example, {e.dtype}{list(e.shape)})")
+
+
 def run_one(name: str, source: ModelSource, inputs, reference, repeat: int, strict: bool,
             options: dict | None = None) -> tuple[Cell, float]:
     """One backend's cell and its median latency.  ``strict`` (one backend asked for):
@@ -56,7 +65,20 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError("--target and --emulate go together: a cross build can only run here under emulation")
     source = load_model(args)
     inputs = source.example_inputs
-    ref_name, reference = backends.reference(source, inputs)
+    if args.inputs:
+        try:
+            own = load_model(args, given=None).example_inputs
+        except UserError:               # a model with no example inputs of its own: the user's define them
+            own = inputs
+        like_examples(args.inputs, inputs, source, own)
+    try:
+        ref_name, reference = backends.reference(source, inputs)
+    except (RuntimeError, ValueError, TypeError) as e:
+        if not args.inputs:
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"{args.inputs}: the reference ({backends.reference_name(source)}) cannot run "
+                        f"these inputs: {first}") from None
     console.print(f"model {source.name}: inputs {', '.join(f'{a.dtype}{list(a.shape)}' for a in inputs)}; "
                   f"reference: {ref_name}")
     if args.backend == "all":
