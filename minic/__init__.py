@@ -22,7 +22,10 @@ _LAZY = {"compile": "minic.api", "load": "minic.api", "save": "minic.runtime.sav
 
 
 def __getattr__(name: str):
+    from importlib import import_module
+    from importlib.util import find_spec
     if name in _LAZY:
-        from importlib import import_module
         return getattr(import_module(_LAZY[name]), name)
+    if not name.startswith("_") and find_spec(f"minic.{name}") is not None:
+        return import_module(f"minic.{name}")      # minic.api, minic.ir, ...: a submodule, as before
     raise AttributeError(f"module 'minic' has no attribute '{name}'")
