@@ -101,12 +101,12 @@ def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
 
 def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
     from minic.errors import UnsupportedError
-    from minic.frontend.onnx import from_onnx_file
+    from minic.frontend.onnx import UnknownOpError, from_onnx_file
     from minic.runtime import specialize
     try:
         graph, symbolic = from_onnx_file(path), None
     except UserError as e:
-        symbolic = specialize.onnx_inputs(path)
+        symbolic = None if isinstance(e, UnknownOpError) else specialize.onnx_inputs(path)
         if symbolic is None:
             if not isinstance(e, UnsupportedError):
                 raise

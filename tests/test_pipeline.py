@@ -81,7 +81,7 @@ def test_each_stage_is_handed_its_part_of_the_options(monkeypatch):
                         or lower(graph, round_inlined))
     monkeypatch.setattr(pipeline, "build_module", lambda program, target: seen.append(target) or build(program, target))
     monkeypatch.setattr(pipeline, "default_schedule",
-                        lambda program, target, tuning: seen.append(target) or schedule(program, target, tuning))
+                        lambda program, target, tuning, hand: seen.append(target) or schedule(program, target, tuning, hand))
     options = CompileOptions(use_cache=False, num_threads=3, graph_opt_level=1, precision="f16")
     c = pipeline.Compilation(graph_of(load("mlp", size="small")), options)
     c.run("llvm")

@@ -41,6 +41,11 @@ class OnnxImportError(UserError):
     """The ONNX model cannot be imported (names the node, op and opset)."""
 
 
+class UnknownOpError(UnsupportedError):
+    """The file holds an op minic has no converter or expansion for: a refusal at any input
+    size (so a file with symbolic dims is not worth specialising; see api._load_onnx)."""
+
+
 class NeedsConstantError(UnsupportedError):
     """An input that minic takes as an attribute (axes, pads, a shape) is computed at run time;
     ``inputs`` names the graph inputs it is computed from (a caller may specialise on them)."""
@@ -432,7 +437,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                 if refusal is not None:
                     raise refusal
                 supported = ", ".join(sorted(DOMAINS.get(domain, CONVERTERS) if domain else CONVERTERS))
-                raise UnsupportedError(f"{b.where}: op is not supported; supported ops: {supported}")
+                raise UnknownOpError(f"{b.where}: op is not supported; supported ops: {supported}")
             nodes_, body_opset = body
             where = b.where
             if convert is None:

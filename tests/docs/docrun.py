@@ -167,7 +167,7 @@ MASKS = [
     (re.compile(r"(?<![\w.])(?:\d\.\d{1,3}e-\d\d|0\.0{1,3}e\+00)(?![\w.])"), "#err"),
 ]
 BOOLEAN = re.compile(r"(\S+ )?(True|False)")
-PROGRESS = re.compile(r"\[\d+/\d+\] ")         # minic/progress.py's lines where stdout is no terminal
+PROGRESS = re.compile(r"\[\d+/\d+(?: \S+)?\] ")         # minic/progress.py's lines where stdout is no terminal
 
 
 def normal(line: str, cwd: Path | None = None) -> str:
