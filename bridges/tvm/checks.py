@@ -10,13 +10,16 @@ the first flag set.  Indices are checked after the frontend's own rewriting, so
 an ONNX negative index that the frontend already counted from the end passes,
 and one it passed on as negative (TVM would read before the tensor) is flagged.
 
-``x / -1`` computes as ``-x`` (``INT_MIN`` wraps to itself), ``x mod -1`` as 0:
-x86's ``idiv`` traps on ``INT_MIN / -1``; minic's own paths and the mlir bridge
-wrap the same way.
+``x / -1`` computes as ``-x`` and ``x mod -1`` as 0 (x86's ``idiv`` traps on
+``INT_MIN / -1``); ``INT_MIN / -1`` itself, whose quotient the dtype cannot hold,
+is a ``DataError``, as on minic's own paths and the mlir bridge (``int_div_checks``,
+minic/ir/ops/elementwise.py); ``INT_MIN mod -1`` is 0 on every path.
 """
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from bridges.data_checks import DIVISION_BY_ZERO, index_out_of_range
 
@@ -92,6 +95,13 @@ def add_data_checks(mod: Any) -> tuple[Any, list[str]]:
             result = relax.Call(call.op, [a, safe], call.attrs, call.ty_args)
             if not quotient or not signed:
                 return result                         # x mod 1 = 0 = x mod -1
+            # a == MIN as a < MIN + 1: TVM computes equal(a, MIN) (and less_equal) of int32 as all
+            # false (docs/production-bugs.md#tvm-int32-min-compare)
+            above_low = relax.const(int(np.iinfo(dtype).min) + 1, dtype)
+            self._flag(self.builder_.emit(relax.op.logical_and(relax.op.less(a, above_low),
+                                                               relax.op.equal(b, minus_one))),
+                       f"integer overflow: {int(np.iinfo(dtype).min)} / -1 does not fit {_minic_dtype(dtype)} "
+                       f"({call.op.name[6:]})")
             return relax.op.where(relax.op.equal(b, minus_one), relax.op.negative(a), self.builder_.emit(result))
 
     main = mod["main"]
@@ -111,5 +121,9 @@ def _is_int(expr) -> bool:
 
 
 def _array(values: list[int], dtype: str):
-    import numpy as np
     return np.array(values, dtype=dtype)
+
+
+def _minic_dtype(dtype: str) -> str:
+    """TVM's ``int32`` as minic names it (``i32``)."""
+    return dtype.replace("uint", "u").replace("int", "i")

@@ -65,7 +65,7 @@ def test_take_out_of_range_is_a_data_error():
         run(X, good, np.array([-1, 0]))            # PyTorch's embedding raises on -1 too
 
 
-def test_integer_division_by_zero_is_a_data_error_and_min_by_minus_one_wraps():
+def test_integer_division_by_zero_and_min_by_minus_one_are_data_errors():
     a, b = np.array([7, -7, 5, 0], np.int32), np.array([2, 2, -1, 3], np.int32)
     run = compiled(Divide(), a, b, a.astype(np.int64), b.astype(np.int64))
     for dtype, args in ((np.int32, lambda x, y: (x, y, a.astype(np.int64), b.astype(np.int64))),
@@ -73,7 +73,28 @@ def test_integer_division_by_zero_is_a_data_error_and_min_by_minus_one_wraps():
         with pytest.raises(DataError, match=r"tvm path: integer division by zero \(floor_divide\)"):
             run(*args(np.array([7, -7, 5, 0], dtype), np.array([2, 0, 1, 1], dtype)))
         low = np.iinfo(dtype).min
-        outs = run(*args(np.array([low, 9, -9, 1], dtype), np.array([-1, -1, 4, 1], dtype)))
+        name = np.dtype(dtype).name.replace("int", "i")
+        with pytest.raises(DataError, match=rf"tvm path: integer overflow: {low} / -1 does not fit {name} "
+                                            r"\(floor_divide\)"):         # as on minic's paths: not wrapped
+            run(*args(np.array([low, 9, -9, 1], dtype), np.array([-1, -1, 4, 1], dtype)))
+        outs = run(*args(np.array([low + 1, 9, -9, 1], dtype), np.array([-1, -1, 4, 1], dtype)))
         quotient, remainder = outs[:2] if dtype == np.int32 else outs[2:]
-        np.testing.assert_array_equal(quotient, [low, -9, -3, 1])   # INT_MIN / -1 wraps, as on minic's paths
+        np.testing.assert_array_equal(quotient, [-(low + 1), -9, -3, 1])
         np.testing.assert_array_equal(remainder, [0, 0, 3, 0])
+        remainder = run(*args(np.array([low, 9, -9, 1], dtype), np.array([5, 5, 4, 1], dtype)))
+        np.testing.assert_array_equal(remainder[1] if dtype == np.int32 else remainder[3],
+                                      np.remainder(np.array([low, 9, -9, 1], dtype), np.array([5, 5, 4, 1], dtype)))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="docs/production-bugs.md#tvm-int32-min-compare")
+def test_tvm_compares_with_int32_min():
+    import tvm
+    from tvm import relax
+    low = np.iinfo(np.int32).min
+    bb = relax.BlockBuilder()
+    a = relax.Var("a", relax.TensorType((3,), "int32"))
+    with bb.function("main", [a]):
+        bb.emit_func_output(bb.emit(relax.op.equal(a, relax.const(low, "int32"))))
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    got = vm["main"](tvm.runtime.tensor(np.array([low, low + 1, 5], np.int32))).numpy()
+    np.testing.assert_array_equal(got, [True, False, False])
