@@ -141,3 +141,35 @@ def test_a_file_that_raises_on_import(capsys, tmp_path):
     assert code == 1 and "broken.py: importing it raised RuntimeError: no GPU here" in err
     code, _, err = cli(capsys, "show", f"{tmp_path}/syntax.py:Net")
     assert code == 1 and "syntax.py:1: syntax error" in err
+
+
+def test_dynamic_dims_from_the_command_line(capsys, model_file, tmp_path):
+    """--dynamic keeps the named dims symbolic: a saved model then runs at other batch sizes."""
+    import json
+    import minic
+    out = ok(capsys, "compile", f"{model_file}:factory", "--target", "host", "--dynamic", "x:0=B",
+             "-o", str(tmp_path / "saved"))
+    assert "saved factory" in out
+    manifest = json.loads((tmp_path / "saved" / "manifest.json").read_text())
+    assert manifest["inputs"][0]["shape"] == ["B", 8]
+    saved = minic.load_compiled(tmp_path / "saved")
+    net = minic.load(f"{model_file}:Net", [np.zeros((1, 8), np.float32)]).module
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+        import torch
+        np.testing.assert_allclose(saved(x), net(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    static = ok(capsys, "compile", f"{model_file}:factory", "--target", "host", "-o", str(tmp_path / "static"))
+    assert "saved factory" in static
+    assert json.loads((tmp_path / "static" / "manifest.json").read_text())["inputs"][0]["shape"] == [3, 8]
+    out = ok(capsys, "run", f"{model_file}:Net", "--shape", "2,8", "--dynamic", "0:0", "--repeat", "1")
+    assert " minic " in out and " ok " in out
+
+
+@pytest.mark.parametrize("spec, words", [("x", "write all, none, or INPUT:AXIS"),
+                                         ("x:first", "axis 'first' is not an integer"),
+                                         ("y:0", "the model has no input 'y'"),
+                                         ("x:3", "has no axis 3")])
+def test_bad_dynamic_specs_are_one_line_errors(capsys, model_file, tmp_path, spec, words):
+    code, out, err = cli(capsys, "compile", f"{model_file}:factory", "--target", "host", "--dynamic", spec,
+                         "-o", str(tmp_path / "out"))
+    assert code == 1 and words in err and len(err.strip().splitlines()) == 1, err

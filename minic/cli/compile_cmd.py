@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from minic.api import graph_of
-from minic.cli.model_args import add_model_args, load_model
+from minic.cli.model_args import add_dynamic_arg, add_model_args, dynamic_option, load_model
+from minic.runtime.specialize import one_graph
 
 
 def register(sub) -> None:
@@ -26,6 +26,7 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int, help="threads of parallel loops (default: 4 for a cross build; "
                                                "the CPUs this process may use for host)")
     p.add_argument("-o", "--output", type=Path, required=True, help="the folder to write")
+    add_dynamic_arg(p)
     p.set_defaults(handler=handle)
 
 
@@ -43,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
     args.threads = args.threads or 4
     options = CompileOptions.cross(args.target, args.mcpu or default_cpu(args.target), args.features, args.threads)
     out = args.output
-    result = build.cross_compile(graph_of(source), options, out, link_now=False)
+    result = build.cross_compile(one_graph(source, dynamic_option(args)), options, out, link_now=False)
     examples = tensor_file.inputs_for(result.layout, source.example_inputs)
     tensor_file.write(out / "example_inputs.bin", examples)
     consts = len(result.layout.role(Role.CONST))
@@ -71,7 +72,7 @@ def save_host(source, args: argparse.Namespace) -> int:
     from minic.options import CompileOptions
     from minic.runtime import compile_graph
     from minic.runtime.saved import MANIFEST, save
-    model = compile_graph(graph_of(source), CompileOptions(num_threads=args.threads or 0))
+    model = compile_graph(one_graph(source, dynamic_option(args)), CompileOptions(num_threads=args.threads or 0))
     out = save(model, args.output)
     names = [i["name"] for i in json.loads((out / MANIFEST).read_text())["inputs"]]
     npz = io.BytesIO()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from minic.backends import ModelSource
+from minic.errors import UserError
 
 MODEL_HELP = "zoo name, .onnx or .mc file, or path/to/file.py:Name (an nn.Module class or factory)"
 
@@ -45,3 +47,30 @@ def load_model(args: argparse.Namespace, model: str | None = None, given="args")
     from minic.api import load
     return load(model if model is not None else args.model, given_inputs(args) if given == "args" else given,
                 size=getattr(args, "size", "full"), seed=getattr(args, "seed", 0))
+
+
+def add_dynamic_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dynamic", action="append", default=[], metavar="all|none|INPUT:AXIS[=NAME],...",
+                   help="which input dims stay symbolic in the compiled code (once per input; default: "
+                        "the model's own symbolic dims, specialized per shape where an op needs a size)")
+
+
+def dynamic_option(args: argparse.Namespace) -> Any:
+    """``--dynamic`` as ``minic.compile``'s ``dynamic=``: None (not given), True (all), False
+    (none), or ``{input: {axis: name}}`` (an input by name or position; a name is optional)."""
+    given = getattr(args, "dynamic", None) or []
+    if given in (["all"], ["none"]):
+        return given == ["all"]
+    spec: dict[Any, dict[int, str | None]] = {}
+    for text in given:
+        name, sep, axes = text.partition(":")
+        if not sep or not name or not axes or text in ("all", "none"):
+            raise UserError(f"--dynamic {text}: write all, none, or INPUT:AXIS[=NAME],... (e.g. x:0,2=H)")
+        key: Any = int(name) if name.isdigit() else name
+        for item in axes.split(","):
+            axis, _, symbol = item.partition("=")
+            try:
+                spec.setdefault(key, {})[int(axis)] = symbol or None
+            except ValueError:
+                raise UserError(f"--dynamic {text}: axis {axis!r} is not an integer") from None
+    return spec

@@ -8,7 +8,7 @@ import time
 
 from minic import backends
 from minic.api import DEFAULT_BACKEND
-from minic.cli.model_args import add_model_args, load_model
+from minic.cli.model_args import add_dynamic_arg, add_model_args, dynamic_option, load_model
 from minic.backends import ModelSource
 from minic.compare import as_tuple, checksum
 from minic.verify.matrix import Cell, backend_tolerance, check, judged
@@ -22,6 +22,7 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run a model and compare it with PyTorch")
     add_model_args(p)
     p.add_argument("--backend", default=DEFAULT_BACKEND, help="a backend name, or 'all' (default: %(default)s)")
+    add_dynamic_arg(p)
     p.add_argument("--repeat", type=int, default=10, help="timed repeats, at least 1 (median is reported)")
     p.add_argument("--target", help="also cross-compile for this target (aarch64); needs --emulate")
     p.add_argument("--mcpu", default="",
@@ -87,6 +88,8 @@ def handle(args: argparse.Namespace) -> int:
         backends.get(args.backend)              # unknown name -> error now
         names = [args.backend] if args.backend == ref_name else [ref_name, args.backend]
     options: dict[str, dict] = {}
+    if args.dynamic:                            # the two backends that keep dims symbolic
+        options = {name: {"dynamic": dynamic_option(args)} for name in ("minic", "interp")}
     if args.emulate:                            # the cross build, next to the host build
         from minic.aarch64.backend import register_backend
         cross = register_backend()

@@ -64,6 +64,20 @@ def compile(source: ModelSource, build: Build, dynamic: Any = None) -> Runner:
     return Specialized(source, build, inputs, keep)
 
 
+def one_graph(source: ModelSource, dynamic: Any = None) -> Graph:
+    """The one graph of ``source`` whose kept dims (``dynamic``, as for ``compile``; None:
+    every symbolic dim the model declares) stay symbolic, the others bound to the example
+    inputs' sizes: what a saved model or a cross build holds (no specialization later)."""
+    if source.module is not None and source.graph is None and isinstance(dynamic, Mapping):
+        source.dynamic_axes = torch_axes(source, dynamic)
+    inputs = model_inputs(source)
+    keep = kept_symbols(inputs, dynamic)
+    if keep is None:            # as the model declares (a file that needs static sizes: the examples')
+        return graph_of(source)
+    example = bind_symbols(inputs, source.example_inputs)
+    return static_graph(source, {k: n for k, n in example.items() if k not in keep}, inputs)
+
+
 def _symbols_in_order(inputs: list[Value]) -> list[str]:
     """The symbols of the inputs' dims, in the order they first appear."""
     return list(dict.fromkeys(s for v in inputs for d in v.type.shape for s in sorted(symbols(d))))
@@ -205,7 +219,8 @@ def torch_axes(source: ModelSource, dynamic: Mapping) -> tuple[dict[int, str], .
         for axis in dims:
             if not isinstance(axis, int) or not 0 <= axis < rank:
                 raise UserError(f"dynamic: input {key!r} (rank {rank}) has no axis {axis!r}")
-        axes[i] = {a: dims[a] for a in dims} if isinstance(dims, Mapping) else {a: f"{names[i]}_{a}" for a in dims}
+        named = dims if isinstance(dims, Mapping) else {}
+        axes[i] = {a: named.get(a) or f"{names[i]}_{a}" for a in dims}
     return tuple(axes)
 
 
