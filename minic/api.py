@@ -101,12 +101,14 @@ def _load_zoo(name: str, example_inputs, size: str, seed: int) -> ModelSource:
 
 def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
     from minic.errors import UnsupportedError
-    from minic.frontend.onnx import UnknownOpError, from_onnx_file
+    from minic.frontend.onnx import NeedsConstantError, UnknownOpError, from_onnx_file
     from minic.runtime import specialize
     try:
         graph, symbolic = from_onnx_file(path), None
     except UserError as e:
-        symbolic = None if isinstance(e, UnknownOpError) else specialize.onnx_inputs(path)
+        # An import that needs input values (an If on a graph input) specializes on them too.
+        by_value = isinstance(e, NeedsConstantError) and bool(e.inputs)
+        symbolic = None if isinstance(e, UnknownOpError) else specialize.onnx_inputs(path, static_too=by_value)
         if symbolic is None:
             if not isinstance(e, UnsupportedError):
                 raise
@@ -115,7 +117,7 @@ def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
             # (graph_of), and ONNX Runtime is the reference (backends.reference_name).
             inputs = _arrays(example_inputs) if example_inputs is not None else _onnx_random_inputs(path, seed)
             return ModelSource(path.stem, inputs, onnx_path=path, extra={"minic_refused": str(e)})
-        # an op needs a static size of a symbolic dim (see runtime/specialize.py)
+        # an op needs a static size of a symbolic dim, or an input's value (see runtime/specialize.py)
         graph = Graph(path.stem, symbolic, [])            # its inputs only, to draw example inputs from
     source = load(graph, example_inputs, seed=seed)
     if symbolic is not None:                              # graph_of imports it at the example inputs' sizes

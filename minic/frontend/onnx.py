@@ -55,8 +55,9 @@ class NeedsConstantError(UnsupportedError):
         self.inputs = inputs
 
 
-def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None) -> Graph:
-    """Read an .onnx file (external data resolved next to it) and import it (``dims``: see from_onnx)."""
+def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None,
+                   bind: dict[str, np.ndarray] | None = None) -> Graph:
+    """Read an .onnx file (external data resolved next to it) and import it (``dims``, ``bind``: see from_onnx)."""
     import onnx
     path = Path(path)
     if not path.is_file():
@@ -70,7 +71,7 @@ def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None) -> G
     if not model.graph.node and not model.graph.output:
         raise UserError(f"{path}: not a valid ONNX file (no graph)")
     _load_external_data(model, path.parent)
-    return from_onnx(model, name=re.sub(r"\W", "_", path.stem), dims=dims)
+    return from_onnx(model, name=re.sub(r"\W", "_", path.stem), dims=dims, bind=bind)
 
 
 def _load_external_data(model, folder: Path) -> None:

@@ -17,6 +17,9 @@ and compiled; the result is kept per shape signature, in memory (the last
 when the symbolic graph compiles and otherwise as many as compile (``_widest``); ``True`` insists on
 one symbolic compilation; ``False`` specializes every symbol; ``{"x": {0: "N"}}`` (or
 ``{"x": [0]}``) keeps the symbols of those dims and specializes the others.
+An ONNX import that needs an input's *value* (an ``If`` on a graph input, a ``Loop``
+trip count, a shape read from data) specializes the same way on that input's data
+(``import_onnx``; inputs of at most ``VALUE_LIMIT`` elements).
 A static model never comes here: it compiles to exactly the code it always did.
 See docs/dynamic.md (and compare torch.compile's guards, TensorRT's profiles).
 """
@@ -48,9 +51,14 @@ def compile(source: ModelSource, build: Build, dynamic: Any = None) -> Runner:
         source.dynamic_axes = torch_axes(source, dynamic)    # a torch model is exported with these axes
     inputs = model_inputs(source)
     every = _symbols_in_order(inputs)
-    if not every:
+    if "symbolic inputs" in source.extra:
+        graph_of(source)                 # imported at the examples: finds the inputs whose values it needs
+    values = source.extra.get("value inputs")
+    if not every and not values:
         return build(graph_of(source))                   # a static model: nothing changes
     keep = kept_symbols(inputs, dynamic)
+    if not every:
+        return Specialized(source, build, inputs, frozenset())
     general = _general_graph(source, inputs)
     if keep is None:                                     # auto: symbolic if it compiles, else as much as does
         if general is not None:
@@ -58,8 +66,8 @@ def compile(source: ModelSource, build: Build, dynamic: Any = None) -> Runner:
                 return build(general)
             except MinicError:       # an op needs a static size; were it anything else, specializing says it again
                 pass
-        return _widest(source, build, inputs, every)
-    if keep == set(every):
+        return _widest(source, build, inputs, every, tried_all=general is not None)
+    if keep == set(every) and not values:
         return build(general if general is not None else static_graph(source, {}, inputs))
     return Specialized(source, build, inputs, keep)
 
@@ -83,7 +91,8 @@ def _symbols_in_order(inputs: list[Value]) -> list[str]:
     return list(dict.fromkeys(s for v in inputs for d in v.type.shape for s in sorted(symbols(d))))
 
 
-def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[str]) -> "Specialized":
+def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[str],
+            tried_all: bool) -> "Specialized":
     """Keep symbolic as many symbols as compile: each in turn (input order) is tried kept
     with those kept so far, the others bound to the example's sizes; one that makes the
     compilation fail is specialized.  A CNN over (N, 3, H, W) keeps N: one compilation
@@ -93,7 +102,7 @@ def _widest(source: ModelSource, build: Build, inputs: list[Value], every: list[
     keep, first, pool = frozenset(), None, {}
     for symbol in every:
         trial = keep | {symbol}
-        if trial == set(every):                          # all of them together failed already
+        if trial == set(every) and tried_all:            # all of them together failed already
             continue
         try:
             graph = static_graph(source, {k: n for k, n in example.items() if k not in trial}, inputs)
@@ -121,8 +130,11 @@ def share_constants(graph: Graph, pool: dict[str, np.ndarray]) -> Graph:
 
 
 class Specialized:
-    """A model compiled once per run-time shape signature (the values of the symbols
-    it specializes), on first sight of each; the last ``CAPACITY`` are kept."""
+    """A model compiled once per run-time signature, on first sight of each: the values of
+    the symbols it specializes and, for an ONNX file whose import needs the values of some
+    inputs (``extra["value inputs"]``: an ``If`` on a graph input, a shape computed from
+    one), those values, which the compiled model then holds as constants; the last
+    ``CAPACITY`` are kept."""
 
     def __init__(self, source: ModelSource, build: Build, inputs: list[Value], keep: frozenset[str],
                  first: Runner | None = None, pool: dict[str, np.ndarray] | None = None):
@@ -138,21 +150,31 @@ class Specialized:
         elif source.example_inputs:
             self.runner(source.example_inputs)           # errors show at compile time, not first call
 
-    def signature(self, arrays) -> tuple[tuple[str, int], ...]:
+    @property
+    def values(self) -> frozenset[str]:
+        """The inputs whose values are compiled in (found by the imports so far)."""
+        return self.source.extra.get("value inputs", frozenset())
+
+    def signature(self, arrays) -> tuple:
         """The sizes of the specialized symbols in ``arrays`` (checked: dtypes, ranks,
-        and every input agreeing on each symbol's value)."""
+        and every input agreeing on each symbol's value), then the value inputs' data."""
         env = bind_symbols(self.inputs, arrays)
-        return tuple(sorted((s, n) for s, n in env.items() if s not in self.keep))
+        sizes = tuple(sorted((s, n) for s, n in env.items() if s not in self.keep))
+        return sizes + tuple((v.name, a.dtype.str, a.shape, a.tobytes())
+                             for v, a in zip(self.inputs, arrays) if v.name in self.values)
 
     def runner(self, arrays) -> Runner:
         key = self.signature(arrays)
-        if len(self._keys) >= 16 * CAPACITY:
-            self._keys.clear()
-        self._keys[tuple(np.shape(a) for a in arrays)] = key
+        if not self.values:
+            if len(self._keys) >= 16 * CAPACITY:
+                self._keys.clear()
+            self._keys[tuple(np.shape(a) for a in arrays)] = key
         with self._lock:
             run = self.compiled.get(key)
             if run is None:
-                run = self.build(share_constants(static_graph(self.source, dict(key), self.inputs), self.pool))
+                sizes = {e[0]: e[1] for e in key if len(e) == 2}     # (symbol, size); values come as 4-tuples
+                run = self.build(share_constants(static_graph(self.source, sizes, self.inputs, arrays), self.pool))
+                key = self.signature(arrays)             # the import may have found more value inputs
                 self.compilations += 1
                 if len(self.compiled) >= CAPACITY:
                     self.compiled.popitem(last=False)
@@ -174,11 +196,14 @@ class Specialized:
         if run is None:
             arrays = tuple(np.asarray(a) for a in arrays)
             run = self.runner(arrays)
+        if self.values:                                  # compiled in: not inputs of the compiled model
+            arrays = tuple(a for v, a in zip(self.inputs, arrays) if v.name not in self.values)
         return run(*arrays)
 
     def __repr__(self) -> str:
         kept = f", symbolic {sorted(self.keep)}" if self.keep else ""
-        return f"Specialized({self.source.name}, {len(self.compiled)} shapes{kept})"
+        values = f", values of {sorted(self.values)}" if self.values else ""
+        return f"Specialized({self.source.name}, {len(self.compiled)} signatures{kept}{values})"
 
 
 def kept_symbols(inputs: list[Value], dynamic: Any) -> frozenset[str] | None:
@@ -237,16 +262,18 @@ def _general_graph(source: ModelSource, inputs: list[Value]) -> Graph | None:
     return graph_of(source)
 
 
-def static_graph(source: ModelSource, sizes: Mapping[str, int], inputs: list[Value]) -> Graph:
+def static_graph(source: ModelSource, sizes: Mapping[str, int], inputs: list[Value],
+                 arrays: tuple | None = None) -> Graph:
     """The model with the symbols in ``sizes`` bound: an ONNX file imported again with
-    those input sizes (its shape computations then fold), a torch module exported again,
-    or a given graph with its types inferred again."""
+    those input sizes (its shape computations then fold; the value inputs' data taken from
+    ``arrays``, else the examples), a torch module exported again, or a given graph with
+    its types inferred again."""
     given = graph_of(source)
-    if [v.type for v in given.inputs] == [bound_type(v.type, sizes) for v in inputs]:
+    if not source.extra.get("value inputs") and \
+            [v.type for v in given.inputs] == [bound_type(v.type, sizes) for v in inputs]:
         return given                                     # it is this specialization already
     if source.onnx_path is not None:
-        from minic.frontend.onnx import from_onnx_file
-        graph = from_onnx_file(source.onnx_path, dims=sizes)
+        graph = import_onnx(source, sizes, source.example_inputs if arrays is None else arrays)
         graph.name = given.name
         return graph
     if source.module is not None:
@@ -308,9 +335,9 @@ def bind_graph(graph: Graph, sizes: Mapping[str, int]) -> Graph:
     return Graph(graph.name, inputs, [new[v] for v in graph.outputs], nodes, list(graph.constants))
 
 
-def onnx_inputs(path) -> list[Value] | None:
+def onnx_inputs(path, static_too: bool = False) -> list[Value] | None:
     """The inputs of an ONNX file with their symbolic dims, or None when it has no symbolic
-    dim (or its inputs cannot be read: the import's own error then stands)."""
+    dim (unless ``static_too``) or its inputs cannot be read (the import's own error then stands)."""
     import onnx
     from minic.frontend.onnx import graph_input_names, input_value
     try:
@@ -319,18 +346,49 @@ def onnx_inputs(path) -> list[Value] | None:
         inputs = [input_value(i, {}) for i in model.graph.input if i.name in names]
     except Exception:  # noqa: BLE001 - not a file whose inputs can be read
         return None
-    return inputs if any(symbols(d) for v in inputs for d in v.type.shape) else None
+    return inputs if static_too or any(symbols(d) for v in inputs for d in v.type.shape) else None
 
 
 def import_at_examples(source: ModelSource) -> Graph:
     """An ONNX file whose symbolic import failed (an op needs a static size), imported at
     the sizes of the source's example inputs (given, or drawn: the CLI replaces drawn ones
     with the user's before anything imports)."""
-    from minic.frontend.onnx import from_onnx_file
     sizes = bind_symbols(source.extra["symbolic inputs"], source.example_inputs)
     try:
-        graph = from_onnx_file(source.onnx_path, dims=sizes)
+        graph = import_onnx(source, sizes, source.example_inputs)
     except UserError as e:
         raise type(e)(f"{e} (at {', '.join(f'{k}={n}' for k, n in sizes.items())}, the example inputs' sizes)") from None
     graph.name = source.name
     return graph
+
+
+VALUE_LIMIT = 1024     # elements: an input this small may be compiled in, per value (a flag, a rate, a shape)
+
+
+def import_onnx(source: ModelSource, sizes: Mapping[str, int], arrays: tuple) -> Graph:
+    """``source``'s ONNX file imported at ``sizes``, with the inputs whose values the import
+    needs (an ``If`` condition, a target shape, computed from graph inputs) bound to their
+    data in ``arrays``: those named in ``extra["value inputs"]``, and any the import asks
+    for (kept there for the next calls).  A large input is refused: a compilation per value
+    of an image would serve nothing."""
+    from minic.errors import UnsupportedError
+    from minic.frontend.onnx import NeedsConstantError, from_onnx_file
+    names = [v.name for v in model_inputs(source)]
+    arrays = dict(zip(names, arrays))
+    bound = set(source.extra.get("value inputs", ()))
+    while True:
+        try:
+            return from_onnx_file(source.onnx_path, dims=sizes,
+                                  bind={n: np.asarray(arrays[n]) for n in bound} or None)
+        except NeedsConstantError as e:
+            more = e.inputs - bound
+            if not more:
+                raise
+            for n in sorted(more):
+                a = np.asarray(arrays[n])
+                if a.size > VALUE_LIMIT:
+                    raise UnsupportedError(f"{e}: it is computed from input '{n}' ({a.dtype}{list(a.shape)}), and "
+                                           f"minic compiles in the values of inputs of at most {VALUE_LIMIT} "
+                                           f"elements only") from None
+            bound |= more
+            source.extra["value inputs"] = frozenset(bound)

@@ -263,3 +263,66 @@ def test_bind_graph_infers_types_again():
                     "  return %y\n}\n")
     bound = bind_graph(g, {"T": 4})
     assert str(bound.inputs[0].type) == "f32[B, 4]" and str(bound.outputs[0].type) == "f32[4*B]"
+
+
+def _branching(tmp_path, dims, name):
+    """y = relu(x) if sr == 16000 else -x: an If whose condition is computed from a graph input."""
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    return _model(tmp_path, name, [helper.make_node("Equal", ["sr", "k"], ["c"]),
+                                   helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims),
+                   helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+                  [helper.make_tensor("k", TensorProto.INT64, [], [16000])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dims", [[2, 4], ["N", 4]])
+def test_an_if_on_a_graph_input_is_specialized_on_its_value(tmp_path, backend, dims):
+    path = _branching(tmp_path, dims, "branch")
+    rng = np.random.default_rng(0)
+    model = minic.compile(path, [rng.standard_normal((2, 4)).astype(np.float32), np.array(16000)], backend=backend)
+    assert isinstance(model, Specialized) and model.values == {"sr"}
+    for n in (2, 3) if dims[0] == "N" else (2,):
+        for rate in (16000, 8000, 16000):
+            x, sr = rng.standard_normal((n, 4)).astype(np.float32), np.array(rate)
+            np.testing.assert_array_equal(model(x, sr), _ort(path, {"x": x, "sr": sr})[0])
+    assert model.compilations == 2                      # one per rate; N stays symbolic
+    assert "values of ['sr']" in repr(model)
+
+
+def test_a_loop_whose_trip_count_is_a_graph_input(tmp_path):
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Mul", ["acc_in", "two"], ["acc_out"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [3])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [3])],
+                             [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    path = _model(tmp_path, "loop", [helper.make_node("Loop", ["m", "", "x"], ["y"], body=body)],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                   helper.make_tensor_value_info("m", TensorProto.INT64, [])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    model = minic.compile(path, [x, np.array(3)])
+    for m in (3, 0, 5):
+        np.testing.assert_array_equal(model(x, np.array(m)), _ort(path, {"x": x, "m": np.array(m)})[0])
+
+
+def test_a_value_computed_from_a_large_input_is_refused_by_name(tmp_path):
+    """A reshape whose target shape is read from the *data* of a 2,048-element input."""
+    path = _model(tmp_path, "big", [helper.make_node("Slice", ["shape_src", "zero", "two"], ["target"]),
+                                    helper.make_node("Reshape", ["x", "target"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
+                   helper.make_tensor_value_info("shape_src", TensorProto.INT64, [2048])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 4])],
+                  [helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+                   helper.make_tensor("two", TensorProto.INT64, [1], [2])])
+    shape = np.zeros(2048, np.int64)
+    shape[:2] = [6, 4]
+    with pytest.raises(UserError, match=r"computed from input 'shape_src' \(int64\[2048\]\).* at most 1024 elements"):
+        minic.compile(path, [np.zeros((4, 6), np.float32), shape])
