@@ -199,7 +199,8 @@ class Builder:
         return out if isinstance(out, tuple) else (out,)
 
     def sources(self, v: Value | None) -> frozenset[str]:
-        """The ONNX names of the graph inputs that ``v`` is computed from."""
+        """The ONNX names of the graph inputs whose *data* ``v`` is computed from (a ``shape``
+        node reads its input's dims only: binding the dims, not the data, folds it)."""
         seen, todo, found = set(), [v], set()
         while todo:
             x = todo.pop()
@@ -208,7 +209,7 @@ class Builder:
             seen.add(id(x))
             if x in self.input_names:
                 found.add(self.input_names[x])
-            elif x in self.producer:
+            elif x in self.producer and self.producer[x].op != "shape":
                 todo.extend(self.producer[x].inputs)
         return frozenset(found)
 
@@ -347,14 +348,17 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for out in g.output:
         if out.name not in b.env:
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
-        _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]))
+        _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
         graph.outputs.append(b.env[out.name])
     return graph
 
 
-def _check_declared(out, v: Value, stored) -> None:
+def _check_declared(out, v: Value, stored, specialized: bool = False) -> None:
     """A graph output's declared element type and static dims against what minic computes: a
-    model that says f32[3] and computes i64[2] is wrong, and answering either would hide it."""
+    model that says f32[3] and computes i64[2] is wrong, and answering either would hide it.
+    In a specialization (input sizes bound at run time) a static dim that differs is the
+    file's, valid at its export sizes only (torch's dynamo exporter declares an LSTM's output
+    [B, 5, 6] over an input [B, T, 8]): a warning, as ONNX Runtime gives at run time."""
     t = out.type.tensor_type if out.type.HasField("tensor_type") else None
     if t is None:
         return
@@ -367,8 +371,12 @@ def _check_declared(out, v: Value, stored) -> None:
         if len(dims) != v.type.rank or any(d is not None and isinstance(c, int) and d != c
                                            for d, c in zip(declared, v.type.shape)):
             shown = [d if d is not None else (dims[i].dim_param or "?") for i, d in enumerate(declared)]
-            raise OnnxImportError(f"graph output '{out.name}' is declared of shape {shown}, "
-                                  f"but the graph computes {v.type}")
+            message = f"graph output '{out.name}' is declared of shape {shown}, but the graph computes {v.type}"
+            if specialized and len(dims) == v.type.rank:
+                import warnings
+                warnings.warn(f"{message} (at these input sizes; ONNX Runtime warns the same)", stacklevel=2)
+                return
+            raise OnnxImportError(message)
 
 
 def _upgraded(model):

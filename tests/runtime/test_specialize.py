@@ -326,3 +326,41 @@ def test_a_value_computed_from_a_large_input_is_refused_by_name(tmp_path):
     shape[:2] = [6, 4]
     with pytest.raises(UserError, match=r"computed from input 'shape_src' \(int64\[2048\]\).* at most 1024 elements"):
         minic.compile(path, [np.zeros((4, 6), np.float32), shape])
+
+
+def test_a_shape_computed_from_an_inputs_dims_binds_its_sizes_not_its_data(tmp_path):
+    """target = [Squeeze(Shape(x)[0:1]) * 2, 2], as torch's dynamo exporter writes a view:
+    it depends on x's dims only, so the file is specialized per size of N (never per value
+    of x, which would compile at every call)."""
+    path = _model(tmp_path, "dims_only", [helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
+                                          helper.make_node("Squeeze", ["s"], ["n"]),
+                                          helper.make_node("Mul", ["n", "two"], ["n2"]),
+                                          helper.make_node("Reshape", ["n2", "one"], ["n2v"]),
+                                          helper.make_node("Concat", ["n2v", "last"], ["target"], axis=0),
+                                          helper.make_node("Reshape", ["x", "target"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", 2])],
+                  [helper.make_tensor("two", TensorProto.INT64, [], [2]),
+                   helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+                   helper.make_tensor("last", TensorProto.INT64, [1], [2])])
+    rng = np.random.default_rng(0)
+    model = minic.compile(path, [np.zeros((3, 4), np.float32)])
+    for n in (3, 3, 5):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_array_equal(model(x), _ort(path, {"x": x})[0])
+    assert not getattr(model, "values", None) and getattr(model, "compilations", 1) <= 2
+
+
+def test_an_output_declared_at_the_export_size_warns_at_another(tmp_path):
+    """y = Pad(x) declared f32[4, 4] over x: f32[N, 4] (torch's dynamo exporter declares an LSTM's
+    output so): at N = 3 the specialization warns, as ONNX Runtime does, and gives its answer."""
+    path = _model(tmp_path, "declared", [helper.make_node("Pad", ["x", "pads"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+                  [helper.make_tensor("pads", TensorProto.INT64, [4], [1, 0, 1, 0])])
+    model = minic.compile(path, [np.ones((2, 4), np.float32)])
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.warns(UserWarning, match=r"graph output 'y' is declared of shape \[4, 4\], but the graph "
+                                         r"computes f32\[5, 4\] \(at these input sizes"):
+        got = model(x)
+    np.testing.assert_array_equal(got, _ort(path, {"x": x})[0])
