@@ -8,6 +8,7 @@ uses to let temporaries share memory.
 """
 from __future__ import annotations
 
+import heapq
 import re
 
 from minic.errors import UserError
@@ -28,12 +29,25 @@ def _groups(graph: Graph) -> tuple[list[list[Node]], set[Value]]:
     reads = {key: {v for n in nodes for v in n.inputs if v in producer and producer[v] != key}
              for key, nodes in members.items()}                  # what each group reads from others
     deps = {key: {producer[v] for v in values} for key, values in reads.items()}
+    # Of the ready groups, the one first in the graph (a heap of positions: linear in the graph).
+    keys = list(members)
+    waiting = {key: len(deps[key]) for key in keys}
+    users: dict[object, list[object]] = {}
+    for key in keys:
+        for d in deps[key]:
+            users.setdefault(d, []).append(key)
+    ready = [i for i, key in enumerate(keys) if not waiting[key]]
+    position = {key: i for i, key in enumerate(keys)}
     done: dict[object, list[Node]] = {}          # the groups in the order they run
-    while len(done) < len(members):              # of the ready groups, the one first in the graph
-        ready = next((k for k in members if k not in done and deps[k] <= done.keys()), None)
-        if ready is None:
-            raise UserError(f"graph @{graph.name}: fusion groups depend on each other in a cycle")
-        done[ready] = members[ready]
+    while ready:
+        key = keys[heapq.heappop(ready)]
+        done[key] = members[key]
+        for user in users.get(key, ()):
+            waiting[user] -= 1
+            if not waiting[user]:
+                heapq.heappush(ready, position[user])
+    if len(done) < len(members):
+        raise UserError(f"graph @{graph.name}: fusion groups depend on each other in a cycle")
     return list(done.values()), set().union(*reads.values())
 
 
