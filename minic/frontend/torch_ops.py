@@ -355,7 +355,8 @@ def _cat(cx, node, a):
     dtype = out_dtype(cx, node)
     # torch skips empty 1-D tensors in cat (legacy behaviour a KV cache relies on: its first
     # update concatenates an f32[0] with the new keys), so minic does too.
-    tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)]
+    # All of them empty: the result is the first (f32[0] and the like).
+    tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)] or a["tensors"][:1]
     parts = [cx.cast(cx.value(t), dtype) for t in tensors]
     if len(parts) == 1:
         return parts[0]

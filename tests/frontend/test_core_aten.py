@@ -4,7 +4,9 @@ interpreter and the compiled path (minic.verify.opinfo)."""
 from __future__ import annotations
 
 from minic.frontend.core_aten import EXCLUDED, core_overloads, coverage
-from minic.verify.opinfo import cases, run_batch
+import torch
+
+from minic.verify.opinfo import MAX_SAMPLES, Case, cases, run, run_batch, sweep, verdicts
 from tests.cli_helpers import cli
 
 
@@ -41,3 +43,23 @@ def test_covered_ops_match_eager_on_opinfo_samples(tmp_path):
     refusals = [o.detail for o in outcomes if o.result == "refused"]
     assert all(d.split(" ")[0] in ("unsupported", "getitem") or d.startswith("aten.") for d in refusals), refusals
     assert all(".py:" in d and "\n" not in d for d in refusals), refusals
+
+
+def test_cat_of_only_empty_1d_tensors_is_empty(tmp_path):
+    # OpInfo cat's sample 4 (the full sweep found it): every tensor is f32[0], which cat skips,
+    # so none was left to concatenate (an IndexError in the converter).
+    from torch.testing._internal.opinfo.core import SampleInput
+    c = coverage()
+    sample = SampleInput([torch.zeros(0), torch.zeros(0)], kwargs={"dim": 0})
+    outcome = run(Case("cat", torch.float32, [(torch.cat, sample)]), set(c.covered), tmp_path)
+    assert outcome.result == "ok", outcome.detail
+    assert "aten.cat.default" in outcome.reached
+
+
+def test_the_full_sweep_counts_every_sample_of_an_opinfo(tmp_path):
+    c = coverage()
+    names = {name.split(".")[1] for name in c.covered}
+    [report] = sweep(names, set(c.covered), tmp_path, only={"cat"})
+    assert report.samples == len(report.outcomes) + sum(report.skipped.values()) > MAX_SAMPLES
+    assert report.count("mismatch") == 0, [o.detail for o in report.outcomes if o.result == "mismatch"]
+    assert verdicts([report]) == {"aten.cat.default": True}
