@@ -320,6 +320,8 @@ def _unsqueeze(cx, node, a):
 @handles(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
 def _squeeze(cx, node, a):
     x = cx.value(a["self"])
+    if x.type.rank == 0:                        # torch takes dim 0 or -1 of a scalar: nothing to squeeze
+        return x
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     # torch skips the named axes that are not 1; squeeze only those that are.

@@ -297,7 +297,10 @@ def sweep(names: set[str], core: set[str], cache_dir, only: set[str] | None = No
                 one = in_child(_sweep_one, [c], core, cache_dir, time_limit=SWEEP_TIME_LIMIT_S)
                 got += [Outcome(c.name, set(), "mismatch", f"{one.status}: {one.detail}")] \
                     if isinstance(one, ChildFailure) else one
-        rep.outcomes = got
+        # A sample whose child failed reached what the OpInfo's other samples reach (as far as known).
+        seen = set().union(*(o.reached for o in got)) if got else set()
+        rep.outcomes = [Outcome(o.case, seen, o.result, o.detail) if not o.reached and o.result == "mismatch" else o
+                        for o in got]
         reports.append(rep)
         if progress:
             progress(f"{rep.info}: {rep.count('ok')} ok, {rep.count('refused')} refused, "

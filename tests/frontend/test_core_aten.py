@@ -63,3 +63,14 @@ def test_the_full_sweep_counts_every_sample_of_an_opinfo(tmp_path):
     assert report.samples == len(report.outcomes) + sum(report.skipped.values()) > MAX_SAMPLES
     assert report.count("mismatch") == 0, [o.detail for o in report.outcomes if o.result == "mismatch"]
     assert verdicts([report]) == {"aten.cat.default": True}
+
+
+def test_squeeze_of_a_scalar_is_the_scalar(tmp_path):
+    # OpInfo squeeze's sample 7 and squeeze.multiple's sample 5 (found by the full sweep): a 0-d
+    # tensor squeezed at dim 0 or -1, as torch allows (an IndexError in the converter).
+    from torch.testing._internal.opinfo.core import SampleInput
+    c = coverage()
+    samples = [(torch.squeeze, SampleInput(torch.tensor(2.5), args=(0,))),
+               (torch.squeeze, SampleInput(torch.tensor(-1.5), args=((-1,),)))]
+    outcome = run(Case("squeeze", torch.float32, samples), set(c.covered), tmp_path)
+    assert outcome.result == "ok", outcome.detail
