@@ -74,3 +74,13 @@ def test_squeeze_of_a_scalar_is_the_scalar(tmp_path):
                (torch.squeeze, SampleInput(torch.tensor(-1.5), args=((-1,),)))]
     outcome = run(Case("squeeze", torch.float32, samples), set(c.covered), tmp_path)
     assert outcome.result == "ok", outcome.detail
+
+
+def test_bicubic_grid_sample_with_border_padding_is_refused_not_wrong(tmp_path):
+    # OpInfo grid_sampler_2d samples 14 and 15 (found by the full sweep) were up to 0.46 off eager.
+    from torch.testing._internal.opinfo.core import SampleInput
+    torch.manual_seed(0)
+    grid = torch.rand(1, 3, 4, 2) * 2.4 - 1.2
+    sample = SampleInput(torch.randn(1, 2, 5, 6), args=(grid, 2, 1, False))
+    outcome = run(Case("grid", torch.float32, [(torch.grid_sampler_2d, sample)]), set(coverage().covered), tmp_path)
+    assert outcome.result == "refused" and "bicubic" in outcome.detail and ".py:" in outcome.detail, outcome
