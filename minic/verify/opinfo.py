@@ -281,6 +281,7 @@ def sweep(names: set[str], core: set[str], cache_dir, only: set[str] | None = No
     infos = [(i, d) for i, d in _infos(names) if only is None or _label(i) in only or i.name in only]
     for info, dtype in infos:
         rep = OpReport(_label(info))
+        torch.manual_seed(0)                        # make_tensor draws the samples' values
         todo = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
