@@ -320,6 +320,8 @@ def _unsqueeze(cx, node, a):
 @handles(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
 def _squeeze(cx, node, a):
     x = cx.value(a["self"])
+    if x.type.rank == 0:                        # torch takes dim 0 or -1 of a scalar: nothing to squeeze
+        return x
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     # torch skips the named axes that are not 1; squeeze only those that are.
@@ -355,7 +357,8 @@ def _cat(cx, node, a):
     dtype = out_dtype(cx, node)
     # torch skips empty 1-D tensors in cat (legacy behaviour a KV cache relies on: its first
     # update concatenates an f32[0] with the new keys), so minic does too.
-    tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)]
+    # All of them empty: the result is the first (f32[0] and the like).
+    tensors = [t for t in a["tensors"] if tuple(t.meta["val"].shape) != (0,)] or a["tensors"][:1]
     parts = [cx.cast(cx.value(t), dtype) for t in tensors]
     if len(parts) == 1:
         return parts[0]

@@ -217,24 +217,30 @@ def run_one(c: Case, backend: str) -> Outcome:
     return Outcome("mismatch", differs) if differs else Outcome("ok")
 
 
-def _child(c: Case, backend: str, conn) -> None:
+def _child(fn, args, conn) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     try:
-        outcome = run_one(c, backend)
+        outcome = fn(*args)
     except MemoryError as e:
         outcome = Outcome("internal", f"MemoryError past {MEMORY_LIMIT >> 30} GiB: {e}")
+    except Exception as e:  # noqa: BLE001 - reported to the parent, not lost with the child
+        outcome = Outcome("internal", f"{type(e).__name__}: {str(e)[:300]}")
     conn.send(outcome)
     conn.close()
 
 
-def bounded(c: Case, backend: str = "minic", time_limit: float = TIME_LIMIT_S) -> Outcome:
-    """``run_one`` in a forked child with a time and memory limit: a hang or a signal is an outcome."""
+def in_child(fn, *args, time_limit: float = TIME_LIMIT_S):
+    """``fn(*args)`` in a forked child with a time and memory limit: its result, or an
+    ``Outcome`` ``hang`` or ``signal`` where the child gave none."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(c, backend, child))
+    p = ctx.Process(target=_child, args=(fn, args, child))
     p.start()
     child.close()
-    outcome = parent.recv() if parent.poll(time_limit) else None
+    try:
+        outcome = parent.recv() if parent.poll(time_limit) else None
+    except EOFError:                        # the child ended without an answer
+        outcome = None
     p.join(5 if outcome is not None else 0)
     if p.is_alive():
         p.kill()
@@ -244,6 +250,11 @@ def bounded(c: Case, backend: str = "minic", time_limit: float = TIME_LIMIT_S) -
     if p.exitcode is not None and p.exitcode < 0:
         return Outcome("signal", f"killed by signal {-p.exitcode}")
     return Outcome("hang", f"no answer within {time_limit:.0f} s")
+
+
+def bounded(c: Case, backend: str = "minic", time_limit: float = TIME_LIMIT_S) -> Outcome:
+    """``run_one`` in a forked child with a time and memory limit: a hang or a signal is an outcome."""
+    return in_child(run_one, c, backend, time_limit=time_limit)
 
 
 def fuzz_attributes(cases: int, seed: int, backend: str = "minic", first: int = 0, progress=None) -> Report:

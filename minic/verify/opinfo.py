@@ -11,6 +11,14 @@ overloads it reaches.
 ``run_batch`` puts many cases in one module (a submodule each): one export and
 one compile for all of them, which is most of the time a case takes.  Each FX
 node names its submodule, so what a case reached, and a refusal's case, stay known.
+
+``python -m minic.verify.opinfo --all [--ops NAME,...]`` is the full sweep: every
+sample of every selected OpInfo (not the first few), each sample a case of its own,
+an OpInfo's samples batched in a forked child with a time and memory limit
+(``fuzz_attributes.in_child``: a crash or hang is an outcome, not the end of the sweep).
+A sample is skipped, and counted, only where minic cannot take it (a complex or
+non-strided tensor, or none) or a tensor has more than SWEEP_MAX_ELEMENTS elements.
+An ATen overload is covered only when every sample reaching it is ok.
 """
 from __future__ import annotations
 
@@ -27,6 +35,8 @@ from minic.verify.tolerance import tolerance
 
 MAX_SAMPLES = 3
 MAX_ELEMENTS = 4096
+SWEEP_MAX_ELEMENTS = 1 << 16                    # the sweep's limit per tensor (time, not correctness)
+SWEEP_TIME_LIMIT_S = 600                        # per OpInfo's child
 
 
 @dataclass
@@ -51,19 +61,28 @@ def _small(sample) -> bool:
                                  and t.layout == torch.strided for t in tensors)
 
 
-def cases(names: set[str]) -> list[Case]:
-    """The OpInfos named (by ATen name) in ``names``, each with up to MAX_SAMPLES small samples."""
+def _infos(names: set[str]):
+    """(OpInfo, dtype) for the OpInfos named (by ATen name) in ``names`` that take f32, i64 or bool."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from torch.testing._internal.common_methods_invocations import op_db
-    out = []
     for info in op_db:
         if info.aten_name not in names:
             continue
         supported = info.supported_dtypes("cpu")
         dtype = next((d for d in (torch.float32, torch.int64, torch.bool) if d in supported), None)
-        if dtype is None:
-            continue
+        if dtype is not None:
+            yield info, dtype
+
+
+def _label(info) -> str:
+    return f"{info.name}{'.' + info.variant_test_name if info.variant_test_name else ''}"
+
+
+def cases(names: set[str]) -> list[Case]:
+    """The OpInfos named (by ATen name) in ``names``, each with up to MAX_SAMPLES small samples."""
+    out = []
+    for info, dtype in _infos(names):
         picked = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -73,7 +92,7 @@ def cases(names: set[str]) -> list[Case]:
                 if len(picked) == MAX_SAMPLES:
                     break
         if picked:
-            out.append(Case(f"{info.name}{'.' + info.variant_test_name if info.variant_test_name else ''}", dtype, picked))
+            out.append(Case(_label(info), dtype, picked))
     return out
 
 
@@ -220,3 +239,130 @@ def run(case: Case, core: set[str], cache_dir) -> Outcome:
     except UserError as e:
         return Outcome(case.name, reached, "refused", str(e).splitlines()[0])
     return _judge(case.name, reached, results, want)
+
+
+# --- the full sweep ----------------------------------------------------------------------
+
+def _skip_reason(sample) -> str | None:
+    """Why the sweep does not run a sample, or None."""
+    leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+    tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return "no tensor"
+    if any(t.is_complex() or t.layout != torch.strided for t in tensors):
+        return "complex or non-strided"
+    if any(t.numel() > SWEEP_MAX_ELEMENTS for t in tensors):
+        return f"over {SWEEP_MAX_ELEMENTS} elements"
+    return None
+
+
+@dataclass
+class OpReport:
+    info: str
+    samples: int = 0
+    outcomes: list[Outcome] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)      # reason -> count
+
+    def count(self, result: str) -> int:
+        return sum(o.result == result for o in self.outcomes)
+
+
+def _sweep_one(case_list: list[Case], core: set[str], cache_dir) -> list[Outcome]:
+    out = []
+    for k in range(0, len(case_list), 16):
+        out += run_batch(case_list[k:k + 16], core, cache_dir)
+    return out
+
+
+def sweep(names: set[str], core: set[str], cache_dir, only: set[str] | None = None, progress=None) -> list[OpReport]:
+    """Every sample of every OpInfo of ``names`` (or of those labelled in ``only``)."""
+    from minic.verify.fuzz_attributes import Outcome as ChildFailure, in_child
+    reports = []
+    infos = [(i, d) for i, d in _infos(names) if only is None or _label(i) in only or i.name in only]
+    for info, dtype in infos:
+        rep = OpReport(_label(info))
+        torch.manual_seed(0)                        # make_tensor draws the samples' values
+        todo = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for k, s in enumerate(info.sample_inputs("cpu", dtype, requires_grad=False)):
+                rep.samples += 1
+                if (why := _skip_reason(s)) is not None:
+                    rep.skipped[why] = rep.skipped.get(why, 0) + 1
+                else:
+                    todo.append(Case(f"{rep.info}#{k}", dtype, [(info.op, s)]))
+        got = in_child(_sweep_one, todo, core, cache_dir, time_limit=SWEEP_TIME_LIMIT_S) if todo else []
+        if isinstance(got, ChildFailure):           # one child per sample, to name the one that fails
+            got = []
+            for c in todo:
+                one = in_child(_sweep_one, [c], core, cache_dir, time_limit=SWEEP_TIME_LIMIT_S)
+                got += [Outcome(c.name, set(), "mismatch", f"{one.status}: {one.detail}")] \
+                    if isinstance(one, ChildFailure) else one
+        # A sample whose child failed reached what the OpInfo's other samples reach (as far as known).
+        seen = set().union(*(o.reached for o in got)) if got else set()
+        rep.outcomes = [Outcome(o.case, seen, o.result, o.detail) if not o.reached and o.result == "mismatch" else o
+                        for o in got]
+        reports.append(rep)
+        if progress:
+            progress(f"{rep.info}: {rep.count('ok')} ok, {rep.count('refused')} refused, "
+                     f"{rep.count('mismatch')} mismatch, {sum(rep.skipped.values())} skipped")
+    return reports
+
+
+def verdicts(reports: list[OpReport]) -> dict[str, bool]:
+    """Each overload reached: covered only when every sample reaching it is ok."""
+    out: dict[str, bool] = {}
+    for rep in reports:
+        for o in rep.outcomes:
+            for name in o.reached:
+                out[name] = out.get(name, True) and o.result == "ok"
+    return out
+
+
+def table(reports: list[OpReport]) -> str:
+    rows = [f"{'OpInfo':<40} {'samples':>7} {'ok':>5} {'refused':>7} {'mismatch':>8} {'skipped':>7}"]
+    for r in reports:
+        rows.append(f"{r.info:<40} {r.samples:>7} {r.count('ok'):>5} {r.count('refused'):>7} "
+                    f"{r.count('mismatch'):>8} {sum(r.skipped.values()):>7}")
+    t = lambda f: sum(f(r) for r in reports)  # noqa: E731
+    rows.append(f"{f'total ({len(reports)} OpInfos)':<40} {t(lambda r: r.samples):>7} {t(lambda r: r.count('ok')):>5} "
+                f"{t(lambda r: r.count('refused')):>7} {t(lambda r: r.count('mismatch')):>8} "
+                f"{t(lambda r: sum(r.skipped.values())):>7}")
+    skipped: dict[str, int] = {}
+    for r in reports:
+        for why, n in r.skipped.items():
+            skipped[why] = skipped.get(why, 0) + n
+    if skipped:
+        rows.append("skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())))
+    v = verdicts(reports)
+    rows.append(f"overloads reached: {len(v)}, covered (every sample reaching it ok): {sum(v.values())}")
+    rows += [f"  not covered: {name}" for name, ok in sorted(v.items()) if not ok]
+    rows += [f"  MISMATCH {o.case}: {o.detail[:300]}" for r in reports for o in r.outcomes if o.result == "mismatch"]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+    import tempfile
+    from minic.frontend.core_aten import coverage
+    from minic.progress import progress_bar
+    parser = argparse.ArgumentParser(prog="python -m minic.verify.opinfo", description=__doc__.split("\n")[0])
+    parser.add_argument("--all", action="store_true", help="every sample of every selected OpInfo (the full sweep)")
+    parser.add_argument("--ops", default=None, help="OpInfo names (or name.variant), comma-separated")
+    args = parser.parse_args(argv)
+    if not args.all:
+        parser.error("only the full sweep (--all) is run from here; CI runs a fixed subset (tests/frontend)")
+    c = coverage()
+    names = {name.split(".")[1] for name in c.covered}
+    only = set(args.ops.split(",")) if args.ops else None
+    total = sum(1 for i, _ in _infos(names) if only is None or _label(i) in only or i.name in only)
+    import minic.runtime  # noqa: F401 - imported once, before the children fork
+    with tempfile.TemporaryDirectory() as tmp, progress_bar("OpInfo sweep", total) as advance:
+        reports = sweep(names, set(c.covered) | set(c.missing), tmp, only, advance)
+    print(table(reports))
+    return 1 if any(r.count("mismatch") for r in reports) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
