@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # this tree's minic, not another install
 from minic.ir.interpret import interpret
 from minic.ir.text import parse_graph, print_graph
 from minic.passes.manager import applying
@@ -69,13 +70,59 @@ def check_3_1(module) -> list[str]:
     return failures
 
 
-CHECKS = {"3.1": check_3_1}
+def check_4_1(module) -> list[str]:
+    """RULE: log_softmax's compute rule, stable for large inputs, on any axis."""
+    from dataclasses import replace
+
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value
+    from minic.ir.loops_interp import run_program
+    from minic.ir.types import DType, TensorType
+    from minic.lowering import lower_graph
+
+    rule = getattr(module, "RULE", None)
+    if rule is None:
+        return ["4.1: the solution defines no RULE (a function rule(site, index) -> Expr)"]
+    original = ops.get("log_softmax")
+    ops.REGISTRY["log_softmax"] = replace(original, compute=rule)
+    failures = []
+    rng = np.random.default_rng(0)
+    try:
+        for axis, scale in ((-1, 1.0), (0, 1.0), (-1, 100.0)):
+            attrs = original.make_attrs(axis=axis)
+            x = Value("x", TensorType((4, 8), DType.f32))
+            y = Value("y", TensorType((4, 8), DType.f32))
+            data = (rng.standard_normal((4, 8)) * scale).astype(np.float32)
+            where = f"4.1 on f32[4, 8], axis {axis}, inputs of size ~{scale:g}"
+            try:
+                program = lower_graph(Graph("ls", [x], [y], [Node("log_softmax", [x], [y], attrs)], []))
+                with np.errstate(all="ignore"):
+                    (got,) = run_program(program, [data])
+            except Exception as e:      # the learner's rule: any failure is a point to report
+                failures.append(f"{where}: {type(e).__name__}: {e}")
+                continue
+            want = original.reference(attrs, data)
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                at = np.unravel_index(int(np.argmax(~np.isclose(got, want, rtol=1e-5, atol=1e-5))), want.shape)
+                failures.append(f"{where}: element {tuple(map(int, at))} is {got[at]}, expected {want[at]}")
+    finally:
+        ops.REGISTRY["log_softmax"] = original
+    return failures
+
+
+CHECKS = {"3.1": check_3_1, "4.1": check_4_1}
 
 
 def check(exercise: str, path: str) -> list[str]:
     if exercise not in CHECKS:
         return [f"no exercise {exercise}; there are {', '.join(CHECKS)}"]
-    return CHECKS[exercise](load(path))
+    if not Path(path).is_file():
+        return [f"{exercise}: no file {path}"]
+    try:
+        module = load(path)
+    except Exception as e:              # the learner's file: say where it failed, in one line
+        return [f"{exercise}: {path} does not import: {type(e).__name__}: {e}"]
+    return CHECKS[exercise](module)
 
 
 def main(argv: list[str]) -> int:

@@ -28,3 +28,20 @@ def test_stub_and_wrong_solutions_fail(tmp_path):
                      "    return m.rebuilt('sub', list(inner.inputs)) if inner else None\n\nRULES = [r]\n")
     assert check.check("3.1", str(wrong)) == [
         "3.1 case 'pair', line 2: expected '%n = sub(%b, %a) : f32[B, 4]', got '%n = sub(%a, %b) : f32[B, 4]'"]
+
+
+def test_a_log_softmax_rule_without_the_max_fails_on_large_inputs(tmp_path):
+    naive = tmp_path / "naive.py"
+    naive.write_text("from minic.ir.compute import reduce_over\nfrom minic.ir.loops import BinOp, Call\n"
+                     "from minic.ir.ops.shapes import norm_axis\n\ndef RULE(site, index):\n"
+                     "    x = site.inputs[0]\n    axis = norm_axis(site.attrs.axis, x.type.rank)\n"
+                     "    total = reduce_over(site, x, (axis,), True, index, 'sum', lambda e: Call('exp', (e,)))\n"
+                     "    return BinOp('sub', x.at(index), Call('log', (total,)))\n")
+    failures = check.check("4.1", str(naive))
+    assert len(failures) == 1 and failures[0].startswith(
+        "4.1 on f32[4, 8], axis -1, inputs of size ~100: element (0, 0) is -inf, expected -125.4"), failures
+    assert check.check("4.1", str(tmp_path / "missing.py")) == [f"4.1: no file {tmp_path / 'missing.py'}"]
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module\n")
+    assert check.check("4.1", str(broken)) == [
+        f"4.1: {broken} does not import: ModuleNotFoundError: No module named 'no_such_module'"]
