@@ -110,7 +110,62 @@ def check_4_1(module) -> list[str]:
     return failures
 
 
-CHECKS = {"3.1": check_3_1, "4.1": check_4_1}
+def check_9_1(module) -> list[str]:
+    """The file defines op ``mish`` (x * tanh(softplus(x))): reference, compute rule, torch spelling."""
+    import torch
+
+    from minic.errors import UserError
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value, constant
+    from minic.ir.types import DType, TensorType
+    from minic.runtime import CompileOptions, compile_graph, prepare
+    from minic.verify.to_torch import to_torch
+
+    if "mish" not in ops.REGISTRY:
+        return ["9.1: the file defines no op mish (minic.ir.ops.define)"]
+    op = ops.get("mish")
+    failures = []
+    if op.kind != ops.OpKind.ELEMENTWISE:
+        failures.append(f"9.1: mish's kind is {op.kind}, not ELEMENTWISE (so it fuses into its producer's kernel)")
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([rng.standard_normal(64) * 3, [-100.0, -30.0, 0.0, 30.0, 100.0]]).astype(np.float32)
+    want = torch.nn.functional.mish(torch.from_numpy(xs)).numpy()
+    with np.errstate(all="ignore"):
+        got = np.asarray(op.reference(op.make_attrs(), xs))
+    if got.dtype != np.float32 or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+        bad = int(np.argmax(~np.isclose(got.astype(np.float32), want, rtol=1e-5, atol=1e-6)))
+        failures.append(f"9.1: the reference at x = {xs[bad]} gives {got[bad]} ({got.dtype}), torch's mish {want[bad]}")
+    try:
+        op.infer(op.make_attrs(), [TensorType((4,), DType.i32)])
+        failures.append("9.1: mish accepts an i32 input; it should refuse it (UserError)")
+    except UserError:
+        pass
+    w = constant("w", rng.standard_normal((8, 69)).astype(np.float32) / 4)
+    x, h, y = (Value(n, TensorType(s, DType.f32)) for n, s in (("x", ("B", 8)), ("h", ("B", 69)), ("y", ("B", 69))))
+    graph = Graph("mish_demo", [x], [y], [Node("matmul", [x, w], [h], ops.get("matmul").make_attrs()),
+                                          Node("mish", [h], [y], op.make_attrs())], [w])
+    inputs = (rng.standard_normal((3, 8)) * 30).astype(np.float32)
+    expected = torch.nn.functional.mish(torch.from_numpy(inputs) @ torch.from_numpy(w.data)).numpy()
+    options = CompileOptions(use_cache=False)
+    try:
+        kernels = [k.name for k in prepare(graph, options).kernels]
+        if len(kernels) != 1:
+            failures.append(f"9.1: matmul then mish makes kernels {kernels}, not one (mish should fuse)")
+        got = compile_graph(graph, options)(inputs)
+        if not np.allclose(got, expected, rtol=1e-4, atol=1e-5):
+            failures.append(f"9.1: compiled, matmul then mish differs from torch by {np.nanmax(np.abs(got - expected)):.3g}")
+    except Exception as e:              # the learner's rule: any failure is a point to report
+        failures.append(f"9.1: compiling matmul then mish: {type(e).__name__}: {e}")
+    try:
+        replayed = to_torch(graph)(torch.from_numpy(inputs)).detach().numpy()
+        if not np.allclose(replayed, expected, rtol=1e-4, atol=1e-5):
+            failures.append("9.1: the torch spelling computes something else than torch's mish")
+    except Exception as e:
+        failures.append(f"9.1: replaying the graph in torch: {type(e).__name__}: {e}")
+    return failures
+
+
+CHECKS = {"3.1": check_3_1, "4.1": check_4_1, "9.1": check_9_1}
 
 
 def check(exercise: str, path: str) -> list[str]:
@@ -118,11 +173,17 @@ def check(exercise: str, path: str) -> list[str]:
         return [f"no exercise {exercise}; there are {', '.join(CHECKS)}"]
     if not Path(path).is_file():
         return [f"{exercise}: no file {path}"]
+    from minic.ir import ops
+    registered = dict(ops.REGISTRY)     # a solution may define an op: it is gone after the check
     try:
-        module = load(path)
-    except Exception as e:              # the learner's file: say where it failed, in one line
-        return [f"{exercise}: {path} does not import: {type(e).__name__}: {e}"]
-    return CHECKS[exercise](module)
+        try:
+            module = load(path)
+        except Exception as e:          # the learner's file: say where it failed, in one line
+            return [f"{exercise}: {path} does not import: {type(e).__name__}: {e}"]
+        return CHECKS[exercise](module)
+    finally:
+        ops.REGISTRY.clear()
+        ops.REGISTRY.update(registered)
 
 
 def main(argv: list[str]) -> int:

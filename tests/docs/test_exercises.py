@@ -45,3 +45,18 @@ def test_a_log_softmax_rule_without_the_max_fails_on_large_inputs(tmp_path):
     broken.write_text("import no_such_module\n")
     assert check.check("4.1", str(broken)) == [
         f"4.1: {broken} does not import: ModuleNotFoundError: No module named 'no_such_module'"]
+
+
+def test_a_mish_rule_with_log1p_fails_where_the_loop_verifier_stops_it(tmp_path):
+    answer = (ANSWERS / "9_1.py").read_text()
+    log1p = tmp_path / "log1p.py"
+    log1p.write_text(answer.replace("define(", "def mish_rule(site, index):\n    x = arg(site.inputs[0], index)\n"
+        "    return BinOp('mul', x, Call('tanh', (Call('log1p', (Call('exp', (x,)),)),)))\n\n\ndefine(", 1))
+    failures = check.check("9.1", str(log1p))
+    assert failures == ["9.1: compiling matmul then mish: LoopVerifyError: lowering %h = matmul(%x, %w); "
+                        "%y = mish(%h): kernel k0_matmul_mish: unknown call log1p/1"], failures
+    from minic.ir import ops
+    assert "mish" not in ops.REGISTRY                 # the check leaves the registry as it found it
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    assert check.check("9.1", str(empty)) == ["9.1: the file defines no op mish (minic.ir.ops.define)"]
