@@ -165,7 +165,47 @@ def check_9_1(module) -> list[str]:
     return failures
 
 
-CHECKS = {"3.1": check_3_1, "4.1": check_4_1, "9.1": check_9_1}
+def check_12_1(module) -> list[str]:
+    """SCHEDULES for the small MLP: correct, and each scheduled kernel has a vectorized loop and its
+    accumulator out of the reduction loop (a local buffer of a row or a tile, not a scalar).  Never timed here: time it yourself."""
+    import minic
+    from minic.ir.loops import Allocate, For, ForKind, walk_stmts
+    from minic.options import CompileOptions
+
+    schedules = getattr(module, "SCHEDULES", None)
+    if not schedules:
+        return ["12.1: the solution defines no SCHEDULES (kernel name -> schedule function or Knobs)"]
+    source = minic.load("mlp", size="small")
+    graph = minic.api.graph_of(source)
+    names = [k.name for k in minic.pipeline.run(graph, "loops", CompileOptions(use_cache=False)).kernels]
+    unknown = sorted(set(schedules) - set(names))
+    if unknown:
+        return [f"12.1: no kernel {', '.join(unknown)} in the small MLP; its kernels are {', '.join(names)}"]
+    failures = []
+    try:
+        program = minic.pipeline.run(graph, "scheduled", CompileOptions(use_cache=False, schedules=schedules))
+        model = minic.compile(source, num_threads=2, use_cache=False, schedules=schedules)
+    except Exception as e:              # the learner's schedule: any failure is a point to report
+        return [f"12.1: compiling with SCHEDULES: {type(e).__name__}: {e}"]
+    for kernel in program.kernels:
+        if kernel.name not in schedules:
+            continue
+        stmts = list(walk_stmts(kernel.body))
+        if not any(isinstance(st, For) and st.kind == ForKind.VECTORIZED for st in stmts):
+            failures.append(f"12.1 kernel {kernel.name}: no vectorized loop")
+        if not any(isinstance(st, Allocate) and len(st.buffer.shape) >= 1 for st in stmts):
+            failures.append(f"12.1 kernel {kernel.name}: the accumulator is still a scalar (cache_accumulator)")
+    reference = minic.compile(source, backend="torch")
+    rng = np.random.default_rng(0)
+    for batch in (source.example_inputs[0].shape[0], 7):
+        xs = rng.standard_normal((batch, *source.example_inputs[0].shape[1:])).astype(np.float32)
+        got, want = model(xs), reference(xs)
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+            failures.append(f"12.1 at batch {batch}: differs from torch by {np.nanmax(np.abs(got - want)):.3g}")
+    return failures
+
+
+CHECKS = {"3.1": check_3_1, "4.1": check_4_1, "9.1": check_9_1, "12.1": check_12_1}
 
 
 def check(exercise: str, path: str) -> list[str]:

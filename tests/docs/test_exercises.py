@@ -60,3 +60,14 @@ def test_a_mish_rule_with_log1p_fails_where_the_loop_verifier_stops_it(tmp_path)
     empty = tmp_path / "empty.py"
     empty.write_text("")
     assert check.check("9.1", str(empty)) == ["9.1: the file defines no op mish (minic.ir.ops.define)"]
+
+
+def test_schedules_left_as_lowered_or_naming_no_kernel_fail(tmp_path):
+    lowered = tmp_path / "lowered.py"
+    lowered.write_text('SCHEDULES = {"k0_gemm_relu": lambda kernel: kernel}\n')
+    assert check.check("12.1", str(lowered)) == [
+        "12.1 kernel k0_gemm_relu: no vectorized loop",
+        "12.1 kernel k0_gemm_relu: the accumulator is still a scalar (cache_accumulator)"]
+    unknown = tmp_path / "unknown.py"
+    unknown.write_text('SCHEDULES = {"k9": lambda kernel: kernel}\n')
+    assert check.check("12.1", str(unknown)) == ["12.1: no kernel k9 in the small MLP; its kernels are k0_gemm_relu, k1_gemm"]
