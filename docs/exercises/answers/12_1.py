@@ -1,0 +1,13 @@
+from minic.schedule.caching import cache_accumulator
+from minic.schedule.primitives import split, vectorize
+
+
+def vector_row(kernel):
+    """16 columns of the output at a time: split, a row of 16 accumulators out of the reduction, vectorized.
+    (The rows, the batch B, are symbolic: a register tile over them needs the template's clamped tail.)"""
+    k = split(kernel, "i1", 16)
+    k = cache_accumulator(k, "i1i")
+    return vectorize(k, "i1i")
+
+
+SCHEDULES = {"k0_gemm_relu": vector_row}
