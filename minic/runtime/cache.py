@@ -126,7 +126,7 @@ def store(path: Path, layout: EntryLayout, obj: bytes, derived: dict[str, np.nda
 
 
 def remove_stale(folder: Path, now: float | None = None) -> list[Path]:
-    """Remove the temporary files (``write_atomic``'s ``.NAME.XXXX.tmp``) in ``folder`` older
+    """Remove the temporary files (``write_atomic``'s ``.NAME.<random>.tmp``) in ``folder`` older
     than STALE_SECONDS: left by writes that were killed.  A younger one may be another
     process's write in progress.  Returns the files removed."""
     now = time.time() if now is None else now
