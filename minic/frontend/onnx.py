@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend.onnx_file import read_onnx_file
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType, Dim, TensorType
@@ -42,8 +43,7 @@ class OnnxImportError(UserError):
 
 
 class UnknownOpError(UnsupportedError):
-    """The file holds an op minic has no converter or expansion for: a refusal at any input
-    size (so a file with symbolic dims is not worth specialising; see api._load_onnx)."""
+    """An op minic has no converter for: refused at any input size (api._load_onnx)."""
 
 
 class NeedsConstantError(UnsupportedError):
@@ -58,33 +58,8 @@ class NeedsConstantError(UnsupportedError):
 def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None,
                    bind: dict[str, np.ndarray] | None = None) -> Graph:
     """Read an .onnx file (external data resolved next to it) and import it (``dims``, ``bind``: see from_onnx)."""
-    import onnx
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    if path.stat().st_size == 0:
-        raise UserError(f"{path}: the file is empty")
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as e:  # noqa: BLE001 - protobuf raises several kinds on garbage
-        raise UserError(f"{path}: not a valid ONNX file ({type(e).__name__}: {str(e)[:200]})") from None
-    if not model.graph.node and not model.graph.output:
-        raise UserError(f"{path}: not a valid ONNX file (no graph)")
-    _load_external_data(model, path.parent)
-    return from_onnx(model, name=re.sub(r"\W", "_", path.stem), dims=dims, bind=bind)
-
-
-def _load_external_data(model, folder: Path) -> None:
-    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
-    for t in model.graph.initializer:
-        if uses_external_data(t):
-            where = {e.key: e.value for e in t.external_data}.get("location", "?")
-            if not (folder / where).is_file():
-                raise UserError(f"initializer '{t.name}': external data file '{where}' not found next to the model")
-    try:
-        load_external_data_for_model(model, str(folder))
-    except Exception as e:  # noqa: BLE001
-        raise UserError(f"external data could not be read: {e}") from None
+    return from_onnx(read_onnx_file(path), name=re.sub(r"\W", "_", path.stem), dims=dims, bind=bind)
 
 
 Converter = Callable[["Builder", Any, dict[str, Any]], list[Value]]
@@ -354,11 +329,8 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
 
 
 def _check_declared(out, v: Value, stored, specialized: bool = False) -> None:
-    """A graph output's declared element type and static dims against what minic computes: a
-    model that says f32[3] and computes i64[2] is wrong, and answering either would hide it.
-    In a specialization (input sizes bound at run time) a static dim that differs is the
-    file's, valid at its export sizes only (torch's dynamo exporter declares an LSTM's output
-    [B, 5, 6] over an input [B, T, 8]): a warning, as ONNX Runtime gives at run time."""
+    """A graph output's declared dtype and static dims against what minic computes: a difference is refused,
+    but a warning in a specialization, as ONNX Runtime warns at run time (dynamo-exported LSTMs need it)."""
     t = out.type.tensor_type if out.type.HasField("tensor_type") else None
     if t is None:
         return
