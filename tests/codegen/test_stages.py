@@ -56,3 +56,23 @@ def test_kernels_share_a_function_only_when_their_code_is_equal():
     xs = [np.random.default_rng(k).standard_normal((4, 8)).astype(np.float32) * 3 for k in range(4)]
     for got, want in zip(compile_graph(graph, CompileOptions(num_threads=1))(*xs), interpret(graph, xs)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_kernel_of_many_nests_is_emitted_as_parts():
+    """A concat of 150 inputs is one kernel of 150 copy nests; LLVM's optimizer grows faster than a
+    function, so codegen emits it as parts of PART nests that the kernel calls in turn."""
+    from minic.codegen.module import PART
+    from minic.runtime import compile_graph
+    x = Value("x", TensorType((1, 3), DType.f32))
+    parts = [Value("r", TensorType((1, 3), DType.f32)), Value("n", TensorType((1, 3), DType.f32))]
+    nodes = [Node("relu", [x], [parts[0]], ops.get("relu").make_attrs()),
+             Node("neg", [x], [parts[1]], ops.get("neg").make_attrs())]
+    inputs = [parts[k % 2] for k in range(150)]
+    y = Value("y", TensorType((150, 3), DType.f32))
+    nodes.append(Node("concat", inputs, [y], ops.get("concat").make_attrs(axis=0)))
+    graph = Graph("wide", [x], [y], nodes)
+    text = str(pipeline.run(lower_graph(graph), "llvm", CompileOptions(num_threads=1), start="loops"))
+    assert text.count(".part") >= 2 * (150 // PART + 1)         # each part defined and called
+    data = np.array([[-1.0, 2.0, -3.0]], np.float32)
+    got = compile_graph(graph, CompileOptions(num_threads=1))(data)
+    np.testing.assert_array_equal(got, np.concatenate([np.maximum(data, 0), -data] * 75))
