@@ -39,18 +39,15 @@ class MinicRep(BackendRep):
         return minic.compile(graph, backend=self.backend)
 
     def _specialised(self, arrays: list[np.ndarray]):
-        bind = {n: a for n, a in zip(self.names, arrays) if n in self.bound}
-        key = tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in bind.items())
-        while key not in self.specialised:
-            try:
-                self.specialised[key] = self._compile(from_onnx(self.model, bind=bind))
-            except NeedsConstantError as e:
-                more = e.inputs - set(bind)
-                if not more:
-                    raise
-                self.bound |= more                      # a later value depends on more inputs
-                return self._specialised(arrays)
-        return self.specialised[key], [a for n, a in zip(self.names, arrays) if n not in bind]
+        from minic.runtime.specialize import import_bound
+        named = dict(zip(self.names, arrays))
+
+        def key() -> tuple:
+            return tuple((n, named[n].dtype.str, named[n].shape, named[n].tobytes()) for n in sorted(self.bound))
+        if key() not in self.specialised:
+            graph, self.bound = import_bound(lambda bind: from_onnx(self.model, bind=bind), named, self.bound)
+            self.specialised[key()] = self._compile(graph)      # (the import may have bound more inputs)
+        return self.specialised[key()], [a for n, a in zip(self.names, arrays) if n not in self.bound]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         kinds = self.in_storage + [None] * max(0, len(inputs) - len(self.in_storage))

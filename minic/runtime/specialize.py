@@ -367,19 +367,26 @@ VALUE_LIMIT = 1024     # elements: an input this small may be compiled in, per v
 
 def import_onnx(source: ModelSource, sizes: Mapping[str, int], arrays: tuple) -> Graph:
     """``source``'s ONNX file imported at ``sizes``, with the inputs whose values the import
-    needs (an ``If`` condition, a target shape, computed from graph inputs) bound to their
-    data in ``arrays``: those named in ``extra["value inputs"]``, and any the import asks
-    for (kept there for the next calls).  A large input is refused: a compilation per value
-    of an image would serve nothing."""
-    from minic.errors import UnsupportedError
-    from minic.frontend.onnx import NeedsConstantError, from_onnx_file
+    needs bound to their data in ``arrays`` (``import_bound``); those found are kept in
+    ``extra["value inputs"]`` for the next calls."""
+    from minic.frontend.onnx import from_onnx_file
     names = [v.name for v in model_inputs(source)]
-    arrays = dict(zip(names, arrays))
-    bound = set(source.extra.get("value inputs", ()))
+    return import_bound(lambda bind: from_onnx_file(source.onnx_path, dims=sizes, bind=bind),
+                        dict(zip(names, arrays)), source.extra.get("value inputs", frozenset()), source)[0]
+
+
+def import_bound(importer: Callable[[dict[str, np.ndarray] | None], Graph], arrays: Mapping[str, Any],
+                 bound: frozenset[str], source: ModelSource | None = None) -> tuple[Graph, frozenset[str]]:
+    """``importer(bind)`` (an ONNX import) with the inputs in ``bound``, and any more the import
+    asks for (an ``If`` condition, a target shape, computed from graph inputs:
+    ``NeedsConstantError.inputs``), bound to their data in ``arrays``; the graph and the inputs
+    bound.  A large input is refused: a compilation per value of an image would serve nothing.
+    (The conformance backend, frontend/onnx_backend.py, imports in-memory models the same way.)"""
+    from minic.errors import UnsupportedError
+    from minic.frontend.onnx import NeedsConstantError
     while True:
         try:
-            return from_onnx_file(source.onnx_path, dims=sizes,
-                                  bind={n: np.asarray(arrays[n]) for n in bound} or None)
+            return importer({n: np.asarray(arrays[n]) for n in sorted(bound)} or None), bound
         except NeedsConstantError as e:
             more = e.inputs - bound
             if not more:
@@ -390,5 +397,6 @@ def import_onnx(source: ModelSource, sizes: Mapping[str, int], arrays: tuple) ->
                     raise UnsupportedError(f"{e}: it is computed from input '{n}' ({a.dtype}{list(a.shape)}), and "
                                            f"minic compiles in the values of inputs of at most {VALUE_LIMIT} "
                                            f"elements only") from None
-            bound |= more
-            source.extra["value inputs"] = frozenset(bound)
+            bound = bound | more
+            if source is not None:
+                source.extra["value inputs"] = bound
