@@ -82,7 +82,7 @@ def reference(source: ModelSource, inputs=None) -> tuple[str, tuple[np.ndarray, 
 
 _BACKENDS: dict[str, BackendFn] = {}
 # minic's own backends that live in modules imported only when asked for.
-_LAZY = {"minic": "minic.runtime.backend"}
+_LAZY = {"minic": "minic.runtime.backend", "interp": "minic.api"}
 
 
 def register(name: str) -> Callable[[BackendFn], BackendFn]:

@@ -37,3 +37,17 @@ def test_other_failures_of_the_same_graph_are_new():
 
 def test_the_symptom_without_the_trigger_is_new():
     assert known_bug(pool_graph(False), Cell("g", "onnxruntime", "crash", detail=SYMPTOM)) is None
+
+
+def test_openvino_pool_bugs_are_known_on_their_regressions():
+    folder = REGRESSION.parent
+    for name, symptom, anchor in (
+            ("openvino_0aa4664a88.mc", "output 0[0, 0, 0, 1]: np.float32(0.34) vs np.float32(0.52)",
+             "openvino-ceil-mode-avg-pool-divisor"),
+            ("openvino_3cb3bb7a9a.mc", "output 0: shape [2, 2, 2, 1] vs [2, 2, 1, 1]", "openvino-ceil-mode-pool-shape")):
+        graph = parse_graph((folder / name).read_text(), folder / name)
+        bug = known_bug(graph, Cell("g", "openvino", "mismatch", detail=symptom))
+        assert bug is not None and bug.anchor == anchor, name
+        pool = graph.nodes[0]
+        pool.attrs = dataclasses.replace(pool.attrs, ceil_mode=False)     # no overhang, no dropped window
+        assert known_bug(graph, Cell("g", "openvino", "mismatch", detail=symptom)) is None, name

@@ -34,3 +34,35 @@ def test_torch_decomposes_multilabel_margin_loss():
     x, t = torch.randn(3, 4), torch.tensor([[3, 0, -1, 1], [0, 1, 2, -1], [1, -1, 0, 0]])
     decomposed = torch.export.export(MultilabelMargin(), (x, t)).run_decompositions().module()
     torch.testing.assert_close(decomposed(x, t), MultilabelMargin()(x, t))
+
+
+def _openvino_pool(op: str, shape: list[int], **attrs):
+    """OpenVINO's answer for one ONNX pool node (its own ONNX reader, opset 22) on seeded data."""
+    import numpy as np
+    import openvino as ov
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "pool", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]).SerializeToString()
+    data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    core = ov.Core()
+    return torch.from_numpy(data), torch.from_numpy(core.compile_model(core.read_model(model, b""), "CPU")(data)[0])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="docs/production-bugs.md#openvino-ceil-mode-avg-pool-divisor")
+def test_openvino_averages_a_ceil_mode_window_over_its_part():
+    x, got = _openvino_pool("AveragePool", [1, 1, 4, 4], kernel_shape=[2, 3], strides=[3, 2], pads=[1, 0, 1, 0],
+                            ceil_mode=1, count_include_pad=1)
+    want = torch.nn.functional.avg_pool2d(x, (2, 3), (3, 2), (1, 0), ceil_mode=True, count_include_pad=True)
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="docs/production-bugs.md#openvino-ceil-mode-pool-shape")
+def test_openvino_drops_a_ceil_mode_window_past_the_input():
+    x, got = _openvino_pool("MaxPool", [1, 1, 2, 1], kernel_shape=[3, 1], strides=[3, 2], pads=[1, 0, 1, 0],
+                            ceil_mode=1)
+    want = torch.nn.functional.max_pool2d(x, (3, 1), (3, 2), (1, 0), ceil_mode=True)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want)
