@@ -49,7 +49,7 @@ def from_torch(module: Any, example_inputs: tuple[np.ndarray, ...], name: str = 
         raise UnsupportedError(f"{name}: torch.export failed: {type(e).__name__}: {_first_line(e)}") from e
     try:
         # unwrap_unit_return_tuple: a model with one output returns a tensor, not a 1-tuple
-        mod = from_exported_program(program, unwrap_unit_return_tuple=True)
+        mod = from_exported_program(program, unwrap_unit_return_tuple=True, custom_convert_map=CONVERTERS)
     except Exception as e:  # the frontend raises plain Python errors for ops it lacks
         raise UnsupportedError(f"{name}: TVM's torch frontend cannot import it: "
                                f"{type(e).__name__}: {_first_line(e)}") from e
@@ -57,6 +57,27 @@ def from_torch(module: Any, example_inputs: tuple[np.ndarray, ...], name: str = 
                         tuple(str(a.dtype) for a in example_inputs))
     check_well_formed(imported.mod, f"{name} after import")
     return imported
+
+
+def _min_dim(node: Any, importer: Any) -> Any:
+    """``aten.min.dim`` (values and indices along one axis).  TVM 0.27's torch.export frontend
+    converts ``max.dim`` (with Relax's ``topk``) but has no ``min.dim``: the same with the
+    smallest taken.  A frontend converter is this: a torch.fx node in, Relax expressions
+    emitted into the importer's block builder, the node's value out."""
+    from tvm import relax
+    x, dim = importer.env[node.args[0]], node.args[1]
+    keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    bb = importer.block_builder
+    both = bb.emit(relax.op.topk(x, k=1, axis=dim, largest=False, ret_type="both", dtype="int64"))
+    values, indices = both[0], both[1]
+    if not keepdim:
+        values = bb.emit(relax.op.squeeze(values, axis=[dim]))
+        indices = bb.emit(relax.op.squeeze(indices, axis=[dim]))
+    return bb.emit(relax.Tuple([values, indices]))
+
+
+# ATen ops TVM's torch frontend lacks, converted by the bridge (docs/production-bugs.md, Limitations)
+CONVERTERS = {"min.dim": _min_dim}
 
 
 def from_onnx(path: str | Path, example_inputs: tuple[np.ndarray, ...], name: str | None = None) -> Imported:
