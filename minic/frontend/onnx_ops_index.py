@@ -205,3 +205,30 @@ def _max_unpool(b: Builder, x: list[Value], a: dict) -> list[Value]:
         if any(grow):
             out = b.one("pad", out, pads=(0,) * len(shape) + tuple(grow), mode="constant", value=0.0)
     return [out]
+
+
+# --- outputs sized by the data (minic/ir/ops/data_sized.py): a fresh count symbol each ---
+
+def _count(b: Builder) -> str:
+    return b.fresh(b.node.op_type.lower()).replace(".", "_")
+
+
+@converts("NonZero")
+def _nonzero(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("nonzero", x[0], count=_count(b))]
+
+
+@converts("Unique")
+def _unique(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return b.emit("unique", [x[0]], count=_count(b), axis=a.get("axis"), sorted=bool(a.get("sorted", 1)))
+
+
+@converts("NonMaxSuppression")
+def _non_max_suppression(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    # a missing optional input before a given one takes ONNX's default (no boxes kept, IoU 0)
+    given = [v for v in x]
+    while given and given[-1] is None:
+        given.pop()
+    defaults = [None, None, np.zeros(1, np.int64), np.zeros(1, np.float32)]
+    inputs = [b.const(defaults[k]) if v is None else v for k, v in enumerate(given)]
+    return [b.one("non_max_suppression", *inputs, count=_count(b), center_point_box=bool(a.get("center_point_box", 0)))]

@@ -14,7 +14,8 @@ from minic.errors import DataError, UserError
 from minic.limits import contiguous, ensure_values_fit
 from minic.ir import ops
 from minic.ir.graph import Graph, Value, attr_items
-from minic.ir.types import dim_eval
+from minic.ir.ops.data_sized import sized_outputs
+from minic.ir.types import dim_eval, symbols
 
 
 def bind_symbols(inputs: Sequence[Value], arrays: Sequence[np.ndarray]) -> dict[str, int]:
@@ -49,10 +50,13 @@ def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
 
 
 def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run ``graph`` on numpy ``arrays``; return its outputs."""
+    """Run ``graph`` on numpy ``arrays``; return its outputs.  An op whose output size is
+    decided by the data (ops/data_sized.py) binds its size symbol from its result."""
     arrays = contiguous(arrays)
     env = bind_symbols(graph.inputs, arrays)
-    ensure_values_fit([v for node in graph.nodes for v in node.outputs], env, f"interpreting @{graph.name}" + (f" with {env}" if env else ""))
+    sized = [v for node in graph.nodes for v in node.outputs
+             if all(s in env for d in v.type.shape for s in symbols(d))]
+    ensure_values_fit(sized, env, f"interpreting @{graph.name}" + (f" with {env}" if env else ""))
     memory: dict[Value, np.ndarray] = dict(zip(graph.inputs, arrays))
     memory.update((c, c.data) for c in graph.constants)
     for i, node in enumerate(graph.nodes):
@@ -62,9 +66,9 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         except DataError as e:                   # name the node, as compiled code does
             raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)
+        if op.sized_by_data:
+            env.update(sized_outputs(node.attrs, [v.type for v in node.outputs], results))
         memory.update((v, np.asarray(r, dtype=v.type.dtype.numpy)) for v, r in zip(node.outputs, results))
     # Each output an array of its own, as compiled code returns: not the caller's input, a
     # constant of the graph, a view of either (reshape), nor an output listed twice.
     return [np.array(memory[v]) for v in graph.outputs]
-
-

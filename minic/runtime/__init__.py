@@ -48,8 +48,11 @@ def compile_graph(graph: Graph, options: CompileOptions | None = None) -> Compil
     from minic.runtime import cache
     from minic.runtime.compiled import CompiledModel
     from minic.runtime.layout import EntryLayout
+    from minic.runtime.split import compile_split, has_data_sized
     from minic.tune import records
     options = options or CompileOptions()
+    if has_data_sized(graph):                    # nonzero, unique, NMS: compiled parts around them
+        return compile_split(graph, lambda part: compile_graph(part, options))
     store = options.cache
     tuning = records.load(store)                  # read once: the cache key and the schedules use it
     given = {c.name: c.data for c in graph.constants}

@@ -242,3 +242,27 @@ def test_indexing_ops():
     u, s = np.array([1, 200, 7, 255], np.uint8), np.array([1, 2, 0, 8], np.uint8)
     close(run_op("bit_shift", [u, s], direction="left")[0], np.where(s < 8, t(u) << t(s), 0))
     close(run_op("bit_shift", [u, s], direction="right")[0], np.where(s < 8, t(u) >> t(s), 0))
+
+
+def test_ops_sized_by_data():
+    """nonzero, unique and non_max_suppression against torch (torchvision's nms is not installed:
+    NMS against a greedy loop written here from ONNX's words)."""
+    x = (np.random.default_rng(0).integers(0, 3, (3, 4)) * 1.5).astype(np.float32)
+    np.testing.assert_array_equal(run_op("nonzero", [x], count="n")[0], torch.nonzero(t(x)).T.numpy())
+    assert run_op("nonzero", [np.zeros((2, 0), np.float32)], count="n")[0].shape == (2, 0)
+    y, first, inverse, counts = run_op("unique", [x], count="u")
+    want, want_inverse, want_counts = torch.unique(t(x), sorted=True, return_inverse=True, return_counts=True)
+    close(y, want)
+    np.testing.assert_array_equal(inverse, want_inverse.reshape(-1).numpy())
+    np.testing.assert_array_equal(counts, want_counts.numpy())
+    np.testing.assert_array_equal(x.reshape(-1)[first], y)                     # each one's first occurrence
+    assert all(np.flatnonzero(x.reshape(-1) == v)[0] == f for v, f in zip(y, first))
+    rows, _, row_inverse, _ = run_op("unique", [np.array([[1, 2], [3, 4], [1, 2]], np.int64)], count="u", axis=0,
+                                     sorted=False)
+    np.testing.assert_array_equal(rows, [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(row_inverse, [0, 1, 0])
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3], [1, 1, 0, 0]]], np.float32)   # last: flipped
+    scores = np.array([[[0.9, 0.8, 0.7, 0.95]]], np.float32)
+    kept = run_op("non_max_suppression", [boxes, scores, np.array([3], np.int64), np.array([0.5], np.float32),
+                                          np.array([0.0], np.float32)], count="k")[0]
+    np.testing.assert_array_equal(kept, [[0, 0, 3], [0, 0, 2]])    # 3 (the flipped first box) suppresses 0 and 1

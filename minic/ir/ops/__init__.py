@@ -1,6 +1,6 @@
 """The op registry: every op of the tensor IR, declared once, in the file of its
 family (elementwise.py, reduce.py, normalize.py, window.py, contraction.py,
-layout.py, dynamic.py), with everything minic knows about it:
+layout.py, dynamic.py, data_sized.py ...), with everything minic knows about it:
 
 * its typed attributes, its shape/dtype inference and its numpy reference --
   the semantics: the interpreter runs them, constant folding reuses them, and
@@ -60,6 +60,7 @@ class OpDef:
     torch: str | Callable[..., Any] | None = None
     sample: str | None = None               # the random graphs' spec, when not named after the op
     checks: Checks | None = None            # the input data its result is undefined for (compute.DataCheck)
+    sized_by_data: bool = False             # its output size is decided by the data (data_sized.py)
 
     def check_attrs(self, attrs: Any) -> None:
         """Raise UserError unless ``attrs`` is this op's attribute dataclass with valid fields."""
@@ -185,4 +186,5 @@ def names() -> list[str]:
 
 
 # Importing the families fills the registry.
-from minic.ir.ops import elementwise, reduce, normalize, window, contraction, layout, dynamic, indexing, scan  # noqa: E402,F401
+from minic.ir.ops import (elementwise, reduce, normalize, window, contraction, layout, dynamic, indexing, scan,  # noqa: E402,F401
+                          data_sized)

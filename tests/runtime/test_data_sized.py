@@ -1,0 +1,88 @@
+"""Ops whose output size is decided by the data (nonzero, unique, NMS) in the middle of a
+model: compiled parts around them (minic/runtime/split.py), against ONNX Runtime."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import minic
+from minic.frontend.onnx import from_onnx
+from minic.runtime.split import SplitModel, cut
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def model(nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in outputs], list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def ort_run(m, feeds):
+    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def nonzero_model():
+    """relu(x - 0.5) -> NonZero -> float indices * 2 + their count: compiled, host, compiled."""
+    c = helper.make_tensor("half", F, [], [0.5])
+    two = helper.make_tensor("two", F, [], [2.0])
+    nodes = [helper.make_node("Sub", ["x", "half"], ["d"]), helper.make_node("Relu", ["d"], ["r"]),
+             helper.make_node("NonZero", ["r"], ["i"]), helper.make_node("Cast", ["i"], ["f"], to=F),
+             helper.make_node("Mul", ["f", "two"], ["y"]),
+             helper.make_node("ReduceSum", ["y"], ["s"], keepdims=0)]
+    return model(nodes, [("x", F, [3, 4])], [("y", F), ("s", F)], [c, two])
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_nonzero_between_compiled_parts(backend, tmp_path):
+    m = nonzero_model()
+    path = tmp_path / "nz.onnx"
+    onnx.save(m, path)
+    rng = np.random.default_rng(0)
+    x = rng.random((3, 4), dtype=np.float32)
+    run = minic.compile(str(path), [x], backend=backend)
+    for data in (x, rng.random((3, 4), dtype=np.float32), np.zeros((3, 4), np.float32), np.ones((3, 4), np.float32)):
+        got, want = run(data), ort_run(m, {"x": data})
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_the_compiled_model_is_cut_at_the_data_sized_op():
+    graph = from_onnx(nonzero_model())
+    pieces = cut(graph)
+    assert [getattr(p, "op", None) for p in pieces] == [None, "nonzero", None]
+    before, _, after = pieces
+    assert [n.op for n in before.nodes] == ["sub", "relu"]
+    assert after.inputs[0].type.shape[1] == pieces[1].attrs.count        # the count symbol is its dim
+    assert isinstance(minic.compile(graph, [np.zeros((3, 4), np.float32)]), SplitModel)
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_unique_and_nms_in_a_model(backend, tmp_path):
+    """Scores from a matmul, NMS over them, then Unique over the selected classes."""
+    w = helper.make_tensor("w", F, [4, 3], np.random.default_rng(1).standard_normal(12).tolist())
+    nodes = [helper.make_node("MatMul", ["feat", "w"], ["logits"]),            # [1, 6, 3]
+             helper.make_node("Sigmoid", ["logits"], ["p"]),
+             helper.make_node("Transpose", ["p"], ["scores"], perm=[0, 2, 1]),  # [1, 3, 6]
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", "k", "iou", "floor"], ["sel"]),
+             helper.make_node("Gather", ["sel", "one"], ["cls"], axis=1),
+             helper.make_node("Unique", ["cls"], ["u", "first", "inv", "counts"], sorted=1)]
+    inits = [w, helper.make_tensor("k", I64, [1], [2]), helper.make_tensor("iou", F, [1], [0.5]),
+             helper.make_tensor("floor", F, [1], [0.3]), helper.make_tensor("one", I64, [], [1])]
+    m = model(nodes, [("feat", F, [1, 6, 4]), ("boxes", F, [1, 6, 4])],
+              [("sel", I64), ("u", I64), ("counts", I64), ("inv", I64)], inits)
+    path = tmp_path / "nms.onnx"
+    onnx.save(m, path)
+    rng = np.random.default_rng(2)
+    corners = rng.random((1, 6, 2), dtype=np.float32)
+    boxes = np.concatenate([corners, corners + rng.random((1, 6, 2), dtype=np.float32)], axis=2)
+    feat = rng.standard_normal((1, 6, 4)).astype(np.float32)
+    run = minic.compile(str(path), [feat, boxes], backend=backend)
+    for scale in (1.0, 3.0, -3.0):
+        got, want = run(feat * scale, boxes), ort_run(m, {"feat": feat * scale, "boxes": boxes})
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
