@@ -1,0 +1,97 @@
+"""precision="bf16": the f16 mode's path with bf16 as the storage type (8 significant
+bits, f32's range), f32 arithmetic and f32 accumulators; judged by the bf16 bound."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minic
+from minic import backends
+from minic.cli import main
+from minic.compare import as_tuple
+from minic.ir.text import parse_graph
+from minic.ir.types import DType
+from minic.ir.verify import verify
+from minic.lowering.precision import MODES
+from minic.options import PRECISIONS
+from minic.passes import LEVELS, PASSES
+from minic.passes.to_f16 import store_as, to_bf16
+from minic.verify.precision import TOLERANCE, judge, precision_table, source
+from minic.verify.tolerance import BF16, F16
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+def run(name: str, precision: str, cache, backend: str = "minic"):
+    src = source(name)
+    options = {"cache_dir": cache} if backend == "minic" else {}
+    return as_tuple(backends.get(backend)(src, precision=precision, **options)(*src.example_inputs))
+
+
+def test_every_precision_names_its_storage_and_accumulator():
+    assert set(MODES) == set(PRECISIONS) == set(TOLERANCE)
+    assert MODES["bf16"] == (DType.bf16, DType.f32)
+    assert BF16 == F16 * 8                    # unit roundoff 2^-8 against f16's 2^-11
+
+
+def test_to_bf16_keeps_the_signature_and_stores_floats_as_bf16():
+    g = parse_graph("""graph @g(%x: f32[2, 4], %n: i64[2, 4]) -> (f32[2, 3], f32[2, 4]) {
+  const @w : f32[4, 3] = dense<[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1e30]>
+  %m = matmul(%x, @w) : f32[2, 3]
+  %f = cast(%n) {dtype = f32} : f32[2, 4]
+  return %m, %f
+}""")
+    h = verify(to_bf16(g))
+    assert PASSES["to-bf16"] is to_bf16 and all("to-bf16" not in names for names in LEVELS.values())
+    assert [str(v.type) for v in h.inputs + h.outputs] == [str(v.type) for v in g.inputs + g.outputs]
+    (w,) = h.constants
+    assert w.type.dtype == DType.bf16 and w.data.dtype == DType.bf16.numpy
+    assert np.isfinite(w.data.astype(np.float32)).all()          # 1e30 is past f16's range, not bf16's
+    assert float(w.data[0, 0]) == 0.10009765625                  # 0.1 to the nearest bf16 (8 bits)
+    assert [n.attrs.dtype for n in h.nodes if n.op == "cast"].count(DType.bf16) == 2   # %x enters, %f made
+    with pytest.raises(ValueError, match="f16 or bf16"):
+        store_as(g, DType.i32)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "llama-tiny"])
+def test_bf16_storage_matches_the_f32_reference(name, cache):
+    src = minic.load(name, size="small")
+    reference = as_tuple(backends.get("torch")(src)(*src.example_inputs))
+    errors = {}
+    for precision in ("f16", "bf16"):
+        outputs = as_tuple(backends.get("minic")(src, precision=precision, cache_dir=cache)(*src.example_inputs))
+        assert all(y.dtype == np.float32 for y in outputs)      # callers see f32, as before
+        status, errors[precision], _ = judge(outputs, reference, precision)
+        assert status == "ok", (precision, errors[precision])
+    # bf16 really ran: three bits fewer than f16, so several times its error (measured 8-17x)
+    assert errors["bf16"].rel > 3 * errors["f16"].rel, errors
+
+
+@pytest.mark.parametrize("name", ["mlp", "long-sum", "layer-norm-offset"])
+def test_interpreter_and_compiled_agree_in_bf16(name, cache):
+    want, got = run(name, "bf16", cache, "interp"), run(name, "bf16", cache)
+    for w, g in zip(want, got):
+        assert np.max(np.abs(g - w)) <= BF16 * np.max(np.abs(w))
+
+
+def test_bf16_accumulates_in_f32_and_does_not_overflow(cache):
+    # A sum of 16384 terms near 0.1 in f32: far better than the storage bound ...
+    src = source("long-sum")
+    exact = src.example_inputs[0].astype(np.float64).sum(axis=1)
+    rel = np.max(np.abs(run("long-sum", "bf16", cache)[0] - exact)) / np.max(exact)
+    assert 1e-6 < rel < 1e-3, rel
+    # ... and a row sum of ~82000 (inf in f16's accumulator) is finite: bf16 has f32's range.
+    assert np.isfinite(run("layer-norm-offset", "bf16", cache)[0]).all()
+
+
+def test_table_and_command(capsys):
+    cells = precision_table(["softmax-wide", "softmax-large-logits"], ["bf16"], ["minic", "interp"])
+    # A logit near 1000 stored in bf16 moves by up to 2: the storage itself drifts, as in f16 but more.
+    assert [(c.model, c.backend, c.status) for c in cells] == [
+        ("softmax-wide", "minic", "ok"), ("softmax-wide", "interp", "ok"),
+        ("softmax-large-logits", "minic", "drift"), ("softmax-large-logits", "interp", "drift")]
+    assert main(["verify", "--precision", "f16,bf16", "long-sum"]) == 0
+    assert "| model | backend | f16 | bf16 |" in capsys.readouterr().out
