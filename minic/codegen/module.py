@@ -17,7 +17,7 @@ from llvmlite import ir
 from minic.codegen.emit import I64, PTR, VOID, Emitter, define, element
 from minic.options import Target
 from minic.codegen.elf import check_machine
-from minic.codegen.target import is_host, target_machine, triple
+from minic.codegen.target import converts_bf16, is_host, target_machine, triple
 from minic.ir.loops import STATUS, Buffer, Function, Program, Role, Store, structure, walk_stmts
 
 ENTRY = "minic_entry"
@@ -36,9 +36,10 @@ def reports(k: Function) -> bool:
     return any(isinstance(s, Store) and s.buffer.role == Role.STATUS for s in walk_stmts(k.body))
 
 
-def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
+def _kernel(module: ir.Module, k: Function, options: Target) -> ir.Function:
     checked = reports(k)
-    e = Emitter(module, k.name, [PTR] * len(k.params) + [I64] * len(k.sizes) + [PTR] * checked, threads)
+    e = Emitter(module, k.name, [PTR] * len(k.params) + [I64] * len(k.sizes) + [PTR] * checked, options.threads,
+                converts_bf16(options))
     for arg, b in zip(e.function.args, k.params):
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel
@@ -70,7 +71,7 @@ def build_module(program: Program, options: Target) -> ir.Module:
     for k in program.kernels:
         key = structure(k)
         if key not in shared:
-            shared[key] = _kernel(module, k, options.threads)
+            shared[key] = _kernel(module, k, options)
         kernels[k.name] = shared[key]
     entry, b = define(module, ENTRY, VOID, [PTR, PTR, PTR], internal=False)
     buffers_arg, sizes_arg, status_arg = entry.args

@@ -146,6 +146,10 @@ class VectorLoop:
                 # f16 <-> f32 on the whole vector: one vcvtph2ps / vcvtps2ph with F16C
                 widen = x.to.bits > x.value.dtype.bits
                 return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(REG_TYPE[x.to]))
+            if {x.value.dtype, x.to} == {DType.bf16, DType.f32}:
+                # bf16 <-> f32 on the whole vector: a shift up; rounding down is one vcvtneps2bf16
+                # with AVX512-BF16 (emit.py's bf16_of_f32)
+                return self.e.cast(self.splat(v), x.value.dtype, x.to)
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
         raise TypeError(f"not a Loop IR expression: {x!r}")
 

@@ -2,20 +2,23 @@
 bits, f32's range), f32 arithmetic and f32 accumulators; judged by the bf16 bound."""
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
 import minic
-from minic import backends
+from minic import backends, pipeline
 from minic.cli import main
 from minic.compare import as_tuple
 from minic.ir.text import parse_graph
 from minic.ir.types import DType
 from minic.ir.verify import verify
 from minic.lowering.precision import MODES
-from minic.options import PRECISIONS
+from minic.options import PRECISIONS, CompileOptions
 from minic.passes import LEVELS, PASSES
 from minic.passes.to_f16 import store_as, to_bf16
+from minic.runtime import compile_graph
+from minic.runtime.specialize import one_graph
 from minic.verify.precision import TOLERANCE, judge, precision_table, source
 from minic.verify.tolerance import BF16, F16
 
@@ -95,3 +98,62 @@ def test_table_and_command(capsys):
         ("softmax-large-logits", "minic", "drift"), ("softmax-large-logits", "interp", "drift")]
     assert main(["verify", "--precision", "f16,bf16", "long-sum"]) == 0
     assert "| model | backend | f16 | bf16 |" in capsys.readouterr().out
+
+
+# --- the code: bf16 conversions as instructions where the CPU has them ------------------
+
+def asm(options: CompileOptions) -> str:
+    return pipeline.run(one_graph(source("mlp")), "asm", options)
+
+
+def host_has_avx512_bf16() -> bool:
+    return bool(llvm.get_host_cpu_features().get("avx512bf16", False))
+
+
+def target_features(features: str) -> str:
+    return features or llvm.get_host_cpu_features().flatten()
+
+
+@pytest.mark.skipif(not host_has_avx512_bf16(), reason="this CPU lacks avx512_bf16 (see /proc/cpuinfo), so "
+                    "minic rounds f32 to bf16 on the bits instead of with vcvtneps2bf16")
+def test_host_code_rounds_to_bf16_with_vcvtneps2bf16():
+    assert "vcvtneps2bf16" in asm(CompileOptions(precision="bf16", use_cache=False))
+    assert "vcvtneps2bf16" not in asm(CompileOptions(precision="f16", use_cache=False))
+
+
+def test_bf16_instructions_only_where_the_target_has_them(cache):
+    # Sapphire Rapids' features, named: any x86-64 host emits its assembly.
+    spr = asm(CompileOptions(precision="bf16", cpu="sapphirerapids", use_cache=False,
+                             features="+avx512f,+avx512vl,+avx512bw,+avx512bf16"))
+    assert "vcvtneps2bf16" in spr and "__truncsfbf2" not in spr
+    # Without AVX512-BF16, LLVM's fptrunc to bfloat would be a call the JIT cannot make: bits instead.
+    avx2 = CompileOptions(precision="bf16", features="+avx2,+fma,+f16c", cache_dir=cache)
+    text = asm(avx2)
+    assert "vcvtneps2bf16" not in text and "__truncsfbf2" not in text
+    src = source("mlp")
+    want = run("mlp", "bf16", cache)
+    got = as_tuple(backends.get("minic")(src, precision="bf16", features=avx2.features, cache_dir=cache)(
+        *src.example_inputs))
+    for w, g in zip(want, got):                             # both round to nearest even
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("features", ["", "+avx2,+fma,+f16c"])
+def test_rounding_to_bf16_is_to_nearest_even_with_and_without_the_instruction(features):
+    g = parse_graph("""graph @g(%x: f32[64]) -> (f32[64]) {
+  %b = cast(%x) {dtype = bf16} : bf16[64]
+  %y = cast(%b) {dtype = f32} : f32[64]
+  return %y
+}""")
+    special = [1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -7 + 2 ** -20,      # ties to even, above a tie
+               -3.14159, np.inf, -np.inf, np.nan, 3.4e38, 0.0, -0.0, 1e-39, -1e-40, 1e-38]
+    x = np.array(special + list(np.random.default_rng(0).standard_normal(64 - len(special))), np.float32)
+    want = x.astype(DType.bf16.numpy).astype(np.float32)
+    y = compile_graph(g, CompileOptions(features=features, use_cache=False))(x)
+    same = (y == want) & (np.signbit(y) == np.signbit(want)) | np.isnan(y) & np.isnan(want)
+    # f32 denormals (below 1.18e-38): vcvtneps2bf16 reads them as zero (AVX512-BF16's rule, which
+    # oneDNN and OpenVINO have too); the bit rounding keeps them as ml_dtypes and PyTorch do.
+    tiny = np.abs(x) < np.finfo(np.float32).tiny
+    flushed = tiny & (y == 0) & (np.signbit(y) == np.signbit(x))
+    assert (same | flushed).all(), (x[~same], y[~same], want[~same])
+    assert same[~tiny].all() and (same[tiny].all() or "avx512bf16" in target_features(features))
