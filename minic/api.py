@@ -242,9 +242,9 @@ def _interp_backend(source: ModelSource, precision: str = "f32", dynamic: Any = 
     def build(graph: Graph) -> Runner:
         graph = verify(graph)
         if precision != "f32":
-            from minic.ir.types import DType
+            from minic.lowering.precision import MODES
             from minic.passes.to_f16 import store_as
-            graph = verify(store_as(graph, DType(precision)))
+            graph = verify(store_as(graph, MODES[precision][0]))
 
         def run(*arrays: np.ndarray):
             outs = interpret(graph, arrays)

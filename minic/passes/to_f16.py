@@ -16,8 +16,8 @@ bits, f32's range: nothing overflows that f32 holds).  One function,
 
 What an op on f16 computes is the registry's definition (f16 and bf16 are storage
 types: each op works in f32 and rounds its result, see ``minic.ir.ops.via_f32``);
-how compiled code accumulates is ``CompileOptions.precision``.  This pass is in
-no ``-O`` level: it changes the numbers, so it runs only when asked for.
+how compiled code accumulates is ``CompileOptions.precision``.  These passes are
+in no ``-O`` level: they change the numbers, so they run only when asked for.
 """
 from __future__ import annotations
 
