@@ -116,26 +116,28 @@ def target_features(features: str) -> str:
 
 @pytest.mark.skipif(not host_has_avx512_bf16(), reason="this CPU lacks avx512_bf16 (see /proc/cpuinfo), so "
                     "minic rounds f32 to bf16 on the bits instead of with vcvtneps2bf16")
-def test_host_code_rounds_to_bf16_with_vcvtneps2bf16():
-    assert "vcvtneps2bf16" in asm(CompileOptions(precision="bf16", use_cache=False))
-    assert "vcvtneps2bf16" not in asm(CompileOptions(precision="f16", use_cache=False))
+def test_host_code_rounds_to_bf16_with_vcvtneps2bf16_and_multiplies_with_vdpbf16ps():
+    text = asm(CompileOptions(precision="bf16", use_cache=False))
+    assert "vcvtneps2bf16" in text and "vdpbf16ps" in text
+    text = asm(CompileOptions(precision="f16", use_cache=False))
+    assert "vcvtneps2bf16" not in text and "vdpbf16ps" not in text
 
 
 def test_bf16_instructions_only_where_the_target_has_them(cache):
     # Sapphire Rapids' features, named: any x86-64 host emits its assembly.
     spr = asm(CompileOptions(precision="bf16", cpu="sapphirerapids", use_cache=False,
                              features="+avx512f,+avx512vl,+avx512bw,+avx512bf16"))
-    assert "vcvtneps2bf16" in spr and "__truncsfbf2" not in spr
+    assert "vcvtneps2bf16" in spr and "vdpbf16ps" in spr and "__truncsfbf2" not in spr
     # Without AVX512-BF16, LLVM's fptrunc to bfloat would be a call the JIT cannot make: bits instead.
     avx2 = CompileOptions(precision="bf16", features="+avx2,+fma,+f16c", cache_dir=cache)
     text = asm(avx2)
-    assert "vcvtneps2bf16" not in text and "__truncsfbf2" not in text
+    assert "vcvtneps2bf16" not in text and "vdpbf16ps" not in text and "__truncsfbf2" not in text
     src = source("mlp")
     want = run("mlp", "bf16", cache)
     got = as_tuple(backends.get("minic")(src, precision="bf16", features=avx2.features, cache_dir=cache)(
         *src.example_inputs))
-    for w, g in zip(want, got):                             # both round to nearest even
-        np.testing.assert_array_equal(g, w)
+    for w, g in zip(want, got):     # the same roundings; vdpbf16ps adds a pair's two products in turn
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-5 * np.max(np.abs(w)))
 
 
 @pytest.mark.parametrize("features", ["", "+avx2,+fma,+f16c"])
@@ -157,3 +159,45 @@ def test_rounding_to_bf16_is_to_nearest_even_with_and_without_the_instruction(fe
     flushed = tiny & (y == 0) & (np.signbit(y) == np.signbit(x))
     assert (same | flushed).all(), (x[~same], y[~same], want[~same])
     assert same[~tiny].all() and (same[tiny].all() or "avx512bf16" in target_features(features))
+
+
+# --- the matmul micro-kernel: two bf16 products per f32 lane (vdpbf16ps) -------------------
+
+def matmul(k: int):
+    return parse_graph(f"""graph @g(%x: f32[8, {k}], %w: f32[{k}, 48]) -> (f32[8, 48]) {{
+  %y = matmul(%x, %w) : f32[8, 48]
+  return %y
+}}""")
+
+
+def scheduled_kernel(k: int, pairs: bool):
+    from minic.schedule.templates import Knobs, schedule_contraction
+    program = pipeline.run(matmul(k), "loops", CompileOptions(precision="bf16", use_cache=False))
+    (kernel,) = program.kernels
+    return schedule_contraction(kernel, Knobs(), threads=1, bf16_pairs=pairs)
+
+
+def test_the_template_pairs_the_terms_of_a_bf16_reduction():
+    from minic.ir.loops import Store, print_function, walk_stmts
+    paired = scheduled_kernel(64, pairs=True)
+    text = print_function(paired)
+    assert "for (k0p = 0; k0p < 32; k0p++)" in text and "k0p * 2 + 1" in text
+    assert "bf16 w_pack" in text                              # the panel as stored: half the bytes
+    updates = [s for s in walk_stmts(paired.body) if isinstance(s, Store) and s.buffer.name.startswith("acc")]
+    assert len(updates) == 3                                  # the init and the two terms
+    assert "k0p" not in print_function(scheduled_kernel(64, pairs=False))
+    assert "k0p" not in print_function(scheduled_kernel(63, pairs=True))   # odd: one term a step
+
+
+@pytest.mark.parametrize("k", [64, 63])
+@pytest.mark.parametrize("features", ["", "+avx2,+fma,+f16c"])
+def test_bf16_matmul_sums_exact_products_in_f32(k, features):
+    rng = np.random.default_rng(k)
+    x, w = rng.standard_normal((8, k)).astype(np.float32), rng.standard_normal((k, 48)).astype(np.float32)
+    exact = x.astype(DType.bf16.numpy).astype(np.float64) @ w.astype(DType.bf16.numpy).astype(np.float64)
+    y = compile_graph(matmul(k), CompileOptions(precision="bf16", features=features, num_threads=1,
+                                                use_cache=False))(x, w)
+    # Products of bf16 are exact in f32; only the f32 sums (and the output's bf16 rounding) err.
+    rounded = exact.astype(np.float32).astype(DType.bf16.numpy).astype(np.float64)
+    assert np.max(np.abs(y - rounded)) <= np.max(np.abs(exact)) * 2 ** -8
+    assert np.max(np.abs(y.astype(np.float64) - exact)) <= 2 ** -8 * np.max(np.abs(exact))
