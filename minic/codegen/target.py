@@ -51,8 +51,9 @@ def target_machine(options: Target) -> llvm.TargetMachine:
 
 
 def converts_bf16(options: Target) -> bool:
-    """Whether the target rounds f32 to bf16 in one instruction: x86's AVX512-BF16 (vcvtneps2bf16),
-    in the host's features or the features given.  (A CPU named without features counts as
+    """Whether the target has x86's AVX512-BF16 (in the host's features or the features given):
+    f32 rounded to bf16 in one instruction (vcvtneps2bf16), two bf16 products added to an f32
+    in another (vdpbf16ps, the matmul micro-kernel's).  (A CPU named without features counts as
     without it: LLVM's list of a named CPU's features is not at hand, and the bit rounding is right
     everywhere.)"""
     features = options.features or (llvm.get_host_cpu_features().flatten() if is_host(options) else "")
