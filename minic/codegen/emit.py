@@ -24,9 +24,8 @@ from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, Fo
 from minic.ir.types import DType
 
 
-
 class BFloatType(ir.types._BaseFloatType):
-    """LLVM's ``bfloat``, which llvmlite's IR builder lacks; used only as ``fptrunc``'s target."""
+    """LLVM's ``bfloat``, which llvmlite's IR builder lacks: ``fptrunc``'s target, vdpbf16ps' operands."""
     null = "0.0"
     intrinsic_name = "bf16"
 
@@ -41,7 +40,7 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 
 # A value in registers: an integer of its dtype's bits (signed or not: that is in the instructions) but
-# for floats.  bf16 is carried as its 16 bits (LLVM's bfloat only where it converts, see bf16_of_f32);
+# for floats.  bf16 is carried as its 16 bits (LLVM's bfloat only in AVX512-BF16's instructions);
 # after ``widen`` the only things done to one are loads, stores and casts to and from f32.
 REG_TYPE = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16} | {
     d: ir.IntType(d.bits) for d in DType if not d.is_float}

@@ -1,7 +1,7 @@
 """Mixed precision in Loop IR: f16 and bf16 in memory, f32 in registers.
 
-After the ``to-f16`` pass, a Program's float buffers are f16 (after ``to-bf16``, bf16).  Most CPUs have
-no f16 arithmetic (x86 before AVX512-FP16 has none), but they convert fast
+After the ``to-f16`` pass, a Program's float buffers are f16 (after ``to-bf16``,
+bf16).  Most CPUs have no f16 arithmetic (x86 before AVX512-FP16 has none), but they convert fast
 (F16C's vcvtph2ps / vcvtps2ph), and f32 arithmetic is what f16 means in the op
 registry (``minic.ir.ops.via_f32``).  So a kernel widens what it loads,
 computes in f32 and narrows only what it stores:
