@@ -230,18 +230,21 @@ def _inductor_backend(source: ModelSource, **options: Any) -> Runner:
 @backends.register("interp")
 def _interp_backend(source: ModelSource, precision: str = "f32", dynamic: Any = None, **options: Any) -> Runner:
     """minic's reference interpreter: each op's numpy implementation, node by node.
-    ``precision="f16"`` runs the graph after the to-f16 pass (f16 storage, see docs/f16.md)."""
+    ``precision="f16"`` (``"bf16"``) runs the graph after the to-f16 (to-bf16) pass: f16 (bf16) storage,
+    see docs/f16.md."""
     from minic.ir.interpret import interpret
     from minic.ir.verify import verify
     from minic.runtime import specialize
-    if precision not in ("f32", "f16"):
-        raise UserError(f"interp: precision must be f32 or f16 (how it accumulates is not its choice), got '{precision}'")
+    if precision not in ("f32", "f16", "bf16"):
+        raise UserError(f"interp: precision must be f32, f16 or bf16 (how it accumulates is not its choice), "
+                        f"got '{precision}'")
 
     def build(graph: Graph) -> Runner:
         graph = verify(graph)
-        if precision == "f16":
-            from minic.passes.to_f16 import to_f16
-            graph = verify(to_f16(graph))
+        if precision != "f32":
+            from minic.lowering.precision import MODES
+            from minic.passes.to_f16 import store_as
+            graph = verify(store_as(graph, MODES[precision][0]))
 
         def run(*arrays: np.ndarray):
             outs = interpret(graph, arrays)

@@ -22,7 +22,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "minic"
 
 
-PRECISIONS = ("f32", "f16", "f16-acc")
+PRECISIONS = ("f32", "f16", "f16-acc", "bf16")   # what each means: minic.lowering.precision.MODES
 RECORDS_FILE = "tuning.jsonl"            # the tuning records in the cache folder, unless named
 SHORT_TRIPLES = {"aarch64": "aarch64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 
@@ -45,7 +45,7 @@ def default_cpu(target: str) -> str:
 @dataclass(frozen=True)
 class GraphOptions:
     """The graph stages' options: the passes' -O level, and the precision that the passes
-    (to-f16) and lowering (f32 or f16 accumulators) give the numbers (docs/f16.md); whether
+    (to-f16, to-bf16) and lowering (f32 or f16 accumulators) give the numbers (docs/f16.md); whether
     3x3 convolutions may take Winograd's form (the winograd-conv2d pass, where it pays)."""
     level: int = 2
     precision: str = "f32"
@@ -85,7 +85,8 @@ class CompileOptions:
     num_threads: int = 0                 # threads of parallel loops; 0 = the CPUs this process may use
     graph_opt_level: int = 2             # level given to minic.passes.optimize, when present
     precision: str = "f32"               # PRECISIONS: "f16" stores floats as f16 and computes in f32,
-                                         # "f16-acc" also rounds every accumulator to f16 (docs/f16.md)
+                                         # "f16-acc" also rounds every accumulator to f16, "bf16" stores
+                                         # floats as bf16 and computes in f32 (docs/f16.md)
     winograd: bool = True                # the winograd-conv2d pass in -O2 (3x3 convolutions)
     cache_dir: Path | None = None        # None = default_cache_dir()
     use_cache: bool = True

@@ -42,10 +42,10 @@ from minic.ir.graph import Graph
 from minic.ir.loops_verify import LoopVerifyError, verify_function, verify_program
 from minic.ir.types import DType
 from minic.lowering import lower_graph
-from minic.lowering.precision import widen
+from minic.lowering.precision import MODES, widen
 from minic.options import CompileOptions, GraphOptions, Target
 from minic.passes import optimize, pipeline as level_passes
-from minic.passes.to_f16 import to_f16
+from minic.passes.to_f16 import store_as
 from minic.schedule import default_schedule
 from minic.tune import records
 
@@ -116,15 +116,16 @@ def _opt(c: Compilation, graph: Graph) -> Graph:
     names = level_passes(o.level if c.passes.level is None else c.passes.level, c.passes.passes)
     off = {"fuse-groups"} | ({"winograd-conv2d"} if not o.winograd and c.passes.passes is None else set())
     graph = c.passes.run(graph, [n for n in names if n not in off])          # the fused stage runs fuse-groups
-    return to_f16(graph) if o.precision != "f32" else graph     # f16 storage, docs/f16.md
+    storage, _ = MODES[o.precision]
+    return store_as(graph, storage) if storage != DType.f32 else graph     # f16/bf16 storage, docs/f16.md
 
 
 def _loops(c: Compilation, graph: Graph):
-    # f16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.  A graph's
+    # f16/bf16 buffers are widened to f32 in registers; "f16-acc" keeps accumulators in f16.  A graph's
     # own f16 values are rounded where a kernel uses them; those that precision="f16" made stay f32.
     precision = c.graph_options.precision
-    program = widen(lower_graph(graph, round_inlined=precision == "f32"),
-                    DType.f16 if precision == "f16-acc" else DType.f32)
+    _, accumulate = MODES[precision]
+    program = widen(lower_graph(graph, round_inlined=precision == "f32"), accumulate)
     return verified(program, "lowering")
 
 

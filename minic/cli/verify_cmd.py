@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
     p.add_argument("--precision", metavar="P,P",
                    help="instead of the matrix: each precision's error against the f32 reference "
-                        "(f32, f16, f16-acc; backends minic and interp; models may also be the stress "
+                        "(f32, f16, f16-acc, bf16; backends minic and interp; models may also be the stress "
                         "graphs " + ", ".join(STRESS) + "; see docs/f16.md)")
     p.set_defaults(handler=handle)
 

@@ -23,14 +23,25 @@ from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, Fo
                             Seq, Stmt, Store, Var, dim_expr)
 from minic.ir.types import DType
 
+
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's ``bfloat``, which llvmlite's IR builder lacks: ``fptrunc``'s target, vdpbf16ps' operands."""
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+
+BFloatType._create_instance()
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
-F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+F16, F32, F64, BF16 = ir.HalfType(), ir.FloatType(), ir.DoubleType(), BFloatType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
 # A value in registers: an integer of its dtype's bits (signed or not: that is in the instructions) but
-# for floats.  bf16 is carried as its 16 bits (llvmlite has no bfloat type); after ``widen`` the only
-# things done to one are loads, stores and casts to and from f32.
+# for floats.  bf16 is carried as its 16 bits (LLVM's bfloat only in AVX512-BF16's instructions);
+# after ``widen`` the only things done to one are loads, stores and casts to and from f32.
 REG_TYPE = {DType.f64: F64, DType.f32: F32, DType.f16: F16, DType.bf16: I16} | {
     d: ir.IntType(d.bits) for d in DType if not d.is_float}
 MEM_TYPE = REG_TYPE | {DType.bool: I8}          # numpy's bool is one byte
@@ -83,13 +94,16 @@ class Emitter:
 
     ``ptrs`` maps buffer names to base pointers, ``vars`` maps sizes and loop
     variables to i64 values.  ``threads`` is 1 inside an outlined parallel body:
-    nested parallel loops run serially.
+    nested parallel loops run serially.  ``bf16_convert``: the target has AVX512-BF16's
+    conversions and bf16 dot products (``minic.codegen.target.converts_bf16``).
     """
 
-    def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int) -> None:
+    def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int,
+                 bf16_convert: bool = False) -> None:
         self.module = module
         self.function, self.allocas = define(module, name, VOID, args)
         self.threads = threads
+        self.bf16_convert = bf16_convert
         self.b = ir.IRBuilder(self.function.append_basic_block("body"))
         self.allocas.position_before(self.allocas.branch(self.b.block))    # allocas: first in the entry block
         self.ptrs: dict[str, ir.Value] = {}
@@ -205,11 +219,10 @@ class Emitter:
         b = self.b
         if src == dst:
             return v
-        if src == DType.bf16:                   # the high half of an f32's bits
-            wide = b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
-            return self.cast(wide, DType.f32, dst)
+        if src == DType.bf16:
+            return self.cast(f32_of_bf16(b, v), DType.f32, dst)
         if dst == DType.bf16:
-            return bf16_of_f32(b, self.cast(v, src, DType.f32))
+            return bf16_of_f32(b, self.cast(v, src, DType.f32), self.bf16_convert)
         if dst == DType.bool:
             zero = ir.Constant(v.type, 0)
             return b.fcmp_unordered("!=", v, zero) if src.is_float else b.icmp_signed("!=", v, zero)
@@ -299,13 +312,29 @@ class Emitter:
         del self.vars[var]
 
 
-def bf16_of_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """f32 -> bf16 bits, rounding to nearest even as PyTorch does; a NaN stays a (quiet) NaN."""
-    bits = b.bitcast(x, I32)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.lshr(b.add(bits, b.add(lsb, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+def like(v: ir.Value, ty: ir.Type) -> ir.Type:
+    """``ty``, or a vector of ``ty`` with as many lanes as ``v`` has."""
+    return ir.VectorType(ty, v.type.count) if isinstance(v.type, ir.VectorType) else ty
+
+
+def f32_of_bf16(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """bf16 bits -> f32 (a scalar or a vector), exactly: they are the high half of an f32's bits."""
+    return b.bitcast(b.shl(b.zext(v, like(v, I32)), ir.Constant(like(v, I32), 16)), like(v, F32))
+
+
+def bf16_of_f32(b: ir.IRBuilder, x: ir.Value, convert: bool = False) -> ir.Value:
+    """f32 -> bf16 bits (a scalar or a vector), rounding to nearest even as PyTorch does; a NaN stays
+    a (quiet) NaN.  ``convert``: as LLVM's ``fptrunc`` to bfloat, one instruction where the target
+    has one (AVX512-BF16's vcvtneps2bf16); elsewhere LLVM would call ``__truncsfbf2``, which the JIT
+    does not provide, so the rounding is spelled out on the bits."""
+    if convert:
+        return b.bitcast(b.fptrunc(x, like(x, BF16)), like(x, I16))
+    i32 = lambda k: ir.Constant(like(x, I32), k)
+    bits = b.bitcast(x, like(x, I32))
+    lsb = b.and_(b.lshr(bits, i32(16)), i32(1))
+    rounded = b.lshr(b.add(bits, b.add(lsb, i32(0x7FFF))), i32(16))
     nan = b.fcmp_unordered("uno", x, x)
-    return b.trunc(b.select(nan, ir.Constant(I32, 0x7FC0), rounded), I16)
+    return b.trunc(b.select(nan, i32(0x7FC0), rounded), like(x, I16))
 
 
 def _straight_line(s: Stmt) -> bool:

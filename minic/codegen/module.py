@@ -17,7 +17,7 @@ from llvmlite import ir
 from minic.codegen.emit import I64, PTR, VOID, Emitter, define, element
 from minic.options import Target
 from minic.codegen.elf import check_machine
-from minic.codegen.target import is_host, target_machine, triple
+from minic.codegen.target import converts_bf16, is_host, target_machine, triple
 from minic.ir.loops import STATUS, Buffer, Function, Program, Role, Seq, Stmt, Store, structure, walk_stmts
 
 ENTRY = "minic_entry"
@@ -39,7 +39,7 @@ def reports(k: Function) -> bool:
 PART = 64     # top-level loop nests per LLVM function; a kernel with more is emitted as parts
 
 
-def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
+def _kernel(module: ir.Module, k: Function, options: Target) -> ir.Function:
     """The LLVM function of kernel ``k``.  A kernel of many top-level statements (a concat of
     thousands of inputs: one copy nest each) is emitted as parts of ``PART`` statements, each a
     function the kernel calls in turn: LLVM's optimizer grows faster than a function's size (a
@@ -49,10 +49,10 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
     args = [PTR] * len(k.params) + [I64] * len(k.sizes) + [PTR] * checked
     stmts = k.body.stmts if isinstance(k.body, Seq) else (k.body,)
     if len(stmts) <= PART:
-        return _function(module, k.name, args, k, k.body, threads)
+        return _function(module, k.name, args, k, k.body, options)
     outer, b = define(module, k.name, VOID, args)
     for start in range(0, len(stmts), PART):
-        part = _function(module, f"{k.name}.part{start // PART}", args, k, Seq(stmts[start:start + PART]), threads)
+        part = _function(module, f"{k.name}.part{start // PART}", args, k, Seq(stmts[start:start + PART]), options)
         b.call(part, list(outer.args))
     b.ret_void()
     outer.attributes.add("noinline")
@@ -60,9 +60,9 @@ def _kernel(module: ir.Module, k: Function, threads: int) -> ir.Function:
 
 
 def _function(module: ir.Module, name: str, args: list[ir.Type], k: Function, body: Stmt,
-              threads: int) -> ir.Function:
+              options: Target) -> ir.Function:
     """``void name(params..., sizes..., [status])`` running ``body`` over kernel ``k``'s arguments."""
-    e = Emitter(module, name, args, threads)
+    e = Emitter(module, name, args, options.threads, converts_bf16(options))
     for arg, b in zip(e.function.args, k.params):
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel
@@ -94,7 +94,7 @@ def build_module(program: Program, options: Target) -> ir.Module:
     for k in program.kernels:
         key = structure(k)
         if key not in shared:
-            shared[key] = _kernel(module, k, options.threads)
+            shared[key] = _kernel(module, k, options)
         kernels[k.name] = shared[key]
     entry, b = define(module, ENTRY, VOID, [PTR, PTR, PTR], internal=False)
     buffers_arg, sizes_arg, status_arg = entry.args

@@ -66,7 +66,8 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
     """``void body(ptr ctx, i64 begin, i64 end)`` running iterations [begin, end) of ``s``."""
     name = f"{parent.function.name}.par{parent.outlined}"
     parent.outlined += 1
-    inner = Emitter(parent.module, name, [PTR, I64, I64], threads=1)       # nested parallel loops: serial
+    inner = Emitter(parent.module, name, [PTR, I64, I64], threads=1,       # nested parallel loops: serial
+                    bf16_convert=parent.bf16_convert)
     ctx, begin, end = inner.function.args
     # The context is an array of i64 (pointers stored as integers): the sizes and loop
     # variables in ``names``' order, then the buffers'.

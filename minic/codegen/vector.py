@@ -24,14 +24,16 @@ a shuffle keeps every s-th.  Any other access that uses ``j`` is gathered
 and casts also run lane by lane, except exp and erf (polynomials: ``VectorLoop.exp``,
 ``VectorLoop.erf``; GELU's erf lane by lane was a libm call per element).
 Multiplies and adds may contract into fused multiply-adds (``contract``), as BLAS
-and ONNX Runtime do: the last bit may differ from the interpreter.
+and ONNX Runtime do: the last bit may differ from the interpreter.  Two terms of a
+bf16 dot product in a row (``schedule.templates.pair_products``) become one
+vdpbf16ps per 16 lanes where the target has AVX512-BF16 (``VectorLoop.bf16_pair``).
 The schedule primitive ``vectorize`` has checked that lanes are independent.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import (F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
+from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
                                 element, type_suffix)
 from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
@@ -146,6 +148,10 @@ class VectorLoop:
                 # f16 <-> f32 on the whole vector: one vcvtph2ps / vcvtps2ph with F16C
                 widen = x.to.bits > x.value.dtype.bits
                 return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(REG_TYPE[x.to]))
+            if {x.value.dtype, x.to} == {DType.bf16, DType.f32}:
+                # bf16 <-> f32 on the whole vector: a shift up; rounding down is one vcvtneps2bf16
+                # with AVX512-BF16 (emit.py's bf16_of_f32)
+                return self.e.cast(self.splat(v), x.value.dtype, x.to)
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
         raise TypeError(f"not a Loop IR expression: {x!r}")
 
@@ -315,12 +321,58 @@ class VectorLoop:
 
     def stmt(self, s: Stmt) -> None:
         if isinstance(s, Seq):
-            for t in s.stmts:
-                self.stmt(t)
+            stmts = list(s.stmts)
+            while stmts:
+                if len(stmts) > 1 and self.bf16_pair(stmts[0], stmts[1]):
+                    del stmts[:2]
+                else:
+                    self.stmt(stmts.pop(0))
             return
         if not isinstance(s, Store):
             raise TypeError(f"vectorized loop over '{self.var}' holds a {type(s).__name__}; only stores may")
-        value = self.splat(self.expr(s.value))
+        self.store(s, self.splat(self.expr(s.value)))
+
+    def bf16_pair(self, first: Stmt, second: Stmt) -> bool:
+        """Two terms of a bf16 dot product as one vdpbf16ps per 16 lanes, where the target has
+        AVX512-BF16 (``schedule.templates.pair_products`` writes them):
+
+            acc[.., j] += (f32)x0 * (f32)w0[.., j]       x0, x1 the same on every lane
+            acc[.., j] += (f32)x1 * (f32)w1[.., j]       w0, w1 contiguous bf16 loads
+
+        -> acc = vdpbf16ps(acc, splat(x0 | x1 << 16), interleave(w0, w1)): each lane adds
+        x1·w1 + x0·w0 (the products are exact in f32; the two sums round as two adds would,
+        but in that order, and bf16 denormals count as zero).  True when emitted."""
+        terms = [_dot_term(s, self.var) for s in (first, second)]
+        if not (self.e.bf16_convert and self.x86 and self.lanes % 16 == 0 and None not in terms
+                and first.buffer == second.buffer and first.index == second.index and self.step(first.index) == 1
+                and all(self.step(w.index) == 1 for _, w in terms)):
+            return False
+        b = self.b
+        x0, x1 = (self.at_lane(lambda x=x: self.e.expr(x)) for x, _ in terms)      # bf16 bits, i16
+        pair = b.or_(b.zext(x0, I32), b.shl(b.zext(x1, I32), ir.Constant(I32, 16)))
+        pairs = b.bitcast(self.splat16(pair), ir.VectorType(BF16, 32))
+        w0, w1 = (self.load(w.buffer, w.index) for _, w in terms)
+        acc = self.load(first.buffer, first.index)
+        dot = declare(self.e.module, "llvm.x86.avx512bf16.dpbf16ps.512", ir.VectorType(F32, 16),
+                      [ir.VectorType(F32, 16), ir.VectorType(BF16, 32), ir.VectorType(BF16, 32)])
+        parts = []
+        for c in range(0, self.lanes, 16):
+            w = self.shuffle(w0, [c + j // 2 + (self.lanes if j % 2 else 0) for j in range(32)], w1)
+            parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), pairs,
+                                      b.bitcast(w, ir.VectorType(BF16, 32))]))
+        while len(parts) > 1:                          # the 16-lane results joined back into one vector
+            parts = [self.shuffle(parts[i], list(range(2 * parts[i].type.count)), parts[i + 1])
+                     for i in range(0, len(parts), 2)]
+        self.store(first, parts[0])
+        return True
+
+    def splat16(self, v: ir.Value) -> ir.Value:
+        """A scalar on 16 lanes."""
+        one = self.b.insert_element(ir.Constant(ir.VectorType(v.type, 16), ir.Undefined), v, ir.Constant(I32, 0))
+        return self.shuffle(one, [0] * 16)
+
+    def store(self, s: Store, value: ir.Value) -> None:
+        """``value`` (a vector of the lanes) stored where ``s`` stores."""
         self.e.columns.pop(s.buffer.name, None)
         if self.step(s.index) == 1:
             if s.buffer.dtype == DType.bool:
@@ -336,6 +388,22 @@ class VectorLoop:
         for lane in range(self.lanes):
             scalar = self.lane(value, lane)
             self.at_lane(lambda: self.e.store(s.buffer, s.index, scalar), lane)
+
+
+def _dot_term(s: Stmt, var: str) -> tuple[Expr, Load] | None:
+    """(x, w) when ``s`` is ``acc = acc + (f32)x * (f32)w`` (either order) with x and w bf16, x the
+    same on every lane of ``var`` and w a load that moves with them."""
+    if not (isinstance(s, Store) and isinstance(s.value, BinOp) and s.value.op == "add"
+            and s.value.a == Load(s.buffer, s.index) and isinstance(s.value.b, BinOp) and s.value.b.op == "mul"):
+        return None
+    factors = [f.value for f in (s.value.b.a, s.value.b.b)
+               if isinstance(f, Cast) and f.to == DType.f32 and f.value.dtype == DType.bf16]
+    if len(factors) != 2:
+        return None
+    for x, w in (factors, factors[::-1]):
+        if not uses(x, var) and isinstance(w, Load) and uses(w, var):
+            return x, w
+    return None
 
 
 def _plain(e: Expr) -> bool:

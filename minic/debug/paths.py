@@ -23,10 +23,11 @@ from typing import Any
 
 from minic import backends
 from minic.backends import ModelSource, Runner
+from minic.verify.precision import TOLERANCE
 from minic.verify.tolerance import F16, F32
 from minic.errors import UserError
 
-DEFAULT_TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16}
+DEFAULT_TOLERANCE = dict(TOLERANCE)            # the one policy: minic/verify/precision.py
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ def register(path: DebugPath) -> DebugPath:
     return path
 
 
-register(DebugPath("interp", "interp", precisions=("f32", "f16"), precision_option="precision"))
-register(DebugPath("minic", "minic", precisions=("f32", "f16", "f16-acc"), precision_option="precision"))
+register(DebugPath("interp", "interp", precisions=("f32", "f16", "bf16"), precision_option="precision"))
+register(DebugPath("minic", "minic", precisions=("f32", "f16", "f16-acc", "bf16"), precision_option="precision"))
 register(DebugPath("onnxruntime", "onnxruntime", runs_onnx=True))
 register(DebugPath("tvm", "tvm"))
 register(DebugPath("openvino", "openvino"))

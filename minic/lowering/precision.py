@@ -1,7 +1,7 @@
 """Mixed precision in Loop IR: f16 and bf16 in memory, f32 in registers.
 
-After the ``to-f16`` pass, a Program's float buffers are f16.  Most CPUs have
-no f16 arithmetic (x86 before AVX512-FP16 has none), but they convert fast
+After the ``to-f16`` pass, a Program's float buffers are f16 (after ``to-bf16``,
+bf16).  Most CPUs have no f16 arithmetic (x86 before AVX512-FP16 has none), but they convert fast
 (F16C's vcvtph2ps / vcvtps2ph), and f32 arithmetic is what f16 means in the op
 registry (``minic.ir.ops.via_f32``).  So a kernel widens what it loads,
 computes in f32 and narrows only what it stores:
@@ -16,8 +16,13 @@ other buffer, and the running sum is rounded to f16 after every addition:
     acc = acc + (f32)a[i, k] * (f32)b[k, j]            accumulate = f32
     acc = (f16)((f32)acc + (f32)a[i, k] * (f32)b[k, j])   accumulate = f16
 
-bf16 (a graph's own bf16 tensors) goes the same way, and its accumulators are
-always f32, as in PyTorch.  A kernel without f16 or bf16 comes back unchanged.
+bf16 (the values ``to-bf16`` made, or a graph's own bf16 tensors) goes the same
+way, and its accumulators are always f32, as in PyTorch.  A kernel without f16
+or bf16 comes back unchanged.
+
+``MODES`` says what each ``CompileOptions.precision`` is in these two terms: the
+type floats are stored in between kernels (the graph pass) and the type of the
+accumulators (``widen``).
 """
 from __future__ import annotations
 
@@ -26,6 +31,15 @@ from dataclasses import replace
 from minic.ir.loops import (Allocate, Buffer, Cast, Const, Expr, Function, Load, Program, Role, Stmt, Store,
                             map_expr, map_stmt, stmt_exprs, walk, walk_stmts)
 from minic.ir.types import DType
+
+
+# precision -> (the storage type of a graph's floats, the accumulators' type); docs/f16.md
+MODES: dict[str, tuple[DType, DType]] = {
+    "f32": (DType.f32, DType.f32),
+    "f16": (DType.f16, DType.f32),
+    "f16-acc": (DType.f16, DType.f16),        # every partial sum rounded to f16
+    "bf16": (DType.bf16, DType.f32),
+}
 
 
 class _Widen:

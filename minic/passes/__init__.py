@@ -14,9 +14,10 @@ Read them in pipeline order (the order of ``LEVELS[2]``):
   padding.py         explicit-padding          conv2d(x){padding=p} -> conv2d(pad(x, p)){padding=0}
   fuse_groups.py     fuse-groups               marks which nodes lowering makes into one kernel
 
-and one pass in no level, run when asked for (CompileOptions.precision):
+and two passes in no level, run when asked for (CompileOptions.precision):
 
   to_f16.py          to-f16                    op(x: f32) : f32 -> cast(op(cast(x, f16)) : f16, f32)
+                     to-bf16                   op(x: f32) : f32 -> cast(op(cast(x, bf16)) : bf16, f32)
 
 ``rewrite.py`` is the toolkit they share; ``manager.py`` names them (a pass of rules as its
 table of rules) and runs them by name.

@@ -45,12 +45,13 @@ PASSES: dict[str, Pass] = {
     # kernel); it is a pass so that --print-after shows the groups.  It is the
     # pipeline's "fused" stage (minic/pipeline.py), after the rest of the level.
     "fuse-groups": fuse_groups.fuse_groups,
-    # Changes the numbers (f16 storage), so it is in no level: CompileOptions.precision asks for it.
+    # Change the numbers (f16, bf16 storage), so they are in no level: CompileOptions.precision asks.
     "to-f16": to_f16.to_f16,
+    "to-bf16": to_f16.to_bf16,
 }
 
 # Passes that change the numbers on purpose; every other pass computes exactly what it was given.
-ROUNDING = {"to-f16"}
+ROUNDING = {"to-f16", "to-bf16"}
 
 CLEANUP = ["eliminate-identity", "fold-constants", "eliminate-common-subexpr", "eliminate-dead-code"]
 

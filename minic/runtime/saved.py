@@ -152,7 +152,7 @@ def _replace(staging: Path, folder: Path) -> None:
 
 def cpu_flags() -> set[str]:
     """This CPU's feature flags as the kernel reports them (x86 ``flags``, Arm ``Features``),
-    spelt as LLVM spells features (``sse4_2`` -> ``sse4.2``)."""
+    spelt as LLVM spells features (``sse4_2`` -> ``sse4.2``, ``avx512_bf16`` -> ``avx512bf16``)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -160,7 +160,8 @@ def cpu_flags() -> set[str]:
     for line in text.splitlines():
         key, _, value = line.partition(":")
         if key.strip() in ("flags", "Features"):
-            return {f.replace("_", ".") if f.startswith("sse4") else f for f in value.split()}
+            return {f.replace("_", ".") if f.startswith("sse4") else f.replace("avx512_", "avx512")
+                    for f in value.split()}
     return set()
 
 

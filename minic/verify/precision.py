@@ -6,12 +6,27 @@ lands from the f32 reference, and whether its outputs stay finite.
              f16; kernels widen what they load, compute and accumulate in f32
     f16-acc  as f16, but every accumulator is f16 too: a sum is rounded to f16
              after each addition, as on hardware that accumulates in half
+    bf16     as f16 with bf16 storage: 8 significant bits instead of 11, f32's
+             range (no overflow); kernels compute and accumulate in f32
 
 Beside the zoo, a few *stress* graphs show the ways f16 breaks (docs/f16.md):
 a long sum (f16 accumulation stops growing once the sum's spacing exceeds what
 each term adds), a wide softmax (its denominator is such a sum), softmax of large
 logits (f16 storage itself keeps too few bits of a logit near 1000) and
 layer_norm of values far from zero (the sum of a row passes 65504: inf).
+
+The tolerance policy, one bound per precision (``TOLERANCE``), follows from the
+storage type's unit roundoff u and the length n of the reductions:
+
+* a value stored in 16 bits is off by at most u relative (f16: u = 2^-11 ≈ 4.9e-4,
+  bf16: u = 2^-8 ≈ 3.9e-3), and a deep model's output passes through about 40
+  such roundings (weights, activations between kernels): the bound is 40·u
+  (f16: 2e-2; bf16, eight times that: 1.6e-1; ``minic.verify.tolerance``);
+* an f32 accumulator adds n·2^-24 to that, nothing at the zoo's n (at most a few
+  thousand terms), so f16 and bf16 storage are judged by the storage bound alone;
+* an f16 accumulator adds up to n·2^-11: past n ≈ 40 terms that may exceed the
+  bound, and on the long sums of the stress graphs it does.  ``f16-acc`` is
+  judged by the f16 bound, so that its drift shows.
 """
 from __future__ import annotations
 
@@ -23,11 +38,11 @@ import numpy as np
 from minic import backends
 from minic.backends import ModelSource
 from minic.compare import Errors, as_tuple
-from minic.verify.tolerance import F16, F32
+from minic.verify.tolerance import BF16, F16, F32
 from minic.errors import MinicError, UserError
 from minic.options import PRECISIONS
 
-TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16}
+TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16, "bf16": BF16}
 
 
 # --- the stress graphs: text IR and an input maker each ---------------------------------

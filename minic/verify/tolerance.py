@@ -24,7 +24,7 @@ import numpy as np
 
 F32 = 1e-4
 F16 = 2e-2          # f16 storage: ~40 roundings of 4.9e-4 relative through a deep model
-BF16 = 1.6e-1       # bf16 storage: the same ~40 roundings of 3.9e-3
+BF16 = F16 * 2 ** (11 - 8)  # bf16 storage: the same ~40 roundings of 2^-8 ≈ 3.9e-3: 1.6e-1
 F64 = 1e-9
 EXACT = 0.0
 NNSMITH = (1e-2, 1e-3)

@@ -116,3 +116,14 @@ def test_cli_compile_host_writes_a_loadable_folder(capsys, tmp_path):
         got = saved(**inputs)
         want = minic.compile("mlp", size="small")(*(inputs[k] for k in inputs.files))
     np.testing.assert_array_equal(got, want)
+
+
+def test_cpu_flags_are_spelt_as_llvm_spells_features():
+    # A model compiled here may hold AVX512-BF16 or VNNI instructions (precision="bf16"): the
+    # manifest must name them, and the kernel spells them avx512_bf16, LLVM avx512bf16.
+    import llvmlite.binding as llvm
+    from minic.runtime.saved import cpu_flags
+    llvm_names = {f for f, on in llvm.get_host_cpu_features().items() if on}
+    flags = cpu_flags()
+    assert not any(f.startswith("avx512_") for f in flags)
+    assert {f for f in flags if f.startswith("avx512")} <= llvm_names
