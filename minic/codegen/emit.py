@@ -19,7 +19,7 @@ import numpy as np
 from llvmlite import ir
 
 from minic.errors import UnsupportedError
-from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
+from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
                             Seq, Stmt, Store, Var, dim_expr)
 from minic.ir.types import DType
 
@@ -143,6 +143,8 @@ class Emitter:
             return self.b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, Cast):
             return self.cast(self.expr(e.value), e.value.dtype, e.to)
+        if isinstance(e, BitCast):
+            return self.bitcast(self.expr(e.value), e.value.dtype, e.to)
         raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")
 
     def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value, fast: tuple[str, ...] = ()) -> ir.Value:
@@ -232,6 +234,18 @@ class Emitter:
         if to.width > v.type.width:
             return (b.zext if src.is_unsigned else b.sext)(v, to)
         return b.trunc(v, to) if to.width < v.type.width else v
+
+    def bitcast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """The same bits as another type (a scalar or a vector); a bool is its byte, 0 or 1."""
+        b = self.b
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else None
+        of = lambda t: ir.VectorType(t, lanes) if lanes else t        # noqa: E731
+        if src == DType.bool:
+            return b.zext(v, of(REG_TYPE[dst]))
+        if dst == DType.bool:
+            return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+        to = of(REG_TYPE[dst])
+        return v if v.type == to else b.bitcast(v, to)
 
     # --- statements ------------------------------------------------------------
 

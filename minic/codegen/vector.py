@@ -33,7 +33,7 @@ from llvmlite import ir
 
 from minic.codegen.emit import (F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
                                 element, type_suffix)
-from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
+from minic.ir.loops import BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
 
@@ -147,6 +147,8 @@ class VectorLoop:
                 widen = x.to.bits > x.value.dtype.bits
                 return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(REG_TYPE[x.to]))
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
+        if isinstance(x, BitCast):
+            return self.e.bitcast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
         raise TypeError(f"not a Loop IR expression: {x!r}")
 
     def reads(self, x: Expr) -> bool:

@@ -194,6 +194,13 @@ def _cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [out]
 
 
+@converts("BitCast")
+def _bit_cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if a["to"] not in ONNX_DTYPES or x[0] in b.storage:
+        raise UnsupportedError(f"{b.where}: BitCast to ONNX type {a['to']} is not supported")
+    return [b.one("bitcast", x[0], dtype=ONNX_DTYPES[a["to"]])]
+
+
 @converts("Dropout")
 def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
     training = a.get("is_test", 1) == 0 if b.opset < 7 else (

@@ -10,7 +10,7 @@ arguments; its body is a tree of statements:
     Seq(stmts)
 
 and expressions ``Var``, ``Const``, ``BinOp``, ``Load``, ``Call``, ``Select``,
-``Cast``.  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
+``Cast`` (a value conversion) and ``BitCast`` (the same bits seen as another type).  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
 row-major.  Index arithmetic is i64; integer ``div``/``mod`` truncate toward
 zero as in C.
 
@@ -182,6 +182,23 @@ class Cast(Expr):
         return self.to
 
 
+@dataclass(frozen=True)
+class BitCast(Expr):
+    """``value``'s bits read as a ``to`` of the same width (numpy's ``x.view(to)``): f32 <-> i32,
+    i8 -> u8; a bool is its byte, 0 or 1."""
+    to: DType
+    value: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.to
+
+
+def bitcast_value(v, to: DType):
+    """A numpy scalar or array ``v`` with its bits read as ``to`` (the interpreters' BitCast)."""
+    return np.asarray(v).view(to.numpy)[()]
+
+
 # --- statements -----------------------------------------------------------------
 
 
@@ -288,6 +305,7 @@ _OPERANDS = {
     Call: (lambda e: e.args, lambda e, kids: Call(e.fn, tuple(kids))),
     Select: (lambda e: (e.cond, e.a, e.b), lambda e, kids: Select(*kids)),
     Cast: (lambda e: (e.value,), lambda e, kids: Cast(e.to, kids[0])),
+    BitCast: (lambda e: (e.value,), lambda e, kids: BitCast(e.to, kids[0])),
 }
 _LEAF = (lambda e: (), lambda e, kids: e)      # Var, Const: no operands (a Reduce's: compute.r_children)
 
@@ -413,6 +431,8 @@ def expr_str(e: Expr, parent: int = -1) -> str:
         return f"{name}({', '.join(expr_str(k) for k in children(e))})"
     if isinstance(e, Cast):
         return f"({e.to.value}){expr_str(e.value, 9)}"
+    if isinstance(e, BitCast):
+        return f"bitcast<{e.to.value}>({expr_str(e.value)})"
     raise TypeError(f"not a Loop IR expression: {e!r}")
 
 

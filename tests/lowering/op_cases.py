@@ -82,6 +82,8 @@ CASES.update({
     "where": lambda d, rng: one_op("where", [((d[0], 1), "bool", "in"), f32(d[0], d[1]), f32(d[1])], rng),
     "cast": lambda d, rng: one_op("cast", [f32(d[0], d[1])], rng, dtype=DType.i32),
     "cast_bool": lambda d, rng: one_op("cast", [((d[0],), "bool", "in")], rng, dtype=DType.f32),
+    "bitcast": lambda d, rng: one_op("bitcast", [f32(d[0], d[1])], rng, dtype=DType.i32),
+    "bitcast_bool": lambda d, rng: one_op("bitcast", [((d[0],), "bool", "in")], rng, dtype=DType.u8),
     "identity": lambda d, rng: one_op("identity", [f32(d[0], d[1])], rng),
     "dropout": lambda d, rng: one_op("dropout", [f32(d[0], d[1])], rng, p=0.1),
     "reduce_sum": lambda d, rng: one_op("reduce_sum", [f32(d[0], d[1], d[2])], rng, axes=(0, 2)),

@@ -11,7 +11,7 @@ import numpy as np
 
 from minic.errors import DataError, UnsupportedError
 from minic.ir.compute import DataCheck, Operand, Site, as_i64, broadcast_index
-from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
+from minic.ir.loops import BinOp, BitCast, Call, Cast, Expr, Select, const
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.types import DType, TensorType
@@ -266,6 +266,21 @@ define("cast", OpKind.ELEMENTWISE, lambda attrs, ts: [TensorType(ts[0].shape, at
        lambda site, index: Cast(site.attrs.dtype, arg(site.inputs[0], index)), CastAttrs,
        doc="cast(x) to another dtype", f16_via_f32=False,         # its result dtype is the attribute
        torch=lambda t, x: x.to(t.dtype(t.attrs.dtype)))
+
+
+def _bitcast_infer(attrs: CastAttrs, ts: list[TensorType]) -> list[TensorType]:
+    src, dst = ts[0].dtype, attrs.dtype
+    require(src.numpy.itemsize == dst.numpy.itemsize,
+            f"bitcast: {src.value} and {dst.value} differ in width")
+    # f16/bf16 are computed in f32 (lowering/precision.py): their bits are not at hand in a kernel
+    require(not (src.is_storage_float or dst.is_storage_float), f"bitcast: {src.value} to {dst.value} is not supported")
+    return [TensorType(ts[0].shape, dst)]
+
+
+define("bitcast", OpKind.ELEMENTWISE, _bitcast_infer, lambda attrs, x: x.view(attrs.dtype.numpy),
+       lambda site, index: BitCast(site.attrs.dtype, arg(site.inputs[0], index)), CastAttrs,
+       doc="bitcast(x): the same bits read as another dtype of the same width (numpy's x.view)", f16_via_f32=False,
+       torch=lambda t, x: x.view(t.dtype(t.attrs.dtype)))
 
 
 @dataclass(frozen=True)
