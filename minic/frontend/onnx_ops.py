@@ -60,8 +60,14 @@ def _compare_or_equal(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("Pow")
 def _pow(b: Builder, x: list[Value], a: dict) -> list[Value]:
     base, exponent = x
-    if exponent.type.dtype != base.type.dtype:
-        exponent = b.one("cast", exponent, dtype=base.type.dtype)
+    dtype = base.type.dtype
+    if not dtype.is_float and exponent.type.dtype.is_float:
+        # an integer to a float power is computed in f64 and truncated, as ONNX's reference and
+        # ONNX Runtime do (a cast exponent would make 4 ** 0.5 one)
+        wide = b.one("pow", b.one("cast", base, dtype=DType.f64), b.one("cast", exponent, dtype=DType.f64))
+        return [b.one("cast", wide, dtype=dtype)]
+    if exponent.type.dtype != dtype:
+        exponent = b.one("cast", exponent, dtype=dtype)
     return [b.one("pow", base, exponent)]
 
 

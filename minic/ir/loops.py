@@ -141,10 +141,24 @@ class Load(Expr):
 # Functions a Call may name, each with what it computes on scalars (the interpreter runs
 # these); pow takes two arguments, the rest one.  Codegen maps each to an LLVM intrinsic or
 # a libm function.
+def power(a, b):
+    """``a ** b``; for integers as numpy does (wrapping around), and a negative power is
+    1 / a ** -b rounded toward zero: 1 for a base of 1, +-1 for -1, else 0 (ONNX Runtime's
+    answer; 0 to a negative power is refused by pow's data check, and gives 0 here)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind not in "iu":
+        return np.power(a, b)
+    negative = b < 0
+    with np.errstate(over="ignore"):
+        whole = np.power(a, np.where(negative, 0, b).astype(b.dtype))
+    inverse = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 != 0, -1, 1), 0))
+    return np.where(negative, inverse, whole).astype(a.dtype)
+
+
 CALLS = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil,
-    "round": np.round, "pow": np.power,    # round: halves to even
+    "round": np.round, "pow": power,    # round: halves to even; pow: integers too
     "erf": lambda x: type(x)(math.erf(float(x))),
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,

@@ -46,7 +46,7 @@ def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]
         elif isinstance(x, Call):
             if x.fn not in CALLS or len(x.args) != (2 if x.fn == "pow" else 1):
                 raise LoopVerifyError(f"{where}: unknown call {x.fn}/{len(x.args)}")
-            if x.fn not in ("neg", "abs") and not x.dtype.is_float:
+            if x.fn not in ("neg", "abs", "pow") and not x.dtype.is_float:
                 raise LoopVerifyError(f"{where}: {x.fn} needs a float argument in {expr_str(x)}")
         elif isinstance(x, Select):
             if x.cond.dtype != DType.bool or x.a.dtype != x.b.dtype:

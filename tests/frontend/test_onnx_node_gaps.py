@@ -44,3 +44,30 @@ def test_bitcast_keeps_nan_and_negative_zero_bits():
     x = np.array([np.nan, -0.0, np.inf, -1.5, 1e-45], np.float32)
     node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT32)
     _check(_model([node], {"x": x}, ["y"]), {"x": x})
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_pow_compiled_wraps_and_rounds_negative_powers_toward_zero(dtype):
+    x = np.array([2, 3, -3, 1, -1, -1, 2, 7, 5, 0, -2] * 7, dtype)
+    y = np.array([10, 40, 3, -5, -3, -4, -1, 0, 70, 9, 63] * 7, dtype)
+    model = _model([helper.make_node("Pow", ["x", "y"], ["z"])], {"x": x, "y": y}, ["z"])
+    with np.errstate(over="ignore"):
+        want = np.power(x, np.maximum(y, 0))                  # numpy wraps around
+    want = np.where(y >= 0, want, np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 != 0, -1, 1), 0)))
+    for backend in ("interp", "minic"):
+        got = MinicBackend.prepare(model, backend=backend).run([x, y])[0]
+        np.testing.assert_array_equal(got, want.astype(dtype), err_msg=backend)
+
+
+def test_integer_zero_to_a_negative_power_is_a_data_error():
+    from minic.errors import DataError
+    x, y = np.array([2, 0], np.int32), np.array([1, -2], np.int32)
+    model = _model([helper.make_node("Pow", ["x", "y"], ["z"])], {"x": x, "y": y}, ["z"])
+    for backend in ("interp", "minic"):
+        with pytest.raises(DataError, match="negative power"):
+            MinicBackend.prepare(model, backend=backend).run([x, y])
+
+
+def test_integer_to_a_float_power_is_computed_in_float():
+    x, y = np.array([4, 9, 2, 27], np.int64), np.array([0.5, 0.5, 3.0, 1 / 3], np.float32)
+    _check(_model([helper.make_node("Pow", ["x", "y"], ["z"])], {"x": x, "y": y}, ["z"]), {"x": x, "y": y})

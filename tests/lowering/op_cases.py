@@ -75,6 +75,8 @@ CASES.update({
                                      data={1: (np.arange(1, d[0] + 1) * (-1) ** np.arange(d[0])).astype(np.int32)}),
     "not": lambda d, rng: one_op("not", [((d[0], d[1]), "bool", "in")], rng),
     "pow": lambda d, rng: one_op("pow", [f32(d[0], d[1]), f32(d[1])], rng, positive=True),
+    "pow_int": lambda d, rng: one_op("pow", [((d[0], d[1]), "i32", "in"), ((d[1],), "i32", "in")], rng,
+                                 data={1: np.arange(d[1], dtype=np.int32) % 5}),
     "pow_square": lambda d, rng: one_op("pow", [f32(d[0], d[1]), ((), "f32", "const")], rng,
                                         data={1: np.float32(2.0)}),
     "gelu": lambda d, rng: one_op("gelu", [f32(d[0], d[1])], rng),
