@@ -57,8 +57,6 @@ DENYLIST: list[Denied] = [
 
     Denied(r"^test_training_dropout(_default)?(_mask)?$", 'training-mode dropout with a ratio above 0 is random (its mask cannot be reproduced)'),
     Denied(r"^test_if_(seq|opt)$", 'a branch builds a sequence (sequence/optional values are not supported)'),
-    Denied(r"^test_scan_sum$", "a Scan of opset 8 (with its batch axis): ONNX's version converter keeps its body, "
-           "which no longer fits opset 9's Scan"),
     # --- end ---
 ]
 

@@ -357,6 +357,14 @@ def _upgraded(model):
     if opset >= OPSETS.start:
         return model
     import onnx
+    from minic.frontend.onnx_control import SCAN8_DOMAIN
+    scans = [n for n in model.graph.node if n.op_type == "Scan" and n.domain in ("", "ai.onnx")]
+    if scans:                                   # kept out of the converter's reach: see onnx_control.py
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        for n in model.graph.node:
+            if n.op_type == "Scan" and n.domain in ("", "ai.onnx"):
+                n.domain = SCAN8_DOMAIN
+        model.opset_import.append(onnx.helper.make_opsetid(SCAN8_DOMAIN, 1))
     try:
         return onnx.version_converter.convert_version(model, OPSETS.start)
     except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError/ValueError/its own

@@ -602,4 +602,6 @@ from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridS
 from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
 from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
 
-DOMAINS = {DOMAIN: CONTRIB}                               # converters of the ops of other domains
+from minic.frontend.onnx_control import SCAN8, SCAN8_DOMAIN  # noqa: E402  (opset 8's Scan, see there)
+
+DOMAINS = {DOMAIN: CONTRIB, SCAN8_DOMAIN: SCAN8}          # converters of the ops of other domains

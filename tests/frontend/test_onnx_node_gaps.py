@@ -71,3 +71,26 @@ def test_integer_zero_to_a_negative_power_is_a_data_error():
 def test_integer_to_a_float_power_is_computed_in_float():
     x, y = np.array([4, 9, 2, 27], np.int64), np.array([0.5, 0.5, 3.0, 1 / 3], np.float32)
     _check(_model([helper.make_node("Pow", ["x", "y"], ["z"])], {"x": x, "y": y}, ["z"]), {"x": x, "y": y})
+
+
+def test_scan_of_opset_8_runs_each_batch_entry_in_either_direction():
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "v"], ["s_out"]), helper.make_node("Mul", ["s_out", "v"], ["o"])], "body",
+        [helper.make_tensor_value_info("s_in", f, [2]), helper.make_tensor_value_info("v", f, [2])],
+        [helper.make_tensor_value_info("s_out", f, [2]), helper.make_tensor_value_info("o", f, [2])])
+    rng = np.random.default_rng(4)
+    init, x = rng.standard_normal((3, 2)).astype(np.float32), rng.standard_normal((3, 4, 2)).astype(np.float32)
+    for direction in (0, 1):
+        node = helper.make_node("Scan", ["", "init", "x"], ["s", "y"], body=body, num_scan_inputs=1,
+                                directions=[direction])
+        model = _model([node], {"init": init, "x": x}, ["s", "y"], opset=8)
+        steps = x[:, ::-1] if direction else x
+        s, ys = init.copy(), []
+        for t in range(4):
+            s = s + steps[:, t]
+            ys.append(s * steps[:, t])
+        for backend in ("interp", "minic"):
+            got = MinicBackend.prepare(model, backend=backend).run([init, x])
+            np.testing.assert_allclose(got[0], s, rtol=1e-6, err_msg=backend)
+            np.testing.assert_allclose(got[1], np.stack(ys, 1), rtol=1e-6, err_msg=backend)
