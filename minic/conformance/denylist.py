@@ -50,9 +50,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_ai_onnx_ml_array(_|$)", 'op ai.onnx.ml.ArrayFeatureExtractor: not in minic'),
     Denied(r"^test_ai_onnx_ml_binarizer(_|$)", 'op ai.onnx.ml.Binarizer: not in minic'),
     Denied(r"^test_ai_onnx_ml_tree(_|$)", 'op ai.onnx.ml.TreeEnsemble: not in minic'),
-    Denied(r"^test_adagrad(_|$)", 'op ai.onnx.preview.training.Adagrad: not in minic'),
-    Denied(r"^test_adam(_|$)", 'op ai.onnx.preview.training.Adam: not in minic'),
-    Denied(r"^test_(momentum(_|$)|nesterov(_|$))", 'op ai.onnx.preview.training.Momentum: not in minic'),
     Denied(r"^test_(batchnorm_epsilon_training(_|$)|batchnorm_example_training(_|$))", 'training-mode batch normalization is not supported'),
 
     Denied(r"^test_training_dropout(_default)?(_mask)?$", 'training-mode dropout with a ratio above 0 is random (its mask cannot be reproduced)'),

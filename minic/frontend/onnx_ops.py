@@ -604,4 +604,7 @@ from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Run
 
 from minic.frontend.onnx_control import SCAN8, SCAN8_DOMAIN  # noqa: E402  (opset 8's Scan, see there)
 
-DOMAINS = {DOMAIN: CONTRIB, SCAN8_DOMAIN: SCAN8}          # converters of the ops of other domains
+from minic.frontend import onnx_training  # noqa: E402  (ai.onnx.preview.training's optimizers)
+
+DOMAINS = {DOMAIN: CONTRIB, SCAN8_DOMAIN: SCAN8,          # converters of the ops of other domains
+           onnx_training.DOMAIN: onnx_training.TRAINING}

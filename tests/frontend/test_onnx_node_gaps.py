@@ -94,3 +94,23 @@ def test_scan_of_opset_8_runs_each_batch_entry_in_either_direction():
             got = MinicBackend.prepare(model, backend=backend).run([init, x])
             np.testing.assert_allclose(got[0], s, rtol=1e-6, err_msg=backend)
             np.testing.assert_allclose(got[1], np.stack(ys, 1), rtol=1e-6, err_msg=backend)
+
+
+@pytest.mark.parametrize("op, states, attrs", [
+    ("Adagrad", 1, dict(decay_factor=0.1, epsilon=1e-5, norm_coefficient=0.01)),
+    ("Adam", 2, dict(alpha=0.9, beta=0.8, epsilon=1e-3, norm_coefficient=0.01, norm_coefficient_post=0.02)),
+    ("Momentum", 1, dict(alpha=0.9, beta=0.5, mode="standard", norm_coefficient=0.01)),
+    ("Momentum", 1, dict(alpha=0.9, beta=0.5, mode="nesterov", norm_coefficient=0.01)),
+])
+@pytest.mark.parametrize("t", [0, 3])
+def test_training_optimizers_on_two_tensors_at_the_first_and_a_later_step(op, states, attrs, t):
+    rng = np.random.default_rng(5)
+    shapes = [(37,), (2, 3)]
+    inputs = {"r": np.array(0.1, np.float32), "t": np.array(t, np.int64)}
+    for role in ["x", "g"] + [f"s{k}" for k in range(states)]:
+        for i, shape in enumerate(shapes):
+            data = rng.standard_normal(shape).astype(np.float32)
+            inputs[f"{role}{i}"] = np.abs(data) if role.startswith("s") else data    # H: a sum of squares
+    outputs = [f"y{k}" for k in range(len(shapes) * (1 + states))]
+    node = helper.make_node(op, list(inputs), outputs, domain="ai.onnx.preview.training", **attrs)
+    _check(_model([node], inputs, outputs, domains=["ai.onnx.preview.training"]), inputs, rtol=1e-5, atol=1e-6)
