@@ -43,7 +43,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_optional_get_element_tensor(_|$)", 'op OptionalGetElement: not in minic'),
     Denied(r"^test_optional_has_element_empty_no(_|$)", 'op OptionalHasElement: not in minic'),
     Denied(r"^test_bernoulli(_|$)", 'op RandomUniformLike: not in minic'),
-    Denied(r"^test_roialign(_|$)", 'op RoiAlign: not in minic'),
     Denied(r"^test_split_to(_|$)", 'op SplitToSequence: not in minic'),
     Denied(r"^test_tfidfvectorizer(_|$)", 'op TfIdfVectorizer: not in minic'),
     Denied(r"^test_unique(_|$)", 'op Unique: not in minic'),

@@ -10,6 +10,7 @@
 - ``Shrink``, ``LpNormalization``, ``LpPool`` (a sum pool of |x|^p), ``Compress``
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
   computed from the lengths at run time).
+- ``RoiAlign``: bilinear samples of each roi's bins, their corners gathered from X.
 """
 from __future__ import annotations
 
@@ -256,3 +257,76 @@ def _det(b: Builder, x: list[Value], a: dict) -> list[Value]:
     terms = b.one("reduce_prod", picked, axes=(v.type.rank - 1,))
     signed = b.one("mul", terms, b.const(signs.astype(v.type.dtype.numpy)))
     return [b.one("reduce_sum", signed, axes=(v.type.rank - 2,))]
+
+
+@converts("RoiAlign")
+def _roi_align(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Each output cell averages (or takes the max of) a g x g grid of bilinear samples in its
+    bin of the roi: the sample coordinates are computed from the rois, the 4 corners of every
+    sample gathered from X (as rows of an [N·H·W, C] table), weighted and reduced over the grid.
+    A sample outside [-1, size] along an axis weighs 0, as in ONNX's reference and ONNX Runtime."""
+    v, rois, batch = x
+    if any(not isinstance(d, int) for d in v.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: RoiAlign needs static C, H, W, got {list(v.type.shape)}")
+    _, channels, height, width = v.type.shape
+    grid = int(a.get("sampling_ratio", 0))
+    if grid <= 0:
+        raise UnsupportedError(f"{b.where}: RoiAlign with sampling_ratio 0 (a grid that depends on each roi's "
+                               "size) is not supported")
+    pooled = (int(a.get("output_height", 1)), int(a.get("output_width", 1)))
+    half_pixel = a.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    scale = float(a.get("spatial_scale", 1.0))
+    r = rois.type.shape[0]
+    box = lambda k: b.one("reshape", b.one("slice", rois, axes=(1,), starts=(k,), ends=(k + 1,), steps=(1,)),  # noqa: E731
+                          shape=(r, 1, 1))
+    c = lambda value: b.const(value, like=rois)                                                              # noqa: E731
+    axes = []                 # per axis (y, then x): the [R, P, g] low/high indices and weights
+    for k, size, p in ((1, height, pooled[0]), (0, width, pooled[1])):
+        start = b.one("sub", b.one("mul", box(k), c(scale)), c(0.5 if half_pixel else 0.0))
+        extent = b.one("sub", b.one("sub", b.one("mul", box(k + 2), c(scale)), c(0.5 if half_pixel else 0.0)), start)
+        if not half_pixel:
+            extent = b.one("max", extent, c(1.0))
+        bin_size = b.one("div", extent, c(float(p)))
+        cell = c(np.arange(p, dtype=np.float64).reshape(1, p, 1))
+        sample = c((np.arange(grid) + 0.5).reshape(1, 1, grid))
+        at = b.one("add", b.one("add", start, b.one("mul", cell, bin_size)),
+                   b.one("div", b.one("mul", sample, bin_size), c(float(grid))))      # [R, P, g]
+        axes.append(_bilinear_axis(b, at, size))
+    (y_lo, y_hi, wy_lo, wy_hi), (x_lo, x_hi, wx_lo, wx_hi) = axes
+    table = b.one("reshape", b.one("transpose", v, perm=(0, 2, 3, 1)),
+                  shape=(dim_prod((v.type.shape[0], height, width)), channels))
+    base = b.one("reshape", b.one("mul", b.one("cast", batch, dtype=DType.i64), b.const(np.int64(height * width))),
+                 shape=(r, 1, 1, 1, 1))
+    rows = lambda i: b.one("unsqueeze", i, axes=(3, 4))                           # noqa: E731  [R, P, g, 1, 1]
+    cols = lambda i: b.one("unsqueeze", i, axes=(1, 2))                           # noqa: E731  [R, 1, 1, Q, g]
+    corners = []
+    for yi, wy in ((y_lo, wy_lo), (y_hi, wy_hi)):
+        for xi, wx in ((x_lo, wx_lo), (x_hi, wx_hi)):
+            index = b.one("add", base, b.one("add", b.one("mul", rows(yi), b.const(np.int64(width))), cols(xi)))
+            weight = b.one("unsqueeze", b.one("mul", rows(wy), cols(wx)), axes=(5,))     # [R, P, g, Q, g, 1]
+            corners.append(b.one("mul", weight, b.one("gather", table, index, axis=0)))  # [R, P, g, Q, g, C]
+    if a.get("mode", "avg") == "avg":
+        total = b.one("add", b.one("add", corners[0], corners[1]), b.one("add", corners[2], corners[3]))
+        pooled_cells = b.one("div", b.one("reduce_sum", total, axes=(2, 4)), b.const(float(grid * grid), like=v))
+    else:                     # max: the largest weighted corner of any sample (ONNX Runtime's rule)
+        largest = b.one("max", b.one("max", corners[0], corners[1]), b.one("max", corners[2], corners[3]))
+        pooled_cells = b.one("reduce_max", largest, axes=(2, 4))
+    return [b.one("transpose", pooled_cells, perm=(0, 3, 1, 2))]
+
+
+def _bilinear_axis(b: Builder, at: Value, size: int) -> tuple[Value, Value, Value, Value]:
+    """Along one axis of ``size``: the low and high neighbours of coordinates ``at`` (i64) and
+    their weights; 0 outside [-1, size], clamped to the edge past size - 1."""
+    c = lambda value: b.const(value, like=at)                                     # noqa: E731
+    inside = b.one("and", b.one("ge", at, c(-1.0)), b.one("le", at, c(float(size))))
+    at = b.one("max", at, c(0.0))
+    low = b.one("floor", at)
+    edge = b.one("ge", low, c(float(size - 1)))
+    low = b.one("where", edge, c(float(size - 1)), low)
+    high = b.one("where", edge, low, b.one("add", low, c(1.0)))
+    frac = b.one("where", edge, c(0.0), b.one("sub", at, low))
+    zero = c(0.0)
+    w_high = b.one("where", inside, frac, zero)
+    w_low = b.one("where", inside, b.one("sub", c(1.0), frac), zero)
+    index = lambda f: b.one("cast", f, dtype=DType.i64)                             # noqa: E731
+    return index(low), index(high), w_low, w_high

@@ -114,3 +114,16 @@ def test_training_optimizers_on_two_tensors_at_the_first_and_a_later_step(op, st
     outputs = [f"y{k}" for k in range(len(shapes) * (1 + states))]
     node = helper.make_node(op, list(inputs), outputs, domain="ai.onnx.preview.training", **attrs)
     _check(_model([node], inputs, outputs, domains=["ai.onnx.preview.training"]), inputs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("transform", ["half_pixel", "output_half_pixel"])
+def test_roi_align_over_two_images_with_rois_past_the_edges(mode, transform):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 7, 9)).astype(np.float32)
+    rois = np.array([[0, 0, 17, 13], [-6, -4, 5, 3], [10, 8, 22, 19], [3.3, 2.7, 3.4, 2.8]], np.float32)
+    batch = np.array([1, 0, 1, 0], np.int64)
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], mode=mode, output_height=3, output_width=2,
+                            sampling_ratio=3, spatial_scale=0.5, coordinate_transformation_mode=transform)
+    inputs = {"x": x, "rois": rois, "batch": batch}
+    _check(_model([node], inputs, ["y"], opset=22), inputs, rtol=1e-5, atol=1e-6)
