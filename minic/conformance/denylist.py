@@ -37,7 +37,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_(ai_onnx_ml_label(_|$)|equal_string(_|$)|regex(_|$)|string(_|$)|strnormalizer(_|$))", 'element type STRING'),
     Denied(r"^test_(basic_deform(_|$)|deform(_|$))", 'op DeformConv: not in minic'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),
-    Denied(r"^test_melweightmatrix(_|$)", 'op MelWeightMatrix: not in minic'),
     Denied(r"^test_nonmaxsuppression(_|$)", 'op NonMaxSuppression: not in minic'),
     Denied(r"^test_nonzero(_|$)", 'op NonZero: not in minic'),
     Denied(r"^test_optional_get_element_tensor(_|$)", 'op OptionalGetElement: not in minic'),

@@ -127,3 +127,11 @@ def test_roi_align_over_two_images_with_rois_past_the_edges(mode, transform):
                             sampling_ratio=3, spatial_scale=0.5, coordinate_transformation_mode=transform)
     inputs = {"x": x, "rois": rois, "batch": batch}
     _check(_model([node], inputs, ["y"], opset=22), inputs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("output_datatype", [TensorProto.FLOAT, TensorProto.DOUBLE])
+def test_mel_weight_matrix_from_scalar_inputs(output_datatype):
+    inputs = {"bins": np.array(12, np.int64), "dft": np.array(128, np.int64), "rate": np.array(16000, np.int64),
+              "low": np.array(100.0, np.float32), "high": np.array(6000.0, np.float32)}
+    node = helper.make_node("MelWeightMatrix", list(inputs), ["y"], output_datatype=output_datatype)
+    _check(_model([node], inputs, ["y"], opset=17), inputs)
