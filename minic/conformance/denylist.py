@@ -35,7 +35,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_(identity_sequence(_|$)|loop13(_|$)|optional_get_element_sequence(_|$)|sequence(_|$))", 'a graph input is a sequence value (sequence/optional values are not supported)'),
     Denied(r"^test_cast_e8m0(_|$)", 'element type FLOAT8E8M0'),
     Denied(r"^test_(ai_onnx_ml_label(_|$)|equal_string(_|$)|regex(_|$)|string(_|$)|strnormalizer(_|$))", 'element type STRING'),
-    Denied(r"^test_(basic_deform(_|$)|deform(_|$))", 'op DeformConv: not in minic'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),
     Denied(r"^test_nonmaxsuppression(_|$)", 'op NonMaxSuppression: not in minic'),
     Denied(r"^test_nonzero(_|$)", 'op NonZero: not in minic'),

@@ -11,6 +11,7 @@
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
   computed from the lengths at run time).
 - ``RoiAlign``: bilinear samples of each roi's bins, their corners gathered from X.
+- ``DeformConv``: its moved taps sampled by ``compose.grid_sample``, then one batched matmul.
 """
 from __future__ import annotations
 
@@ -330,3 +331,51 @@ def _bilinear_axis(b: Builder, at: Value, size: int) -> tuple[Value, Value, Valu
     w_low = b.one("where", inside, b.one("sub", c(1.0), frac), zero)
     index = lambda f: b.one("cast", f, dtype=DType.i64)                             # noqa: E731
     return index(low), index(high), w_low, w_high
+
+
+@converts("DeformConv")
+def _deform_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """A convolution whose taps move: each output position's kernel taps are sampled from X
+    at their place plus the learned offsets (bilinear, zeros outside: ``compose.grid_sample``
+    with align_corners, as ONNX's reference), scaled by the mask, then contracted with W
+    group by group (one batched matmul)."""
+    v, w = x[0], x[1]
+    offset, bias, mask = (x + [None, None])[2:5]
+    if v.type.rank != 4 or any(not isinstance(d, int) for d in tuple(v.type.shape[1:]) + tuple(offset.type.shape[1:])):
+        raise UnsupportedError(f"{b.where}: DeformConv needs a 2-D image with static sizes, got {list(v.type.shape)}")
+    n, channels, height, width = v.type.shape
+    out_ch, per_group = w.type.shape[0], w.type.shape[1]
+    kernel = _ints(a.get("kernel_shape", w.type.shape[2:]))
+    strides, dil = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
+    pads = _ints(a.get("pads", (0, 0, 0, 0)))
+    groups, offset_groups = int(a.get("group", 1)), int(a.get("offset_group", 1))
+    oh, ow = offset.type.shape[2:]
+    kh, kw = kernel
+    if (channels != per_group * groups or out_ch % groups or channels % offset_groups
+            or offset.type.shape[1] != offset_groups * kh * kw * 2):
+        raise OnnxImportError(f"{b.where}: X {list(v.type.shape)}, W {list(w.type.shape)} and offset "
+                              f"{list(offset.type.shape)} do not fit group {groups}, offset_group {offset_groups}")
+    # the taps' places before the offsets: [1, 1, kh, kw, oh, ow] per axis
+    i, j, r, c = np.meshgrid(np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow), indexing="ij")
+    at = [i * dil[0] + r * strides[0] - pads[0], j * dil[1] + c * strides[1] - pads[1]]
+    moved = b.one("reshape", offset, shape=(n, offset_groups, kh, kw, 2, oh, ow))
+    coords = []
+    for axis, size in ((1, width), (0, height)):           # the grid's last axis is (x, y)
+        delta = b.one("squeeze", b.one("slice", moved, axes=(4,), starts=(axis,), ends=(axis + 1,), steps=(1,)),
+                      axes=(4,))
+        place = b.one("add", delta, b.const(at[axis].reshape(1, 1, kh, kw, oh, ow), like=offset))
+        norm = b.one("sub", b.one("mul", place, b.const(2.0 / (size - 1), like=offset)), b.const(1.0, like=offset))
+        coords.append(b.one("unsqueeze", norm, axes=(6,)))
+    batch_groups = dim_prod((n, offset_groups))
+    grid = b.one("reshape", b.one("concat", *coords, axis=6), shape=(batch_groups, kh, kw, oh, ow, 2))
+    data = b.one("reshape", v, shape=(batch_groups, channels // offset_groups, height, width))
+    sampled = compose.grid_sample(b, data, grid, "linear", "zeros", 1)    # [N·G, C/G, kh, kw, oh, ow]
+    sampled = b.one("reshape", sampled, shape=(n, offset_groups, channels // offset_groups, kh, kw, oh, ow))
+    if mask is not None:
+        sampled = b.one("mul", sampled, b.one("reshape", mask, shape=(n, offset_groups, 1, kh, kw, oh, ow)))
+    taps = b.one("reshape", sampled, shape=(n, groups, per_group * kh * kw, oh * ow))
+    weights = b.one("reshape", w, shape=(groups, out_ch // groups, per_group * kh * kw))
+    y = b.one("reshape", b.one("matmul", weights, taps), shape=(n, out_ch, oh, ow))
+    if bias is not None:
+        y = b.one("add", y, b.one("reshape", bias, shape=(1, out_ch, 1, 1)))
+    return [y]

@@ -135,3 +135,19 @@ def test_mel_weight_matrix_from_scalar_inputs(output_datatype):
               "low": np.array(100.0, np.float32), "high": np.array(6000.0, np.float32)}
     node = helper.make_node("MelWeightMatrix", list(inputs), ["y"], output_datatype=output_datatype)
     _check(_model([node], inputs, ["y"], opset=17), inputs)
+
+
+def test_deform_conv_with_groups_strides_dilations_pads_mask_and_bias():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 6, 7)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 2, 3)).astype(np.float32)                 # group 2: 2 input channels each
+    pads, strides, dil = [1, 0, 2, 1], [2, 1], [1, 2]
+    oh = (6 + 1 + 2 - 2) // 2 + 1
+    ow = (7 + 0 + 1 - (2 * (3 - 1) + 1)) // 1 + 1
+    offset = (1.5 * rng.standard_normal((2, 2 * 2 * 3 * 2, oh, ow))).astype(np.float32)   # offset_group 2
+    bias = rng.standard_normal(6).astype(np.float32)
+    mask = rng.random((2, 2 * 2 * 3, oh, ow)).astype(np.float32)
+    inputs = {"x": x, "w": w, "offset": offset, "bias": bias, "mask": mask}
+    node = helper.make_node("DeformConv", list(inputs), ["y"], kernel_shape=[2, 3], pads=pads, strides=strides,
+                            dilations=dil, group=2, offset_group=2)
+    _check(_model([node], inputs, ["y"], opset=22), inputs, rtol=1e-4, atol=1e-5)
