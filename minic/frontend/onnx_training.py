@@ -16,6 +16,7 @@ updated states (the spec's formulas, one tensor at a time):
 """
 from __future__ import annotations
 
+from minic.frontend import compose
 from minic.frontend.onnx import Builder, OnnxImportError
 from minic.ir.graph import Value
 
@@ -30,34 +31,13 @@ def _groups(b: Builder, x: list[Value], k: int) -> tuple[Value, Value, list[list
     return x[0], x[1], [[x[2 + j * n + i] for j in range(k)] for i in range(n)]
 
 
-class _Arith:
-    """Element-wise arithmetic on the values of one optimized tensor, in its dtype."""
+def _like(b: Builder, v: Value, like: Value) -> Value:
+    """A scalar input (R, T) in the optimized tensor's dtype."""
+    return v if v.type.dtype == like.type.dtype else b.one("cast", v, dtype=like.type.dtype)
 
-    def __init__(self, b: Builder, like: Value):
-        self.b, self.like = b, like
 
-    def c(self, v: float | Value) -> Value:
-        """A number as a constant, or a scalar input (R, T) cast to the tensor's dtype."""
-        if isinstance(v, Value):
-            return v if v.type.dtype == self.like.type.dtype else self.b.one("cast", v, dtype=self.like.type.dtype)
-        return self.b.const(v, like=self.like)
-
-    def _op(self, op: str, *vs: float | Value) -> Value:
-        return self.b.one(op, *(self.c(v) for v in vs))
-
-    def add(self, u, v): return self._op("add", u, v)          # noqa: E704
-    def sub(self, u, v): return self._op("sub", u, v)          # noqa: E704
-    def mul(self, u, v): return self._op("mul", u, v)          # noqa: E704
-    def div(self, u, v): return self._op("div", u, v)          # noqa: E704
-    def pow(self, u, v): return self._op("pow", u, v)          # noqa: E704
-    def sqrt(self, u): return self._op("sqrt", u)              # noqa: E704
-    def gt(self, u, v): return self._op("gt", u, v)            # noqa: E704
-
-    def where(self, cond: Value, u, v) -> Value:
-        return self.b.one("where", cond, self.c(u), self.c(v))
-
-    def regularized(self, x: Value, g: Value, norm: float) -> Value:
-        return self.add(self.mul(norm, x), g)
+def _regularized(f: compose.Arith, x: Value, g: Value, norm: float) -> Value:
+    return f.add(f.mul(x, norm), g)
 
 
 def _adagrad(b: Builder, x: list[Value], a: dict) -> list[Value]:
@@ -65,9 +45,9 @@ def _adagrad(b: Builder, x: list[Value], a: dict) -> list[Value]:
     decay, eps, norm = a.get("decay_factor", 0.0), a.get("epsilon", 1e-6), a.get("norm_coefficient", 0.0)
     xs, hs = [], []
     for xi, gi, hi in groups:
-        f = _Arith(b, xi)
-        rate = f.div(r, f.add(1.0, f.mul(t, decay)))
-        g = f.regularized(xi, gi, norm)
+        f, rf, tf = compose.Arith(b, xi), _like(b, r, xi), _like(b, t, xi)
+        rate = f.div(rf, f.add(f.mul(tf, decay), 1.0))
+        g = _regularized(f, xi, gi, norm)
         h = f.add(hi, f.mul(g, g))
         xs.append(f.sub(xi, f.div(f.mul(rate, g), f.add(f.sqrt(h), eps))))
         hs.append(h)
@@ -80,16 +60,15 @@ def _adam(b: Builder, x: list[Value], a: dict) -> list[Value]:
     norm, post = a.get("norm_coefficient", 0.0), a.get("norm_coefficient_post", 0.0)
     xs, vs, hs = [], [], []
     for xi, gi, vi, hi in groups:
-        f = _Arith(b, xi)
-        g = f.regularized(xi, gi, norm)
-        v = f.add(f.mul(alpha, vi), f.mul(1.0 - alpha, g))
-        h = f.add(f.mul(beta, hi), f.mul(1.0 - beta, f.mul(g, g)))
-        started = f.gt(t, 0.0)
-        tf = f.c(t)
+        f, rf, tf = compose.Arith(b, xi), _like(b, r, xi), _like(b, t, xi)
+        g = _regularized(f, xi, gi, norm)
+        v = f.add(f.mul(vi, alpha), f.mul(g, 1.0 - alpha))
+        h = f.add(f.mul(hi, beta), f.mul(f.mul(g, g), 1.0 - beta))
+        started = f.gt(tf, 0.0)
         # the bias correction once T > 0 (its denominator is 0 at T = 0: 1 there, unused)
-        corrected = f.div(f.mul(r, f.sqrt(f.sub(1.0, f.pow(beta, tf)))),
-                          f.where(started, f.sub(1.0, f.pow(alpha, tf)), 1.0))
-        rate = f.where(started, corrected, r)
+        corrected = f.div(f.mul(rf, f.sqrt(f.sub(1.0, f.pow(f.c(beta), tf)))),
+                          f.where(started, f.sub(1.0, f.pow(f.c(alpha), tf)), f.c(1.0)))
+        rate = f.where(started, corrected, rf)
         step = f.sub(xi, f.mul(rate, f.div(v, f.add(f.sqrt(h), eps))))
         xs.append(f.mul(1.0 - post, step))
         vs.append(v)
@@ -105,12 +84,12 @@ def _momentum(b: Builder, x: list[Value], a: dict) -> list[Value]:
         raise OnnxImportError(f"{b.where}: mode must be 'standard' or 'nesterov', got '{mode}'")
     xs, vs = [], []
     for xi, gi, vi in groups:
-        f = _Arith(b, xi)
-        g = f.regularized(xi, gi, norm)
-        beta_t = f.where(f.gt(t, 0.0), beta, 1.0)     # the gradient counts fully at T = 0
-        v = f.add(f.mul(alpha, vi), f.mul(beta_t, g))
-        step = v if mode == "standard" else f.add(g, f.mul(alpha, v))
-        xs.append(f.sub(xi, f.mul(r, step)))
+        f, rf, tf = compose.Arith(b, xi), _like(b, r, xi), _like(b, t, xi)
+        g = _regularized(f, xi, gi, norm)
+        beta_t = f.where(f.gt(tf, 0.0), f.c(beta), f.c(1.0))     # the gradient counts fully at T = 0
+        v = f.add(f.mul(vi, alpha), f.mul(beta_t, g))
+        step = v if mode == "standard" else f.add(g, f.mul(v, alpha))
+        xs.append(f.sub(xi, f.mul(rf, step)))
         vs.append(v)
     return xs + vs
 
