@@ -33,7 +33,8 @@ from llvmlite import ir
 
 from minic.codegen.emit import (F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
                                 element, type_suffix)
-from minic.ir.loops import BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
+from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
+                            Var, walk)
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
 

@@ -278,9 +278,9 @@ def _roi_align(b: Builder, x: list[Value], a: dict) -> list[Value]:
     half_pixel = a.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
     scale = float(a.get("spatial_scale", 1.0))
     r = rois.type.shape[0]
-    box = lambda k: b.one("reshape", b.one("slice", rois, axes=(1,), starts=(k,), ends=(k + 1,), steps=(1,)),  # noqa: E731
+    box = lambda k: b.one("reshape", b.one("slice", rois, axes=(1,), starts=(k,), ends=(k + 1,), steps=(1,)),  # noqa
                           shape=(r, 1, 1))
-    c = lambda value: b.const(value, like=rois)                                                              # noqa: E731
+    c = lambda value: b.const(value, like=rois)                                                           # noqa: E731
     axes = []                 # per axis (y, then x): the [R, P, g] low/high indices and weights
     for k, size, p in ((1, height, pooled[0]), (0, width, pooled[1])):
         start = b.one("sub", b.one("mul", box(k), c(scale)), c(0.5 if half_pixel else 0.0))

@@ -137,7 +137,8 @@ def _mel_weight_matrix(b: Builder, x: list[Value], a: dict) -> list[Value]:
     edges = ((dft_length + 1) * (700 * np.expm1(edges / 2595 * np.log(10)))) // sample_rate
     edges = edges.astype(np.int64)                               # [left, center, right] of filter i: edges[i:i+3]
     if edges.min() < 0 or edges.max() >= bins:
-        raise OnnxImportError(f"{b.where}: the mel bands reach bins {edges.min()}..{edges.max()}, outside 0..{bins - 1}")
+        raise OnnxImportError(f"{b.where}: the mel bands reach bins {edges.min()}..{edges.max()}, "
+                              f"outside 0..{bins - 1}")
     out = np.zeros((bins, mels))
     for i in range(mels):
         left, center, right = edges[i:i + 3]

@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.loops import (BINOPS, CALLS, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, Load, Role, Select, Var, children,
-                            bitcast_value, const, dim_expr, rebuild)
+from minic.ir.loops import (BINOPS, CALLS, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, Load, Role, Select, Var,
+                            bitcast_value, children, const, dim_expr, rebuild)
 from minic.ir.types import DType, Dim, TensorType, dim_prod
 
 

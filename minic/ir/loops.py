@@ -10,7 +10,8 @@ arguments; its body is a tree of statements:
     Seq(stmts)
 
 and expressions ``Var``, ``Const``, ``BinOp``, ``Load``, ``Call``, ``Select``,
-``Cast`` (a value conversion) and ``BitCast`` (the same bits seen as another type).  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
+``Cast`` (a value conversion) and ``BitCast`` (the same bits seen as another
+type).  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
 row-major.  Index arithmetic is i64; integer ``div``/``mod`` truncate toward
 zero as in C.
 

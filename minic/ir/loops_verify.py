@@ -53,7 +53,8 @@ def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]
                 raise LoopVerifyError(f"{where}: bad select {expr_str(x)}")
         elif isinstance(x, BitCast):
             if x.to.numpy.itemsize != x.value.dtype.numpy.itemsize:
-                raise LoopVerifyError(f"{where}: {expr_str(x)} changes the width ({x.value.dtype.value} to {x.to.value})")
+                raise LoopVerifyError(f"{where}: {expr_str(x)} changes the width "
+                                      f"({x.value.dtype.value} to {x.to.value})")
         elif not isinstance(x, (Const, Cast)):
             raise LoopVerifyError(f"{where}: {type(x).__name__} is not a Loop IR expression")
 

@@ -24,8 +24,8 @@ from minic.errors import UserError
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
-from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind, Function,
-                            Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
+from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
+                            Function, Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
 from minic.ir.loops_simplify import simplify_stmt
 from minic.schedule.nest import (ScheduleError, check_independent, loops, map_children, map_exprs, stmts_of,
                                  unique_loops)

@@ -18,8 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from minic.ir.loops import (BINOPS, Allocate, BinOp, BitCast, Buffer, Cast, Const, Expr, For, Function, If, Load, Program,
-                            Role, Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
+from minic.ir.loops import (BINOPS, Allocate, BinOp, BitCast, Buffer, Cast, Const, Expr, For, Function, If, Load,
+                            Program, Role, Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
                             bitcast_value, substitute, walk, walk_stmts)
 from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
