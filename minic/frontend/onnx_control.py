@@ -145,14 +145,11 @@ def _unrolled_scan(b: Builder, body, states: list[Value], scanned: list[Value], 
     return list(states) + stacked
 
 
-# Scan of opset 8 has a batch axis (and per-batch sequence lengths) that opset 9 dropped. ONNX's
-# version converter keeps such a node's body but not its batch axis, so an opset-8 model's Scans
-# are moved to this private domain before the model is converted (onnx.py's _upgraded) and
-# converted here: one opset-9 Scan per batch entry, the results stacked along the batch axis.
-SCAN8_DOMAIN = "minic.scan8"
-
-
-def _scan_with_batch_axis(b: Builder, x: list[Value], a: dict) -> list[Value]:
+def scan_with_batch_axis(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Scan of opset 8, whose inputs and outputs have a batch axis first (and per-entry
+    sequence lengths, here only the full length): one opset-9 Scan per batch entry, the
+    results stacked along the batch axis.  (onnx.py's _upgraded keeps these nodes out of
+    ONNX's version converter, which drops the batch axis, in the domain SCAN8_DOMAIN.)"""
     body, m = a["body"], int(a["num_scan_inputs"])
     lens, x = x[0], x[1:]
     if m > len(x):
@@ -175,9 +172,6 @@ def _scan_with_batch_axis(b: Builder, x: list[Value], a: dict) -> list[Value]:
         per_entry.append(_unrolled_scan(b, body, entry(states), entry(scanned), [0] * m,
                                         a.get("directions", [0] * m), [0] * k, [0] * k))
     return [_stack(b, [r[j] for r in per_entry], 0) for j in range(len(body.output))]
-
-
-SCAN8 = {"Scan": _scan_with_batch_axis}
 
 
 @converts("Loop")

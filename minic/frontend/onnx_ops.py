@@ -13,7 +13,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose
-from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError
+from minic.frontend.onnx import ONNX_DTYPES, SCAN8_DOMAIN, Builder, Converter, NeedsConstantError, OnnxImportError
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir import ops
 from minic.ir.graph import Value
@@ -602,9 +602,8 @@ from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridS
 from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
 from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
 
-from minic.frontend.onnx_control import SCAN8, SCAN8_DOMAIN  # noqa: E402  (opset 8's Scan, see there)
-
 from minic.frontend import onnx_training  # noqa: E402  (ai.onnx.preview.training's optimizers)
 
-DOMAINS = {DOMAIN: CONTRIB, SCAN8_DOMAIN: SCAN8,          # converters of the ops of other domains
-           onnx_training.DOMAIN: onnx_training.TRAINING}
+DOMAINS = {DOMAIN: CONTRIB, onnx_training.DOMAIN: onnx_training.TRAINING,     # converters of the ops of other domains
+           # opset 8's Scan (onnx_control.py, looked up when called: onnx_control imports this module)
+           SCAN8_DOMAIN: {"Scan": lambda b, x, a: onnx_control.scan_with_batch_axis(b, x, a)}}
