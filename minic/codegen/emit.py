@@ -19,7 +19,7 @@ import numpy as np
 from llvmlite import ir
 
 from minic.errors import UnsupportedError
-from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
+from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
                             Seq, Stmt, Store, Var, dim_expr)
 from minic.ir.types import DType
 
@@ -157,6 +157,8 @@ class Emitter:
             return self.b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, Cast):
             return self.cast(self.expr(e.value), e.value.dtype, e.to)
+        if isinstance(e, BitCast):
+            return self.bitcast(self.expr(e.value), e.value.dtype, e.to)
         raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")
 
     def binop(self, op: str, dtype: DType, a: ir.Value, c: ir.Value, fast: tuple[str, ...] = ()) -> ir.Value:
@@ -199,7 +201,9 @@ class Emitter:
 
     def call(self, fn: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
         b = self.b
-        if not dtype.is_float:                  # only neg and abs take integers
+        if not dtype.is_float:                  # only neg, abs and pow take integers
+            if fn == "pow":
+                return self.int_power(*args, dtype.is_unsigned)
             if fn == "abs" and dtype.is_unsigned:
                 return args[0]
             zero = ir.Constant(args[0].type, 0)
@@ -214,6 +218,34 @@ class Emitter:
         if fn in INTRINSICS:
             return b.call(self.intrinsic(INTRINSICS[fn], ty), args)
         return b.call(declare(self.module, LIBM[fn][ty], ty, [ty]), args)
+
+    def int_power(self, x: ir.Value, n: ir.Value, unsigned: bool) -> ir.Value:
+        """Integer ``x ** n`` by repeated squaring (a loop over n's bits), wrapping around as
+        numpy does; a negative n gives 1 / x ** -n rounded toward zero (loops.power)."""
+        b = self.b
+        zero, one, minus = (ir.Constant(x.type, k) for k in (0, 1, -1))
+        negative = ir.Constant(I1, 0) if unsigned else b.icmp_signed("<", n, zero)
+        start = n if unsigned else b.select(negative, zero, n)
+        before = b.block
+        head = loop_head(b, "pow.head")
+        body, done = (b.function.append_basic_block(f"pow.{k}") for k in ("body", "done"))
+        result, square, left = b.phi(x.type), b.phi(x.type), b.phi(x.type)
+        result.add_incoming(one, before)
+        square.add_incoming(x, before)
+        left.add_incoming(start, before)
+        b.cbranch(b.icmp_unsigned("!=", left, zero), body, done)
+        b.position_at_end(body)                  # result *= square where n's bit is set; square *= square
+        result.add_incoming(b.select(b.trunc(left, I1), b.mul(result, square), result), body)
+        square.add_incoming(b.mul(square, square), body)
+        left.add_incoming(b.lshr(left, one), body)
+        b.branch(head)
+        b.position_at_end(done)
+        if unsigned:
+            return result
+        by_minus = b.select(b.trunc(n, I1), minus, one)                 # (-1) ** n
+        inverse = b.select(b.icmp_signed("==", x, one), one,
+                           b.select(b.icmp_signed("==", x, minus), by_minus, zero))
+        return b.select(negative, inverse, result)
 
     def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         b = self.b
@@ -245,6 +277,18 @@ class Emitter:
         if to.width > v.type.width:
             return (b.zext if src.is_unsigned else b.sext)(v, to)
         return b.trunc(v, to) if to.width < v.type.width else v
+
+    def bitcast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """The same bits as another type (a scalar or a vector); a bool is its byte, 0 or 1."""
+        b = self.b
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else None
+        of = lambda t: ir.VectorType(t, lanes) if lanes else t        # noqa: E731
+        if src == DType.bool:
+            return b.zext(v, of(REG_TYPE[dst]))
+        if dst == DType.bool:
+            return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+        to = of(REG_TYPE[dst])
+        return v if v.type == to else b.bitcast(v, to)
 
     # --- statements ------------------------------------------------------------
 

@@ -35,7 +35,8 @@ from llvmlite import ir
 
 from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
                                 element, type_suffix)
-from minic.ir.loops import BinOp, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store, Var, walk
+from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
+                            Var, walk)
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
 
@@ -153,6 +154,8 @@ class VectorLoop:
                 # with AVX512-BF16 (emit.py's bf16_of_f32)
                 return self.e.cast(self.splat(v), x.value.dtype, x.to)
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
+        if isinstance(x, BitCast):
+            return self.e.bitcast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
         raise TypeError(f"not a Loop IR expression: {x!r}")
 
     def reads(self, x: Expr) -> bool:

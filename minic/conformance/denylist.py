@@ -35,30 +35,19 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_(identity_sequence(_|$)|loop13(_|$)|optional_get_element_sequence(_|$)|sequence(_|$))", 'a graph input is a sequence value (sequence/optional values are not supported)'),
     Denied(r"^test_cast_e8m0(_|$)", 'element type FLOAT8E8M0'),
     Denied(r"^test_(ai_onnx_ml_label(_|$)|equal_string(_|$)|regex(_|$)|string(_|$)|strnormalizer(_|$))", 'element type STRING'),
-    Denied(r"^test_bitcast(_|$)", 'op BitCast: not in minic'),
-    Denied(r"^test_(basic_deform(_|$)|deform(_|$))", 'op DeformConv: not in minic'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),
-    Denied(r"^test_melweightmatrix(_|$)", 'op MelWeightMatrix: not in minic'),
     Denied(r"^test_optional_get_element_tensor(_|$)", 'op OptionalGetElement: not in minic'),
     Denied(r"^test_optional_has_element_empty_no(_|$)", 'op OptionalHasElement: not in minic'),
     Denied(r"^test_bernoulli(_|$)", 'op RandomUniformLike: not in minic'),
-    Denied(r"^test_roialign(_|$)", 'op RoiAlign: not in minic'),
     Denied(r"^test_split_to(_|$)", 'op SplitToSequence: not in minic'),
     Denied(r"^test_tfidfvectorizer(_|$)", 'op TfIdfVectorizer: not in minic'),
     Denied(r"^test_ai_onnx_ml_array(_|$)", 'op ai.onnx.ml.ArrayFeatureExtractor: not in minic'),
     Denied(r"^test_ai_onnx_ml_binarizer(_|$)", 'op ai.onnx.ml.Binarizer: not in minic'),
     Denied(r"^test_ai_onnx_ml_tree(_|$)", 'op ai.onnx.ml.TreeEnsemble: not in minic'),
-    Denied(r"^test_adagrad(_|$)", 'op ai.onnx.preview.training.Adagrad: not in minic'),
-    Denied(r"^test_adam(_|$)", 'op ai.onnx.preview.training.Adam: not in minic'),
-    Denied(r"^test_(momentum(_|$)|nesterov(_|$))", 'op ai.onnx.preview.training.Momentum: not in minic'),
-    Denied(r"^test_pow_types_int32(_|$)", 'pow of i32 is not supported by the minic backend', paths=('minic',)),
-    Denied(r"^test_pow_types_int64(_|$)", 'pow of i64 is not supported by the minic backend', paths=('minic',)),
     Denied(r"^test_(batchnorm_epsilon_training(_|$)|batchnorm_example_training(_|$))", 'training-mode batch normalization is not supported'),
 
     Denied(r"^test_training_dropout(_default)?(_mask)?$", 'training-mode dropout with a ratio above 0 is random (its mask cannot be reproduced)'),
     Denied(r"^test_if_(seq|opt)$", 'a branch builds a sequence (sequence/optional values are not supported)'),
-    Denied(r"^test_scan_sum$", "a Scan of opset 8 (with its batch axis): ONNX's version converter keeps its body, "
-           "which no longer fits opset 9's Scan"),
     # --- end ---
 ]
 

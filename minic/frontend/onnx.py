@@ -351,12 +351,22 @@ def _check_declared(out, v: Value, stored, specialized: bool = False) -> None:
             raise OnnxImportError(message)
 
 
+SCAN8_DOMAIN = "minic.scan8"        # opset 8's Scan nodes, kept from ONNX's version converter (see below)
+
+
 def _upgraded(model):
     """A model below opset 9 brought up to opset 9 by ONNX's own version converter."""
     opset = _default_opset(model)
     if opset >= OPSETS.start:
         return model
     import onnx
+    scans = [n for n in model.graph.node if n.op_type == "Scan" and n.domain in ("", "ai.onnx")]
+    if scans:               # the converter drops their batch axis: onnx_control.scan_with_batch_axis converts them
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        for n in model.graph.node:
+            if n.op_type == "Scan" and n.domain in ("", "ai.onnx"):
+                n.domain = SCAN8_DOMAIN
+        model.opset_import.append(onnx.helper.make_opsetid(SCAN8_DOMAIN, 1))
     try:
         return onnx.version_converter.convert_version(model, OPSETS.start)
     except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError/ValueError/its own

@@ -10,6 +10,8 @@
 - ``Shrink``, ``LpNormalization``, ``LpPool`` (a sum pool of |x|^p), ``Compress``
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
   computed from the lengths at run time).
+- ``RoiAlign``: bilinear samples of each roi's bins, their corners gathered from X.
+- ``DeformConv``: its moved taps sampled by ``compose.grid_sample``, then one batched matmul.
 """
 from __future__ import annotations
 
@@ -256,3 +258,124 @@ def _det(b: Builder, x: list[Value], a: dict) -> list[Value]:
     terms = b.one("reduce_prod", picked, axes=(v.type.rank - 1,))
     signed = b.one("mul", terms, b.const(signs.astype(v.type.dtype.numpy)))
     return [b.one("reduce_sum", signed, axes=(v.type.rank - 2,))]
+
+
+@converts("RoiAlign")
+def _roi_align(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Each output cell averages (or takes the max of) a g x g grid of bilinear samples in its
+    bin of the roi: the sample coordinates are computed from the rois, the 4 corners of every
+    sample gathered from X (as rows of an [N·H·W, C] table), weighted and reduced over the grid.
+    A sample outside [-1, size] along an axis weighs 0, as in ONNX's reference and ONNX Runtime."""
+    v, rois, batch = x
+    if any(not isinstance(d, int) for d in v.type.shape[1:]):
+        raise UnsupportedError(f"{b.where}: RoiAlign needs static C, H, W, got {list(v.type.shape)}")
+    _, channels, height, width = v.type.shape
+    grid = int(a.get("sampling_ratio", 0))
+    if grid <= 0:
+        raise UnsupportedError(f"{b.where}: RoiAlign with sampling_ratio 0 (a grid that depends on each roi's "
+                               "size) is not supported")
+    pooled = (int(a.get("output_height", 1)), int(a.get("output_width", 1)))
+    half_pixel = a.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    scale = float(a.get("spatial_scale", 1.0))
+    r = rois.type.shape[0]
+    box = lambda k: b.one("reshape", b.one("slice", rois, axes=(1,), starts=(k,), ends=(k + 1,), steps=(1,)),  # noqa
+                          shape=(r, 1, 1))
+    c = lambda value: b.const(value, like=rois)                                                           # noqa: E731
+    axes = []                 # per axis (y, then x): the [R, P, g] low/high indices and weights
+    for k, size, p in ((1, height, pooled[0]), (0, width, pooled[1])):
+        start = b.one("sub", b.one("mul", box(k), c(scale)), c(0.5 if half_pixel else 0.0))
+        extent = b.one("sub", b.one("sub", b.one("mul", box(k + 2), c(scale)), c(0.5 if half_pixel else 0.0)), start)
+        if not half_pixel:
+            extent = b.one("max", extent, c(1.0))
+        bin_size = b.one("div", extent, c(float(p)))
+        cell = c(np.arange(p, dtype=np.float64).reshape(1, p, 1))
+        sample = c((np.arange(grid) + 0.5).reshape(1, 1, grid))
+        at = b.one("add", b.one("add", start, b.one("mul", cell, bin_size)),
+                   b.one("div", b.one("mul", sample, bin_size), c(float(grid))))      # [R, P, g]
+        axes.append(_bilinear_axis(b, at, size))
+    (y_lo, y_hi, wy_lo, wy_hi), (x_lo, x_hi, wx_lo, wx_hi) = axes
+    table = b.one("reshape", b.one("transpose", v, perm=(0, 2, 3, 1)),
+                  shape=(dim_prod((v.type.shape[0], height, width)), channels))
+    base = b.one("reshape", b.one("mul", b.one("cast", batch, dtype=DType.i64), b.const(np.int64(height * width))),
+                 shape=(r, 1, 1, 1, 1))
+    rows = lambda i: b.one("unsqueeze", i, axes=(3, 4))                           # noqa: E731  [R, P, g, 1, 1]
+    cols = lambda i: b.one("unsqueeze", i, axes=(1, 2))                           # noqa: E731  [R, 1, 1, Q, g]
+    corners = []
+    for yi, wy in ((y_lo, wy_lo), (y_hi, wy_hi)):
+        for xi, wx in ((x_lo, wx_lo), (x_hi, wx_hi)):
+            index = b.one("add", base, b.one("add", b.one("mul", rows(yi), b.const(np.int64(width))), cols(xi)))
+            weight = b.one("unsqueeze", b.one("mul", rows(wy), cols(wx)), axes=(5,))     # [R, P, g, Q, g, 1]
+            corners.append(b.one("mul", weight, b.one("gather", table, index, axis=0)))  # [R, P, g, Q, g, C]
+    if a.get("mode", "avg") == "avg":
+        total = b.one("add", b.one("add", corners[0], corners[1]), b.one("add", corners[2], corners[3]))
+        pooled_cells = b.one("div", b.one("reduce_sum", total, axes=(2, 4)), b.const(float(grid * grid), like=v))
+    else:                     # max: the largest weighted corner of any sample (ONNX Runtime's rule)
+        largest = b.one("max", b.one("max", corners[0], corners[1]), b.one("max", corners[2], corners[3]))
+        pooled_cells = b.one("reduce_max", largest, axes=(2, 4))
+    return [b.one("transpose", pooled_cells, perm=(0, 3, 1, 2))]
+
+
+def _bilinear_axis(b: Builder, at: Value, size: int) -> tuple[Value, Value, Value, Value]:
+    """Along one axis of ``size``: the low and high neighbours of coordinates ``at`` (i64) and
+    their weights; 0 outside [-1, size], clamped to the edge past size - 1."""
+    c = lambda value: b.const(value, like=at)                                     # noqa: E731
+    inside = b.one("and", b.one("ge", at, c(-1.0)), b.one("le", at, c(float(size))))
+    at = b.one("max", at, c(0.0))
+    low = b.one("floor", at)
+    edge = b.one("ge", low, c(float(size - 1)))
+    low = b.one("where", edge, c(float(size - 1)), low)
+    high = b.one("where", edge, low, b.one("add", low, c(1.0)))
+    frac = b.one("where", edge, c(0.0), b.one("sub", at, low))
+    zero = c(0.0)
+    w_high = b.one("where", inside, frac, zero)
+    w_low = b.one("where", inside, b.one("sub", c(1.0), frac), zero)
+    index = lambda f: b.one("cast", f, dtype=DType.i64)                             # noqa: E731
+    return index(low), index(high), w_low, w_high
+
+
+@converts("DeformConv")
+def _deform_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """A convolution whose taps move: each output position's kernel taps are sampled from X
+    at their place plus the learned offsets (bilinear, zeros outside: ``compose.grid_sample``
+    with align_corners, as ONNX's reference), scaled by the mask, then contracted with W
+    group by group (one batched matmul)."""
+    v, w = x[0], x[1]
+    offset, bias, mask = (x + [None, None])[2:5]
+    if v.type.rank != 4 or any(not isinstance(d, int) for d in tuple(v.type.shape[1:]) + tuple(offset.type.shape[1:])):
+        raise UnsupportedError(f"{b.where}: DeformConv needs a 2-D image with static sizes, got {list(v.type.shape)}")
+    n, channels, height, width = v.type.shape
+    out_ch, per_group = w.type.shape[0], w.type.shape[1]
+    kernel = _ints(a.get("kernel_shape", w.type.shape[2:]))
+    strides, dil = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
+    pads = _ints(a.get("pads", (0, 0, 0, 0)))
+    groups, offset_groups = int(a.get("group", 1)), int(a.get("offset_group", 1))
+    oh, ow = offset.type.shape[2:]
+    kh, kw = kernel
+    if (channels != per_group * groups or out_ch % groups or channels % offset_groups
+            or offset.type.shape[1] != offset_groups * kh * kw * 2):
+        raise OnnxImportError(f"{b.where}: X {list(v.type.shape)}, W {list(w.type.shape)} and offset "
+                              f"{list(offset.type.shape)} do not fit group {groups}, offset_group {offset_groups}")
+    # the taps' places before the offsets: [1, 1, kh, kw, oh, ow] per axis
+    i, j, r, c = np.meshgrid(np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow), indexing="ij")
+    at = [i * dil[0] + r * strides[0] - pads[0], j * dil[1] + c * strides[1] - pads[1]]
+    moved = b.one("reshape", offset, shape=(n, offset_groups, kh, kw, 2, oh, ow))
+    coords = []
+    for axis, size in ((1, width), (0, height)):           # the grid's last axis is (x, y)
+        delta = b.one("squeeze", b.one("slice", moved, axes=(4,), starts=(axis,), ends=(axis + 1,), steps=(1,)),
+                      axes=(4,))
+        place = b.one("add", delta, b.const(at[axis].reshape(1, 1, kh, kw, oh, ow), like=offset))
+        norm = b.one("sub", b.one("mul", place, b.const(2.0 / (size - 1), like=offset)), b.const(1.0, like=offset))
+        coords.append(b.one("unsqueeze", norm, axes=(6,)))
+    batch_groups = dim_prod((n, offset_groups))
+    grid = b.one("reshape", b.one("concat", *coords, axis=6), shape=(batch_groups, kh, kw, oh, ow, 2))
+    data = b.one("reshape", v, shape=(batch_groups, channels // offset_groups, height, width))
+    sampled = compose.grid_sample(b, data, grid, "linear", "zeros", 1)    # [N·G, C/G, kh, kw, oh, ow]
+    sampled = b.one("reshape", sampled, shape=(n, offset_groups, channels // offset_groups, kh, kw, oh, ow))
+    if mask is not None:
+        sampled = b.one("mul", sampled, b.one("reshape", mask, shape=(n, offset_groups, 1, kh, kw, oh, ow)))
+    taps = b.one("reshape", sampled, shape=(n, groups, per_group * kh * kw, oh * ow))
+    weights = b.one("reshape", w, shape=(groups, out_ch // groups, per_group * kh * kw))
+    y = b.one("reshape", b.one("matmul", weights, taps), shape=(n, out_ch, oh, ow))
+    if bias is not None:
+        y = b.one("add", y, b.one("reshape", bias, shape=(1, out_ch, 1, 1)))
+    return [y]

@@ -109,13 +109,18 @@ def _stack(b: Builder, frames: list[Value], axis: int) -> Value:
 @converts("Scan")
 def _scan(b: Builder, x: list[Value], a: dict) -> list[Value]:
     body, m = a["body"], int(a["num_scan_inputs"])
-    if b.opset < 9:
-        raise UnsupportedError(f"{b.where}: Scan before opset 9 (with a batch axis) is not supported")
     if m > len(x):
         raise OnnxImportError(f"{b.where}: attribute 'num_scan_inputs' is {m}, but the node has {len(x)} inputs")
     states, scanned = x[:len(x) - m], x[len(x) - m:]
     in_axes = [ax % v.type.rank for ax, v in zip(a.get("scan_input_axes", [0] * m), scanned)]
-    in_dirs = a.get("scan_input_directions", [0] * m)
+    k = len(body.output) - len(states)
+    return _unrolled_scan(b, body, states, scanned, in_axes, a.get("scan_input_directions", [0] * m),
+                          a.get("scan_output_axes", [0] * k), a.get("scan_output_directions", [0] * k))
+
+
+def _unrolled_scan(b: Builder, body, states: list[Value], scanned: list[Value], in_axes: list[int],
+                   in_dirs: list[int], out_axes: list[int], out_dirs: list[int]) -> list[Value]:
+    """Scan (opset 9 on): the final states, then the scan outputs stacked along their axes."""
     lengths = {v.type.shape[ax] for v, ax in zip(scanned, in_axes)}
     if len(lengths) != 1 or not isinstance(next(iter(lengths)), int):
         raise UnsupportedError(f"{b.where}: minic unrolls Scan and needs one static sequence length, got {lengths}")
@@ -131,16 +136,42 @@ def _scan(b: Builder, x: list[Value], a: dict) -> list[Value]:
             results = inline(b, body, _bound(b, body.input, list(states) + elems))
             states = results[:n]
             outs.append(results[n:])
-    k = len(body.output) - n
-    out_axes = a.get("scan_output_axes", [0] * k)
-    out_dirs = a.get("scan_output_directions", [0] * k)
     stacked = []
-    for j in range(k):
+    for j in range(len(body.output) - n):
         frames = [o[j] for o in outs]
         if out_dirs[j]:
             frames = frames[::-1]
         stacked.append(_stack(b, frames, out_axes[j] % (frames[0].type.rank + 1)))
     return list(states) + stacked
+
+
+def scan_with_batch_axis(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Scan of opset 8, whose inputs and outputs have a batch axis first (and per-entry
+    sequence lengths, here only the full length): one opset-9 Scan per batch entry, the
+    results stacked along the batch axis.  (onnx.py's _upgraded keeps these nodes out of
+    ONNX's version converter, which drops the batch axis, in the domain SCAN8_DOMAIN.)"""
+    body, m = a["body"], int(a["num_scan_inputs"])
+    lens, x = x[0], x[1:]
+    if m > len(x):
+        raise OnnxImportError(f"{b.where}: attribute 'num_scan_inputs' is {m}, but the node has {len(x)} inputs")
+    states, scanned = x[:len(x) - m], x[len(x) - m:]
+    batch = {v.type.shape[0] for v in x}
+    if len(batch) != 1 or not isinstance(next(iter(batch)), int):
+        raise UnsupportedError(f"{b.where}: Scan (opset 8) needs one static batch size, got {batch}")
+    batch = batch.pop()
+    if lens is not None:
+        steps = scanned[0].type.shape[1]
+        known = b.need_known(lens, "sequence_lens").reshape(-1)
+        if np.any(known != steps):
+            raise UnsupportedError(f"{b.where}: Scan (opset 8) with sequence lengths {known.tolist()} shorter "
+                                   f"than the inputs' {steps} steps is not supported")
+    k = len(body.output) - len(states)
+    per_entry = []
+    for i in range(batch):
+        entry = lambda vs: [_slice(b, v, 0, i) for v in vs]              # noqa: E731
+        per_entry.append(_unrolled_scan(b, body, entry(states), entry(scanned), [0] * m,
+                                        a.get("directions", [0] * m), [0] * k, [0] * k))
+    return [_stack(b, [r[j] for r in per_entry], 0) for j in range(len(body.output))]
 
 
 @converts("Loop")

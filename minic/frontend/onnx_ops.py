@@ -13,7 +13,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose
-from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError
+from minic.frontend.onnx import ONNX_DTYPES, SCAN8_DOMAIN, Builder, Converter, NeedsConstantError, OnnxImportError
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir import ops
 from minic.ir.graph import Value
@@ -60,8 +60,14 @@ def _compare_or_equal(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("Pow")
 def _pow(b: Builder, x: list[Value], a: dict) -> list[Value]:
     base, exponent = x
-    if exponent.type.dtype != base.type.dtype:
-        exponent = b.one("cast", exponent, dtype=base.type.dtype)
+    dtype = base.type.dtype
+    if not dtype.is_float and exponent.type.dtype.is_float:
+        # an integer to a float power is computed in f64 and truncated, as ONNX's reference and
+        # ONNX Runtime do (a cast exponent would make 4 ** 0.5 one)
+        wide = b.one("pow", b.one("cast", base, dtype=DType.f64), b.one("cast", exponent, dtype=DType.f64))
+        return [b.one("cast", wide, dtype=dtype)]
+    if exponent.type.dtype != dtype:
+        exponent = b.one("cast", exponent, dtype=dtype)
     return [b.one("pow", base, exponent)]
 
 
@@ -192,6 +198,13 @@ def _cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if isinstance(target, Storage):
         b.storage[out] = target
     return [out]
+
+
+@converts("BitCast")
+def _bit_cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if a["to"] not in ONNX_DTYPES or x[0] in b.storage:
+        raise UnsupportedError(f"{b.where}: BitCast to ONNX type {a['to']} is not supported")
+    return [b.one("bitcast", x[0], dtype=ONNX_DTYPES[a["to"]])]
 
 
 @converts("Dropout")
@@ -589,4 +602,8 @@ from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridS
 from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
 from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
 
-DOMAINS = {DOMAIN: CONTRIB}                               # converters of the ops of other domains
+from minic.frontend import onnx_training  # noqa: E402  (ai.onnx.preview.training's optimizers)
+
+DOMAINS = {DOMAIN: CONTRIB, onnx_training.DOMAIN: onnx_training.TRAINING,     # converters of the ops of other domains
+           # opset 8's Scan (onnx_control.py, looked up when called: onnx_control imports this module)
+           SCAN8_DOMAIN: {"Scan": lambda b, x, a: onnx_control.scan_with_batch_axis(b, x, a)}}

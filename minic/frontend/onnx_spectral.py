@@ -7,17 +7,19 @@ conjugated when ``inverse``).  An inverse one-sided DFT (irfft) reads half a
 spectrum and writes a real signal: each bin but the first and the Nyquist one
 counts twice.  Inputs shorter than N are zero-padded, longer ones cut, as
 numpy's ``n=`` does.  STFT gathers its frames with one constant index, applies
-the window, and runs the same DFT along the frame.
+the window, and runs the same DFT along the frame.  MelWeightMatrix is a
+constant (its scalar inputs known at import).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend.onnx import ONNX_DTYPES, Builder, OnnxImportError
 from minic.frontend.onnx_ops import converts
 from minic.ir.graph import Value
 from minic.ir.types import DType
+from minic.limits import ensure_array_fits
 
 
 def _tables(n_in: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, ...]:
@@ -113,3 +115,37 @@ def _stft(b: Builder, x: list[Value], a: dict) -> list[Value]:
         framed = b.one("mul", framed, b.one("reshape", window, shape=(frame, 1)))
     onesided = bool(a.get("onesided", 1))
     return [dft(b, framed, 2, frame, False, onesided)]
+
+
+@converts("MelWeightMatrix")
+def _mel_weight_matrix(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """A constant [dft_length/2 + 1, num_mel_bins] matrix of triangular filters, once its scalar
+    inputs are known (an input's value is specialised on, as for Range): the spec's formula,
+    mel = 2595·log10(1 + hz/700), the band edges spaced evenly in mels."""
+    num_mel_bins, dft_length, sample_rate, low_hz, high_hz = (
+        np.asarray(b.need_known(v, what)).reshape(()) for v, what in
+        zip(x, ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")))
+    dtype = ONNX_DTYPES.get(int(a.get("output_datatype", 1)))
+    if dtype is None or not dtype.is_float:
+        raise UnsupportedError(f"{b.where}: output_datatype {a.get('output_datatype')} is not supported")
+    bins, mels = int(dft_length) // 2 + 1, int(num_mel_bins)
+    if mels < 1 or bins < 1 or sample_rate <= 0:
+        raise OnnxImportError(f"{b.where}: needs num_mel_bins, dft_length and sample_rate above 0")
+    ensure_array_fits((bins, mels), np.float64, f"{b.where}: the mel weight matrix")
+    low_mel, high_mel = (2595 * np.log1p(hz / 700) / np.log(10) for hz in (low_hz, high_hz))
+    edges = np.arange(mels + 2) * ((high_mel - low_mel) / (mels + 2)) + low_mel
+    edges = ((dft_length + 1) * (700 * np.expm1(edges / 2595 * np.log(10)))) // sample_rate
+    edges = edges.astype(np.int64)                               # [left, center, right] of filter i: edges[i:i+3]
+    if edges.min() < 0 or edges.max() >= bins:
+        raise OnnxImportError(f"{b.where}: the mel bands reach bins {edges.min()}..{edges.max()}, "
+                              f"outside 0..{bins - 1}")
+    out = np.zeros((bins, mels))
+    for i in range(mels):
+        left, center, right = edges[i:i + 3]
+        if center == left:
+            out[center, i] = 1
+        else:
+            out[left:center + 1, i] = (np.arange(left, center + 1) - left) / (center - left)
+        if right > center:
+            out[center:right, i] = (right - np.arange(center, right)) / (right - center)
+    return [b.const(out.astype(dtype.numpy))]

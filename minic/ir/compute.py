@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from minic.errors import DataError
-from minic.ir.loops import (BINOPS, CALLS, BinOp, Buffer, Call, Cast, Const, Expr, Load, Role, Select, Var, children,
-                            const, dim_expr, rebuild)
+from minic.ir.loops import (BINOPS, CALLS, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, Load, Role, Select, Var,
+                            bitcast_value, children, const, dim_expr, rebuild)
 from minic.ir.types import DType, Dim, TensorType, dim_prod
 
 
@@ -170,6 +170,8 @@ def _evaluate(e: Expr, index: dict[str, np.ndarray], arrays: dict[str, np.ndarra
     if isinstance(e, Cast):
         v = ev(e.value)
         return v != 0 if e.to == DType.bool else v.astype(e.to.numpy)
+    if isinstance(e, BitCast):
+        return bitcast_value(ev(e.value), e.to)
     if isinstance(e, Call):
         return CALLS[e.fn](*(ev(a) for a in e.args))
     raise TypeError(f"a data check cannot test {type(e).__name__}")

@@ -10,7 +10,8 @@ arguments; its body is a tree of statements:
     Seq(stmts)
 
 and expressions ``Var``, ``Const``, ``BinOp``, ``Load``, ``Call``, ``Select``,
-``Cast``.  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
+``Cast`` (a value conversion) and ``BitCast`` (the same bits seen as another
+type).  Indices are multi-dimensional (``x[i, j]``); codegen flattens them
 row-major.  Index arithmetic is i64; integer ``div``/``mod`` truncate toward
 zero as in C.
 
@@ -141,10 +142,24 @@ class Load(Expr):
 # Functions a Call may name, each with what it computes on scalars (the interpreter runs
 # these); pow takes two arguments, the rest one.  Codegen maps each to an LLVM intrinsic or
 # a libm function.
+def power(a, b):
+    """``a ** b``; for integers as numpy does (wrapping around), and a negative power is
+    1 / a ** -b rounded toward zero: 1 for a base of 1, +-1 for -1, else 0 (ONNX Runtime's
+    answer; 0 to a negative power is refused by pow's data check, and gives 0 here)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind not in "iu":
+        return np.power(a, b)
+    negative = b < 0
+    with np.errstate(over="ignore"):
+        whole = np.power(a, np.where(negative, 0, b).astype(b.dtype))
+    inverse = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 != 0, -1, 1), 0))
+    return np.where(negative, inverse, whole).astype(a.dtype)
+
+
 CALLS = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil,
-    "round": np.round, "pow": np.power,    # round: halves to even
+    "round": np.round, "pow": power,    # round: halves to even; pow: integers too
     "erf": lambda x: type(x)(math.erf(float(x))),
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
@@ -180,6 +195,23 @@ class Cast(Expr):
     @property
     def dtype(self) -> DType:
         return self.to
+
+
+@dataclass(frozen=True)
+class BitCast(Expr):
+    """``value``'s bits read as a ``to`` of the same width (numpy's ``x.view(to)``): f32 <-> i32,
+    i8 -> u8; a bool is its byte, 0 or 1."""
+    to: DType
+    value: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.to
+
+
+def bitcast_value(v, to: DType):
+    """A numpy scalar or array ``v`` with its bits read as ``to`` (the interpreters' BitCast)."""
+    return np.asarray(v).view(to.numpy)[()]
 
 
 # --- statements -----------------------------------------------------------------
@@ -288,6 +320,7 @@ _OPERANDS = {
     Call: (lambda e: e.args, lambda e, kids: Call(e.fn, tuple(kids))),
     Select: (lambda e: (e.cond, e.a, e.b), lambda e, kids: Select(*kids)),
     Cast: (lambda e: (e.value,), lambda e, kids: Cast(e.to, kids[0])),
+    BitCast: (lambda e: (e.value,), lambda e, kids: BitCast(e.to, kids[0])),
 }
 _LEAF = (lambda e: (), lambda e, kids: e)      # Var, Const: no operands (a Reduce's: compute.r_children)
 
@@ -413,6 +446,8 @@ def expr_str(e: Expr, parent: int = -1) -> str:
         return f"{name}({', '.join(expr_str(k) for k in children(e))})"
     if isinstance(e, Cast):
         return f"({e.to.value}){expr_str(e.value, 9)}"
+    if isinstance(e, BitCast):
+        return f"bitcast<{e.to.value}>({expr_str(e.value)})"
     raise TypeError(f"not a Loop IR expression: {e!r}")
 
 

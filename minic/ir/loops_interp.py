@@ -14,8 +14,8 @@ import numpy as np
 from minic.errors import UserError
 from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
-from minic.ir.loops import (BINOPS, CALLS, STATUS, Allocate, data_error, BinOp, Buffer, Call, Cast, Const,
-                            Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var)
+from minic.ir.loops import (BINOPS, CALLS, STATUS, Allocate, data_error, BinOp, BitCast, Buffer, Call, Cast, Const,
+                            Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, bitcast_value)
 from minic.ir.types import DType, TensorType, dim_eval
 
 
@@ -59,6 +59,8 @@ class Interpreter:
             if not e.to.is_float and e.value.dtype.is_float:
                 v = math.trunc(float(v)) if math.isfinite(v) else 0
             return e.to.numpy.type(v)
+        if isinstance(e, BitCast):
+            return bitcast_value(self._eval(e.value), e.to)
         raise TypeError(f"not a Loop IR expression: {e!r}")
 
     def run(self, s: Stmt) -> None:

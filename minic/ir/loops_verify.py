@@ -3,7 +3,7 @@ agree, and constant indices inside their buffer.  Messages name the kernel."""
 from __future__ import annotations
 
 from minic.errors import UserError
-from minic.ir.loops import (BINOPS, CALLS, COMPARE_OPS, LOGIC_OPS, STATUS, Allocate, BinOp, Buffer, Call,
+from minic.ir.loops import (BINOPS, CALLS, COMPARE_OPS, LOGIC_OPS, STATUS, Allocate, BinOp, BitCast, Buffer, Call,
                             Cast, Const, Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store,
                             Var, expr_str, stmt_exprs, sub_stmts, walk)
 from minic.ir.types import DType
@@ -46,11 +46,15 @@ def _check_expr(where: str, e: Expr, scope: set[str], buffers: dict[str, Buffer]
         elif isinstance(x, Call):
             if x.fn not in CALLS or len(x.args) != (2 if x.fn == "pow" else 1):
                 raise LoopVerifyError(f"{where}: unknown call {x.fn}/{len(x.args)}")
-            if x.fn not in ("neg", "abs") and not x.dtype.is_float:
+            if x.fn not in ("neg", "abs", "pow") and not x.dtype.is_float:
                 raise LoopVerifyError(f"{where}: {x.fn} needs a float argument in {expr_str(x)}")
         elif isinstance(x, Select):
             if x.cond.dtype != DType.bool or x.a.dtype != x.b.dtype:
                 raise LoopVerifyError(f"{where}: bad select {expr_str(x)}")
+        elif isinstance(x, BitCast):
+            if x.to.numpy.itemsize != x.value.dtype.numpy.itemsize:
+                raise LoopVerifyError(f"{where}: {expr_str(x)} changes the width "
+                                      f"({x.value.dtype.value} to {x.to.value})")
         elif not isinstance(x, (Const, Cast)):
             raise LoopVerifyError(f"{where}: {type(x).__name__} is not a Loop IR expression")
 

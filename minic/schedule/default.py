@@ -25,8 +25,8 @@ from minic.errors import UserError
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
-from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, Call, Cast, Const, Expr, For, ForKind, Function,
-                            Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
+from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
+                            Function, Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
 from minic.ir.loops_simplify import simplify_stmt
 from minic.schedule.nest import (ScheduleError, check_independent, loops, map_children, map_exprs, stmts_of,
                                  unique_loops)
@@ -167,7 +167,7 @@ def _steps(e: Expr) -> bool:
     (DynamicQuantizeLinear's ``round(x / scale)``), so the quotient stays exact."""
     return ((isinstance(e, Call) and e.fn in ("round", "floor", "ceil"))
             or (isinstance(e, BinOp) and (e.op in COMPARE_OPS or e.op == "mod"))
-            or (isinstance(e, Cast) and not e.to.is_float))
+            or (isinstance(e, Cast) and not e.to.is_float) or isinstance(e, BitCast))
 
 
 def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:

@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from minic.ir.loops import (BINOPS, Allocate, BinOp, Buffer, Cast, Const, Expr, For, Function, If, Load, Program,
-                            Role, Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
-                            substitute, walk, walk_stmts)
+from minic.ir.loops import (BINOPS, Allocate, BinOp, BitCast, Buffer, Cast, Const, Expr, For, Function, If, Load,
+                            Program, Role, Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
+                            bitcast_value, substitute, walk, walk_stmts)
 from minic.schedule.nest import map_children, map_exprs, perfect_band, stmts_of
 
 LIMIT = 64 << 20              # bytes of packed weights per buffer; beyond that keep packing at run time
@@ -39,6 +39,8 @@ def evaluate(e: Expr, env: dict[str, np.ndarray], constants: dict[str, np.ndarra
         return np.where(*args)
     if isinstance(e, Cast):
         return args[0].astype(e.to.numpy)
+    if isinstance(e, BitCast):
+        return bitcast_value(args[0], e.to)
     if isinstance(e, BinOp):
         a, b = args
         if e.op in ("div", "mod") and not e.a.dtype.is_float:

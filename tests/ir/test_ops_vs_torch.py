@@ -97,6 +97,7 @@ def test_where_cast_logical_gelu():
     a, b = rand((2, 3)), rand((1, 3), 1)
     close(run_op("where", [c, a, b])[0], torch.where(t(c), t(a), t(b)))
     assert run_op("cast", [a], dtype=DType.i64)[0].dtype == np.int64
+    assert run_op("bitcast", [a], dtype=DType.i32)[0].tolist() == a.view(np.int32).tolist()
     assert run_op("and", [c, ~c])[0].tolist() == [[False, False, False]]
     assert run_op("not", [c])[0].tolist() == [[False, True, False]]
     assert run_op("or", [c, ~c])[0].tolist() == [[True, True, True]]

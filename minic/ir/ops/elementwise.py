@@ -9,9 +9,8 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from minic.errors import DataError, UnsupportedError
 from minic.ir.compute import DataCheck, Operand, Site, as_i64, broadcast_index
-from minic.ir.loops import BinOp, Call, Cast, Expr, Select, const
+from minic.ir.loops import BinOp, BitCast, Call, Cast, Expr, Select, const, power
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.types import DType, TensorType
@@ -185,35 +184,30 @@ define("not", OpKind.ELEMENTWISE, _logical_infer("not"), lambda attrs, x: np.inv
        torch=lambda t, x: t.torch.logical_not(x) if x.dtype == t.torch.bool else t.torch.bitwise_not(x))
 
 
-def power(site: Site, index: tuple[Expr, ...]) -> Expr:
+def power_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     base, exponent = site.inputs
     x = arg(base, index)
-    if not x.dtype.is_float:
-        raise UnsupportedError(f"pow of {x.dtype.value} is not supported by the minic backend")
+    if not x.dtype.is_float:                 # integers: repeated squaring (codegen's int_power)
+        return Call("pow", (x, arg(exponent, index)))
     # x ** 2 (RMSNorm's x.pow(2)) is a multiply; a libm pow would be slow and less exact.
     simple = {2.0: BinOp("mul", x, x), 1.0: x, 0.5: Call("sqrt", (x,))}
     e = float(exponent.data.reshape(())) if exponent.data is not None and exponent.data.size == 1 else None
     return simple[e] if e in simple else Call("pow", (x, arg(exponent, index)))
 
 
-def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer a ** b; a negative power is 1 / a ** -b rounded toward zero (ONNX Runtime's
-    answer: 0, or +-1 for a base of +-1); 0 to a negative power is a DataError."""
-    negative = np.asarray(b) < 0
-    if not negative.any():
-        with np.errstate(over="ignore"):
-            return np.power(a, b)
-    if np.any(negative & (np.asarray(a) == 0)):
-        raise DataError("pow: integer 0 to a negative power (division by zero)")
-    with np.errstate(over="ignore"):
-        whole = np.power(a, np.where(negative, 0, b).astype(b.dtype))
-    odd = np.asarray(b) % 2 != 0
-    inverse = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
-    return np.where(negative, inverse, whole)
+def power_checks(site: Site) -> list[DataCheck]:
+    """Integer 0 to a negative power is a division by zero (a float one is inf)."""
+    base, exponent = site.inputs
+    if site.out.dtype.is_float or site.out.dtype.is_unsigned:
+        return []
+    zero = const(0, base.type.dtype)
+    fails = lambda index: BinOp("and", BinOp("eq", arg(base, index), zero),          # noqa: E731
+                                BinOp("lt", arg(exponent, index), zero))
+    return [DataCheck(site.out.shape, fails, lambda index: as_i64(arg(exponent, index)),
+                      "pow: integer 0 to a negative power {value} (division by zero)")]
 
 
-binary("pow", lambda a, b: np.power(a, b) if a.dtype.kind not in "iu" else _int_pow(a, b), "pow", sample=None,
-       compute=power)
+binary("pow", power, "pow", sample=None, compute=power_rule, checks=power_checks)
 
 
 @dataclass(frozen=True)
@@ -266,6 +260,21 @@ define("cast", OpKind.ELEMENTWISE, lambda attrs, ts: [TensorType(ts[0].shape, at
        lambda site, index: Cast(site.attrs.dtype, arg(site.inputs[0], index)), CastAttrs,
        doc="cast(x) to another dtype", f16_via_f32=False,         # its result dtype is the attribute
        torch=lambda t, x: x.to(t.dtype(t.attrs.dtype)))
+
+
+def _bitcast_infer(attrs: CastAttrs, ts: list[TensorType]) -> list[TensorType]:
+    src, dst = ts[0].dtype, attrs.dtype
+    require(src.numpy.itemsize == dst.numpy.itemsize,
+            f"bitcast: {src.value} and {dst.value} differ in width")
+    # f16/bf16 are computed in f32 (lowering/precision.py): their bits are not at hand in a kernel
+    require(not (src.is_storage_float or dst.is_storage_float), f"bitcast: {src.value} to {dst.value} is not supported")
+    return [TensorType(ts[0].shape, dst)]
+
+
+define("bitcast", OpKind.ELEMENTWISE, _bitcast_infer, lambda attrs, x: x.view(attrs.dtype.numpy),
+       lambda site, index: BitCast(site.attrs.dtype, arg(site.inputs[0], index)), CastAttrs,
+       doc="bitcast(x): the same bits read as another dtype of the same width (numpy's x.view)", f16_via_f32=False,
+       torch=lambda t, x: x.view(t.dtype(t.attrs.dtype)))
 
 
 @dataclass(frozen=True)
