@@ -36,7 +36,7 @@ FUNC_NAME = "main"
 
 def _tensors(inputs: Sequence[np.ndarray]):
     import torch
-    return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in inputs)
+    return tuple(torch.from_numpy(np.asarray(a, order="C")) for a in inputs)    # (ascontiguousarray: 0-d -> 1-d)
 
 
 def exported(module, inputs: Sequence[np.ndarray]):

@@ -39,7 +39,7 @@ class IreeModule:
         self.fn = getattr(self.bound, func)
 
     def __call__(self, *arrays: np.ndarray):
-        out = self.fn(*(np.ascontiguousarray(a) for a in arrays))
+        out = self.fn(*(np.asarray(a, order="C") for a in arrays))          # (ascontiguousarray: 0-d -> 1-d)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         # to_host() may alias the runtime's buffer: copy, so results outlive the next call.
         host = tuple(np.array(o.to_host()) for o in outs)

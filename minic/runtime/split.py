@@ -78,7 +78,7 @@ class SplitModel:
         self.graph, self.steps = graph, steps
 
     def __call__(self, *arrays: np.ndarray):
-        arrays = tuple(np.ascontiguousarray(a) for a in arrays)
+        arrays = tuple(np.asarray(a, order="C") for a in arrays)
         bind_symbols(self.graph.inputs, arrays)                    # dtypes, ranks and sizes, named
         values: dict[Value, np.ndarray] = dict(zip(self.graph.inputs, arrays))
         values.update((c, c.data) for c in self.graph.constants)

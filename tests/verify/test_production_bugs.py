@@ -66,3 +66,17 @@ def test_openvino_drops_a_ceil_mode_window_past_the_input():
     want = torch.nn.functional.max_pool2d(x, (3, 1), (3, 2), (1, 0), ceil_mode=True)
     assert got.shape == want.shape
     torch.testing.assert_close(got, want)
+
+
+class CeilPool(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(x, (2, 3), (2, 1), (0, 1), ceil_mode=True)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="docs/production-bugs.md#torch-mlir-stablehlo-ceil-mode-pool-padding")
+def test_torch_mlir_pads_a_ceil_mode_pool_at_the_high_end():
+    import numpy as np
+    from bridges.iree.importers import torch_mlir_text
+    text = torch_mlir_text(CeilPool(), [np.zeros((2, 4, 3, 7), np.float32)], "stablehlo")
+    assert "padding = dense<[[0, 0], [0, 0], [0, 1], [1, 1]]>" in text, text
