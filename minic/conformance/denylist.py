@@ -41,8 +41,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_bernoulli(_|$)", 'op RandomUniformLike: not in minic'),
     Denied(r"^test_split_to(_|$)", 'op SplitToSequence: not in minic'),
     Denied(r"^test_tfidfvectorizer(_|$)", 'op TfIdfVectorizer: not in minic'),
-    Denied(r"^test_ai_onnx_ml_array(_|$)", 'op ai.onnx.ml.ArrayFeatureExtractor: not in minic'),
-    Denied(r"^test_ai_onnx_ml_binarizer(_|$)", 'op ai.onnx.ml.Binarizer: not in minic'),
     Denied(r"^test_ai_onnx_ml_tree(_|$)", 'op ai.onnx.ml.TreeEnsemble: not in minic'),
     Denied(r"^test_(batchnorm_epsilon_training(_|$)|batchnorm_example_training(_|$))", 'training-mode batch normalization is not supported'),
 

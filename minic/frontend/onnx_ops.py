@@ -602,8 +602,9 @@ from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridS
 from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
 from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
 
-from minic.frontend import onnx_training  # noqa: E402  (ai.onnx.preview.training's optimizers)
+from minic.frontend import onnx_ml, onnx_training  # noqa: E402  (ai.onnx.ml's arithmetic, the optimizers)
 
 DOMAINS = {DOMAIN: CONTRIB, onnx_training.DOMAIN: onnx_training.TRAINING,     # converters of the ops of other domains
+           onnx_ml.DOMAIN: onnx_ml.ML,
            # opset 8's Scan (onnx_control.py, looked up when called: onnx_control imports this module)
            SCAN8_DOMAIN: {"Scan": lambda b, x, a: onnx_control.scan_with_batch_axis(b, x, a)}}
