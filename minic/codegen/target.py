@@ -50,16 +50,6 @@ def target_machine(options: Target) -> llvm.TargetMachine:
                                         codemodel="jitdefault" if host else "default", jit=host)
 
 
-def converts_bf16(options: Target) -> bool:
-    """Whether the target has x86's AVX512-BF16 (in the host's features or the features given):
-    f32 rounded to bf16 in one instruction (vcvtneps2bf16), two bf16 products added to an f32
-    in another (vdpbf16ps, the matmul micro-kernel's).  (A CPU named without features counts as
-    without it: LLVM's list of a named CPU's features is not at hand, and the bit rounding is right
-    everywhere.)"""
-    features = options.features or (llvm.get_host_cpu_features().flatten() if is_host(options) else "")
-    return "+avx512bf16" in features.split(",")
-
-
 # Emits an empty module for argv's triple, CPU and features: LLVM's verdict on them, in a child.
 _PROBE = """
 import sys, llvmlite.binding as llvm

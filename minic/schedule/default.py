@@ -20,7 +20,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from minic.codegen.target import converts_bf16       # what the machine does in one instruction
 from minic.errors import UserError
 from minic.options import Target
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
@@ -176,7 +175,7 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
     k = unique_loops(k)
     if find_contraction(k) is not None:
         with suppress(ScheduleError):      # a nest the template cannot take runs as lowered
-            k = schedule_contraction(k, knobs or default_knobs(k), target.threads, converts_bf16(target))
+            k = schedule_contraction(k, knobs or default_knobs(k), target.threads, target.converts_bf16())
     k = cache_in_output(k)                 # softmax's exp once: kept in the output row
     k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
     k = reciprocal_divisors(_vectorize_leaves(k))

@@ -38,7 +38,6 @@ import numpy as np
 from minic.options import CompileOptions
 from minic.ir.loops import Const, Function, Role
 from minic.tune import records
-from minic.codegen.target import converts_bf16
 from minic.tune.confirm import CANDIDATES, PASSES, ROUNDS, Comparison, block_size, pick, time_together
 from minic.tune.measure import flops, measure, ready
 from minic.schedule.nest import ScheduleError, unique_loops
@@ -140,7 +139,7 @@ def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, tri
         raise ScheduleError(f"kernel {f.name} has no contraction to tune")
     rng = random.Random(seed)
     seen: dict[Knobs, Trial] = {}
-    pairs = converts_bf16(options.target)          # as default_schedule will compile it
+    pairs = options.target.converts_bf16()          # as default_schedule will compile it
 
     def run(k: Knobs) -> Trial:
         if k not in seen:
@@ -191,7 +190,7 @@ def _confirm(f: Function, sizes: dict[str, int], options: CompileOptions, search
     contenders = sorted((t for t in search[1:] if math.isfinite(t.seconds)), key=lambda t: t.seconds)[:CANDIDATES]
     if not contenders or rounds < 1 or not math.isfinite(default.seconds):
         return default, default, None
-    pairs = converts_bf16(options.target)
+    pairs = options.target.converts_bf16()
     for _ in range(PASSES):
         calls = [ready(schedule_contraction(f, t.knobs, options.threads, pairs), sizes, options, cold_bytes)[0]
                  for t in [default] + contenders]
