@@ -11,6 +11,8 @@ with a time and memory limit, and has one of these outcomes:
 - ``ok``: minic ran it and agrees with ONNX Runtime (or ONNX Runtime refuses
   the model too: ``ort-refuses``, counted apart, since no answer can be compared);
 - ``user-error``: minic refused with a one-line ``UserError``;
+- ``known``: minic follows the spec where ONNX Runtime has a bug documented in
+  docs/production-bugs.md (``known_bugs.KNOWN_ONNXRUNTIME``), and agrees with it elsewhere;
 - ``mismatch``, ``internal``, ``hang``, ``signal``: the failures this fuzz is for.
 
 Only the first data set of a test case is run; the inputs are the suite's own.
@@ -28,6 +30,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from minic.verify.known_bugs import KNOWN_ONNXRUNTIME
 
 FAILURES = ("mismatch", "internal", "hang", "signal")
 TIME_LIMIT_S = 60                           # per case, compile and run (a hang is far beyond it)
@@ -63,12 +67,14 @@ class Report:
     seed: int
     counts: Counter = field(default_factory=Counter)
     failures: list[tuple[Case, Outcome]] = field(default_factory=list)
+    known: list[tuple[Case, Outcome]] = field(default_factory=list)
     seconds: float = 0.0
 
     def table(self) -> str:
         lines = [f"{sum(self.counts.values())} mutated node-suite models (seed {self.seed}), {self.seconds:.0f} s: "
                  + ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items()))]
         lines += [f"  FAIL {c.describe()}: {o.status}: {o.detail[:300]}" for c, o in self.failures]
+        lines += [f"  known {c.describe()}: {o.detail}" for c, o in self.known]
         return "\n".join(lines)
 
 
@@ -214,7 +220,12 @@ def run_one(c: Case, backend: str) -> Outcome:
         return Outcome("ort-refuses", "minic ran a model ONNX Runtime refuses")
     ours = ours if isinstance(ours, (list, tuple)) else [ours]
     differs = _agree(ours, theirs)
-    return Outcome("mismatch", differs) if differs else Outcome("ok")
+    if differs is None:
+        return Outcome("ok")
+    for bug in KNOWN_ONNXRUNTIME:
+        if bug.triggered(model) and _agree(ours, bug.as_spec(ours, theirs)) is None:
+            return Outcome("known", bug.ref)
+    return Outcome("mismatch", differs)
 
 
 def _child(fn, args, conn) -> None:
@@ -269,6 +280,8 @@ def fuzz_attributes(cases: int, seed: int, backend: str = "minic", first: int = 
         report.counts[outcome.status] += 1
         if outcome.status in FAILURES:
             report.failures.append((c, outcome))
+        elif outcome.status == "known":
+            report.known.append((c, outcome))
         if progress:
             progress(f"{c.describe()}: {outcome.status} {outcome.detail[:160]}")
     report.seconds = time.perf_counter() - t0

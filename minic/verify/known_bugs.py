@@ -66,3 +66,51 @@ def known_bug(graph: Graph, cell: "Cell") -> KnownBug | None:
         if bug.matches(graph, cell):
             return bug
     return None
+
+
+# --- bugs the attribute fuzz meets (minic/verify/fuzz_attributes.py) ---------------------
+# There a case is an ONNX model, and ONNX Runtime's outputs are the reference; a documented
+# bug of ONNX Runtime's is recognized by its trigger in the model and by undoing its symptom:
+# the case is ``known`` only where minic agrees with ONNX Runtime's outputs once the bug's own
+# wrong values are put back as the spec's.
+
+@dataclass(frozen=True)
+class KnownOnnxRuntimeBug:
+    anchor: str                              # the section of docs/production-bugs.md
+    triggered: Callable[[object], bool]      # does this ModelProto contain the trigger?
+    as_spec: Callable[[list, list], list]    # (minic's outputs, ONNX Runtime's) -> ONNX Runtime's, the bug undone
+
+    @property
+    def ref(self) -> str:
+        return f"{DOC}#{self.anchor}"
+
+
+def _bool_mask_attention_mode_2(model) -> bool:
+    """An Attention node whose qk_matmul_output (mode 2: the mask added) is wanted, with a bool mask."""
+    from onnx import TensorProto, helper
+    types = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
+    types.update({t.name: t.data_type for t in model.graph.initializer})
+    for node in model.graph.node:
+        modes = [helper.get_attribute_value(a) for a in node.attribute if a.name == "qk_matmul_output_mode"]
+        if (node.op_type == "Attention" and modes == [2] and len(node.input) > 3 and len(node.output) > 3
+                and node.output[3] and types.get(node.input[3]) == TensorProto.BOOL):
+            return True
+    return False
+
+
+def _lowest_as_minus_inf(ours: list, theirs: list) -> list:
+    """ONNX Runtime's outputs with its lowest finite float put back as -inf where minic has -inf."""
+    import numpy as np
+    out = []
+    for a, b in zip(ours, theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        if b.dtype.kind == "f" and a.shape == b.shape:
+            b = np.where((b == np.finfo(b.dtype).min) & np.isneginf(a), b.dtype.type(-np.inf), b)
+        out.append(b)
+    return out
+
+
+KNOWN_ONNXRUNTIME = (
+    # A False of a bool attn_mask becomes float-lowest instead of the spec's -inf.
+    KnownOnnxRuntimeBug("ort-attention-bool-mask-lowest", _bool_mask_attention_mode_2, _lowest_as_minus_inf),
+)

@@ -37,3 +37,31 @@ def test_other_failures_of_the_same_graph_are_new():
 
 def test_the_symptom_without_the_trigger_is_new():
     assert known_bug(pool_graph(False), Cell("g", "onnxruntime", "crash", detail=SYMPTOM)) is None
+
+
+def test_onnx_runtimes_lowest_float_for_a_bool_mask_is_known_to_the_attribute_fuzz():
+    """minic keeps the spec's -inf (docs/production-bugs.md#ort-attention-bool-mask-lowest); the attribute
+    fuzz counts the case as known, and a model without the trigger, or another difference, as a mismatch."""
+    import numpy as np
+    import onnx
+    from minic.verify.fuzz_attributes import Case, run_one
+    from tests.verify.test_production_bugs import attention_with_bool_mask
+    model, feeds = attention_with_bool_mask()
+    case = Case(0, "attention", 0, "qk_matmul_output_mode", 2, model.SerializeToString(), list(feeds.values()))
+    outcome = run_one(case, "interp")
+    assert (outcome.status, outcome.detail) == ("known", "docs/production-bugs.md#ort-attention-bool-mask-lowest")
+
+    float_mask = onnx.ModelProto()
+    float_mask.CopyFrom(model)
+    float_mask.graph.input[3].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    minus_inf = np.where(feeds["M"], np.float32(0), np.float32(-np.inf))
+    case = Case(0, "attention", 0, "qk_matmul_output_mode", 2, float_mask.SerializeToString(),
+                [*list(feeds.values())[:3], minus_inf])
+    assert run_one(case, "interp").status == "ok"               # a float mask's -inf stays -inf in both
+
+    from minic.verify.known_bugs import KNOWN_ONNXRUNTIME
+    bug, = KNOWN_ONNXRUNTIME
+    assert bug.triggered(model) and not bug.triggered(float_mask)
+    theirs = [np.zeros(2, np.float32), np.array([np.finfo(np.float32).min, 1.0], np.float32)]
+    assert bug.as_spec([theirs[0], np.array([-np.inf, 1.0], np.float32)], theirs)[1].tolist() == [-np.inf, 1.0]
+    assert bug.as_spec([theirs[0], np.array([-np.inf, 2.0], np.float32)], theirs)[1].tolist()[1] == 1.0

@@ -34,3 +34,38 @@ def test_torch_decomposes_multilabel_margin_loss():
     x, t = torch.randn(3, 4), torch.tensor([[3, 0, -1, 1], [0, 1, 2, -1], [1, -1, 0, 0]])
     decomposed = torch.export.export(MultilabelMargin(), (x, t)).run_decompositions().module()
     torch.testing.assert_close(decomposed(x, t), MultilabelMargin()(x, t))
+
+
+def attention_with_bool_mask():
+    """One ONNX Attention node, qk_matmul_output_mode=2 (the scores with the mask added), a bool mask."""
+    from onnx import TensorProto as T, helper as h
+    node = h.make_node("Attention", ["Q", "K", "V", "M"], ["Y", "", "", "QK"], qk_matmul_output_mode=2)
+    inputs = [h.make_tensor_value_info(n, T.FLOAT, [1, 1, 2, 4]) for n in "QKV"]
+    graph = h.make_graph([node], "g", inputs + [h.make_tensor_value_info("M", T.BOOL, [2, 2])],
+                         [h.make_tensor_value_info("Y", T.FLOAT, None), h.make_tensor_value_info("QK", T.FLOAT, None)])
+    import numpy as np
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.standard_normal((1, 1, 2, 4)).astype(np.float32) for n in "QKV"}
+    feeds["M"] = np.array([[True, False], [False, False]])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 24)]), feeds
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="docs/production-bugs.md#ort-attention-bool-mask-lowest")
+def test_ort_attention_masks_with_minus_inf():
+    import numpy as np
+    import onnxruntime as ort
+    model, feeds = attention_with_bool_mask()
+    qk = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    assert np.isneginf(qk[0, 0][~feeds["M"]]).all(), qk      # the spec's Where(attn_mask, 0, -inf)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="docs/production-bugs.md#ort-attention-bool-mask-lowest")
+def test_ort_attention_reads_a_lowest_float_mask_as_finite():
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    model, feeds = attention_with_bool_mask()
+    model.graph.input[3].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    feeds["M"] = np.where(feeds["M"], np.float32(0), np.finfo(np.float32).min)     # row 1: lowest at every key
+    y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    np.testing.assert_allclose(y[0, 0, 1], feeds["V"][0, 0].mean(axis=0), rtol=1e-5)   # equal weights, finite scores
