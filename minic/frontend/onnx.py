@@ -471,7 +471,7 @@ def _check_schema(node, opset: int, where: str) -> None:
 # describe it: one entry per spatial axis (pads: two), each at least the given minimum.
 WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"}
 WINDOW_ATTRS = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0),
-                "output_padding": (1, 0)}
+                "output_padding": (1, 0), "output_shape": (1, 1)}
 
 
 def _check_window(node, spatial: int, where: str) -> None:
@@ -525,8 +525,7 @@ FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "dete
 # read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|).
 RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
           ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
-          ("ConvTranspose", "output_shape"): (1, math.inf), ("LpPool", "p"): (1, math.inf),
-          ("LpNormalization", "p"): (1, 2)}
+          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2)}
 
 
 def _check_flags(node, where: str) -> None:

@@ -149,10 +149,10 @@ def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if auto not in ("SAME_UPPER", "SAME_LOWER") and ("pads" in a or "output_shape" not in a):
         pads = _ints(a.get("pads", (0,) * 2 * spatial))
         if "output_shape" in a:                  # the output shape wins: the end pads give way
-            image = _ints(a["output_shape"])[-spatial:]
+            image = _ints(a["output_shape"])
             pads = tuple(pads[:spatial]) + tuple(span[i] - pads[i] - image[i] for i in range(spatial))
     else:
-        image = _ints(a["output_shape"])[-spatial:] if "output_shape" in a else \
+        image = _ints(a["output_shape"]) if "output_shape" in a else \
             tuple(inside[i] * strides[i] for i in range(spatial))
         total = [span[i] - image[i] for i in range(spatial)]
         first = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]

@@ -88,6 +88,14 @@ CASES = {
     "conv_negative_kernel": (model([h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[-3, 3])],
                                    [vi("x", F, [1, 1, 5, 5])], [vi("y", F, None)], [c("w", np.ones((1, 1, 3, 3), np.float32))]),
                              r"Conv.*'kernel_shape' is \[-3, 3\]; each entry must be >= 1"),
+    "conv_transpose_output_shape_with_n_and_c": (
+        model([h.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=[1, 1, 10, 8])], [vi("x", F, [1, 1, 3, 3])],
+              [vi("y", F, None)], [c("w", np.ones((1, 1, 3, 3), np.float32))]),
+        r"ConvTranspose.*'output_shape' has 4 entries; the input has 2 spatial axes, so it needs 2"),
+    "conv_transpose_output_shape_0": (
+        model([h.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=[0, 8])], [vi("x", F, [1, 1, 3, 3])],
+              [vi("y", F, None)], [c("w", np.ones((1, 1, 3, 3), np.float32))]),
+        r"ConvTranspose.*'output_shape' is \[0, 8\]; each entry must be >= 1"),
     "pool_strides_of_wrong_length": (model([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[1])],
                                            [vi("x", F, [1, 1, 5, 5])], [vi("y", F, None)]),
                                      r"MaxPool.*'strides' has 1 entries; the input has 2 spatial axes"),
