@@ -106,6 +106,9 @@ def _compress(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _reverse_sequence(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, lens = x
     time, batch = a.get("time_axis", 0), a.get("batch_axis", 1)
+    if {time, batch} != {0, 1}:                   # the spec: one of them is axis 0, the other axis 1
+        raise OnnxImportError(f"{b.where}: attributes 'time_axis' and 'batch_axis' are {time} and {batch}; "
+                              "one must be 0 and the other 1")
     rank = v.type.rank
     shape_t, shape_b = [1] * rank, [1] * rank
     shape_t[time] = compose.static(b, v, time, "ReverseSequence")
