@@ -69,3 +69,23 @@ def test_ort_attention_reads_a_lowest_float_mask_as_finite():
     feeds["M"] = np.where(feeds["M"], np.float32(0), np.finfo(np.float32).min)     # row 1: lowest at every key
     y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_allclose(y[0, 0, 1], feeds["V"][0, 0].mean(axis=0), rtol=1e-5)   # equal weights, finite scores
+
+
+def _ort_invalid_argument():
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+    return InvalidArgument
+
+
+@pytest.mark.xfail(strict=True, raises=_ort_invalid_argument(), reason="docs/production-bugs.md#ort-einsum-implicit-upper-case")
+def test_ort_einsum_takes_upper_case_labels_in_implicit_mode():
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto as T, helper as h
+    graph = h.make_graph([h.make_node("Einsum", ["x"], ["y"], equation="aB")], "g",
+                         [h.make_tensor_value_info("x", T.FLOAT, [5, 4])], [h.make_tensor_value_info("y", T.FLOAT, None)])
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]).SerializeToString(),
+                                   options, providers=["CPUExecutionProvider"])
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], x.T)     # "B" < "a": the output is "Ba"
