@@ -1,5 +1,6 @@
 """Bugs in production tools that random graphs keep finding, each documented in
-docs/production-bugs.md.  The fuzzer reports a failing cell that matches one
+docs/production-bugs.md (those the attribute fuzz meets: ``KNOWN_ONNXRUNTIME``,
+at the end).  The fuzzer reports a failing cell that matches one
 as ``known`` (with the doc reference) instead of as a new failure, so that CI
 stays a test of minic while the tools' bugs stay visible in every report.
 
