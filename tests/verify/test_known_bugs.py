@@ -60,8 +60,22 @@ def test_onnx_runtimes_lowest_float_for_a_bool_mask_is_known_to_the_attribute_fu
     assert run_one(case, "interp").status == "ok"               # a float mask's -inf stays -inf in both
 
     from minic.verify.known_bugs import KNOWN_ONNXRUNTIME
-    bug, = KNOWN_ONNXRUNTIME
+    bug = KNOWN_ONNXRUNTIME[0]
     assert bug.triggered(model) and not bug.triggered(float_mask)
     theirs = [np.zeros(2, np.float32), np.array([np.finfo(np.float32).min, 1.0], np.float32)]
-    assert bug.as_spec([theirs[0], np.array([-np.inf, 1.0], np.float32)], theirs)[1].tolist() == [-np.inf, 1.0]
-    assert bug.as_spec([theirs[0], np.array([-np.inf, 2.0], np.float32)], theirs)[1].tolist()[1] == 1.0
+    assert bug.undo(model, feeds, [theirs[0], np.array([-np.inf, 1.0], np.float32)], theirs)[1].tolist() == [-np.inf, 1.0]
+    assert bug.undo(model, feeds, [theirs[0], np.array([-np.inf, 2.0], np.float32)], theirs)[1].tolist()[1] == 1.0
+
+
+def test_a_castlike_to_float16_is_known_where_onnx_runtime_agrees_once_written_as_cast():
+    """docs/production-bugs.md#ort-castlike-to-float16-not-rounded: minic keeps the spec's NaN."""
+    import numpy as np
+    from minic.verify.fuzz_attributes import Case, run_one
+    from tests.verify.test_production_bugs import castlike_to_float16
+    x = np.array([-3, -0.5, 0, 0.5, 3], np.float16)
+    outcome = run_one(Case(0, "castlike", 1, "value_float", 1e-30, castlike_to_float16().SerializeToString(), [x]),
+                      "interp")
+    assert (outcome.status, outcome.detail) == ("known", "docs/production-bugs.md#ort-castlike-to-float16-not-rounded")
+    outcome = run_one(Case(0, "cast", 1, "value_float", 1e-30, castlike_to_float16("Cast").SerializeToString(), [x]),
+                      "interp")
+    assert outcome.status == "ok"

@@ -89,3 +89,26 @@ def test_ort_einsum_takes_upper_case_labels_in_implicit_mode():
                                    options, providers=["CPUExecutionProvider"])
     x = np.arange(20, dtype=np.float32).reshape(5, 4)
     np.testing.assert_array_equal(session.run(None, {"x": x})[0], x.T)     # "B" < "a": the output is "Ba"
+
+
+def castlike_to_float16(cast: str = "CastLike"):
+    """Y = a * (X / a), a = 1e-30 cast to X's float16 (so 0): NaN everywhere."""
+    from onnx import TensorProto as T, helper as h
+    rounded = (h.make_node("CastLike", ["c", "X"], ["a"]) if cast == "CastLike" else
+               h.make_node("Cast", ["c"], ["a"], to=T.FLOAT16))
+    nodes = [h.make_node("Constant", [], ["c"], value_float=1e-30), rounded,
+             h.make_node("Div", ["X", "a"], ["d"]), h.make_node("Mul", ["a", "d"], ["Y"])]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("X", T.FLOAT16, [5])],
+                         [h.make_tensor_value_info("Y", T.FLOAT16, None)])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="docs/production-bugs.md#ort-castlike-to-float16-not-rounded")
+def test_ort_rounds_a_castlike_to_float16():
+    import numpy as np
+    import onnxruntime as ort
+    x = np.array([-3, -0.5, 0, 0.5, 3], np.float16)
+    for cast in ("Cast", "CastLike"):                 # Cast is right; CastLike fails
+        session = ort.InferenceSession(castlike_to_float16(cast).SerializeToString(), providers=["CPUExecutionProvider"])
+        assert np.isnan(session.run(None, {"X": x})[0]).all(), cast
