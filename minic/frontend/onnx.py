@@ -525,7 +525,7 @@ FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "dete
 # read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|).
 RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
           ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
-          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2)}
+          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2), ("LRN", "size"): (1, math.inf)}
 
 
 def _check_flags(node, where: str) -> None:

@@ -53,6 +53,8 @@ BIG = 1 << 40
 CASES = {
     "lppool_p0": (model([h.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=0)], [vi("x", F, [1, 1, 4, 4])],
                         [vi("y", F, None)]), r"LpPool.*attribute 'p' is 0; it must be finite and >= 1"),
+    "lrn_size_0": (model([h.make_node("LRN", ["x"], ["y"], size=0)], [vi("x", F, [1, 3, 2, 2])], [vi("y", F, None)]),
+                   r"LRN.*attribute 'size' is 0; it must be finite and >= 1"),
     "split_num_outputs_0": (model([h.make_node("Split", ["x"], ["a"], axis=0, num_outputs=0)], [vi("x", F, [4])],
                                   [vi("a", F, None)]), r"Split.*'num_outputs' is 0, but the node has 1 outputs"),
     "onehot_depth_2_40": (model([h.make_node("OneHot", ["i", "d", "v"], ["y"])], [vi("i", T.INT64, [2])],
@@ -217,3 +219,20 @@ def test_an_output_listed_twice_is_valid_and_gives_the_value_twice_as_onnx_runti
         first, second = minic.compile(from_onnx(proto), [x], backend=backend)(x)
         np.testing.assert_array_equal(first, [0, 2])
         np.testing.assert_array_equal(second, [0, 2])
+
+
+@pytest.mark.parametrize("size", [3, 1001, (1 << 31) - 1])
+def test_an_lrn_window_wider_than_the_channels_stops_at_them(size):
+    """The taps past the channels add zeros: a window of 2^31 channels is not allocated (it was: the
+    fuzz's LRN size=2^31 took the memory), and the answer is ONNX Runtime's (which pads to size)."""
+    proto = model([h.make_node("LRN", ["x"], ["y"], size=size, alpha=0.5)], [vi("x", F, [1, 3, 2, 2])],
+                  [vi("y", F, None)], opset=13)
+    graph = from_onnx(proto)
+    assert all(n.attrs.kernel[0] <= 5 for n in graph.nodes if n.op == "avg_pool2d")
+    x = np.random.default_rng(0).standard_normal((1, 3, 2, 2)).astype(np.float32)
+    if size < 1 << 20:                      # ONNX Runtime allocates the padded window itself
+        import onnxruntime as ort
+        expected = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    else:                                   # every channel is in every window: sum / size
+        expected = x / (1 + 0.5 / size * (x * x).sum(axis=1, keepdims=True)) ** 0.75
+    np.testing.assert_allclose(minic.compile(graph, [x])(x), expected, rtol=1e-5, atol=1e-6)
