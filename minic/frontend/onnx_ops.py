@@ -521,6 +521,9 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
         value = float(b.need_known(x[2], "the pad value").reshape(-1)[0]) if len(x) > 2 and x[2] is not None else 0.0
         if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
             axes = _axes_in_range(b, b.need_known(x[3], "axes"), v.type.rank, "input 'axes'")
+            if len(pads) != 2 * len(axes):                  # the spec: a begin and an end per axis
+                raise OnnxImportError(f"{b.where}: input 'pads' has {len(pads)} entries; for {len(axes)} axes "
+                                      f"it needs {2 * len(axes)}")
             full = [0] * (2 * v.type.rank)
             for i, ax in enumerate(axes):
                 full[ax], full[ax + v.type.rank] = pads[i], pads[i + len(axes)]
