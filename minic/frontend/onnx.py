@@ -481,7 +481,7 @@ def _check_schema(node, opset: int, where: str) -> None:
 # describe it: one entry per spatial axis (pads: two), each at least the given minimum.
 WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"}
 WINDOW_ATTRS = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0),
-                "output_padding": (1, 0)}
+                "output_padding": (1, 0), "output_shape": (1, 1)}
 
 
 def _check_window(node, spatial: int, where: str) -> None:
@@ -532,11 +532,12 @@ FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "dete
 
 
 # Numeric attributes whose range the spec states in words, where a value outside it would be
-# read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|).
+# read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|.
+# Attention scales Q and K by sqrt(scale); ONNX Runtime reads a NaN scale as "not given").
 RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
+          ("Attention", "scale"): (0, math.inf),
           ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
-          ("ConvTranspose", "output_shape"): (1, math.inf), ("LpPool", "p"): (1, math.inf),
-          ("LpNormalization", "p"): (1, 2)}
+          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2), ("LRN", "size"): (1, math.inf)}
 
 
 def _check_flags(node, where: str) -> None:

@@ -108,6 +108,9 @@ def _compress(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _reverse_sequence(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, lens = x
     time, batch = a.get("time_axis", 0), a.get("batch_axis", 1)
+    if {time, batch} != {0, 1}:                   # the spec: one of them is axis 0, the other axis 1
+        raise OnnxImportError(f"{b.where}: attributes 'time_axis' and 'batch_axis' are {time} and {batch}; "
+                              "one must be 0 and the other 1")
     rank = v.type.rank
     shape_t, shape_b = [1] * rank, [1] * rank
     shape_t[time] = compose.static(b, v, time, "ReverseSequence")
@@ -151,10 +154,10 @@ def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if auto not in ("SAME_UPPER", "SAME_LOWER") and ("pads" in a or "output_shape" not in a):
         pads = _ints(a.get("pads", (0,) * 2 * spatial))
         if "output_shape" in a:                  # the output shape wins: the end pads give way
-            image = _ints(a["output_shape"])[-spatial:]
+            image = _ints(a["output_shape"])
             pads = tuple(pads[:spatial]) + tuple(span[i] - pads[i] - image[i] for i in range(spatial))
     else:
-        image = _ints(a["output_shape"])[-spatial:] if "output_shape" in a else \
+        image = _ints(a["output_shape"]) if "output_shape" in a else \
             tuple(inside[i] * strides[i] for i in range(spatial))
         total = [span[i] - image[i] for i in range(spatial)]
         first = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]

@@ -30,6 +30,16 @@ def _ints(a) -> tuple[int, ...]:
     return tuple(int(x) for x in np.asarray(a).ravel())
 
 
+def _axes_in_range(b: Builder, axes, rank: int, what: str) -> tuple[int, ...]:
+    """A list of axes in the spec's range [-rank, rank - 1], as 0 .. rank - 1: taken modulo the
+    rank, axes=[1000] would silently pick another axis."""
+    axes = _ints(axes)
+    if any(not -rank <= ax < rank for ax in axes):
+        raise OnnxImportError(f"{b.where}: {what} is {list(axes)}; for an input of rank {rank} each entry "
+                              f"must lie in [{-rank}, {rank - 1}]")
+    return tuple(ax % rank for ax in axes)
+
+
 # --- elementwise -------------------------------------------------------------------
 
 _SAME_NAME = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
@@ -505,7 +515,8 @@ def _slice(b: Builder, x: list[Value], a: dict) -> list[Value]:
         axes = _ints(b.need_known(x[3], "axes")) if len(x) > 3 and x[3] is not None else tuple(range(len(starts)))
         steps = _ints(b.need_known(x[4], "steps")) if len(x) > 4 and x[4] is not None else (1,) * len(starts)
     ends = tuple(min(e, END) if isinstance(e, int) else e for e in ends)
-    return [b.one("slice", v, axes=tuple(ax % v.type.rank for ax in axes), starts=starts, ends=ends, steps=steps)]
+    axes = _axes_in_range(b, axes, v.type.rank, "attribute 'axes'" if b.opset < 10 else "input 'axes'")
+    return [b.one("slice", v, axes=axes, starts=starts, ends=ends, steps=steps)]
 
 
 @converts("Gather")
@@ -522,7 +533,10 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
         pads = _ints(b.need_known(x[1], "pads"))
         value = float(b.need_known(x[2], "the pad value").reshape(-1)[0]) if len(x) > 2 and x[2] is not None else 0.0
         if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
-            axes = [ax % v.type.rank for ax in _ints(b.need_known(x[3], "axes"))]
+            axes = _axes_in_range(b, b.need_known(x[3], "axes"), v.type.rank, "input 'axes'")
+            if len(pads) != 2 * len(axes):                  # the spec: a begin and an end per axis
+                raise OnnxImportError(f"{b.where}: input 'pads' has {len(pads)} entries; for {len(axes)} axes "
+                                      f"it needs {2 * len(axes)}")
             full = [0] * (2 * v.type.rank)
             for i, ax in enumerate(axes):
                 full[ax], full[ax + v.type.rank] = pads[i], pads[i + len(axes)]

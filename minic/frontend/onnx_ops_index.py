@@ -149,9 +149,13 @@ def _lrn(b: Builder, x: list[Value], a: dict) -> list[Value]:
     from minic.ir.types import dim_prod
     sq = b.one("reshape", b.one("mul", v, v), shape=(n, 1, c, dim_prod(rest)))
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
-    mean = b.one("avg_pool2d", sq, kernel=(size, 1), stride=(1, 1), padding=(lo, 0, hi, 0), count_include_pad=True)
+    if isinstance(c, int):                  # taps past the C channels add zeros: the window stops there
+        lo, hi = min(lo, c - 1), min(hi, c - 1)
+    window = lo + hi + 1                    # the pool divides by the window, the spec by size
+    mean = b.one("avg_pool2d", sq, kernel=(window, 1), stride=(1, 1), padding=(lo, 0, hi, 0), count_include_pad=True)
     mean = b.one("reshape", mean, shape=v.type.shape)
-    scaled = b.one("add", b.const(a.get("bias", 1.0), like=v), b.one("mul", mean, b.const(a.get("alpha", 1e-4), like=v)))
+    alpha = a.get("alpha", 1e-4) * window / size
+    scaled = b.one("add", b.const(a.get("bias", 1.0), like=v), b.one("mul", mean, b.const(alpha, like=v)))
     return [b.one("div", v, b.one("pow", scaled, b.const(a.get("beta", 0.75), like=v)))]
 
 

@@ -18,7 +18,7 @@ from minic.errors import UnsupportedError
 from minic.frontend import compose
 from minic.frontend.onnx import Builder, OnnxImportError
 from minic.limits import check_size
-from minic.frontend.onnx_ops import converts
+from minic.frontend.onnx_ops import _axes_in_range, converts
 from minic.ir.graph import Value
 
 _ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
@@ -54,7 +54,7 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
     rank = len(shape)
     if not all(isinstance(d, int) for d in shape):
         raise UnsupportedError(f"{b.where}: Resize of symbolic dims is not supported")
-    axes = [ax % rank for ax in a.get("axes", range(rank))]
+    axes = list(_axes_in_range(b, a.get("axes", range(rank)), rank, "attribute 'axes'"))
     crop = a.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     if roi is not None and crop:
         roi = [float(r) for r in roi.reshape(-1)]

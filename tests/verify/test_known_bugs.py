@@ -51,3 +51,44 @@ def test_openvino_pool_bugs_are_known_on_their_regressions():
         pool = graph.nodes[0]
         pool.attrs = dataclasses.replace(pool.attrs, ceil_mode=False)     # no overhang, no dropped window
         assert known_bug(graph, Cell("g", "openvino", "mismatch", detail=symptom)) is None, name
+
+def test_onnx_runtimes_lowest_float_for_a_bool_mask_is_known_to_the_attribute_fuzz():
+    """minic keeps the spec's -inf (docs/production-bugs.md#ort-attention-bool-mask-lowest); the attribute
+    fuzz counts the case as known, and a model without the trigger, or another difference, as a mismatch."""
+    import numpy as np
+    import onnx
+    from minic.verify.fuzz_attributes import Case, run_one
+    from tests.verify.test_production_bugs import attention_with_bool_mask
+    model, feeds = attention_with_bool_mask()
+    case = Case(0, "attention", 0, "qk_matmul_output_mode", 2, model.SerializeToString(), list(feeds.values()))
+    outcome = run_one(case, "interp")
+    assert (outcome.status, outcome.detail) == ("known", "docs/production-bugs.md#ort-attention-bool-mask-lowest")
+
+    float_mask = onnx.ModelProto()
+    float_mask.CopyFrom(model)
+    float_mask.graph.input[3].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    minus_inf = np.where(feeds["M"], np.float32(0), np.float32(-np.inf))
+    case = Case(0, "attention", 0, "qk_matmul_output_mode", 2, float_mask.SerializeToString(),
+                [*list(feeds.values())[:3], minus_inf])
+    assert run_one(case, "interp").status == "ok"               # a float mask's -inf stays -inf in both
+
+    from minic.verify.known_bugs import KNOWN_ONNXRUNTIME
+    bug = KNOWN_ONNXRUNTIME[0]
+    assert bug.triggered(model) and not bug.triggered(float_mask)
+    theirs = [np.zeros(2, np.float32), np.array([np.finfo(np.float32).min, 1.0], np.float32)]
+    assert bug.undo(model, feeds, [theirs[0], np.array([-np.inf, 1.0], np.float32)], theirs)[1].tolist() == [-np.inf, 1.0]
+    assert bug.undo(model, feeds, [theirs[0], np.array([-np.inf, 2.0], np.float32)], theirs)[1].tolist()[1] == 1.0
+
+
+def test_a_castlike_to_float16_is_known_where_onnx_runtime_agrees_once_written_as_cast():
+    """docs/production-bugs.md#ort-castlike-to-float16-not-rounded: minic keeps the spec's NaN."""
+    import numpy as np
+    from minic.verify.fuzz_attributes import Case, run_one
+    from tests.verify.test_production_bugs import castlike_to_float16
+    x = np.array([-3, -0.5, 0, 0.5, 3], np.float16)
+    outcome = run_one(Case(0, "castlike", 1, "value_float", 1e-30, castlike_to_float16().SerializeToString(), [x]),
+                      "interp")
+    assert (outcome.status, outcome.detail) == ("known", "docs/production-bugs.md#ort-castlike-to-float16-not-rounded")
+    outcome = run_one(Case(0, "cast", 1, "value_float", 1e-30, castlike_to_float16("Cast").SerializeToString(), [x]),
+                      "interp")
+    assert outcome.status == "ok"
