@@ -273,12 +273,15 @@ def _default_opset(model) -> int:
 
 @fewer_collections
 def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], Converter] | None = None,
-              bind: dict[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None) -> Graph:
+              bind: dict[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None,
+              sequences: Mapping[str, Any] | None = None, layout: list | None = None) -> Graph:
     """Import an ONNX ModelProto.  ``custom_ops`` maps (domain, op_type) to a converter
     for ops outside the default domain (see bridges/onnx's custom-op demonstration).
     ``bind`` turns the named graph inputs into constants with the given values
     (specialisation, for inputs minic needs as attributes: axes, pads, shapes); ``dims``
-    gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py)."""
+    gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py).
+    ``sequences`` gives sequence and optional inputs their lengths and element types, and
+    ``layout`` (a list) receives how the outputs regroup into sequences (onnx_sequence.py)."""
     from minic.frontend.onnx_ops import CONVERTERS
     if model.ir_version < 1:
         raise OnnxImportError("the model has no IR version (ir_version 0): not a valid ONNX model")
@@ -312,7 +315,11 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             if st is not None:
                 b.storage[v] = st
             continue
-        v = input_value(inp, dims or {})             # a sequence or optional input is refused here
+        if inp.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+            from minic.frontend.onnx_sequence import graph_input
+            b.env[inp.name] = graph_input(b, inp, dict(sequences or {}))
+            continue
+        v = input_value(inp, dims or {})
         if st is not None:
             b.storage[v] = st
         graph.inputs.append(v)
@@ -322,8 +329,10 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for out in g.output:
         if out.name not in b.env:
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
-        _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
-        graph.outputs.append(b.env[out.name])
+        from minic.frontend.onnx_sequence import graph_output
+        if isinstance(b.env[out.name], Value):
+            _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
+        graph_output(b, b.env[out.name], layout)
     return graph
 
 
@@ -381,6 +390,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     from minic.frontend.onnx_functions import expansion
     from minic.frontend.onnx_contrib import ort_onnx_domain_op
     from minic.frontend.onnx_ops import CONVERTERS, DOMAINS
+    from minic.frontend.onnx_sequence import STRUCTURED, structured_use
     for i, node in enumerate(nodes):
         label = _text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
@@ -394,7 +404,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
         for out_name in node.output:
             if out_name and out_name in b.env:
                 what = ("a graph input" if b.env[out_name] in b.input_names else "an initializer"
-                        if b.env[out_name].is_constant else "another node's output")
+                        if getattr(b.env[out_name], "is_constant", False) else "another node's output")
                 raise OnnxImportError(f"{b.where}: writes '{out_name}', which is already {what} "
                                       "(an ONNX value is written once)")
         inputs = []
@@ -408,7 +418,9 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                 inputs.append(b.env[name_])
         if not domain:
             check_flags(node, b.where)
-        if not domain and inputs and inputs[0] is not None:
+        if any(isinstance(v, STRUCTURED) for v in inputs):      # a sequence or an optional
+            convert = structured_use(b, node, convert)
+        if not domain and inputs and isinstance(inputs[0], Value):
             if node.op_type in WINDOW_OPS:
                 check_window(node, inputs[0].type.rank - 2, b.where)
             check_axis(node, inputs[0].type.rank, b.where)
@@ -446,7 +458,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             b.storage[outs[0]] = stored
         for out_name, v in zip(node.output, outs):
             if out_name and v is not None:
-                b.env[out_name] = _named(b, v, out_name)
+                b.env[out_name] = _named(b, v, out_name) if isinstance(v, Value) else v
 
 
 def onnx_scope(node_name: str | bytes) -> str:
