@@ -227,8 +227,8 @@ def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     if kind is None:
         raise OnnxImportError(f"graph input '{name}' has no type")
     if kind != "tensor_type":
-        raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value "
-                               "(sequence/optional values are not supported)")
+        raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value (sequence/optional "
+                               "inputs are imported at given lengths and element types: from_onnx's sequences=)")
     if not type_proto.tensor_type.HasField("shape"):
         raise OnnxImportError(f"graph input '{name}' has no shape")
     dims: list[Dim] = []

@@ -213,7 +213,7 @@ def graph_input(b: Builder, inp, signatures: dict[str, Any]) -> Any:
             return EMPTY
         declared = declared.optional_type.elem_type
         kind = declared.WhichOneof("value")
-    if kind == "sequence_type" and isinstance(sig, tuple):
+    if kind == "sequence_type" and isinstance(sig, tuple) and all(isinstance(t, TensorType) for t in sig):
         elem = declared.sequence_type.elem_type.tensor_type.elem_type
         return tuple(_element(b, inp.name, f"{clean_name(inp.name)}.{i}", t, elem) for i, t in enumerate(sig))
     if kind == "tensor_type" and isinstance(sig, TensorType):
