@@ -31,21 +31,15 @@ DENYLIST: list[Denied] = [
     # --- refused ---
     Denied(r"^test_(flexattention$|flexattention_causal_mask$|flexattention_diff_head_sizes$|flexattention_double$|flexattention_fp16$|flexattention_gqa$|flexattention_prob_mod$|flexattention_relative_positional$|flexattention_scaled$|flexattention_score_mod$|flexattention_soft_cap$)", 'ONNX has no FlexAttention at opset 26'),
     Denied(r"^test_resize_downsample_sizes_nearest_not_smaller(_|$)", 'Resize to 2 along axis 2 with keep_aspect_ratio_policy is not reproducible one axis at a time (its c'),
-    Denied(r"^test_(identity_opt(_|$)|loop16(_|$)|optional_get_element_optional(_|$)|optional_has_element_empty_optional(_|$)|optional_has_element_optional(_|$)|optional_has_element_tensor(_|$))", 'a graph input is a optional value (sequence/optional values are not supported)'),
-    Denied(r"^test_(identity_sequence(_|$)|loop13(_|$)|optional_get_element_sequence(_|$)|sequence(_|$))", 'a graph input is a sequence value (sequence/optional values are not supported)'),
     Denied(r"^test_cast_e8m0(_|$)", 'element type FLOAT8E8M0'),
     Denied(r"^test_(ai_onnx_ml_label(_|$)|equal_string(_|$)|regex(_|$)|string(_|$)|strnormalizer(_|$))", 'element type STRING'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),
-    Denied(r"^test_optional_get_element_tensor(_|$)", 'op OptionalGetElement: not in minic'),
-    Denied(r"^test_optional_has_element_empty_no(_|$)", 'op OptionalHasElement: not in minic'),
     Denied(r"^test_bernoulli(_|$)", 'op RandomUniformLike: not in minic'),
-    Denied(r"^test_split_to(_|$)", 'op SplitToSequence: not in minic'),
     Denied(r"^test_tfidfvectorizer(_|$)", 'op TfIdfVectorizer: not in minic'),
     Denied(r"^test_ai_onnx_ml_tree(_|$)", 'op ai.onnx.ml.TreeEnsemble: not in minic'),
     Denied(r"^test_(batchnorm_epsilon_training(_|$)|batchnorm_example_training(_|$))", 'training-mode batch normalization is not supported'),
 
     Denied(r"^test_training_dropout(_default)?(_mask)?$", 'training-mode dropout with a ratio above 0 is random (its mask cannot be reproduced)'),
-    Denied(r"^test_if_(seq|opt)$", 'a branch builds a sequence (sequence/optional values are not supported)'),
     # --- end ---
 ]
 

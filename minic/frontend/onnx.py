@@ -9,7 +9,6 @@ must be constants; the shape chains PyTorch's exporter builds
 """
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -228,8 +227,8 @@ def _dims(type_proto, name: str) -> tuple[Dim, ...]:
     if kind is None:
         raise OnnxImportError(f"graph input '{name}' has no type")
     if kind != "tensor_type":
-        raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value "
-                               "(sequence/optional values are not supported)")
+        raise UnsupportedError(f"graph input '{name}' is a {kind.replace('_type', '')} value (sequence/optional "
+                               "inputs are imported at given lengths and element types: from_onnx's sequences=)")
     if not type_proto.tensor_type.HasField("shape"):
         raise OnnxImportError(f"graph input '{name}' has no shape")
     dims: list[Dim] = []
@@ -274,12 +273,15 @@ def _default_opset(model) -> int:
 
 @fewer_collections
 def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], Converter] | None = None,
-              bind: dict[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None) -> Graph:
+              bind: dict[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None,
+              sequences: Mapping[str, Any] | None = None, layout: list | None = None) -> Graph:
     """Import an ONNX ModelProto.  ``custom_ops`` maps (domain, op_type) to a converter
     for ops outside the default domain (see bridges/onnx's custom-op demonstration).
     ``bind`` turns the named graph inputs into constants with the given values
     (specialisation, for inputs minic needs as attributes: axes, pads, shapes); ``dims``
-    gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py)."""
+    gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py).
+    ``sequences`` gives sequence and optional inputs their lengths and element types, and
+    ``layout`` (a list) receives how the outputs regroup into sequences (onnx_sequence.py)."""
     from minic.frontend.onnx_ops import CONVERTERS
     if model.ir_version < 1:
         raise OnnxImportError("the model has no IR version (ir_version 0): not a valid ONNX model")
@@ -313,7 +315,11 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             if st is not None:
                 b.storage[v] = st
             continue
-        v = input_value(inp, dims or {})             # a sequence or optional input is refused here
+        if inp.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+            from minic.frontend.onnx_sequence import graph_input
+            b.env[inp.name] = graph_input(b, inp, dict(sequences or {}))
+            continue
+        v = input_value(inp, dims or {})
         if st is not None:
             b.storage[v] = st
         graph.inputs.append(v)
@@ -323,8 +329,10 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for out in g.output:
         if out.name not in b.env:
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
-        _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
-        graph.outputs.append(b.env[out.name])
+        from minic.frontend.onnx_sequence import graph_output
+        if isinstance(b.env[out.name], Value):
+            _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
+        graph_output(b, b.env[out.name], layout)
     return graph
 
 
@@ -378,9 +386,11 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     """Convert ONNX nodes in order; an op minic has no converter for (or whose converter
     refuses this use of it) is replaced by the function body of its ONNX schema, when
     it has one (see onnx_functions.py)."""
+    from minic.frontend.onnx_checks import WINDOW_OPS, check_axis, check_flags, check_schema, check_window
     from minic.frontend.onnx_functions import expansion
     from minic.frontend.onnx_contrib import ort_onnx_domain_op
     from minic.frontend.onnx_ops import CONVERTERS, DOMAINS
+    from minic.frontend.onnx_sequence import STRUCTURED, structured_use
     for i, node in enumerate(nodes):
         label = _text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
@@ -390,11 +400,11 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
         convert = (custom_ops.get((node.domain, node.op_type)) or DOMAINS.get(domain, {}).get(node.op_type)) if domain \
             else runtimes_own or CONVERTERS.get(node.op_type)
         if not domain and convert is not None and runtimes_own is None:
-            _check_schema(node, opset, b.where)
+            check_schema(node, opset, b.where)
         for out_name in node.output:
             if out_name and out_name in b.env:
                 what = ("a graph input" if b.env[out_name] in b.input_names else "an initializer"
-                        if b.env[out_name].is_constant else "another node's output")
+                        if getattr(b.env[out_name], "is_constant", False) else "another node's output")
                 raise OnnxImportError(f"{b.where}: writes '{out_name}', which is already {what} "
                                       "(an ONNX value is written once)")
         inputs = []
@@ -407,11 +417,13 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             else:
                 inputs.append(b.env[name_])
         if not domain:
-            _check_flags(node, b.where)
-        if not domain and inputs and inputs[0] is not None:
+            check_flags(node, b.where)
+        if any(isinstance(v, STRUCTURED) for v in inputs):      # a sequence or an optional
+            convert = structured_use(b, node, convert)
+        if not domain and inputs and isinstance(inputs[0], Value):
             if node.op_type in WINDOW_OPS:
-                _check_window(node, inputs[0].type.rank - 2, b.where)
-            _check_axis(node, inputs[0].type.rank, b.where)
+                check_window(node, inputs[0].type.rank - 2, b.where)
+            check_axis(node, inputs[0].type.rank, b.where)
         stored = next((b.storage[v] for v in inputs if v is not None and v in b.storage), None)
         if stored is not None and (domain or node.op_type not in STORAGE_OPS):
             raise refuse_use(b.where, stored)
@@ -432,7 +444,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             nodes_, body_opset = body
             where = b.where
             if convert is None:
-                _check_schema(node, opset, where)
+                check_schema(node, opset, where)
             try:
                 _convert_nodes(b, nodes_, body_opset, custom_ops)
             except NeedsConstantError as e:
@@ -446,112 +458,7 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
             b.storage[outs[0]] = stored
         for out_name, v in zip(node.output, outs):
             if out_name and v is not None:
-                b.env[out_name] = _named(b, v, out_name)
-
-
-def _check_schema(node, opset: int, where: str) -> None:
-    """The node against ONNX's own schema of its op at this opset: input and
-    output counts, required inputs and attributes, attribute types.  Converters
-    can then read what the schema promises without guarding every access."""
-    import onnx
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset)
-    except (onnx.defs.SchemaError, TypeError):
-        raise OnnxImportError(f"{where}: ONNX has no {node.op_type} at opset {opset}") from None
-    for what, names, lo, hi in (("inputs", node.input, schema.min_input, schema.max_input),
-                                ("outputs", node.output, schema.min_output, schema.max_output)):
-        if not lo <= len(names) <= hi:
-            raise OnnxImportError(f"{where}: has {len(names)} {what}; the schema allows {lo} to {hi}")
-    single = onnx.defs.OpSchema.FormalParameterOption.Single
-    for name, param in zip(node.input, schema.inputs):
-        if not name and param.option == single:
-            raise OnnxImportError(f"{where}: required input '{param.name}' is missing")
-    given = {a.name: a for a in node.attribute}
-    for name, attr in schema.attributes.items():
-        if attr.required and name not in given:
-            raise OnnxImportError(f"{where}: required attribute '{name}' is missing")
-    for name, a in given.items():
-        if name not in schema.attributes:
-            raise OnnxImportError(f"{where}: unknown attribute '{name}'")
-        if a.type != schema.attributes[name].type:
-            raise OnnxImportError(f"{where}: attribute '{name}' must be {schema.attributes[name].type.name}")
-
-
-# Ops with a sliding window over the spatial axes (all after N and C) and the attributes that
-# describe it: one entry per spatial axis (pads: two), each at least the given minimum.
-WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"}
-WINDOW_ATTRS = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0),
-                "output_padding": (1, 0), "output_shape": (1, 1)}
-
-
-def _check_window(node, spatial: int, where: str) -> None:
-    """The window attributes of a conv or pool node against its input's spatial rank (the spec:
-    one entry per spatial axis, kernel/strides/dilations >= 1, pads >= 0), before any converter
-    reads them: a short list would be an IndexError, a zero stride a ZeroDivisionError."""
-    from onnx import helper
-    for a in node.attribute:
-        if a.name not in WINDOW_ATTRS:
-            continue
-        per_axis, least = WINDOW_ATTRS[a.name]
-        values = list(helper.get_attribute_value(a))
-        if len(values) != per_axis * spatial:
-            raise OnnxImportError(f"{where}: attribute '{a.name}' has {len(values)} entries; the input has "
-                                  f"{spatial} spatial axes, so it needs {per_axis * spatial}")
-        if any(v < least for v in values):
-            raise OnnxImportError(f"{where}: attribute '{a.name}' is {values}; each entry must be >= {least}")
-
-
-# The ops whose 'axis' attribute counts the axes of their output, one more than the input's
-# (Flatten's also takes the end: axis = rank).  Every other 'axis' is an axis of input 0.
-AXIS_OF_OUTPUT = {"OneHot", "Flatten"}
-
-
-def _check_axis(node, rank: int, where: str) -> None:
-    """'axis' attributes in the range the spec gives, [-rank, rank - 1]: taken modulo the rank one
-    would silently pick another axis (axis=1000 on a rank-3 input)."""
-    if rank == 0:
-        return
-    for given in node.attribute:
-        if given.name not in ("axis", "batch_axis", "time_axis") or given.type != given.INT:
-            continue
-        lo, hi = (-rank - 1, rank) if node.op_type in AXIS_OF_OUTPUT else (-rank, rank - 1)
-        if node.op_type == "Flatten":
-            lo, hi = -rank, rank
-        if not lo <= given.i <= hi:
-            raise OnnxImportError(f"{where}: attribute '{given.name}' is {given.i}; for an input of rank {rank} "
-                                  f"it must lie in [{lo}, {hi}]")
-
-
-# Int attributes that are flags in the spec ("whether ...", 0 or 1).  Any other value is refused:
-# read as a bool it would silently mean 1, and ONNX Runtime reads some of them as == 1, others as != 0.
-FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "detect_positive", "fmod", "inverse",
-         "keepdims", "largest", "noop_with_empty_axes", "onesided", "saturate", "select_last_index", "sorted",
-         "transA", "transB", "upper", "exclusive", "reverse", "interleaved", "new_axis", "is_causal",
-         "linear_before_reset", "input_forget", "align_corners", "training_mode", "center_point_box", "layout",
-         "antialias", "exclude_outside", "channels_last"}
-
-
-# Numeric attributes whose range the spec states in words, where a value outside it would be
-# read as something else (ONNX Runtime ignores a negative softcap; the spec's formula uses |softcap|.
-# Attention scales Q and K by sqrt(scale); ONNX Runtime reads a NaN scale as "not given").
-RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
-          ("Attention", "scale"): (0, math.inf),
-          ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
-          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2), ("LRN", "size"): (1, math.inf)}
-
-
-def _check_flags(node, where: str) -> None:
-    """Flag attributes 0 or 1, and the attributes of RANGES within theirs (finite, not NaN)."""
-    from onnx import helper
-    for a in node.attribute:
-        if a.name in FLAGS and a.type == a.INT and a.i not in (0, 1):
-            raise OnnxImportError(f"{where}: attribute '{a.name}' is {a.i}; it is a flag, 0 or 1")
-        if (node.op_type, a.name) in RANGES:
-            lo, hi = RANGES[node.op_type, a.name]
-            value = helper.get_attribute_value(a)
-            if not all(math.isfinite(v) and lo <= v <= hi for v in (value if isinstance(value, list) else [value])):
-                shown = f"[{lo}, {hi}]" if hi != math.inf else f">= {lo:g}" if lo != math.ulp(0) else "> 0"
-                raise OnnxImportError(f"{where}: attribute '{a.name}' is {value}; it must be finite and {shown}")
+                b.env[out_name] = _named(b, v, out_name) if isinstance(v, Value) else v
 
 
 def onnx_scope(node_name: str | bytes) -> str:

@@ -612,6 +612,7 @@ from minic.frontend import onnx_compose  # noqa: E402,F401  (registers TopK, Ein
 from minic.frontend import onnx_recurrent  # noqa: E402,F401  (registers RNN, GRU, LSTM)
 from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STFT)
 from minic.frontend import onnx_control  # noqa: E402,F401  (registers If, Scan, Loop)
+from minic.frontend import onnx_sequence  # noqa: E402,F401  (registers the sequence and optional ops)
 from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridSample)
 from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
 from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
