@@ -260,7 +260,7 @@ def tensor_array(proto, where: str) -> np.ndarray:
     from onnx import numpy_helper
     try:
         return numpy_helper.to_array(proto)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, KeyError) as e:       # KeyError: a data type onnx does not know
         raise OnnxImportError(f"{where} is malformed: {e}") from None
 
 
