@@ -65,18 +65,19 @@ class Target:
     opt_level: int = 2
     threads: int = 1                     # threads of parallel loops (CompileOptions.threads)
 
-    def converts_bf16(self) -> bool:
-        """Whether the target has x86's AVX512-BF16 (in the host's features or the features given):
-        f32 rounded to bf16 in one instruction (vcvtneps2bf16), two bf16 products added to an f32
-        in another (vdpbf16ps, the matmul micro-kernel's).  (A CPU named without features counts as
-        without it: LLVM's list of a named CPU's features is not at hand, and the bit rounding is
-        right everywhere.)  Asked by the schedule and by codegen."""
-        features = self.features
-        if not features:
-            import llvmlite.binding as llvm
-            if not self.triple or self.triple == llvm.get_process_triple():
-                features = llvm.get_host_cpu_features().flatten()
-        return "+avx512bf16" in features.split(",")
+
+def converts_bf16(target: Target) -> bool:
+    """Whether the target has x86's AVX512-BF16 (in the host's features or the features given):
+    f32 rounded to bf16 in one instruction (vcvtneps2bf16), two bf16 products added to an f32
+    in another (vdpbf16ps, the matmul micro-kernel's).  (A CPU named without features counts as
+    without it: LLVM's list of a named CPU's features is not at hand, and the bit rounding is
+    right everywhere.)  Asked by the schedule and by codegen (a Target, or CompileOptions)."""
+    features = target.features
+    if not features:
+        import llvmlite.binding as llvm
+        if not target.triple or target.triple == llvm.get_process_triple():
+            features = llvm.get_host_cpu_features().flatten()
+    return "+avx512bf16" in features.split(",")
 
 
 @dataclass(frozen=True)

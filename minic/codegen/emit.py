@@ -95,7 +95,7 @@ class Emitter:
     ``ptrs`` maps buffer names to base pointers, ``vars`` maps sizes and loop
     variables to i64 values.  ``threads`` is 1 inside an outlined parallel body:
     nested parallel loops run serially.  ``bf16_convert``: the target has AVX512-BF16's
-    conversions and bf16 dot products (``minic.options.Target.converts_bf16``).
+    conversions and bf16 dot products (``minic.options.converts_bf16``).
     """
 
     def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int,
