@@ -11,20 +11,9 @@ from minic import backends
 from minic.cli import main
 from minic.compare import as_tuple
 from minic.verify.precision import judge, precision_table, source
-from minic.verify.tolerance import F16
+from minic.verify.tolerance import BF16, F16
 from minic.errors import UserError
 from minic.runtime import CompileOptions, compile_graph
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-def run(name: str, precision: str, cache, backend: str = "minic"):
-    src = source(name)
-    options = {"cache_dir": cache} if backend == "minic" else {}
-    return as_tuple(backends.get(backend)(src, precision=precision, **options)(*src.example_inputs))
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn"])
@@ -39,24 +28,26 @@ def test_f16_storage_matches_the_f32_reference(name, cache):
         assert errs.rel > 1e-5                                # f16 really ran: f32 would be ~1e-7
 
 
-@pytest.mark.parametrize("name", ["mlp", "long-sum", "softmax-wide", "layer-norm-offset"])
-def test_interpreter_and_compiled_agree_in_f16(name, cache):
-    want, got = run(name, "f16", cache, "interp"), run(name, "f16", cache)
+@pytest.mark.parametrize("precision, name", [(p, n) for n in ("mlp", "long-sum", "softmax-wide", "layer-norm-offset")
+                                             for p in ("f16", "bf16") if (p, n) != ("bf16", "softmax-wide")])
+def test_interpreter_and_compiled_agree(precision, name, run):
+    want, got = run(name, precision, "interp"), run(name, precision)
+    unit = {"f16": F16, "bf16": BF16}[precision]
     for w, g in zip(want, got):
-        assert np.max(np.abs(g - w)) <= F16 * np.max(np.abs(w))
+        assert np.max(np.abs(g - w)) <= unit * np.max(np.abs(w))
 
 
-def test_f16_accumulation_is_worse_on_a_long_reduction(cache):
+def test_f16_accumulation_is_worse_on_a_long_reduction(run):
     src = source("long-sum")
     exact = src.example_inputs[0].astype(np.float64).sum(axis=1)
-    rel = {p: np.max(np.abs(run("long-sum", p, cache)[0] - exact)) / np.max(exact) for p in ("f32", "f16", "f16-acc")}
+    rel = {p: np.max(np.abs(run("long-sum", p)[0] - exact)) / np.max(exact) for p in ("f32", "f16", "f16-acc")}
     assert rel["f32"] < rel["f16"] < F16 < rel["f16-acc"], rel
 
 
-def test_f16_accumulation_overflows_where_f32_accumulation_does_not(cache):
+def test_f16_accumulation_overflows_where_f32_accumulation_does_not(run):
     # layer_norm of 4096 values near 20: the row sum (~82000) is past f16's 65504.
-    assert np.isfinite(run("layer-norm-offset", "f16", cache)[0]).all()
-    assert not np.isfinite(run("layer-norm-offset", "f16-acc", cache)[0]).any()
+    assert np.isfinite(run("layer-norm-offset", "f16")[0]).all()
+    assert not np.isfinite(run("layer-norm-offset", "f16-acc")[0]).any()
 
 
 def test_precisions_are_separate_cache_entries(cache):
