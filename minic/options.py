@@ -8,6 +8,7 @@ cache's key), and the part of it each stage is handed, derived here and nowhere 
 A stage sees only its part: codegen never sees the cache, the passes never the machine."""
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +77,15 @@ def converts_bf16(target: Target) -> bool:
     if not features:
         import llvmlite.binding as llvm
         if not target.triple or target.triple == llvm.get_process_triple():
-            features = llvm.get_host_cpu_features().flatten()
+            features = _host_features()
     return "+avx512bf16" in features.split(",")
+
+
+@functools.cache
+def _host_features() -> str:
+    """This machine's CPU features as LLVM names them (asked once: every kernel asks)."""
+    import llvmlite.binding as llvm
+    return llvm.get_host_cpu_features().flatten()
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,13 @@
 model: compiled parts around them (minic/runtime/split.py), against ONNX Runtime."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import torch
 from onnx import TensorProto, helper
 
 import minic
@@ -86,3 +89,32 @@ def test_unique_and_nms_in_a_model(backend, tmp_path):
         got, want = run(feat * scale, boxes), ort_run(m, {"feat": feat * scale, "boxes": boxes})
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+class Selecting(torch.nn.Module):
+    """torch.nonzero, a boolean mask's selection and torch.unique, as torch's exporter writes
+    them (NonZero, NonZero + GatherND, Unique) after a layer whose weights decide the data."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        h = torch.relu(self.lin(x))
+        return torch.nonzero(h > 0.2).float().sum(0) + h[h > 0.2].sum(), torch.unique(torch.round(h * 3))
+
+
+def test_a_file_torchs_exporter_wrote(tmp_path):
+    torch.manual_seed(0)
+    path = tmp_path / "selecting.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Selecting().eval(), (torch.randn(4, 6),), str(path), dynamo=False, opset_version=17)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    run = minic.compile(str(path), [rng.standard_normal((4, 6)).astype(np.float32)])
+    for scale in (1.0, 3.0, 0.01):
+        x = (rng.standard_normal((4, 6)) * scale).astype(np.float32)
+        for got, want in zip(run(x), session.run(None, {session.get_inputs()[0].name: x})):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
