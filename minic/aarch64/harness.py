@@ -12,8 +12,9 @@ data length, buffer plan) before a single model instruction runs.
 """
 from __future__ import annotations
 
+from minic.errors import UnsupportedError
 from minic.ir.loops import Role
-from minic.ir.types import _monomial
+from minic.ir.types import _monomial, derived_dims
 from minic.runtime.layout import EntryLayout, Slot
 from minic.aarch64.tensor_file import DTYPE_CODES, MAGIC
 
@@ -29,6 +30,9 @@ def c_string(s: str) -> str:
 
 def _dim(d, sizes: tuple[str, ...]) -> str:
     coef, syms = _monomial(d)
+    if derived_dims(d):
+        raise UnsupportedError(f"the aarch64 harness reads sizes as products of symbols; {d} is a derived size "
+                               "(pass --dynamic to keep only the symbols whose sizes stay products)")
     factors = [sizes.index(s) for s in sorted(syms.elements())]
     return f"{{{coef}, {len(factors)}, {{{', '.join(map(str, factors)) or '0'}}}}}"
 

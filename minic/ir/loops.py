@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Sequence, Union
 
 import numpy as np
 
-from minic.ir.types import DType, Dim, _monomial
+from minic.ir.types import DType, Dim, _monomial, derived
 
 # --- buffers --------------------------------------------------------------------
 
@@ -285,6 +285,7 @@ class Program:
     lifetimes: dict[str, tuple[int, int]] = field(default_factory=dict)   # TEMP -> first, last kernel
     values: dict[str, str] = field(default_factory=dict)                   # buffer -> graph value name
     checks: dict[int, str] = field(default_factory=dict)                   # status code -> what failed
+    derived: tuple[str, ...] = ()        # the derived dims of its values: each must be >= 1 at a call
 
     def __str__(self) -> str:
         return print_program(self)
@@ -299,10 +300,23 @@ def const(value, dtype: DType = DType.i64) -> Const:
 
 
 def dim_expr(d: Dim) -> Expr:
-    """A shape dim as an i64 expression: 3 -> 3, "4*B*T" -> 4 * B * T."""
+    """A shape dim as an i64 expression: 3 -> 3, "4*B*T" -> 4 * B * T, a derived dim
+    "((H - 1)/2 + 1)" -> (H - 1) / 2 + 1 (the runtime has checked it is >= 1, so the
+    division's operand is >= 0 and truncation is the floor)."""
     coef, syms = _monomial(d)
     factors = [const(coef)] if coef != 1 or not syms else []
-    return fold("mul", factors + [Var(name) for name in sorted(syms.elements())])
+    return fold("mul", factors + [_factor_expr(name) for name in sorted(syms.elements())])
+
+
+def _factor_expr(name: str) -> Expr:
+    form = derived(name)
+    if form is None:
+        return Var(name)
+    terms = [dim_expr(k) if c == 1 else BinOp("mul", const(c), dim_expr(k)) for k, c in form.terms]
+    total = fold("add", terms + ([const(form.offset)] if form.offset else []))
+    if form.divisor > 1:
+        total = BinOp("div", total, const(form.divisor))
+    return BinOp("add", total, const(form.plus)) if form.plus else total
 
 
 def fold(op: str, terms: Sequence[Expr]) -> Expr:
@@ -490,6 +504,8 @@ def print_program(p: Program) -> str:
     if temps:
         lines.append("// temporaries: " + ", ".join(
             f"{_buffer_decl(b)} live {p.lifetimes[b.name][0]}..{p.lifetimes[b.name][1]}" for b in temps))
+    if p.derived:
+        lines.append("// derived sizes, checked >= 1 at a call: " + ", ".join(p.derived))
     lines += [print_function(k) for k in p.kernels]
     return "\n\n".join(lines) + "\n"
 

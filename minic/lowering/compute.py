@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from minic.ir.compute import Fresh, Reduce, initial, r_children, r_free_vars, r_rebuild
 from minic.ir.loops import (Allocate, BinOp, Buffer, Expr, For, ForKind, Load, Role, Stmt, Store, Var, const,
                             dim_expr, seq)
+from minic.ir.types import Dim, dim_sum
 
 
 def _replace(e: Expr, mapping: dict[Expr, Expr]) -> Expr:
@@ -80,8 +81,8 @@ def fill_border(buffer: Buffer, lo: Sequence[int], hi: Sequence[int], value: Exp
     """
     index = tuple(Var(f"i{a}") for a in range(len(buffer.shape)))
 
-    def loop(a: int, start: int, extent: Expr, body: Stmt) -> For:
-        return For(index[a], const(start), extent, ForKind.SERIAL, body)
+    def loop(a: int, start: Dim, extent: Expr, body: Stmt) -> For:
+        return For(index[a], dim_expr(start), extent, ForKind.SERIAL, body)
 
     def whole(a: int) -> Stmt:                # every element of axes a, a+1, ...
         if a == len(index):
@@ -94,11 +95,11 @@ def fill_border(buffer: Buffer, lo: Sequence[int], hi: Sequence[int], value: Exp
         inner = border(a + 1)
         if not (lo[a] or hi[a]):
             return loop(a, 0, dim_expr(buffer.shape[a]), inner) if inner else None
-        n = buffer.shape[a]                   # a padded axis has a static size
+        n = buffer.shape[a]                   # static, or a symbol's derived dim (T + 3)
         parts = [loop(a, 0, const(lo[a]), whole(a + 1))] if lo[a] else []
         if inner is not None:
-            parts.append(loop(a, lo[a], const(n - lo[a] - hi[a]), inner))
+            parts.append(loop(a, lo[a], dim_expr(dim_sum([(n, 1)], -lo[a] - hi[a])), inner))
         if hi[a]:
-            parts.append(loop(a, n - hi[a], const(hi[a]), whole(a + 1)))
+            parts.append(loop(a, dim_sum([(n, 1)], -hi[a]), const(hi[a]), whole(a + 1)))
         return seq(*parts)
     return border(0) or seq()

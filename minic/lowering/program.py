@@ -14,7 +14,7 @@ import re
 from minic.errors import UserError
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.loops import Buffer, Program, Role
-from minic.ir.types import symbols
+from minic.ir.types import derived_dims, symbols
 from minic.ir.verify import verify
 from minic.lowering.kernel import build_kernel, copy_kernel
 
@@ -112,4 +112,5 @@ def lower_graph(graph: Graph, round_inlined: bool = True) -> Program:
     table.update((b.name, b) for b in outputs)
     values = {b.name: v.name for v, b in buffers.items()}
     return Program(graph.name, [buffers[v] for v in graph.inputs], outputs, constants, table,
-                   kernels, sizes, lifetimes, values, checks)
+                   kernels, sizes, lifetimes, values, checks,
+                   tuple(sorted(set().union(*(derived_dims(d) for v in graph.values() for d in v.type.shape)))))

@@ -85,6 +85,8 @@ class CompiledModel:
             return known
         with self._new_shape:                # the dict changes under one lock; lookups need none
             if key not in self._scratch:
+                for d in self.layout.derived:    # a size an op computes: >= 1, or the input is too small
+                    dim_eval(d, env)
                 p = plan(self.layout.temps(), env)
                 ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name}" + (f" for {env}" if env else ""))
                 if len(self._scratch) >= SHAPES_KEPT:

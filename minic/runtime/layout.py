@@ -30,6 +30,7 @@ class EntryLayout:
     sizes: tuple[str, ...]                 # symbols, in the order of the sizes array
     lifetimes: dict[str, tuple[int, int]]
     checks: dict[int, str] = field(default_factory=dict)     # status code -> what failed (Program.checks)
+    derived: tuple[str, ...] = ()                            # derived dims, each >= 1 at a call (Program.derived)
 
     def role(self, role: Role) -> list[Slot]:
         return [s for s in self.slots if s.role == role]
@@ -41,20 +42,21 @@ class EntryLayout:
     def of(program: Program) -> "EntryLayout":
         slots = tuple(Slot(b.name, program.values.get(b.name, b.name), tuple(b.shape), b.dtype, b.role)
                       for b in entry_buffers(program))
-        return EntryLayout(program.name, slots, tuple(program.sizes), dict(program.lifetimes), dict(program.checks))
+        return EntryLayout(program.name, slots, tuple(program.sizes), dict(program.lifetimes), dict(program.checks),
+                           tuple(program.derived))
 
     def to_json(self) -> str:
         slots = [[s.name, s.value, s.shape, s.dtype.value, s.role.value] for s in self.slots]
         # json writes tuples as lists and int keys as strings: from_json turns them back
         return json.dumps({"name": self.name, "sizes": self.sizes, "lifetimes": self.lifetimes,
-                           "checks": self.checks, "slots": slots})
+                           "checks": self.checks, "slots": slots, "derived": self.derived})
 
     @staticmethod
     def from_json(text: str) -> "EntryLayout":
         d = json.loads(text)
         slots = tuple(Slot(n, v, tuple(shape), DType(dt), Role(r)) for n, v, shape, dt, r in d["slots"])
         return EntryLayout(d["name"], slots, tuple(d["sizes"]), {k: tuple(v) for k, v in d["lifetimes"].items()},
-                           {int(k): v for k, v in d.get("checks", {}).items()})
+                           {int(k): v for k, v in d.get("checks", {}).items()}, tuple(d.get("derived", ())))
 
     def data_error(self, code: int, value: int) -> "DataError":
         """The error a status word of ``[code, value]`` reports (code != 0)."""

@@ -36,7 +36,7 @@ from minic.errors import MinicError, UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import bind_symbols
-from minic.ir.types import Dim, TensorType, canon, symbols
+from minic.ir.types import Dim, TensorType, dim_bind, symbols
 
 CAPACITY = 8          # specializations kept in memory per model (least recently used goes first)
 
@@ -288,19 +288,12 @@ def static_graph(source: ModelSource, sizes: Mapping[str, int], inputs: list[Val
 
 
 def _size(d: Dim, sizes: Mapping[str, int], v: Value) -> int:
-    d = bind_dim(d, sizes)
+    d = dim_bind(d, sizes)
     return d if isinstance(d, int) else 2               # a kept symbol: any example size (torch wants >= 2)
 
 
-def bind_dim(d: Dim, sizes: Mapping[str, int]) -> Dim:
-    """``d`` with the symbols in ``sizes`` replaced by their values: ``B*T`` with T=8 -> ``8*B``."""
-    if isinstance(d, int):
-        return d
-    return canon("*".join(str(sizes.get(f.strip(), f.strip())) for f in d.split("*")))
-
-
 def bound_type(t: TensorType, sizes: Mapping[str, int]) -> TensorType:
-    return TensorType(tuple(bind_dim(d, sizes) for d in t.shape), t.dtype)
+    return TensorType(tuple(dim_bind(d, sizes) for d in t.shape), t.dtype)
 
 
 def _bound_attrs(attrs: Any, sizes: Mapping[str, int]) -> Any:
@@ -312,7 +305,7 @@ def _bound_attrs(attrs: Any, sizes: Mapping[str, int]) -> Any:
     for f in fields(attrs):
         value = getattr(attrs, f.name)
         if isinstance(value, tuple) and any(isinstance(x, str) for x in value):
-            changes[f.name] = tuple(bind_dim(x, sizes) if isinstance(x, str) else x for x in value)
+            changes[f.name] = tuple(dim_bind(x, sizes) if isinstance(x, str) else x for x in value)
     return replace(attrs, **changes) if changes else attrs
 
 

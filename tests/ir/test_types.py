@@ -1,11 +1,13 @@
-"""Symbolic dims: monomials closed under multiply and exact divide."""
+"""Symbolic dims: monomials closed under multiply and exact divide; derived dims (a size an op
+computes) in one canonical affine-floor form."""
 from hypothesis import given
 from hypothesis import strategies as st
 
 import pytest
 
 from minic.errors import UserError
-from minic.ir.types import DType, TensorType, canon, dim_div, dim_eval, dim_mul, dim_prod
+from minic.ir.types import (DType, TensorType, canon, derived, derived_dims, dim_bind, dim_div, dim_eval, dim_floordiv,
+                            dim_mul, dim_prod, dim_sum, symbols)
 
 dims = st.one_of(st.integers(1, 64), st.sampled_from(["B", "T", "B*T", "2*T", "B*B"]))
 
@@ -46,3 +48,55 @@ def test_tensor_type_prints_and_dtypes():
     assert DType.of("float64") is DType.f64 and DType.of(DType.bf16.numpy) is DType.bf16
     with pytest.raises(UserError, match="complex64 is not supported"):
         DType.of("complex64")
+
+
+# --- derived dims: a size an op computes, kept as its formula ----------------------
+
+def _window(n, k, stride, pads):
+    """PyTorch's rule for a window sweep's output length (floor mode), the reference."""
+    return (n + pads - k) // stride + 1
+
+
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 3), st.integers(0, 3)), min_size=1, max_size=4),
+       st.integers(1, 200))
+def test_windows_over_windows_fold_into_one_formula_that_evaluates_right(layers, h):
+    """Any chain of convolutions/pools over H: the derived dim is one floor (no nesting) and,
+    wherever every layer's input is large enough, evaluates to the chain's real length."""
+    d, n, valid = "H", h, True
+    for k, stride, pads in layers:
+        d = dim_floordiv(d, pads - k, stride, 1)
+        valid = valid and n + pads >= k
+        n = _window(n, k, stride, pads)
+    form = derived(d)
+    assert form is None or all("/" not in term for term, _ in form.terms)       # one floor at most
+    if valid:
+        assert dim_eval(d, {"H": h}) == n
+    else:
+        with pytest.raises(UserError, match="too small for the op that computes it"):
+            dim_eval(d, {"H": h})
+
+
+def test_one_size_has_one_spelling():
+    assert dim_floordiv("H", -2, 2, 1) == "(H/2)"                                  # 2 x 2 pool: (H - 2)/2 + 1
+    assert dim_floordiv("H", -1, 2, 1) == "((H + 1)/2)"                            # 3 x 3, pad 1, stride 2
+    assert dim_floordiv(dim_floordiv("H", -1, 2, 1), -1, 2, 1) == "((H + 3)/4)"    # ResNet's stem
+    assert dim_floordiv("H", 0, 1, 0) == "H" and dim_floordiv("2*H", 0, 2) == "H"
+    assert canon("((H - 6)/4 + 1)") == "((H + 2)/4 - 1)" == canon("( (H+2)/4-1 )")
+    assert canon("(T + 2 - 2)") == "T" and canon("(T + 3)*B") == "(T + 3)*B"
+    assert dim_sum([("T", 1), (3, 1)]) == "(T + 3)" and dim_sum([("(T + 3)", 1)], 2) == "(T + 5)"
+    assert dim_sum([("T", 1), ("U", 1), (0, 1)]) == "(T + U)" and dim_sum([("T", 1), (0, 1)]) == "T"
+    assert dim_sum([(dim_floordiv("H", -2, 2, 1), 1)], 3) == "(H/2 + 3)"           # a constant joins the floor
+    assert str(TensorType(("N", "(H/2)"), DType.f32)) == "f32[N, (H/2)]"
+
+
+def test_derived_dims_bind_evaluate_and_refuse():
+    d = dim_mul("N", dim_floordiv("H", -1, 2, 1))
+    assert symbols(d) == {"N", "H"} and derived_dims(d) == {"((H + 1)/2)"}
+    assert dim_eval(d, {"N": 3, "H": 9}) == 15
+    assert dim_bind(d, {"H": 9}) == "5*N" and dim_bind(d, {"N": 2}) == "2*((H + 1)/2)"
+    assert dim_bind(dim_sum([("T", 1), ("U", 1)]), {"T": 4}) == "(U + 4)"
+    with pytest.raises(UserError, match=r"size \(H - 2\) is 0 at \{'H': 2\}"):
+        dim_eval(dim_sum([("H", 1)], -2), {"H": 2})
+    for bad in ("(H", "(H // 2)", "(H ** 2)", "(H/0)", "(H/T)"):
+        with pytest.raises(UserError, match="bad symbolic dim"):
+            canon(bad)

@@ -33,23 +33,34 @@ def _model(tmp_path, name, nodes, inputs, outputs, inits=()):
 
 
 class SmallCNN(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, ceil_mode: bool = False):
         super().__init__()
         self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
         self.c2 = torch.nn.Conv2d(8, 4, 3, stride=2)
+        self.ceil_mode = ceil_mode
 
     def forward(self, x):
-        y = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+        y = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2, ceil_mode=self.ceil_mode)
         return self.c2(y).mean(dim=(2, 3))
+
+
+def _export_cnn(path, ceil_mode: bool):
+    torch.manual_seed(0)
+    torch.onnx.export(SmallCNN(ceil_mode).eval(), (torch.randn(2, 3, 40, 48),), str(path), input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, dynamo=False)
+    return path
 
 
 @pytest.fixture(scope="module")
 def cnn_dyn(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("cnn") / "cnn_dyn.onnx"
-    torch.onnx.export(SmallCNN().eval(), (torch.randn(2, 3, 40, 48),), str(path), input_names=["x"],
-                      output_names=["y"], dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, dynamo=False)
-    return path
+    """Convolutions and a pool over N, H, W: their output sizes are derived dims ((H + 1)/2)."""
+    return _export_cnn(tmp_path_factory.mktemp("cnn") / "cnn_dyn.onnx", ceil_mode=False)
+
+
+@pytest.fixture(scope="module")
+def cnn_ceil(tmp_path_factory):
+    """The same with a ceil_mode pool, whose last window depends on H: specialized per H and W."""
+    return _export_cnn(tmp_path_factory.mktemp("cnn") / "cnn_ceil.onnx", ceil_mode=True)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -58,10 +69,35 @@ def test_cnn_with_dynamic_n_h_w_compiles_once_and_matches_onnxruntime_at_three_s
     example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
     options = {"cache_dir": tmp_path} if backend == "minic" else {}
     run = minic.compile(cnn_dyn, [example], backend=backend, **options)
+    assert not isinstance(run, Specialized)             # one compilation: H and W stay symbols
+    if backend == "minic":
+        assert isinstance(run, CompiledModel) and set(run.layout.sizes) == {"N", "H", "W"}
+    for shape in [(2, 3, 40, 48), (1, 3, 32, 32), (3, 3, 57, 41), (1, 3, 6, 6)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(run(x), _ort(cnn_dyn, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    with pytest.raises(UserError, match=r"size \(\(H \+ 2\)/4 - 1\) is 0 at .*H': 5.*too small"):
+        run(np.zeros((1, 3, 5, 9), np.float32))          # the second convolution has no row left
+
+
+def test_a_derived_size_reads_as_its_formula(cnn_dyn):
+    from minic.frontend.onnx import from_onnx_file
+    from minic.ir.text import parse_graph, print_graph
+    text = print_graph(from_onnx_file(cnn_dyn), inline_limit=0)
+    assert "= max_pool2d(%Relu_output_0) {" in text and ": f32[N, 8, (H/2), (W/2)]\n" in text
+    assert ": f32[N, 4, ((H + 2)/4 - 1), ((W + 2)/4 - 1)]\n" in text     # a window over a window: one floor
+    assert print_graph(parse_graph(text), inline_limit=0) == text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cnn_with_a_ceil_mode_pool_is_specialized_per_h_and_w(cnn_ceil, backend, tmp_path):
+    rng = np.random.default_rng(0)
+    example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(cnn_ceil, [example], backend=backend, **options)
     assert isinstance(run, Specialized) and run.compilations == 1
     for shape in [(2, 3, 40, 48), (1, 3, 32, 32), (3, 3, 57, 41)]:
         x = rng.standard_normal(shape).astype(np.float32)
-        np.testing.assert_allclose(run(x), _ort(cnn_dyn, {"x": x})[0], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(run(x), _ort(cnn_ceil, {"x": x})[0], rtol=1e-4, atol=1e-5)
     assert run.compilations == 3
     assert run.keep == {"N"}                             # the batch stays symbolic: convolutions take it
     run(example)                                         # seen before: no new compilation
@@ -69,18 +105,18 @@ def test_cnn_with_dynamic_n_h_w_compiles_once_and_matches_onnxruntime_at_three_s
     assert run.compilations == 3
 
 
-def test_specializations_are_kept_in_the_compile_cache_on_disk(cnn_dyn, tmp_path, monkeypatch):
+def test_specializations_are_kept_in_the_compile_cache_on_disk(cnn_ceil, tmp_path, monkeypatch):
     from minic import pipeline
     rng = np.random.default_rng(4)
     shapes = [(1, 3, 20, 24), (2, 3, 33, 17)]
     xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    first = minic.compile(cnn_dyn, [xs[0]], cache_dir=tmp_path)
+    first = minic.compile(cnn_ceil, [xs[0]], cache_dir=tmp_path)
     want = [first(x) for x in xs]
 
     def no_compilation(*args, **kwargs):
         raise AssertionError("compiled again: the compile cache was not used")
     monkeypatch.setattr(pipeline, "Compilation", no_compilation)
-    again = minic.compile(cnn_dyn, [xs[0]], cache_dir=tmp_path)         # as a new process would
+    again = minic.compile(cnn_ceil, [xs[0]], cache_dir=tmp_path)         # as a new process would
     for x, w in zip(xs, want):
         np.testing.assert_array_equal(again(x), w)
 
@@ -112,41 +148,41 @@ def test_an_lstm_over_a_dynamic_time_axis_at_three_lengths(backend, tmp_path):
         np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
-def test_the_command_line_runs_a_dynamic_file_at_the_sizes_of_the_inputs_given(cnn_dyn, tmp_path, capsys,
+def test_the_command_line_runs_a_dynamic_file_at_the_sizes_of_the_inputs_given(cnn_ceil, tmp_path, capsys,
                                                                                 monkeypatch):
     from tests.cli_helpers import cli
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     np.savez(tmp_path / "x.npz", x=np.random.default_rng(6).standard_normal((1, 3, 32, 32)).astype(np.float32))
-    code, out, err = cli(capsys, "run", str(cnn_dyn), "--inputs", str(tmp_path / "x.npz"), "--repeat", "1")
+    code, out, err = cli(capsys, "run", str(cnn_ceil), "--inputs", str(tmp_path / "x.npz"), "--repeat", "1")
     assert code == 0, err
     assert "float32[1, 4]" in out and "minic" in out
-    code, out, err = cli(capsys, "run", str(cnn_dyn), "--repeat", "1")      # drawn inputs: 2x2 images
+    code, out, err = cli(capsys, "run", str(cnn_ceil), "--repeat", "1")      # drawn inputs: 2x2 images
     assert code == 1 and "at N=2, H=2, W=2, the example inputs' sizes" in err
 
 
-def test_dynamic_option_keeps_the_batch_symbolic(cnn_dyn, tmp_path):
+def test_dynamic_option_keeps_the_batch_symbolic(cnn_ceil, tmp_path):
     rng = np.random.default_rng(1)
     example = rng.standard_normal((2, 3, 40, 48)).astype(np.float32)
-    run = minic.compile(cnn_dyn, [example], dynamic={"x": {0: "N"}}, cache_dir=tmp_path)
+    run = minic.compile(cnn_ceil, [example], dynamic={"x": {0: "N"}}, cache_dir=tmp_path)
     for n in (1, 2, 5):                                  # one compilation serves every N
         x = rng.standard_normal((n, 3, 40, 48)).astype(np.float32)
-        np.testing.assert_allclose(run(x), _ort(cnn_dyn, {"x": x})[0], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(run(x), _ort(cnn_ceil, {"x": x})[0], rtol=1e-4, atol=1e-5)
     assert run.compilations == 1 and list(run.compiled) == [(("H", 40), ("W", 48))]
 
 
-def test_dynamic_option_errors_name_the_input_and_axis(cnn_dyn, tmp_path):
+def test_dynamic_option_errors_name_the_input_and_axis(cnn_ceil, tmp_path):
     x = np.zeros((2, 3, 40, 48), np.float32)
     for dynamic, message in [({"y": [0]}, "no input 'y'"), ({"x": [1]}, r"axis 1 is static \(3\)"),
                              ({"x": [7]}, "has no axis 7"), ("N", "dynamic= takes")]:
         with pytest.raises(UserError, match=message):
-            minic.compile(cnn_dyn, [x], dynamic=dynamic, cache_dir=tmp_path)
-    with pytest.raises(UserError, match="conv2d needs static"):      # True: symbolic or nothing
-        minic.compile(cnn_dyn, [x], dynamic=True, cache_dir=tmp_path)
+            minic.compile(cnn_ceil, [x], dynamic=dynamic, cache_dir=tmp_path)
+    with pytest.raises(UserError, match="a ceil_mode window over a symbolic size"):   # True: symbolic or nothing
+        minic.compile(cnn_ceil, [x], dynamic=True, cache_dir=tmp_path)
 
 
 def test_symbols_that_inputs_disagree_on_are_a_one_line_error(tmp_path):
     path = _model(tmp_path, "pad2", [helper.make_node("Add", ["a", "b"], ["s"]),
-                                     helper.make_node("Pad", ["s", "pads"], ["y"])],
+                                     helper.make_node("Pad", ["s", "pads"], ["y"], mode="reflect")],
                   [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", "seq"]),
                    helper.make_tensor_value_info("b", TensorProto.FLOAT, ["batch", "seq"])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
@@ -200,15 +236,15 @@ def test_pad_slice_resize_on_a_symbolic_axis(make, backend, tmp_path):
 
 
 def test_a_later_symbol_is_kept_when_an_earlier_one_cannot_be(tmp_path):
-    # time first, batch second: the pad needs T static, B can stay symbolic
-    path = _model(tmp_path, "pad_tb", [helper.make_node("Pad", ["x", "pads"], ["y"])],
+    # time first, batch second: the reflect pad needs T static, B can stay symbolic
+    path = _model(tmp_path, "pad_tb", [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["T", "B"])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
                   [helper.make_tensor("pads", TensorProto.INT64, [4], [1, 0, 2, 0])])
     run = minic.compile(path, [np.ones((4, 2), np.float32)], backend="interp")
     assert run.keep == {"B"}
     x = np.arange(15, dtype=np.float32).reshape(5, 3)
-    np.testing.assert_array_equal(run(x), np.pad(x, ((1, 2), (0, 0))))
+    np.testing.assert_array_equal(run(x), np.pad(x, ((1, 2), (0, 0)), mode="reflect"))
 
 
 def test_a_model_that_compiles_with_its_symbols_stays_one_compiled_model(tmp_path):
@@ -245,10 +281,10 @@ def test_torch_module_with_a_dynamic_option_is_exported_with_those_axes(tmp_path
         minic.compile(module, (x,), dynamic={"y": [0]}, cache_dir=tmp_path)
 
 
-def test_specializations_share_one_copy_of_the_weights(cnn_dyn):
+def test_specializations_share_one_copy_of_the_weights(cnn_ceil):
     from minic.api import load
     from minic.runtime.specialize import share_constants, static_graph
-    source = load(cnn_dyn, [np.zeros((1, 3, 16, 16), np.float32)])
+    source = load(cnn_ceil, [np.zeros((1, 3, 16, 16), np.float32)])
     inputs = source.extra["symbolic inputs"]
     pool: dict = {}
     first = share_constants(static_graph(source, {"H": 20, "W": 24}, inputs), pool)
@@ -352,9 +388,10 @@ def test_a_shape_computed_from_an_inputs_dims_binds_its_sizes_not_its_data(tmp_p
 
 
 def test_an_output_declared_at_the_export_size_warns_at_another(tmp_path):
-    """y = Pad(x) declared f32[4, 4] over x: f32[N, 4] (torch's dynamo exporter declares an LSTM's
-    output so): at N = 3 the specialization warns, as ONNX Runtime does, and gives its answer."""
-    path = _model(tmp_path, "declared", [helper.make_node("Pad", ["x", "pads"], ["y"])],
+    """y = Pad(x) (reflect: specialized per N) declared f32[4, 4] over x: f32[N, 4] (torch's dynamo
+    exporter declares an LSTM's output so): at N = 3 the specialization warns, as ONNX Runtime does,
+    and gives its answer."""
+    path = _model(tmp_path, "declared", [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
                   [helper.make_tensor("pads", TensorProto.INT64, [4], [1, 0, 1, 0])])

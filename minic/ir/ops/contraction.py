@@ -126,7 +126,7 @@ def _conv_infer(attrs: Conv2dAttrs, ts: list[TensorType]) -> list[TensorType]:
     x, w = ts[0], ts[1]
     require(x.rank == 4 and w.rank == 4, f"conv2d needs NCHW input and OIHW weight, got {x} and {w}")
     require(x.dtype == w.dtype and x.dtype.is_float, "conv2d needs float input and weight of one dtype")
-    require(all(isinstance(d, int) for d in x.shape[1:] + w.shape), f"conv2d needs static C, H, W and a static weight, got {x} and {w}")
+    require(all(isinstance(d, int) for d in x.shape[1:2] + w.shape), f"conv2d needs static C and a static weight, got {x} and {w}")
     c, o, g = x.shape[1], w.shape[0], attrs.groups
     require(c % g == 0 and o % g == 0 and w.shape[1] == c // g,
             f"conv2d: {c} input channels, {o} filters of {w.shape[1]} channels do not fit groups={g}")

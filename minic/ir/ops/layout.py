@@ -15,7 +15,7 @@ from minic.ir.graph import QUIET
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import identity
 from minic.ir.ops.shapes import broadcast, norm_axes, norm_axis, require
-from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_mul, dim_prod
+from minic.ir.types import DType, Dim, TensorType, canon, dim_div, dim_floordiv, dim_mul, dim_prod, dim_sum
 
 END = 2**63 - 1                          # a slice end meaning "to the end of the axis"
 
@@ -205,11 +205,7 @@ def _concat_infer(attrs: AxisAttrs, ts: list[TensorType]) -> list[TensorType]:
         require(t.dtype == first.dtype and t.rank == first.rank
                 and all(a == b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != axis),
                 f"concat: {t} does not match {first} off axis {attrs.axis}")
-    total = [t.shape[axis] for t in ts]
-    nonzero = [d for d in total if d != 0]
-    if any(isinstance(d, str) for d in total) and len(nonzero) != 1:
-        raise UnsupportedError(f"concat: symbolic sizes {total} along axis {axis} cannot be added")
-    size = nonzero[0] if len(nonzero) == 1 else sum(total)         # one piece that is not empty: its size
+    size = dim_sum((t.shape[axis], 1) for t in ts)                 # T + U: a derived dim "(T + U)"
     return [TensorType(first.shape[:axis] + (size,) + first.shape[axis + 1:], first.dtype)]
 
 
@@ -295,9 +291,11 @@ def _slice_range(d: Dim, start: Dim, end: Dim, step: int) -> tuple[int, Dim]:
     if all(isinstance(v, int) for v in (d, start, end)):
         taken = range(*slice(start, end, step).indices(d))
         return taken.start, len(taken)
-    # Symbolic dims: the forms the zoo needs, x[:T] and x[0:] over a symbolic axis.
-    if step == 1 and start == 0 and (isinstance(end, str) or end == END):
-        return 0, (canon(end) if isinstance(end, str) else d)
+    # Symbolic dims: x[:T], and x[a:] or x[a:-b] with a step (a derived size, (d - b - a + step - 1)/step)
+    if step == 1 and start == 0 and isinstance(end, str):
+        return 0, canon(end)
+    if step > 0 and isinstance(start, int) and start >= 0 and isinstance(end, int) and (end == END or end < 0):
+        return start, dim_floordiv(d, (0 if end == END else end) - start + step - 1, step)
     raise UnsupportedError(f"slice [{start}:{end}:{step}] of a symbolic axis of size {d} is not supported")
 
 
@@ -401,11 +399,13 @@ def _pad_infer(attrs: PadAttrs, ts: list[TensorType]) -> list[TensorType]:
     require(len(attrs.pads) == 2 * x.rank, f"pad: {len(attrs.pads)} pads for rank {x.rank}")
     shape = []
     for i, (d, lo, hi) in enumerate(zip(x.shape, attrs.pads, attrs.pads[x.rank:])):     # begin, end of axis i
-        require(isinstance(d, int) or lo + hi == 0, f"pad: axis {i} of {x} is symbolic")
+        # reflect's rule depends on whether a pad is wider than the axis: static axes only
+        require(isinstance(d, int) or lo + hi == 0 or attrs.mode != "reflect",
+                f"pad: reflect along axis {i} of {x}, which is symbolic")
         # numpy's pad (the reference, and ONNX's) cannot grow an empty axis by copying its elements.
         require(d != 0 or lo + hi == 0 or attrs.mode == "constant",
                 f"pad: axis {i} of {x} is empty, so mode '{attrs.mode}' has no element to copy")
-        shape.append(d + lo + hi if lo + hi else d)
+        shape.append(dim_sum([(d, 1)], lo + hi) if lo + hi else d)
     return [TensorType(tuple(shape), x.dtype)]
 
 

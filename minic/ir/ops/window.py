@@ -9,15 +9,19 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from minic.errors import UnsupportedError
 from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, initial, reduce_over
-from minic.ir.loops import BinOp, Expr, Select, const, fold
+from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
-from minic.ir.types import TensorType
+from minic.ir.types import Dim, TensorType, dim_floordiv, dim_sum
 from minic.limits import ensure_array_fits
 
 
-def pooled_size(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int, ceil_mode: bool) -> int:
-    """Output length of a window sweep (PyTorch's rule, ceil_mode included)."""
+def pooled_size(size: Dim, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int, ceil_mode: bool) -> Dim:
+    """Output length of a window sweep (PyTorch's rule, ceil_mode included).  Over a symbolic
+    size it is a derived dim, ``(H + pads - span) / stride + 1`` (the runtime checks it is >= 1)."""
+    if not isinstance(size, int):
+        require(not ceil_mode, f"a ceil_mode window over a symbolic size {size}: its last window depends on it")
+        return dim_floordiv(size, pad_lo + pad_hi - dilation * (k - 1) - 1, stride, 1)
     span = size + pad_lo + pad_hi - dilation * (k - 1) - 1
     require(span >= 0, f"window of {k} (dilation {dilation}) is larger than the padded input {size + pad_lo + pad_hi}")
     out = (-(-span // stride) if ceil_mode else span // stride) + 1
@@ -52,7 +56,7 @@ class PoolAttrs:
                 f"pool: kernel/stride/dilation must be >= 1 and padding >= 0, got {self}")
 
 
-def out_hw(attrs, h: int, w: int, kernel: tuple[int, int], ceil_mode: bool = False) -> tuple[int, int]:
+def out_hw(attrs, h: Dim, w: Dim, kernel: tuple[int, int], ceil_mode: bool = False) -> tuple[Dim, Dim]:
     """Output height and width of the window sweep of ``attrs`` (stride, padding, dilation: a pool's or conv2d's)."""
     return tuple(pooled_size(n, k, s, lo, hi, d, ceil_mode) for n, k, s, lo, hi, d
                  in zip((h, w), kernel, attrs.stride, attrs.padding[:2], attrs.padding[2:], attrs.dilation))
@@ -65,14 +69,13 @@ def taps(attrs, x: Operand, at: tuple[Expr, ...], p: Expr, q: Expr) -> tuple[Exp
     n, c, oy, ox = at
     h, w = (BinOp("sub", BinOp("add", BinOp("mul", o, const(s)), BinOp("mul", k, const(d))), const(before))
             for o, k, s, d, before in zip((oy, ox), (p, q), attrs.stride, attrs.dilation, attrs.padding))
-    inside = fold("and", [in_range(i, const(0), const(size)) for i, size in zip((h, w), x.type.shape[2:])])
+    inside = fold("and", [in_range(i, const(0), dim_expr(size)) for i, size in zip((h, w), x.type.shape[2:])])
     return h, w, inside, x.at((n, c, clamp(h, x.type.shape[2]), clamp(w, x.type.shape[3])))
 
 
 def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     require(x.rank == 4 and x.dtype.is_float, f"pool needs a float NCHW input, got {x}")
-    require(all(isinstance(d, int) for d in x.shape[2:]), f"pool needs static spatial dims, got {x}")
     return [TensorType(x.shape[:2] + out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode), x.dtype)]
 
 
@@ -124,7 +127,7 @@ def avg_pool2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     a, x = site.attrs, site.inputs[0]
     loops, h, w, counted, _ = _window(site, index)
     if a.count_include_pad:
-        counted = fold("and", [in_range(i, const(-before), const(n + after)) for i, n, before, after
+        counted = fold("and", [in_range(i, const(-before), dim_expr(dim_sum([(n, 1)], after))) for i, n, before, after
                                in zip((h, w), x.type.shape[2:], a.padding[:2], a.padding[2:])])
     cells = Reduce("sum", loops, Select(counted, const(1.0, dt), const(0.0, dt)))
     return BinOp("div", total, cells)

@@ -1,0 +1,79 @@
+"""Sizes an op computes from symbolic sizes (a strided convolution's or pool's rows, a pad's
+T + 3, a concatenation's T + U, a strided slice) are derived dims: the model compiles once
+with them and matches ONNX Runtime at every input size; a size too small for an op is one
+line, before any kernel runs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minic
+from minic.errors import UserError
+from minic.runtime.compiled import CompiledModel
+from minic.runtime.specialize import Specialized
+
+ort = pytest.importorskip("onnxruntime")
+torch = pytest.importorskip("torch")
+
+
+class Net(torch.nn.Module):
+    """A ResNet-like stem and block, then pad, concat and a strided slice over N, H, W."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 7, stride=2, padding=3)
+        self.b1 = torch.nn.Conv2d(16, 32, 3, padding=1)
+        self.b2 = torch.nn.Conv2d(32, 32, 3, stride=2, padding=1, groups=4)
+        self.head = torch.nn.Conv2d(32, 8, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, 2, 1)
+        z = self.b2(torch.relu(self.b1(y)))
+        a = torch.nn.functional.avg_pool2d(z, 3, 1, 1, count_include_pad=False)
+        p = torch.nn.functional.pad(a, (1, 2, 0, 1))
+        c = torch.cat([p, p * 2], dim=3)
+        return self.head(c).mean(dim=2), c[:, :, 1:-1:2, :]
+
+
+@pytest.fixture(scope="module")
+def net_file(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("derived") / "net.onnx"
+    torch.onnx.export(Net().eval(), (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, dynamo=False)
+    return path
+
+
+def test_the_sizes_read_as_formulas(net_file):
+    from minic.frontend.onnx import from_onnx_file
+    types = {n.op: str(n.outputs[0].type) for n in from_onnx_file(net_file).nodes if n.outputs[0].type.rank == 4}
+    assert types["max_pool2d"] == "f32[N, 16, ((H + 3)/4), ((W + 3)/4)]"          # stem and pool: one floor
+    assert types["pad"] == "f32[N, 32, ((H + 7)/8 + 1), ((W + 7)/8 + 3)]"
+    assert types["concat"] == "f32[N, 32, ((H + 7)/8 + 1), 2*((W + 7)/8 + 3)]"
+    assert types["slice"] == "f32[N, 32, ((H + 7)/16), 2*((W + 7)/8 + 3)]"        # [1:-1:2] of H/8 + 1 rows
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_one_compilation_matches_onnxruntime_at_every_size(net_file, backend, tmp_path):
+    rng = np.random.default_rng(0)
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(net_file, [rng.standard_normal((1, 3, 64, 64)).astype(np.float32)], backend=backend,
+                        **options)
+    assert not isinstance(run, Specialized)
+    if backend == "minic":
+        assert isinstance(run, CompiledModel) and len(run.layout.derived) >= 6
+    session = ort.InferenceSession(str(net_file), providers=["CPUExecutionProvider"])
+    for shape in [(1, 3, 64, 64), (2, 3, 37, 53), (1, 3, 100, 29), (1, 3, 17, 17)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        for got, want in zip(run(x), session.run(None, {"x": x})):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(UserError, match=r"size \(\(H \+ 7\)/16\) is 0 at .*'H': 8.*too small"):
+        run(np.zeros((1, 3, 8, 8), np.float32))          # the strided slice has no row left
+
+
+def test_a_saved_layout_keeps_the_sizes_it_checks(net_file, tmp_path):
+    from minic.runtime.layout import EntryLayout
+    run = minic.compile(net_file, [np.zeros((1, 3, 32, 32), np.float32)], cache_dir=tmp_path)
+    again = EntryLayout.from_json(run.layout.to_json())
+    assert again == run.layout and "((H + 7)/16)" in again.derived
