@@ -206,23 +206,60 @@ def _matmul_integer_to_float(b: Builder, x: list[Value], a: dict) -> list[Value]
     return [_scaled(b, product, b.one("mul", a_scale, b_scale), bias)]
 
 
+def _dynamic_u8(b: Builder, v: Value) -> tuple[Value, Value, Value]:
+    """``v`` quantized to u8 at run time as ONNX's DynamicQuantizeLinear does: scale = (max(v, 0) -
+    min(v, 0)) / 255, zero point = round(-min / scale); (q, scale, zero point), q and zero point
+    as f32 integers."""
+    every = tuple(range(v.type.rank))
+    lo = b.one("min", b.one("reduce_min", v, axes=every), b.const(0.0, like=v))
+    hi = b.one("max", b.one("reduce_max", v, axes=every), b.const(0.0, like=v))
+    scale = b.one("div", b.one("sub", hi, lo), b.const(255.0, like=v))
+    # an all-zero v has scale 0: any scale quantizes it to zeros, 1 avoids dividing by 0
+    scale = b.one("where", b.one("eq", scale, b.const(0.0, like=v)), b.const(1.0, like=v), scale)
+    clip = (b.const(0.0, like=v), b.const(255.0, like=v))
+    zp = b.one("min", b.one("max", b.one("round", b.one("neg", b.one("div", lo, scale))), clip[0]), clip[1])
+    q = b.one("min", b.one("max", b.one("add", b.one("round", b.one("div", v, scale)), zp), clip[0]), clip[1])
+    return q, scale, zp
+
+
+def _rounded_u8(b: Builder, v: Value) -> Value:
+    """``v`` as its u8 quantization stands for it: (q - zero point) · scale."""
+    q, scale, zp = _dynamic_u8(b, v)
+    return b.one("mul", b.one("sub", q, zp), scale)
+
+
 @contrib("DynamicQuantizeMatMul")
 def _dynamic_quantize_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    """A quantized to u8 at run time as ONNX's DynamicQuantizeLinear does (scale = (max(A, 0) -
-    min(A, 0)) / 255, zero point = round(-min / scale)), then as MatMulIntegerToFloat."""
+    """A quantized to u8 at run time (DynamicQuantizeLinear), then as MatMulIntegerToFloat."""
     A, B, b_scale = x[:3]
     b_zp, bias = _opt(x, 3), _opt(x, 4)
-    every = tuple(range(A.type.rank))
-    lo = b.one("min", b.one("reduce_min", A, axes=every), b.const(0.0, like=A))
-    hi = b.one("max", b.one("reduce_max", A, axes=every), b.const(0.0, like=A))
-    scale = b.one("div", b.one("sub", hi, lo), b.const(255.0, like=A))
-    # an all-zero A has scale 0: any scale quantizes it to zeros, 1 avoids dividing by 0
-    scale = b.one("where", b.one("eq", scale, b.const(0.0, like=A)), b.const(1.0, like=A), scale)
-    clip = (b.const(0.0, like=A), b.const(255.0, like=A))
-    zp = b.one("min", b.one("max", b.one("round", b.one("neg", b.one("div", lo, scale))), clip[0]), clip[1])
-    q = b.one("min", b.one("max", b.one("add", b.one("round", b.one("div", A, scale)), zp), clip[0]), clip[1])
+    q, scale, zp = _dynamic_u8(b, A)
     product = _integer_product(b, q, zp, B, b_zp)
     return [_scaled(b, product, b.one("mul", scale, b_scale), bias)]
+
+
+def _dequantized_gates(b: Builder, w: Value, scale: Value, zp: Value) -> Value:
+    """A DynamicQuantizeLSTM weight (D, K, 4H), its scale and zero point one per direction (D)
+    or per column (D, 4H), as ONNX's LSTM takes it: (w - zp) · scale transposed to (D, 4H, K)."""
+    per = (scale.type.shape[0], 1, 1) if scale.type.rank == 1 else (scale.type.shape[0], 1, scale.type.shape[1])
+    shifted = b.one("sub", b.one("cast", w, dtype=DType.f32), b.one("reshape", b.one("cast", zp, dtype=DType.f32), shape=per))
+    return b.one("transpose", b.one("mul", shifted, b.one("reshape", scale, shape=per)), perm=(0, 2, 1))
+
+
+@contrib("DynamicQuantizeLSTM")
+def _dynamic_quantize_lstm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """ONNX's LSTM with 8-bit W (D, I, 4H) and R (D, H, 4H), stored transposed: X is rounded to
+    u8 once over the whole sequence and the state h at every step, before they meet the
+    weights, as DynamicQuantizeLinear rounds them.  (ONNX Runtime multiplies the integers and
+    scales the sums, which is the same product up to float rounding.)"""
+    from minic.frontend.onnx_recurrent import unroll
+    if a.get("input_forget", 0):
+        raise UnsupportedError(f"{b.where}: input_forget is not supported")
+    x = x + [None] * (12 - len(x))
+    X, W, R, B, lens, h0, c0, P, w_scale, w_zp, r_scale, r_zp = x
+    lstm_inputs = [_rounded_u8(b, X), _dequantized_gates(b, W, w_scale, w_zp), _dequantized_gates(b, R, r_scale, r_zp),
+                   B, lens, h0, c0, P]
+    return unroll(b, "LSTM", lstm_inputs, a, weigh_state=lambda h: _rounded_u8(b, h))
 
 
 # --- attention -----------------------------------------------------------------------------

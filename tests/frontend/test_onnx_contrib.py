@@ -112,34 +112,103 @@ def test_matmul_integer_to_float(tmp_path):
                                          ["y"]), {"a": a}, inits)
 
 
+def _quantized_files(folder, module, example, **quantize) -> tuple:
+    """``module`` exported by torch (opset 17), quantized by quantize_dynamic (its defaults unless
+    told: QInt8 weights), and that file as ONNX Runtime's session optimizer writes it out
+    (optimized_model_filepath, ORT_ENABLE_EXTENDED): the two paths."""
+    torch = pytest.importorskip("torch")
+    from onnxruntime.quantization import quantize_dynamic
+    torch.onnx.export(module.eval(), (example,), str(folder / "model.onnx"), input_names=["x"], dynamo=False,
+                      opset_version=17)
+    quantize_dynamic(str(folder / "model.onnx"), str(folder / "quantized.onnx"), **quantize)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(folder / "fused.onnx")
+    ort.InferenceSession(str(folder / "quantized.onnx"), options, providers=["CPUExecutionProvider"])
+    return folder / "quantized.onnx", folder / "fused.onnx"
+
+
+def _ops(path) -> Counter:
+    return Counter((n.domain, n.op_type) for n in onnx.load(str(path)).graph.node)
+
+
+def _check_file(path, x: np.ndarray, tmp_path, threads: int = 0) -> None:
+    """The file on interp and minic against ONNX Runtime (``threads`` intra-op threads, 0: its default)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    want = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for backend in ("interp", "minic"):
+        options = {"cache_dir": tmp_path} if backend == "minic" else {}
+        np.testing.assert_allclose(minic.compile(path, [x], backend=backend, **options)(x), want,
+                                   rtol=1e-4, atol=1e-5, err_msg=f"{path.name} on {backend}")
+
+
 @pytest.fixture(scope="module")
 def quantized_mlp(tmp_path_factory):
     """An MLP quantized by quantize_dynamic, then fused by ONNX Runtime's own graph
-    optimizer (the file it writes with optimized_model_filepath) into DynamicQuantizeMatMul."""
+    optimizer into DynamicQuantizeMatMul."""
     torch = pytest.importorskip("torch")
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    folder = tmp_path_factory.mktemp("qmlp")
     torch.manual_seed(0)
-    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
-    torch.onnx.export(mlp, (torch.randn(4, 16),), str(folder / "mlp.onnx"), input_names=["x"], dynamo=False,
-                      opset_version=17)
-    quantize_dynamic(str(folder / "mlp.onnx"), str(folder / "mlp_q.onnx"), weight_type=QuantType.QInt8)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    options.optimized_model_filepath = str(folder / "mlp_q_fused.onnx")
-    ort.InferenceSession(str(folder / "mlp_q.onnx"), options, providers=["CPUExecutionProvider"])
-    return folder / "mlp_q_fused.onnx"
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+    return _quantized_files(tmp_path_factory.mktemp("qmlp"), mlp, torch.randn(4, 16))[1]
 
 
 def test_a_dynamically_quantized_mlp_fused_by_onnxruntime(quantized_mlp, tmp_path):
-    ops = Counter((n.domain, n.op_type) for n in onnx.load(str(quantized_mlp)).graph.node)
-    assert ops[("com.microsoft", "DynamicQuantizeMatMul")] == 2, ops
-    x = R.standard_normal((4, 16)).astype(np.float32)
-    want = ort.InferenceSession(str(quantized_mlp), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    for backend in ("interp", "minic"):
-        options = {"cache_dir": tmp_path} if backend == "minic" else {}
-        np.testing.assert_allclose(minic.compile(quantized_mlp, [x], backend=backend, **options)(x), want,
-                                   rtol=1e-4, atol=1e-5)
+    assert _ops(quantized_mlp)[("com.microsoft", "DynamicQuantizeMatMul")] == 2, _ops(quantized_mlp)
+    _check_file(quantized_mlp, R.standard_normal((4, 16)).astype(np.float32), tmp_path)
+
+
+def test_a_dynamically_quantized_cnn(tmp_path_factory, tmp_path):
+    """Conv2d → ReLU → Conv2d → Linear: quantize_dynamic writes ConvInteger and MatMulInteger
+    after DynamicQuantizeLinear; ONNX Runtime's optimizer fuses the Linear's into DynamicQuantizeMatMul."""
+    torch = pytest.importorskip("torch")
+
+    class CNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.conv2 = torch.nn.Conv2d(8, 8, 3, stride=2)
+            self.fc = torch.nn.Linear(8 * 3 * 3, 10)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.conv2(torch.relu(self.conv1(x))), 1))
+    torch.manual_seed(0)
+    quantized, fused = _quantized_files(tmp_path_factory.mktemp("qcnn"), CNN(), torch.randn(2, 3, 8, 8))
+    assert {op: _ops(quantized)[("", op)] for op in ("ConvInteger", "MatMulInteger", "DynamicQuantizeLinear")} == \
+        {"ConvInteger": 2, "MatMulInteger": 1, "DynamicQuantizeLinear": 3}, _ops(quantized)
+    assert _ops(fused)[("com.microsoft", "DynamicQuantizeMatMul")] == 1, _ops(fused)
+    x = R.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    for path in (quantized, fused):
+        _check_file(path, x, tmp_path)
+
+
+@pytest.mark.parametrize("weights", ["QInt8", "QUInt8"])
+def test_a_dynamically_quantized_lstm(tmp_path_factory, tmp_path, weights):
+    """nn.LSTM → Linear: quantize_dynamic writes com.microsoft DynamicQuantizeLSTM; the optimizer
+    fuses the Linear into DynamicQuantizeMatMul.  Against single-threaded ONNX Runtime: with more
+    threads and batch > 1 its LSTM kernel splits the batch between threads and quantizes each
+    part of the state h on its own (scale and zero point of those rows), so its result depends
+    on the thread count (5e-4 apart here at 2 threads); minic quantizes the whole h, as one thread does."""
+    torch = pytest.importorskip("torch")
+    from onnxruntime.quantization import QuantType
+
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(6, 12, batch_first=True)
+            self.fc = torch.nn.Linear(12, 4)
+
+        def forward(self, x):
+            return self.fc(self.lstm(x)[0])
+    torch.manual_seed(0)
+    quantized, fused = _quantized_files(tmp_path_factory.mktemp(f"qlstm_{weights}"), Tagger(), torch.randn(2, 5, 6),
+                                        weight_type=getattr(QuantType, weights))
+    for path in (quantized, fused):
+        assert _ops(path)[("com.microsoft", "DynamicQuantizeLSTM")] == 1, _ops(path)
+    assert _ops(fused)[("com.microsoft", "DynamicQuantizeMatMul")] == 1, _ops(fused)
+    x = R.standard_normal((2, 5, 6)).astype(np.float32)
+    for path in (quantized, fused):
+        _check_file(path, x, tmp_path, threads=1)
 
 
 @pytest.mark.parametrize("mask", ["none", "lengths", "raw", "causal"])
