@@ -301,20 +301,34 @@ def _key_mask_bias(b: Builder, mask: Value, batch: Dim, seq: Dim, total: Dim, fi
     return b.one("reshape", b.one("where", keep, zero, masked), shape=shape)
 
 
-def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value) -> Value:
-    """0 where key j <= query i, ``fill`` after it: (S, T)."""
-    later = b.one("gt", b.one("unsqueeze", _positions(b, total), axes=(0,)),
-                  b.one("unsqueeze", _positions(b, seq), axes=(1,)))
-    return b.one("where", later, b.const(fill, like=like), b.const(0.0, like=like))
+def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value, window: int = -1) -> Value:
+    """0 where key j <= query i (and i - j < window when window >= 0), ``fill`` elsewhere: (S, T)."""
+    keys, queries = b.one("unsqueeze", _positions(b, total), axes=(0,)), b.one("unsqueeze", _positions(b, seq), axes=(1,))
+    hidden = b.one("gt", keys, queries)
+    if window >= 0:
+        hidden = b.one("or", hidden, b.one("le", keys, b.one("sub", queries, b.const(window, like=queries))))
+    return b.one("where", hidden, b.const(fill, like=like), b.const(0.0, like=like))
 
 
-def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value]) -> Value:
-    """softmax(q·kᵀ·scale + biases)·v over heads (B, N, S, H) -> (B, S, N·H)."""
+def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value], softcap: float = 0.0,
+            sink: Value | None = None) -> Value:
+    """softmax(q·kᵀ·scale + biases)·v over heads (B, N, S, H) -> (B, S, N·H).  A softcap c
+    bounds the scaled scores to c·tanh(scores / c) before the biases; a sink (N) is one more
+    score per head that takes its share of the softmax and adds no value."""
     scores = b.one("matmul", q, _swap_last(b, k))
     scores = b.one("mul", scores, b.const(scale, like=scores))
+    if softcap > 0:
+        cap = b.const(softcap, like=scores)
+        scores = b.one("mul", b.one("tanh", b.one("div", scores, cap)), cap)
     for bias in biases:
         scores = b.one("add", scores, bias)
-    return _merge_heads(b, b.one("matmul", b.one("softmax", scores, axis=-1), v))
+    if sink is None:
+        return _merge_heads(b, b.one("matmul", b.one("softmax", scores, axis=-1), v))
+    batch, heads, seq, total = scores.type.shape
+    column = b.one("expand", b.one("reshape", sink, shape=(1, heads, 1, 1)), shape=(batch, heads, seq, 1))
+    weights = b.one("softmax", b.one("concat", scores, column, axis=3), axis=-1)
+    weights = b.one("slice", weights, axes=(3,), starts=(0,), ends=(total,), steps=(1,))
+    return _merge_heads(b, b.one("matmul", weights, v))
 
 
 @contrib("Attention")
@@ -379,11 +393,44 @@ def _multi_head_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [_attend(b, _heads(b, query, heads), _heads(b, key, heads), _heads(b, value, heads), scale, biases)]
 
 
+def _rotate(b: Builder, v: Value, ids: Value, cos_cache: Value, sin_cache: Value, rotary: int,
+            interleaved: bool) -> Value:
+    """Heads (B, N, S, H) with each head's first ``rotary`` features rotated in pairs by the
+    angles of cos_cache/sin_cache at positions ``ids`` (B|1, S): (x1, x2) -> (x1·cos - x2·sin,
+    x2·cos + x1·sin), the pairs being (x[i], x[i + d/2]), or (x[2i], x[2i+1]) when interleaved."""
+    batch, heads, seq, size = v.type.shape
+    half = rotary // 2
+    cos = b.one("unsqueeze", b.one("gather", cos_cache, ids, axis=0), axes=(1,))     # (B|1, 1, S, half)
+    sin = b.one("unsqueeze", b.one("gather", sin_cache, ids, axis=0), axes=(1,))
+    cos = b.one("slice", cos, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
+    sin = b.one("slice", sin, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
+
+    def part(start: int, end: int, step: int = 1) -> Value:
+        return b.one("slice", v, axes=(3,), starts=(start,), ends=(end,), steps=(step,))
+    if interleaved:
+        x1, x2 = part(0, rotary, 2), part(1, rotary, 2)
+    else:
+        x1, x2 = part(0, half), part(half, rotary)
+    out1 = b.one("sub", b.one("mul", x1, cos), b.one("mul", x2, sin))
+    out2 = b.one("add", b.one("mul", x2, cos), b.one("mul", x1, sin))
+    if interleaved:                                      # put the pairs back side by side
+        pairs = b.one("concat", b.one("unsqueeze", out1, axes=(4,)), b.one("unsqueeze", out2, axes=(4,)), axis=4)
+        rotated = b.one("reshape", pairs, shape=(batch, heads, seq, rotary))
+    else:
+        rotated = b.one("concat", out1, out2, axis=3)
+    return rotated if rotary == size else b.one("concat", rotated, part(rotary, size), axis=3)
+
+
+def _offset_positions(b: Builder, start: Value, seq: Dim) -> Value:
+    """Positions start .. start + S - 1 as (1|B, S) from a start offset (1|B)."""
+    return b.one("add", b.one("unsqueeze", _positions(b, seq), axes=(0,)),
+                 b.one("unsqueeze", b.one("cast", start, dtype=DType.i64), axes=(1,)))
+
+
 @contrib("RotaryEmbedding")
 def _rotary_embedding(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    """Rotate pairs of each head's first rotary_embedding_dim features by the angles of
-    cos_cache/sin_cache at position_ids: (x1, x2) -> (x1·cos - x2·sin, x2·cos + x1·sin), the
-    pairs being (x[i], x[i + d/2]), or (x[2i], x[2i+1]) when interleaved."""
+    """Each head's first rotary_embedding_dim features rotated by the angles at position_ids
+    (B, S), or at start .. start + S - 1 for a start offset (B)."""
     if a.get("is_packed_batching", 0):
         raise UnsupportedError(f"{b.where}: is_packed_batching is not supported")
     inp, position_ids, cos_cache, sin_cache = x
@@ -394,31 +441,79 @@ def _rotary_embedding(b: Builder, x: list[Value], a: dict) -> list[Value]:
         if heads <= 0:
             raise UnsupportedError(f"{b.where}: a 3-D input needs num_heads")
         heads_first, v = False, _heads(b, inp, heads)
-    batch, _, seq, size = v.type.shape
-    rotary = int(a.get("rotary_embedding_dim", 0)) or size
-    half = rotary // 2
-    if position_ids.type.rank == 1:                      # one start offset: positions start .. start + S - 1
-        ids = b.one("add", b.one("unsqueeze", _positions(b, seq), axes=(0,)), b.one("cast", position_ids, dtype=DType.i64))
-    else:
-        ids = position_ids
-    cos = b.one("unsqueeze", b.one("gather", cos_cache, ids, axis=0), axes=(1,))     # (B|1, 1, S, half)
-    sin = b.one("unsqueeze", b.one("gather", sin_cache, ids, axis=0), axes=(1,))
-    cos = b.one("slice", cos, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
-    sin = b.one("slice", sin, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
-
-    def part(start: int, end: int, step: int = 1) -> Value:
-        return b.one("slice", v, axes=(3,), starts=(start,), ends=(end,), steps=(step,))
-    if a.get("interleaved", 0):
-        x1, x2 = part(0, rotary, 2), part(1, rotary, 2)
-    else:
-        x1, x2 = part(0, half), part(half, rotary)
-    out1 = b.one("sub", b.one("mul", x1, cos), b.one("mul", x2, sin))
-    out2 = b.one("add", b.one("mul", x2, cos), b.one("mul", x1, sin))
-    if a.get("interleaved", 0):                          # put the pairs back side by side
-        pairs = b.one("concat", b.one("unsqueeze", out1, axes=(4,)), b.one("unsqueeze", out2, axes=(4,)), axis=4)
-        rotated = b.one("reshape", pairs, shape=(batch, v.type.shape[1], seq, rotary))
-    else:
-        rotated = b.one("concat", out1, out2, axis=3)
-    if rotary < size:
-        rotated = b.one("concat", rotated, part(rotary, size), axis=3)
+    seq, size = v.type.shape[2:]
+    ids = _offset_positions(b, position_ids, seq) if position_ids.type.rank == 1 else position_ids
+    rotated = _rotate(b, v, ids, cos_cache, sin_cache, int(a.get("rotary_embedding_dim", 0)) or size,
+                      bool(a.get("interleaved", 0)))
     return [rotated if heads_first else _merge_heads(b, rotated)]
+
+
+def _repeat_heads(b: Builder, v: Value, times: int) -> Value:
+    """(B, Nk, T, H) -> (B, Nk·times, T, H), each head ``times`` times in a row."""
+    batch, heads, total, size = v.type.shape
+    grown = b.one("expand", b.one("unsqueeze", v, axes=(2,)), shape=(batch, heads, times, total, size))
+    return b.one("reshape", grown, shape=(batch, heads * times, total, size))
+
+
+@contrib("GroupQueryAttention")
+def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Attention of num_heads query heads over kv_num_heads key/value heads, each shared by
+    num_heads / kv_num_heads query heads, for a prompt (no past key/value cache).  Query
+    (B, S, N·H) and key, value (B, S, Nk·H), or the three packed in query; with do_rotary, q
+    and k rotated at positions 0 .. S-1 (position_ids[0, 0] + s when given, as ONNX Runtime
+    reads it for a first prompt); q_norm_weight/k_norm_weight RMS-normalize each head first.
+    Query s sees key j when j < seqlens_k[b] + 1, j <= s (causal) and s - j < local_window_size
+    (when >= 0).  present_key and present_value are the (rotated) k and v, (B, Nk, S, H)."""
+    _refuse_extra(b, x, {12: "k_scale", 13: "v_scale", 16: "query_seqlens"}, {3: "output_qk"})
+    for name in ("past_key", "past_value"):
+        past = _opt(x, 3 if name == "past_key" else 4)
+        if past is not None and past.type.shape[2] != 0:
+            raise UnsupportedError(f"{b.where}: the '{name}' input (a cache of length {past.type.shape[2]}) is not "
+                                   "supported: only a prompt, the past absent or of length 0")
+    if a.get("sliding_window_cache", 0):
+        raise UnsupportedError(f"{b.where}: sliding_window_cache is not supported")
+    query, key, value, seqlens_k, total_length = x[0], _opt(x, 1), _opt(x, 2), x[5], x[6]
+    heads, kv_heads = int(a["num_heads"]), int(a["kv_num_heads"])
+    batch, seq, width = query.type.shape
+    total = b.known(total_length)
+    if total is not None and int(total) != seq:
+        raise UnsupportedError(f"{b.where}: total_sequence_length {int(total)} is not the prompt's length {seq}")
+    if key is None:                                      # packed: (B, S, (N + 2·Nk)·H)
+        size = width // (heads + 2 * kv_heads)
+        ends = (heads * size, (heads + kv_heads) * size, width)
+        query, key, value = (b.one("slice", query, axes=(2,), starts=(lo,), ends=(hi,), steps=(1,))
+                             for lo, hi in zip((0,) + ends[:2], ends))
+    q, k, v = _heads(b, query, heads), _heads(b, key, kv_heads), _heads(b, value, kv_heads)
+    size = q.type.shape[3]
+    if _opt(x, 14) is not None:
+        eps = float(a.get("qk_norm_epsilon", 1e-6))
+        q = _rms_norm(b, q, x[14], float(a.get("q_norm_epsilon", eps)), -1)
+        k = _rms_norm(b, k, x[15], float(a.get("k_norm_epsilon", eps)), -1)
+    if a.get("do_rotary", 0):
+        cos_cache, sin_cache, position_ids = x[7], x[8], _opt(x, 9)
+        if position_ids is None:
+            ids = b.one("unsqueeze", _positions(b, seq), axes=(0,))
+        else:
+            first = b.one("slice", position_ids, axes=(0, 1), starts=(0, 0), ends=(1, 1), steps=(1, 1))
+            start = b.one("reshape", first, shape=(1,))
+            ids = _offset_positions(b, start, seq)
+        rotary, interleaved = 2 * cos_cache.type.shape[1], bool(a.get("rotary_interleaved", 0))
+        q = _rotate(b, q, ids, cos_cache, sin_cache, rotary, interleaved)
+        k = _rotate(b, k, ids, cos_cache, sin_cache, rotary, interleaved)
+    fill = float(np.finfo(q.type.dtype.numpy).min) / 2   # no weight at all; two masks added stay finite
+    biases = [_key_mask_bias(b, b.one("add", seqlens_k, b.const(1, like=seqlens_k)), batch, seq, seq, fill, q)]
+    window = int(a.get("local_window_size", -1))
+    if a.get("causal", 1):
+        biases.append(_causal_bias(b, seq, seq, fill, q, window))
+    elif window >= 0:
+        raise UnsupportedError(f"{b.where}: local_window_size needs causal 1")
+    if _opt(x, 10) is not None:
+        biases.append(x[10])
+    sink = _opt(x, 11)
+    if sink is None and a.get("smooth_softmax", 0):
+        sink = b.const(np.zeros(heads, q.type.dtype.numpy))
+    scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(size)
+    group = heads // kv_heads
+    y = _attend(b, q, _repeat_heads(b, k, group), _repeat_heads(b, v, group), scale, biases,
+                float(a.get("softcap", 0.0)), sink)
+    return [y, k, v]

@@ -37,6 +37,7 @@ def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1
         options = {"cache_dir": tmp_path} if backend == "minic" else {}
         got = minic.compile(path, list(inputs.values()), backend=backend, **options)(*inputs.values())
         got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(want), f"{name} on {backend}: {len(got)} outputs, ONNX Runtime {len(want)}"
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{name} on {backend}")
 
@@ -244,6 +245,105 @@ def test_rotary_embedding(tmp_path, interleaved):
     _check(tmp_path, f"rotary_{interleaved}", _ms("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
                                                   interleaved=interleaved),
            {"x": x, "pos": np.array([[0, 1, 2, 3], [5, 6, 7, 8]], np.int64)}, inits)
+
+
+def _rotary_caches(size: int) -> list:
+    angles = np.arange(32)[:, None] * (1.0 / 100 ** (np.arange(size // 2) / (size // 2)))[None]
+    return [_init("cos", np.cos(angles).astype(np.float32)), _init("sin", np.sin(angles).astype(np.float32))]
+
+
+_GQA_CASES = {        # name: attributes, and what else the node is given
+    "grouped": ({}, {}),
+    "rotary": ({"do_rotary": 1}, {"rotary": True}),
+    "rotary_interleaved_at_positions": ({"do_rotary": 1, "rotary_interleaved": 1}, {"rotary": True, "positions": True}),
+    "window_softcap_scale": ({"local_window_size": 2, "softcap": 2.0, "scale": 0.3}, {}),
+    "padded_with_bias_and_sink": ({}, {"seqlens": [4, 2], "bias": True, "sink": True}),
+    "bidirectional_smooth": ({"causal": 0, "smooth_softmax": 1}, {"seqlens": [4, 2]}),
+    "packed_empty_past_one_kv_head": ({"kv_num_heads": 1}, {"packed": True, "empty_past": True}),
+    "qk_norm": ({}, {"qk_norm": True}),
+}
+
+
+@pytest.mark.parametrize("case", list(_GQA_CASES))
+def test_group_query_attention(tmp_path, case):
+    """A prompt, batch 2 of 5 tokens, 4 query heads of 16 over 2 key/value heads (unless told):
+    the output, present_key and present_value against ONNX Runtime's CPU kernel."""
+    attrs, given = _GQA_CASES[case]
+    attrs = {"num_heads": 4, "kv_num_heads": 2, **attrs}
+    batch, seq, size, kv = 2, 5, 16, attrs["kv_num_heads"]
+    inputs, inits = {}, []
+    if given.get("packed"):
+        inputs["qkv"] = _f(batch, seq, (4 + 2 * kv) * size)
+        names = ["qkv", "", ""]
+    else:
+        inputs.update(q=_f(batch, seq, 4 * size), k=_f(batch, seq, kv * size), v=_f(batch, seq, kv * size))
+        names = ["q", "k", "v"]
+    if given.get("empty_past"):
+        inputs.update(past_k=np.zeros((batch, kv, 0, size), np.float32), past_v=np.zeros((batch, kv, 0, size), np.float32))
+        names += ["past_k", "past_v"]
+    else:
+        names += ["", ""]
+    inputs["seqlens_k"] = np.array(given.get("seqlens", [seq - 1] * batch), np.int32)
+    inputs["total"] = np.array(seq, np.int32)
+    names += ["seqlens_k", "total"]
+    optional = ["", "", "", "", ""]                     # cos_cache sin_cache position_ids attention_bias head_sink
+    if given.get("rotary"):
+        inits += _rotary_caches(size)
+        optional[:2] = ["cos", "sin"]
+    if given.get("positions"):
+        inputs["pos"] = np.array([[3, 4, 5, 6, 7], [3, 4, 5, 6, 7]], np.int64)
+        optional[2] = "pos"
+    if given.get("bias"):
+        inputs["bias"] = _f(batch, 1, seq, seq)
+        optional[3] = "bias"
+    if given.get("sink"):
+        inits.append(_init("sink", _f(4)))
+        optional[4] = "sink"
+    if given.get("qk_norm"):
+        inits += [_init("q_norm", _f(size)), _init("k_norm", _f(size))]
+        optional += ["", "", "q_norm", "k_norm"]
+    while optional and not optional[-1]:
+        optional.pop()
+    outputs = ["y", "present_key", "present_value"]
+    node = _ms("GroupQueryAttention", names + optional, outputs, **attrs)
+    want = _gqa_normalized_by_onnx_ops(node, inputs, inits, size) if given.get("qk_norm") else None
+    _check(tmp_path, f"gqa_{case}", node, inputs, inits, want=want)
+
+
+def _gqa_normalized_by_onnx_ops(node, inputs: dict, inits: list, size: int) -> list:
+    """ONNX Runtime's CPU kernel has no q_norm_weight/k_norm_weight (CUDA and WebGPU do): its
+    result for them is a GroupQueryAttention of q and k each RMS-normalized per head by
+    SimplifiedLayerNormalization (epsilon 1e-6), run by ONNX Runtime."""
+    nodes, names = [], list(node.input[:14])
+    for i, (name, weight) in enumerate([("q", "q_norm"), ("k", "k_norm")]):
+        nodes += [helper.make_node("Reshape", [name, "per_head"], [f"{name}_heads"]),
+                  helper.make_node("SimplifiedLayerNormalization", [f"{name}_heads", weight], [f"{name}_normed"],
+                                   epsilon=1e-6, axis=-1),
+                  helper.make_node("Reshape", [f"{name}_normed", "merged"], [f"{name}_merged"])]
+        names[i] = f"{name}_merged"
+    gqa = helper.make_node("GroupQueryAttention", names, list(node.output), domain="com.microsoft",
+                           num_heads=4, kv_num_heads=2)
+    shape_inits = [_init("per_head", np.array([0, 0, -1, size], np.int64)), _init("merged", np.array([0, 0, -1], np.int64))]
+    graph = helper.make_graph(nodes + [gqa], "gqa_normalized",
+                              [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                               for k, v in inputs.items()],
+                              [helper.make_tensor_value_info(o, F, None) for o in node.output], list(inits) + shape_inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
+
+
+def test_group_query_attention_with_a_past_cache_is_refused_by_name(tmp_path):
+    node = _ms("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"], ["y"],
+               num_heads=4, kv_num_heads=2)
+    shapes = {"q": [1, 1, 64], "k": [1, 1, 32], "v": [1, 1, 32], "past_k": [1, 2, 3, 16], "past_v": [1, 2, 3, 16]}
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()] +
+                              [helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
+                               helper.make_tensor_value_info("total", TensorProto.INT32, [])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    path = tmp_path / "gqa_past.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    with pytest.raises(UnsupportedError, match="GroupQueryAttention.*the 'past_key' input"):
+        minic.compile(path, backend="interp")
 
 
 def test_an_input_the_converter_does_not_cover_is_refused_by_name(tmp_path):
