@@ -301,13 +301,11 @@ def _key_mask_bias(b: Builder, mask: Value, batch: Dim, seq: Dim, total: Dim, fi
     return b.one("reshape", b.one("where", keep, zero, masked), shape=shape)
 
 
-def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value, window: int = -1) -> Value:
-    """0 where key j <= query i (and i - j < window when window >= 0), ``fill`` elsewhere: (S, T)."""
-    keys, queries = b.one("unsqueeze", _positions(b, total), axes=(0,)), b.one("unsqueeze", _positions(b, seq), axes=(1,))
-    hidden = b.one("gt", keys, queries)
-    if window >= 0:
-        hidden = b.one("or", hidden, b.one("le", keys, b.one("sub", queries, b.const(window, like=queries))))
-    return b.one("where", hidden, b.const(fill, like=like), b.const(0.0, like=like))
+def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value) -> Value:
+    """0 where key j <= query i, ``fill`` after it: (S, T)."""
+    later = b.one("gt", b.one("unsqueeze", _positions(b, total), axes=(0,)),
+                  b.one("unsqueeze", _positions(b, seq), axes=(1,)))
+    return b.one("where", later, b.const(fill, like=like), b.const(0.0, like=like))
 
 
 def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value], softcap: float = 0.0,
@@ -455,29 +453,55 @@ def _repeat_heads(b: Builder, v: Value, times: int) -> Value:
     return b.one("reshape", grown, shape=(batch, heads * times, total, size))
 
 
+def _placed(b: Builder, past: Value, new: Value, past_lengths: Value, total: int) -> Value:
+    """The cache (B, Nk, total, H) after a step: past[:, :, j] for j < past_lengths[b], then the
+    S new rows, then zeros.  The new rows are moved into place by a 0/1 matrix (B, 1, total, S)."""
+    batch, heads, length, size = past.type.shape
+    if total > length:
+        past = b.one("concat", past, b.const(np.zeros((batch, heads, total - length, size), past.type.dtype.numpy)), axis=2)
+    rows = b.one("reshape", _positions(b, total), shape=(1, 1, total, 1))
+    start = b.one("reshape", past_lengths, shape=(batch, 1, 1, 1))
+    offset = b.one("sub", rows, start)                                           # (B, 1, total, 1)
+    steps = new.type.shape[2]
+    places = b.one("eq", offset, b.one("reshape", _positions(b, steps), shape=(1, 1, 1, steps)))
+    moved = b.one("matmul", b.one("cast", places, dtype=new.type.dtype), new)
+    return b.one("where", b.one("lt", rows, start), past, moved)
+
+
+def _visible_bias(b: Builder, positions: Value, lengths: Value, total: int, causal: bool, window: int,
+                  like: Value) -> Value:
+    """0 where query s (at ``positions`` (B|1, S)) sees key j, the lowest float elsewhere:
+    j < lengths[b], j <= the query's position when causal, and fewer than ``window`` keys
+    back when window >= 0.  (B|1, 1, S, total)."""
+    keys = b.one("reshape", _positions(b, total), shape=(1, 1, total))
+    at = b.one("unsqueeze", positions, axes=(2,))                                # (B|1, S, 1)
+    seen = b.one("lt", keys, b.one("reshape", lengths, shape=(lengths.type.shape[0], 1, 1)))
+    if causal:
+        seen = b.one("and", seen, b.one("le", keys, at))
+    if window >= 0:
+        seen = b.one("and", seen, b.one("gt", keys, b.one("sub", at, b.const(window, like=at))))
+    lowest = float(np.finfo(like.type.dtype.numpy).min)
+    return b.one("unsqueeze", b.one("where", seen, b.const(0.0, like=like), b.const(lowest, like=like)), axes=(1,))
+
+
 @contrib("GroupQueryAttention")
 def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """Attention of num_heads query heads over kv_num_heads key/value heads, each shared by
-    num_heads / kv_num_heads query heads, for a prompt (no past key/value cache).  Query
-    (B, S, N·H) and key, value (B, S, Nk·H), or the three packed in query; with do_rotary, q
-    and k rotated at positions 0 .. S-1 (position_ids[0, 0] + s when given, as ONNX Runtime
-    reads it for a first prompt); q_norm_weight/k_norm_weight RMS-normalize each head first.
-    Query s sees key j when j < seqlens_k[b] + 1, j <= s (causal) and s - j < local_window_size
-    (when >= 0).  present_key and present_value are the (rotated) k and v, (B, Nk, S, H)."""
+    num_heads / kv_num_heads query heads.  Query (B, S, N·H), key and value (B, S, Nk·H) (or
+    the three packed in query) are S new tokens; past_key/past_value (B, Nk, P, H) hold the
+    tokens before them, P_b = seqlens_k[b] + 1 - S of them, none in a first prompt
+    (total_sequence_length = S).  The new token s is at position P_b + s; q/k_norm_weight
+    RMS-normalize each head, and do_rotary rotates q and k at their positions (position_ids when
+    given; in a first prompt position_ids[0, 0] + s, as ONNX Runtime reads it).  present_key
+    and present_value are the cache with the new (rotated) k and v written at P_b, zeros after:
+    (B, Nk, max(total_sequence_length, P), H).  Query s sees key j when j < seqlens_k[b] + 1,
+    j <= its position (causal) and within local_window_size of it (when >= 0)."""
     _refuse_extra(b, x, {12: "k_scale", 13: "v_scale", 16: "query_seqlens"}, {3: "output_qk"})
-    for name in ("past_key", "past_value"):
-        past = _opt(x, 3 if name == "past_key" else 4)
-        if past is not None and past.type.shape[2] != 0:
-            raise UnsupportedError(f"{b.where}: the '{name}' input (a cache of length {past.type.shape[2]}) is not "
-                                   "supported: only a prompt, the past absent or of length 0")
     if a.get("sliding_window_cache", 0):
         raise UnsupportedError(f"{b.where}: sliding_window_cache is not supported")
-    query, key, value, seqlens_k, total_length = x[0], _opt(x, 1), _opt(x, 2), x[5], x[6]
+    query, key, value, past_key, past_value, seqlens_k, total_length = (_opt(x, i) for i in range(7))
     heads, kv_heads = int(a["num_heads"]), int(a["kv_num_heads"])
     batch, seq, width = query.type.shape
-    total = b.known(total_length)
-    if total is not None and int(total) != seq:
-        raise UnsupportedError(f"{b.where}: total_sequence_length {int(total)} is not the prompt's length {seq}")
     if key is None:                                      # packed: (B, S, (N + 2·Nk)·H)
         size = width // (heads + 2 * kv_heads)
         ends = (heads * size, (heads + kv_heads) * size, width)
@@ -485,28 +509,37 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
                              for lo, hi in zip((0,) + ends[:2], ends))
     q, k, v = _heads(b, query, heads), _heads(b, key, kv_heads), _heads(b, value, kv_heads)
     size = q.type.shape[3]
+    cached = past_key is not None and past_key.type.shape[2] != 0
+    # the cache's length is the output's shape: compiled in (a compilation per value)
+    total = int(b.need_known(total_length, "total_sequence_length")) if cached else seq
+    first_prompt = total == seq
+    lengths = b.one("cast", b.one("add", seqlens_k, b.const(1, like=seqlens_k)), dtype=DType.i64)
+    past_lengths = b.one("sub", lengths, b.const(seq, like=lengths))             # P_b
+    steps = b.one("unsqueeze", _positions(b, seq), axes=(0,))                    # (1, S)
+    positions = steps if first_prompt else b.one("add", b.one("unsqueeze", past_lengths, axes=(1,)), steps)
     if _opt(x, 14) is not None:
         eps = float(a.get("qk_norm_epsilon", 1e-6))
         q = _rms_norm(b, q, x[14], float(a.get("q_norm_epsilon", eps)), -1)
         k = _rms_norm(b, k, x[15], float(a.get("k_norm_epsilon", eps)), -1)
     if a.get("do_rotary", 0):
         cos_cache, sin_cache, position_ids = x[7], x[8], _opt(x, 9)
-        if position_ids is None:
-            ids = b.one("unsqueeze", _positions(b, seq), axes=(0,))
-        else:
+        ids = positions
+        if position_ids is not None and first_prompt:
             first = b.one("slice", position_ids, axes=(0, 1), starts=(0, 0), ends=(1, 1), steps=(1, 1))
-            start = b.one("reshape", first, shape=(1,))
-            ids = _offset_positions(b, start, seq)
+            ids = _offset_positions(b, b.one("reshape", first, shape=(1,)), seq)
+        elif position_ids is not None:
+            ids = position_ids
         rotary, interleaved = 2 * cos_cache.type.shape[1], bool(a.get("rotary_interleaved", 0))
         q = _rotate(b, q, ids, cos_cache, sin_cache, rotary, interleaved)
         k = _rotate(b, k, ids, cos_cache, sin_cache, rotary, interleaved)
-    fill = float(np.finfo(q.type.dtype.numpy).min) / 2   # no weight at all; two masks added stay finite
-    biases = [_key_mask_bias(b, b.one("add", seqlens_k, b.const(1, like=seqlens_k)), batch, seq, seq, fill, q)]
+    present_length = max(total, past_key.type.shape[2]) if past_key is not None else seq
+    if present_length != seq:
+        start = b.const(np.zeros(batch, np.int64)) if first_prompt else past_lengths
+        k, v = (_placed(b, p, n, start, present_length) for p, n in ((past_key, k), (past_value, v)))
     window = int(a.get("local_window_size", -1))
-    if a.get("causal", 1):
-        biases.append(_causal_bias(b, seq, seq, fill, q, window))
-    elif window >= 0:
+    if window >= 0 and not a.get("causal", 1):
         raise UnsupportedError(f"{b.where}: local_window_size needs causal 1")
+    biases = [_visible_bias(b, positions, lengths, present_length, bool(a.get("causal", 1)), window, q)]
     if _opt(x, 10) is not None:
         biases.append(x[10])
     sink = _opt(x, 11)

@@ -252,25 +252,31 @@ def _rotary_caches(size: int) -> list:
     return [_init("cos", np.cos(angles).astype(np.float32)), _init("sin", np.sin(angles).astype(np.float32))]
 
 
-_GQA_CASES = {        # name: attributes, and what else the node is given
+_GQA_CASES = {        # name: attributes, and what else the node is given (a prompt of 2 × 5 tokens unless told)
     "grouped": ({}, {}),
     "rotary": ({"do_rotary": 1}, {"rotary": True}),
     "rotary_interleaved_at_positions": ({"do_rotary": 1, "rotary_interleaved": 1}, {"rotary": True, "positions": True}),
     "window_softcap_scale": ({"local_window_size": 2, "softcap": 2.0, "scale": 0.3}, {}),
     "padded_with_bias_and_sink": ({}, {"seqlens": [4, 2], "bias": True, "sink": True}),
     "bidirectional_smooth": ({"causal": 0, "smooth_softmax": 1}, {"seqlens": [4, 2]}),
-    "packed_empty_past_one_kv_head": ({"kv_num_heads": 1}, {"packed": True, "empty_past": True}),
+    "packed_empty_past_one_kv_head": ({"kv_num_heads": 1}, {"packed": True, "past": 0}),
     "qk_norm": ({}, {"qk_norm": True}),
+    # a past cache: one new token per entry after 3 and 2 cached ones (the cache keeps 3 rows)
+    "decode_ragged_rotary": ({"do_rotary": 1}, {"rotary": True, "seq": 1, "past": 3, "seqlens": [3, 2], "total": 4}),
+    "decode_at_positions": ({"do_rotary": 1}, {"rotary": True, "positions": True, "seq": 1, "past": 3}),
+    "decode_shared_buffer": ({}, {"seq": 1, "past": 8, "seqlens": [3, 5], "total": 6}),
+    "next_chunk_window": ({"local_window_size": 3, "do_rotary": 1}, {"rotary": True, "batch": 1, "seq": 3, "past": 4}),
 }
 
 
 @pytest.mark.parametrize("case", list(_GQA_CASES))
 def test_group_query_attention(tmp_path, case):
-    """A prompt, batch 2 of 5 tokens, 4 query heads of 16 over 2 key/value heads (unless told):
-    the output, present_key and present_value against ONNX Runtime's CPU kernel."""
+    """4 query heads of 16 over 2 key/value heads (unless told): the output, present_key and
+    present_value against ONNX Runtime's CPU kernel."""
     attrs, given = _GQA_CASES[case]
     attrs = {"num_heads": 4, "kv_num_heads": 2, **attrs}
-    batch, seq, size, kv = 2, 5, 16, attrs["kv_num_heads"]
+    batch, seq, size, kv = given.get("batch", 2), given.get("seq", 5), 16, attrs["kv_num_heads"]
+    past = given.get("past")
     inputs, inits = {}, []
     if given.get("packed"):
         inputs["qkv"] = _f(batch, seq, (4 + 2 * kv) * size)
@@ -278,20 +284,20 @@ def test_group_query_attention(tmp_path, case):
     else:
         inputs.update(q=_f(batch, seq, 4 * size), k=_f(batch, seq, kv * size), v=_f(batch, seq, kv * size))
         names = ["q", "k", "v"]
-    if given.get("empty_past"):
-        inputs.update(past_k=np.zeros((batch, kv, 0, size), np.float32), past_v=np.zeros((batch, kv, 0, size), np.float32))
+    if past is not None:
+        inputs.update(past_k=_f(batch, kv, past, size), past_v=_f(batch, kv, past, size))
         names += ["past_k", "past_v"]
     else:
         names += ["", ""]
-    inputs["seqlens_k"] = np.array(given.get("seqlens", [seq - 1] * batch), np.int32)
-    inputs["total"] = np.array(seq, np.int32)
+    inputs["seqlens_k"] = np.array(given.get("seqlens", [(past or 0) + seq - 1] * batch), np.int32)
+    inputs["total"] = np.array(given.get("total", (past or 0) + seq), np.int32)
     names += ["seqlens_k", "total"]
     optional = ["", "", "", "", ""]                     # cos_cache sin_cache position_ids attention_bias head_sink
     if given.get("rotary"):
         inits += _rotary_caches(size)
         optional[:2] = ["cos", "sin"]
     if given.get("positions"):
-        inputs["pos"] = np.array([[3, 4, 5, 6, 7], [3, 4, 5, 6, 7]], np.int64)
+        inputs["pos"] = np.array([[3 + 2 * b + s for s in range(seq)] for b in range(batch)], np.int64)
         optional[2] = "pos"
     if given.get("bias"):
         inputs["bias"] = _f(batch, 1, seq, seq)
@@ -332,17 +338,17 @@ def _gqa_normalized_by_onnx_ops(node, inputs: dict, inits: list, size: int) -> l
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
 
 
-def test_group_query_attention_with_a_past_cache_is_refused_by_name(tmp_path):
-    node = _ms("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"], ["y"],
-               num_heads=4, kv_num_heads=2)
+def test_group_query_attention_with_a_quantized_cache_is_refused_by_name(tmp_path):
+    node = _ms("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"] + [""] * 5 + ["k_scale"],
+               ["y"], num_heads=4, kv_num_heads=2, k_quant_type="PER_TENSOR")
     shapes = {"q": [1, 1, 64], "k": [1, 1, 32], "v": [1, 1, 32], "past_k": [1, 2, 3, 16], "past_v": [1, 2, 3, 16]}
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()] +
                               [helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
                                helper.make_tensor_value_info("total", TensorProto.INT32, [])],
-                              [helper.make_tensor_value_info("y", F, None)])
-    path = tmp_path / "gqa_past.onnx"
+                              [helper.make_tensor_value_info("y", F, None)], [_init("k_scale", np.float32([0.1]))])
+    path = tmp_path / "gqa_quantized_cache.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
-    with pytest.raises(UnsupportedError, match="GroupQueryAttention.*the 'past_key' input"):
+    with pytest.raises(UnsupportedError, match="GroupQueryAttention.*the 'k_scale' input is not supported"):
         minic.compile(path, backend="interp")
 
 
