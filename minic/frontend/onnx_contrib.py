@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder
+from minic.frontend.onnx import Builder, OnnxImportError
 from minic.ir.graph import Value
 from minic.ir.types import DType, Dim
 from minic.registry import Registry
@@ -242,7 +242,8 @@ def _dequantized_gates(b: Builder, w: Value, scale: Value, zp: Value) -> Value:
     """A DynamicQuantizeLSTM weight (D, K, 4H), its scale and zero point one per direction (D)
     or per column (D, 4H), as ONNX's LSTM takes it: (w - zp) · scale transposed to (D, 4H, K)."""
     per = (scale.type.shape[0], 1, 1) if scale.type.rank == 1 else (scale.type.shape[0], 1, scale.type.shape[1])
-    shifted = b.one("sub", b.one("cast", w, dtype=DType.f32), b.one("reshape", b.one("cast", zp, dtype=DType.f32), shape=per))
+    zero_point = b.one("reshape", b.one("cast", zp, dtype=DType.f32), shape=per)
+    shifted = b.one("sub", b.one("cast", w, dtype=DType.f32), zero_point)
     return b.one("transpose", b.one("mul", shifted, b.one("reshape", scale, shape=per)), perm=(0, 2, 1))
 
 
@@ -458,7 +459,8 @@ def _placed(b: Builder, past: Value, new: Value, past_lengths: Value, total: int
     S new rows, then zeros.  The new rows are moved into place by a 0/1 matrix (B, 1, total, S)."""
     batch, heads, length, size = past.type.shape
     if total > length:
-        past = b.one("concat", past, b.const(np.zeros((batch, heads, total - length, size), past.type.dtype.numpy)), axis=2)
+        room = b.const(np.zeros((batch, heads, total - length, size), past.type.dtype.numpy))
+        past = b.one("concat", past, room, axis=2)
     rows = b.one("reshape", _positions(b, total), shape=(1, 1, total, 1))
     start = b.one("reshape", past_lengths, shape=(batch, 1, 1, 1))
     offset = b.one("sub", rows, start)                                           # (B, 1, total, 1)
@@ -501,6 +503,8 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
         raise UnsupportedError(f"{b.where}: sliding_window_cache is not supported")
     query, key, value, past_key, past_value, seqlens_k, total_length = (_opt(x, i) for i in range(7))
     heads, kv_heads = int(a["num_heads"]), int(a["kv_num_heads"])
+    if heads % kv_heads:
+        raise OnnxImportError(f"{b.where}: num_heads {heads} is not a multiple of kv_num_heads {kv_heads}")
     batch, seq, width = query.type.shape
     if key is None:                                      # packed: (B, S, (N + 2·Nk)·H)
         size = width // (heads + 2 * kv_heads)
@@ -533,7 +537,7 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
         q = _rotate(b, q, ids, cos_cache, sin_cache, rotary, interleaved)
         k = _rotate(b, k, ids, cos_cache, sin_cache, rotary, interleaved)
     present_length = max(total, past_key.type.shape[2]) if past_key is not None else seq
-    if present_length != seq:
+    if present_length != seq:                            # else the new rows are the whole cache
         start = b.const(np.zeros(batch, np.int64)) if first_prompt else past_lengths
         k, v = (_placed(b, p, n, start, present_length) for p, n in ((past_key, k), (past_value, v)))
     window = int(a.get("local_window_size", -1))

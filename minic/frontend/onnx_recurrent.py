@@ -142,7 +142,8 @@ def unroll(b: Builder, op: str, x: list[Value | None], a: dict,
         c = (_row(b, c0, d) if c0 is not None else zero) if op == "LSTM" else None
         out: list[Value | None] = [None] * steps
         for t in (reversed(range(steps)) if backward else range(steps)):
-            step = _Step(b, xs[t], h, weigh_state(h) if weigh_state else h, c, w, r, biases[:gates], biases[gates:], peep,
+            weighed = weigh_state(h) if weigh_state else h
+            step = _Step(b, xs[t], h, weighed, c, w, r, biases[:gates], biases[gates:], peep,
                          [_ACTIVATIONS[n] for n in names[d * per_dir:(d + 1) * per_dir]],
                          bool(a.get("linear_before_reset", 0)))
             h_new, c_new = _CELLS[op](step)

@@ -19,6 +19,10 @@ ort = pytest.importorskip("onnxruntime")
 F = TensorProto.FLOAT
 
 
+def _model(graph, opset: int = 17):
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+
+
 def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1e-4, atol=1e-5, want=None, opset=17):
     """Build a one-node model, run it on ONNX Runtime (or take ``want``: for the ops
     ONNX Runtime has no CPU kernel of), minic and interp; compare."""
@@ -29,7 +33,7 @@ def _check(tmp_path, name, node, inputs: dict[str, np.ndarray], inits=(), rtol=1
                               [helper.make_tensor_value_info(o, TensorProto.INT32 if o == "mask_index" else F, None)
                                for o in node.output if o],
                               list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+    model = _model(graph, opset)
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, path)
     want = want or ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
@@ -329,25 +333,25 @@ def _gqa_normalized_by_onnx_ops(node, inputs: dict, inits: list, size: int) -> l
         names[i] = f"{name}_merged"
     gqa = helper.make_node("GroupQueryAttention", names, list(node.output), domain="com.microsoft",
                            num_heads=4, kv_num_heads=2)
-    shape_inits = [_init("per_head", np.array([0, 0, -1, size], np.int64)), _init("merged", np.array([0, 0, -1], np.int64))]
+    shapes = [_init("per_head", np.array([0, 0, -1, size], np.int64)), _init("merged", np.array([0, 0, -1], np.int64))]
     graph = helper.make_graph(nodes + [gqa], "gqa_normalized",
                               [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
                                for k, v in inputs.items()],
-                              [helper.make_tensor_value_info(o, F, None) for o in node.output], list(inits) + shape_inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+                              [helper.make_tensor_value_info(o, F, None) for o in node.output], list(inits) + shapes)
+    model = _model(graph)
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
 
 
 def test_group_query_attention_with_a_quantized_cache_is_refused_by_name(tmp_path):
-    node = _ms("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"] + [""] * 5 + ["k_scale"],
-               ["y"], num_heads=4, kv_num_heads=2, k_quant_type="PER_TENSOR")
+    names = ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"] + [""] * 5 + ["k_scale"]
+    node = _ms("GroupQueryAttention", names, ["y"], num_heads=4, kv_num_heads=2, k_quant_type="PER_TENSOR")
     shapes = {"q": [1, 1, 64], "k": [1, 1, 32], "v": [1, 1, 32], "past_k": [1, 2, 3, 16], "past_v": [1, 2, 3, 16]}
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()] +
                               [helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
                                helper.make_tensor_value_info("total", TensorProto.INT32, [])],
                               [helper.make_tensor_value_info("y", F, None)], [_init("k_scale", np.float32([0.1]))])
     path = tmp_path / "gqa_quantized_cache.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    onnx.save(_model(graph), path)
     with pytest.raises(UnsupportedError, match="GroupQueryAttention.*the 'k_scale' input is not supported"):
         minic.compile(path, backend="interp")
 
@@ -359,7 +363,7 @@ def test_an_input_the_converter_does_not_cover_is_refused_by_name(tmp_path):
                               [helper.make_tensor_value_info("y", F, None), helper.make_tensor_value_info("mean", F, None)],
                               [_init("g", _f(4))])
     path = tmp_path / "refused.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    onnx.save(_model(graph), path)
     with pytest.raises(UnsupportedError, match="the 'mean' output is not supported"):
         minic.compile(path, backend="interp")
 
