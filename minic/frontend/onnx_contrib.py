@@ -252,7 +252,8 @@ def _dynamic_quantize_lstm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """ONNX's LSTM with 8-bit W (D, I, 4H) and R (D, H, 4H), stored transposed: X is rounded to
     u8 once over the whole sequence and the state h at every step, before they meet the
     weights, as DynamicQuantizeLinear rounds them.  (ONNX Runtime multiplies the integers and
-    scales the sums, which is the same product up to float rounding.)"""
+    scales the sums, the same product up to float rounding; on more than one thread it rounds
+    each thread's rows of h apart, so this is its one-thread result.)"""
     from minic.frontend.onnx_recurrent import unroll
     if a.get("input_forget", 0):
         raise UnsupportedError(f"{b.where}: input_forget is not supported")

@@ -187,29 +187,32 @@ def test_a_dynamically_quantized_cnn(tmp_path_factory, tmp_path):
         _check_file(path, x, tmp_path)
 
 
-@pytest.mark.parametrize("weights", ["QInt8", "QUInt8"])
-def test_a_dynamically_quantized_lstm(tmp_path_factory, tmp_path, weights):
-    """nn.LSTM → Linear: quantize_dynamic writes com.microsoft DynamicQuantizeLSTM; the optimizer
-    fuses the Linear into DynamicQuantizeMatMul.  Against single-threaded ONNX Runtime: with more
-    threads and batch > 1 its LSTM kernel splits the batch between threads and quantizes each
-    part of the state h on its own (scale and zero point of those rows), so its result depends
-    on the thread count (5e-4 apart here at 2 threads); minic quantizes the whole h, as one thread does."""
+@pytest.mark.parametrize("weights, per_channel, bidirectional", [("QInt8", False, False), ("QUInt8", True, True)])
+def test_a_dynamically_quantized_lstm(tmp_path_factory, tmp_path, weights, per_channel, bidirectional):
+    """nn.LSTM → Linear: quantize_dynamic writes com.microsoft DynamicQuantizeLSTM (QInt8 weights
+    with one scale per direction by default; or per channel, here with two bidirectional layers);
+    the optimizer fuses the Linear into DynamicQuantizeMatMul.  Against single-threaded ONNX
+    Runtime: with more threads and batch > 1 its LSTM kernel splits the batch between threads
+    and quantizes each part of the state h on its own (scale and zero point of those rows), so
+    its result depends on the thread count (5e-4 apart here at 2 threads); minic quantizes the
+    whole h, as one thread does."""
     torch = pytest.importorskip("torch")
     from onnxruntime.quantization import QuantType
+    layers = 2 if bidirectional else 1
 
     class Tagger(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.lstm = torch.nn.LSTM(6, 12, batch_first=True)
-            self.fc = torch.nn.Linear(12, 4)
+            self.lstm = torch.nn.LSTM(6, 12, num_layers=layers, batch_first=True, bidirectional=bidirectional)
+            self.fc = torch.nn.Linear(12 * (2 if bidirectional else 1), 4)
 
         def forward(self, x):
             return self.fc(self.lstm(x)[0])
     torch.manual_seed(0)
     quantized, fused = _quantized_files(tmp_path_factory.mktemp(f"qlstm_{weights}"), Tagger(), torch.randn(2, 5, 6),
-                                        weight_type=getattr(QuantType, weights))
+                                        weight_type=getattr(QuantType, weights), per_channel=per_channel)
     for path in (quantized, fused):
-        assert _ops(path)[("com.microsoft", "DynamicQuantizeLSTM")] == 1, _ops(path)
+        assert _ops(path)[("com.microsoft", "DynamicQuantizeLSTM")] == layers, _ops(path)
     assert _ops(fused)[("com.microsoft", "DynamicQuantizeMatMul")] == 1, _ops(fused)
     x = R.standard_normal((2, 5, 6)).astype(np.float32)
     for path in (quantized, fused):
