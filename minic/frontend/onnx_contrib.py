@@ -456,14 +456,14 @@ def _repeat_heads(b: Builder, v: Value, times: int) -> Value:
 
 
 def _placed(b: Builder, past: Value, new: Value, past_lengths: Value, total: int) -> Value:
-    """The cache (B, Nk, total, H) after a step: past[:, :, j] for j < past_lengths[b], then the
-    S new rows, then zeros.  The new rows are moved into place by a 0/1 matrix (B, 1, total, S)."""
+    """The cache (B, Nk, total, H) after a step: past[:, :, j] for j < past_lengths[b] ((B|1)), then
+    the S new rows, then zeros.  The new rows are moved into place by a 0/1 matrix (B, 1, total, S)."""
     batch, heads, length, size = past.type.shape
     if total > length:
-        room = b.const(np.zeros((batch, heads, total - length, size), past.type.dtype.numpy))
+        room = b.one("expand", b.const(0.0, like=past), shape=(batch, heads, total - length, size))
         past = b.one("concat", past, room, axis=2)
     rows = b.one("reshape", _positions(b, total), shape=(1, 1, total, 1))
-    start = b.one("reshape", past_lengths, shape=(batch, 1, 1, 1))
+    start = b.one("reshape", past_lengths, shape=(past_lengths.type.shape[0], 1, 1, 1))
     offset = b.one("sub", rows, start)                                           # (B, 1, total, 1)
     steps = new.type.shape[2]
     places = b.one("eq", offset, b.one("reshape", _positions(b, steps), shape=(1, 1, 1, steps)))
@@ -515,13 +515,18 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     q, k, v = _heads(b, query, heads), _heads(b, key, kv_heads), _heads(b, value, kv_heads)
     size = q.type.shape[3]
     cached = past_key is not None and past_key.type.shape[2] != 0
+    if cached and not all(isinstance(n, int) for n in (seq, past_key.type.shape[2])):
+        raise UnsupportedError(f"{b.where}: a past cache needs static lengths, got S={seq}, P={past_key.type.shape[2]}")
     # the cache's length is the output's shape: compiled in (a compilation per value)
     total = int(b.need_known(total_length, "total_sequence_length")) if cached else seq
     first_prompt = total == seq
     lengths = b.one("cast", b.one("add", seqlens_k, b.const(1, like=seqlens_k)), dtype=DType.i64)
-    past_lengths = b.one("sub", lengths, b.const(seq, like=lengths))             # P_b
     steps = b.one("unsqueeze", _positions(b, seq), axes=(0,))                    # (1, S)
-    positions = steps if first_prompt else b.one("add", b.one("unsqueeze", past_lengths, axes=(1,)), steps)
+    if first_prompt:
+        past_lengths, positions = b.const(np.zeros(1, np.int64)), steps
+    else:
+        past_lengths = b.one("sub", lengths, b.const(seq, like=lengths))         # P_b
+        positions = b.one("add", b.one("unsqueeze", past_lengths, axes=(1,)), steps)
     if _opt(x, 14) is not None:
         eps = float(a.get("qk_norm_epsilon", 1e-6))
         q = _rms_norm(b, q, x[14], float(a.get("q_norm_epsilon", eps)), -1)
@@ -539,8 +544,7 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
         k = _rotate(b, k, ids, cos_cache, sin_cache, rotary, interleaved)
     present_length = max(total, past_key.type.shape[2]) if past_key is not None else seq
     if present_length != seq:                            # else the new rows are the whole cache
-        start = b.const(np.zeros(batch, np.int64)) if first_prompt else past_lengths
-        k, v = (_placed(b, p, n, start, present_length) for p, n in ((past_key, k), (past_value, v)))
+        k, v = (_placed(b, p, n, past_lengths, present_length) for p, n in ((past_key, k), (past_value, v)))
     window = int(a.get("local_window_size", -1))
     if window >= 0 and not a.get("causal", 1):
         raise UnsupportedError(f"{b.where}: local_window_size needs causal 1")

@@ -345,6 +345,41 @@ def _gqa_normalized_by_onnx_ops(node, inputs: dict, inits: list, size: int) -> l
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
 
 
+@pytest.mark.parametrize("past", [False, True])
+def test_group_query_attention_over_symbolic_lengths(tmp_path, past):
+    """A file with symbolic batch B, new tokens S and cached tokens P, as generators write it: a
+    prompt compiles once with B and S symbolic; a decoding step is specialized (the present
+    cache's length is total_sequence_length's value).  Three shapes each against ONNX Runtime."""
+    names = ["q", "k", "v"] + (["past_k", "past_v"] if past else ["", ""]) + ["seqlens_k", "total"]
+    shapes = {"q": ["B", "S", 64], "k": ["B", "S", 32], "v": ["B", "S", 32]}
+    if past:
+        shapes.update(past_k=["B", 2, "P", 16], past_v=["B", 2, "P", 16])
+    node = _ms("GroupQueryAttention", names, ["y", "present_key", "present_value"], num_heads=4, kv_num_heads=2)
+    graph = helper.make_graph([node], "gqa", [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()] +
+                              [helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, ["B"]),
+                               helper.make_tensor_value_info("total", TensorProto.INT32, [])],
+                              [helper.make_tensor_value_info(o, F, None) for o in node.output])
+    path = tmp_path / "gqa_symbolic.onnx"
+    onnx.save(_model(graph), path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def inputs(batch, seq, cached):
+        given = {"q": _f(batch, seq, 64), "k": _f(batch, seq, 32), "v": _f(batch, seq, 32)}
+        if past:
+            given.update(past_k=_f(batch, 2, cached, 16), past_v=_f(batch, 2, cached, 16))
+        return given | {"seqlens_k": np.full(batch, cached + seq - 1, np.int32), "total": np.array(cached + seq, np.int32)}
+    sizes = [(2, 1, 3), (1, 1, 6), (3, 1, 2)] if past else [(2, 5, 0), (1, 3, 0), (3, 7, 0)]
+    for backend in ("interp", "minic"):
+        options = {"cache_dir": tmp_path} if backend == "minic" else {}
+        run = minic.compile(path, list(inputs(*sizes[0]).values()), backend=backend, **options)
+        if backend == "minic" and not past:
+            assert isinstance(run, CompiledModel)
+        for size in sizes:
+            given = inputs(*size)
+            for g, w in zip(run(*given.values()), session.run(None, given)):
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{size} on {backend}")
+
+
 def test_group_query_attention_with_a_quantized_cache_is_refused_by_name(tmp_path):
     names = ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"] + [""] * 5 + ["k_scale"]
     node = _ms("GroupQueryAttention", names, ["y"], num_heads=4, kv_num_heads=2, k_quant_type="PER_TENSOR")
