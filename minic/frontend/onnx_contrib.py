@@ -2,12 +2,13 @@
 
 ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer``) fuses
 subgraphs of exported transformers into these ops (Attention, SkipLayerNormalization,
-BiasGelu ...), and its quantizer writes DynamicQuantizeMatMul; users share such files.
+BiasGelu ...), its quantizer writes DynamicQuantizeLSTM (and its session optimizer
+DynamicQuantizeMatMul), and LLM exporters write GroupQueryAttention; users share such files.
 Each converter here follows the op's documented meaning (ONNX Runtime's
 ContribOperators.md) and writes it back as the plain ops it fused: a learner sees
 what the fusion stands for, and minic's own passes fuse it again their way.
-Inputs and attributes a converter does not cover (past key/value caches, packed
-QKV layouts) are refused by name, never ignored.
+Inputs and attributes a converter does not cover (Attention's past key/value cache, a
+quantized cache) are refused by name, never ignored.
 """
 from __future__ import annotations
 
