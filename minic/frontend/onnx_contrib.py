@@ -2,12 +2,13 @@
 
 ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer``) fuses
 subgraphs of exported transformers into these ops (Attention, SkipLayerNormalization,
-BiasGelu ...), and its quantizer writes DynamicQuantizeMatMul; users share such files.
+BiasGelu ...), its quantizer writes DynamicQuantizeLSTM (and its session optimizer
+DynamicQuantizeMatMul), and LLM exporters write GroupQueryAttention; users share such files.
 Each converter here follows the op's documented meaning (ONNX Runtime's
 ContribOperators.md) and writes it back as the plain ops it fused: a learner sees
 what the fusion stands for, and minic's own passes fuse it again their way.
-Inputs and attributes a converter does not cover (past key/value caches, packed
-QKV layouts) are refused by name, never ignored.
+Inputs and attributes a converter does not cover (Attention's past key/value cache, a
+quantized cache) are refused by name, never ignored.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder
+from minic.frontend.onnx import Builder, OnnxImportError
 from minic.ir.graph import Value
 from minic.ir.types import DType, Dim
 from minic.registry import Registry
@@ -206,23 +207,62 @@ def _matmul_integer_to_float(b: Builder, x: list[Value], a: dict) -> list[Value]
     return [_scaled(b, product, b.one("mul", a_scale, b_scale), bias)]
 
 
+def _dynamic_u8(b: Builder, v: Value) -> tuple[Value, Value, Value]:
+    """``v`` quantized to u8 at run time as ONNX's DynamicQuantizeLinear does: scale = (max(v, 0) -
+    min(v, 0)) / 255, zero point = round(-min / scale); (q, scale, zero point), q and zero point
+    as f32 integers."""
+    every = tuple(range(v.type.rank))
+    lo = b.one("min", b.one("reduce_min", v, axes=every), b.const(0.0, like=v))
+    hi = b.one("max", b.one("reduce_max", v, axes=every), b.const(0.0, like=v))
+    scale = b.one("div", b.one("sub", hi, lo), b.const(255.0, like=v))
+    # an all-zero v has scale 0: any scale quantizes it to zeros, 1 avoids dividing by 0
+    scale = b.one("where", b.one("eq", scale, b.const(0.0, like=v)), b.const(1.0, like=v), scale)
+    clip = (b.const(0.0, like=v), b.const(255.0, like=v))
+    zp = b.one("min", b.one("max", b.one("round", b.one("neg", b.one("div", lo, scale))), clip[0]), clip[1])
+    q = b.one("min", b.one("max", b.one("add", b.one("round", b.one("div", v, scale)), zp), clip[0]), clip[1])
+    return q, scale, zp
+
+
+def _rounded_u8(b: Builder, v: Value) -> Value:
+    """``v`` as its u8 quantization stands for it: (q - zero point) · scale."""
+    q, scale, zp = _dynamic_u8(b, v)
+    return b.one("mul", b.one("sub", q, zp), scale)
+
+
 @contrib("DynamicQuantizeMatMul")
 def _dynamic_quantize_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    """A quantized to u8 at run time as ONNX's DynamicQuantizeLinear does (scale = (max(A, 0) -
-    min(A, 0)) / 255, zero point = round(-min / scale)), then as MatMulIntegerToFloat."""
+    """A quantized to u8 at run time (DynamicQuantizeLinear), then as MatMulIntegerToFloat."""
     A, B, b_scale = x[:3]
     b_zp, bias = _opt(x, 3), _opt(x, 4)
-    every = tuple(range(A.type.rank))
-    lo = b.one("min", b.one("reduce_min", A, axes=every), b.const(0.0, like=A))
-    hi = b.one("max", b.one("reduce_max", A, axes=every), b.const(0.0, like=A))
-    scale = b.one("div", b.one("sub", hi, lo), b.const(255.0, like=A))
-    # an all-zero A has scale 0: any scale quantizes it to zeros, 1 avoids dividing by 0
-    scale = b.one("where", b.one("eq", scale, b.const(0.0, like=A)), b.const(1.0, like=A), scale)
-    clip = (b.const(0.0, like=A), b.const(255.0, like=A))
-    zp = b.one("min", b.one("max", b.one("round", b.one("neg", b.one("div", lo, scale))), clip[0]), clip[1])
-    q = b.one("min", b.one("max", b.one("add", b.one("round", b.one("div", A, scale)), zp), clip[0]), clip[1])
+    q, scale, zp = _dynamic_u8(b, A)
     product = _integer_product(b, q, zp, B, b_zp)
     return [_scaled(b, product, b.one("mul", scale, b_scale), bias)]
+
+
+def _dequantized_gates(b: Builder, w: Value, scale: Value, zp: Value) -> Value:
+    """A DynamicQuantizeLSTM weight (D, K, 4H), its scale and zero point one per direction (D)
+    or per column (D, 4H), as ONNX's LSTM takes it: (w - zp) · scale transposed to (D, 4H, K)."""
+    per = (scale.type.shape[0], 1, 1) if scale.type.rank == 1 else (scale.type.shape[0], 1, scale.type.shape[1])
+    zero_point = b.one("reshape", b.one("cast", zp, dtype=DType.f32), shape=per)
+    shifted = b.one("sub", b.one("cast", w, dtype=DType.f32), zero_point)
+    return b.one("transpose", b.one("mul", shifted, b.one("reshape", scale, shape=per)), perm=(0, 2, 1))
+
+
+@contrib("DynamicQuantizeLSTM")
+def _dynamic_quantize_lstm(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """ONNX's LSTM with 8-bit W (D, I, 4H) and R (D, H, 4H), stored transposed: X is rounded to
+    u8 once over the whole sequence and the state h at every step, before they meet the
+    weights, as DynamicQuantizeLinear rounds them.  (ONNX Runtime multiplies the integers and
+    scales the sums, the same product up to float rounding; on more than one thread it rounds
+    each thread's rows of h apart, so this is its one-thread result.)"""
+    from minic.frontend.onnx_recurrent import unroll
+    if a.get("input_forget", 0):
+        raise UnsupportedError(f"{b.where}: input_forget is not supported")
+    x = x + [None] * (12 - len(x))
+    X, W, R, B, lens, h0, c0, P, w_scale, w_zp, r_scale, r_zp = x
+    lstm_inputs = [_rounded_u8(b, X), _dequantized_gates(b, W, w_scale, w_zp), _dequantized_gates(b, R, r_scale, r_zp),
+                   B, lens, h0, c0, P]
+    return unroll(b, "LSTM", lstm_inputs, a, weigh_state=lambda h: _rounded_u8(b, h))
 
 
 # --- attention -----------------------------------------------------------------------------
@@ -271,13 +311,25 @@ def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value) -> 
     return b.one("where", later, b.const(fill, like=like), b.const(0.0, like=like))
 
 
-def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value]) -> Value:
-    """softmax(q·kᵀ·scale + biases)·v over heads (B, N, S, H) -> (B, S, N·H)."""
+def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value], softcap: float = 0.0,
+            sink: Value | None = None) -> Value:
+    """softmax(q·kᵀ·scale + biases)·v over heads (B, N, S, H) -> (B, S, N·H).  A softcap c
+    bounds the scaled scores to c·tanh(scores / c) before the biases; a sink (N) is one more
+    score per head that takes its share of the softmax and adds no value."""
     scores = b.one("matmul", q, _swap_last(b, k))
     scores = b.one("mul", scores, b.const(scale, like=scores))
+    if softcap > 0:
+        cap = b.const(softcap, like=scores)
+        scores = b.one("mul", b.one("tanh", b.one("div", scores, cap)), cap)
     for bias in biases:
         scores = b.one("add", scores, bias)
-    return _merge_heads(b, b.one("matmul", b.one("softmax", scores, axis=-1), v))
+    if sink is None:
+        return _merge_heads(b, b.one("matmul", b.one("softmax", scores, axis=-1), v))
+    batch, heads, seq, total = scores.type.shape
+    column = b.one("expand", b.one("reshape", sink, shape=(1, heads, 1, 1)), shape=(batch, heads, seq, 1))
+    weights = b.one("softmax", b.one("concat", scores, column, axis=3), axis=-1)
+    weights = b.one("slice", weights, axes=(3,), starts=(0,), ends=(total,), steps=(1,))
+    return _merge_heads(b, b.one("matmul", weights, v))
 
 
 @contrib("Attention")
@@ -342,11 +394,44 @@ def _multi_head_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [_attend(b, _heads(b, query, heads), _heads(b, key, heads), _heads(b, value, heads), scale, biases)]
 
 
+def _rotate(b: Builder, v: Value, ids: Value, cos_cache: Value, sin_cache: Value, rotary: int,
+            interleaved: bool) -> Value:
+    """Heads (B, N, S, H) with each head's first ``rotary`` features rotated in pairs by the
+    angles of cos_cache/sin_cache at positions ``ids`` (B|1, S): (x1, x2) -> (x1·cos - x2·sin,
+    x2·cos + x1·sin), the pairs being (x[i], x[i + d/2]), or (x[2i], x[2i+1]) when interleaved."""
+    batch, heads, seq, size = v.type.shape
+    half = rotary // 2
+    cos = b.one("unsqueeze", b.one("gather", cos_cache, ids, axis=0), axes=(1,))     # (B|1, 1, S, half)
+    sin = b.one("unsqueeze", b.one("gather", sin_cache, ids, axis=0), axes=(1,))
+    cos = b.one("slice", cos, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
+    sin = b.one("slice", sin, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
+
+    def part(start: int, end: int, step: int = 1) -> Value:
+        return b.one("slice", v, axes=(3,), starts=(start,), ends=(end,), steps=(step,))
+    if interleaved:
+        x1, x2 = part(0, rotary, 2), part(1, rotary, 2)
+    else:
+        x1, x2 = part(0, half), part(half, rotary)
+    out1 = b.one("sub", b.one("mul", x1, cos), b.one("mul", x2, sin))
+    out2 = b.one("add", b.one("mul", x2, cos), b.one("mul", x1, sin))
+    if interleaved:                                      # put the pairs back side by side
+        pairs = b.one("concat", b.one("unsqueeze", out1, axes=(4,)), b.one("unsqueeze", out2, axes=(4,)), axis=4)
+        rotated = b.one("reshape", pairs, shape=(batch, heads, seq, rotary))
+    else:
+        rotated = b.one("concat", out1, out2, axis=3)
+    return rotated if rotary == size else b.one("concat", rotated, part(rotary, size), axis=3)
+
+
+def _offset_positions(b: Builder, start: Value, seq: Dim) -> Value:
+    """Positions start .. start + S - 1 as (1|B, S) from a start offset (1|B)."""
+    return b.one("add", b.one("unsqueeze", _positions(b, seq), axes=(0,)),
+                 b.one("unsqueeze", b.one("cast", start, dtype=DType.i64), axes=(1,)))
+
+
 @contrib("RotaryEmbedding")
 def _rotary_embedding(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    """Rotate pairs of each head's first rotary_embedding_dim features by the angles of
-    cos_cache/sin_cache at position_ids: (x1, x2) -> (x1·cos - x2·sin, x2·cos + x1·sin), the
-    pairs being (x[i], x[i + d/2]), or (x[2i], x[2i+1]) when interleaved."""
+    """Each head's first rotary_embedding_dim features rotated by the angles at position_ids
+    (B, S), or at start .. start + S - 1 for a start offset (B)."""
     if a.get("is_packed_batching", 0):
         raise UnsupportedError(f"{b.where}: is_packed_batching is not supported")
     inp, position_ids, cos_cache, sin_cache = x
@@ -357,31 +442,121 @@ def _rotary_embedding(b: Builder, x: list[Value], a: dict) -> list[Value]:
         if heads <= 0:
             raise UnsupportedError(f"{b.where}: a 3-D input needs num_heads")
         heads_first, v = False, _heads(b, inp, heads)
-    batch, _, seq, size = v.type.shape
-    rotary = int(a.get("rotary_embedding_dim", 0)) or size
-    half = rotary // 2
-    if position_ids.type.rank == 1:                      # one start offset: positions start .. start + S - 1
-        ids = b.one("add", b.one("unsqueeze", _positions(b, seq), axes=(0,)), b.one("cast", position_ids, dtype=DType.i64))
-    else:
-        ids = position_ids
-    cos = b.one("unsqueeze", b.one("gather", cos_cache, ids, axis=0), axes=(1,))     # (B|1, 1, S, half)
-    sin = b.one("unsqueeze", b.one("gather", sin_cache, ids, axis=0), axes=(1,))
-    cos = b.one("slice", cos, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
-    sin = b.one("slice", sin, axes=(3,), starts=(0,), ends=(half,), steps=(1,))
-
-    def part(start: int, end: int, step: int = 1) -> Value:
-        return b.one("slice", v, axes=(3,), starts=(start,), ends=(end,), steps=(step,))
-    if a.get("interleaved", 0):
-        x1, x2 = part(0, rotary, 2), part(1, rotary, 2)
-    else:
-        x1, x2 = part(0, half), part(half, rotary)
-    out1 = b.one("sub", b.one("mul", x1, cos), b.one("mul", x2, sin))
-    out2 = b.one("add", b.one("mul", x2, cos), b.one("mul", x1, sin))
-    if a.get("interleaved", 0):                          # put the pairs back side by side
-        pairs = b.one("concat", b.one("unsqueeze", out1, axes=(4,)), b.one("unsqueeze", out2, axes=(4,)), axis=4)
-        rotated = b.one("reshape", pairs, shape=(batch, v.type.shape[1], seq, rotary))
-    else:
-        rotated = b.one("concat", out1, out2, axis=3)
-    if rotary < size:
-        rotated = b.one("concat", rotated, part(rotary, size), axis=3)
+    seq, size = v.type.shape[2:]
+    ids = _offset_positions(b, position_ids, seq) if position_ids.type.rank == 1 else position_ids
+    rotated = _rotate(b, v, ids, cos_cache, sin_cache, int(a.get("rotary_embedding_dim", 0)) or size,
+                      bool(a.get("interleaved", 0)))
     return [rotated if heads_first else _merge_heads(b, rotated)]
+
+
+def _repeat_heads(b: Builder, v: Value, times: int) -> Value:
+    """(B, Nk, T, H) -> (B, Nk·times, T, H), each head ``times`` times in a row."""
+    batch, heads, total, size = v.type.shape
+    grown = b.one("expand", b.one("unsqueeze", v, axes=(2,)), shape=(batch, heads, times, total, size))
+    return b.one("reshape", grown, shape=(batch, heads * times, total, size))
+
+
+def _placed(b: Builder, past: Value, new: Value, past_lengths: Value, total: int) -> Value:
+    """The cache (B, Nk, total, H) after a step: past[:, :, j] for j < past_lengths[b] ((B|1)), then
+    the S new rows, then zeros.  The new rows are moved into place by a 0/1 matrix (B, 1, total, S)."""
+    batch, heads, length, size = past.type.shape
+    if total > length:
+        room = b.one("expand", b.const(0.0, like=past), shape=(batch, heads, total - length, size))
+        past = b.one("concat", past, room, axis=2)
+    rows = b.one("reshape", _positions(b, total), shape=(1, 1, total, 1))
+    start = b.one("reshape", past_lengths, shape=(past_lengths.type.shape[0], 1, 1, 1))
+    offset = b.one("sub", rows, start)                                           # (B, 1, total, 1)
+    steps = new.type.shape[2]
+    places = b.one("eq", offset, b.one("reshape", _positions(b, steps), shape=(1, 1, 1, steps)))
+    moved = b.one("matmul", b.one("cast", places, dtype=new.type.dtype), new)
+    return b.one("where", b.one("lt", rows, start), past, moved)
+
+
+def _visible_bias(b: Builder, positions: Value, lengths: Value, total: int, causal: bool, window: int,
+                  like: Value) -> Value:
+    """0 where query s (at ``positions`` (B|1, S)) sees key j, the lowest float elsewhere:
+    j < lengths[b], j <= the query's position when causal, and fewer than ``window`` keys
+    back when window >= 0.  (B|1, 1, S, total)."""
+    keys = b.one("reshape", _positions(b, total), shape=(1, 1, total))
+    at = b.one("unsqueeze", positions, axes=(2,))                                # (B|1, S, 1)
+    seen = b.one("lt", keys, b.one("reshape", lengths, shape=(lengths.type.shape[0], 1, 1)))
+    if causal:
+        seen = b.one("and", seen, b.one("le", keys, at))
+    if window >= 0:
+        seen = b.one("and", seen, b.one("gt", keys, b.one("sub", at, b.const(window, like=at))))
+    lowest = float(np.finfo(like.type.dtype.numpy).min)
+    return b.one("unsqueeze", b.one("where", seen, b.const(0.0, like=like), b.const(lowest, like=like)), axes=(1,))
+
+
+@contrib("GroupQueryAttention")
+def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """Attention of num_heads query heads over kv_num_heads key/value heads, each shared by
+    num_heads / kv_num_heads query heads.  Query (B, S, N·H), key and value (B, S, Nk·H) (or
+    the three packed in query) are S new tokens; past_key/past_value (B, Nk, P, H) hold the
+    tokens before them, P_b = seqlens_k[b] + 1 - S of them, none in a first prompt
+    (total_sequence_length = S).  The new token s is at position P_b + s; q/k_norm_weight
+    RMS-normalize each head, and do_rotary rotates q and k at their positions (position_ids when
+    given; in a first prompt position_ids[0, 0] + s, as ONNX Runtime reads it).  present_key
+    and present_value are the cache with the new (rotated) k and v written at P_b, zeros after:
+    (B, Nk, max(total_sequence_length, P), H).  Query s sees key j when j < seqlens_k[b] + 1,
+    j <= its position (causal) and within local_window_size of it (when >= 0)."""
+    _refuse_extra(b, x, {12: "k_scale", 13: "v_scale", 16: "query_seqlens"}, {3: "output_qk"})
+    if a.get("sliding_window_cache", 0):
+        raise UnsupportedError(f"{b.where}: sliding_window_cache is not supported")
+    query, key, value, past_key, past_value, seqlens_k, total_length = (_opt(x, i) for i in range(7))
+    heads, kv_heads = int(a["num_heads"]), int(a["kv_num_heads"])
+    if heads % kv_heads:
+        raise OnnxImportError(f"{b.where}: num_heads {heads} is not a multiple of kv_num_heads {kv_heads}")
+    batch, seq, width = query.type.shape
+    if key is None:                                      # packed: (B, S, (N + 2·Nk)·H)
+        size = width // (heads + 2 * kv_heads)
+        ends = (heads * size, (heads + kv_heads) * size, width)
+        query, key, value = (b.one("slice", query, axes=(2,), starts=(lo,), ends=(hi,), steps=(1,))
+                             for lo, hi in zip((0,) + ends[:2], ends))
+    q, k, v = _heads(b, query, heads), _heads(b, key, kv_heads), _heads(b, value, kv_heads)
+    size = q.type.shape[3]
+    cached = past_key is not None and past_key.type.shape[2] != 0
+    if cached and not all(isinstance(n, int) for n in (seq, past_key.type.shape[2])):
+        raise UnsupportedError(f"{b.where}: a past cache needs static lengths, got S={seq}, P={past_key.type.shape[2]}")
+    # the cache's length is the output's shape: compiled in (a compilation per value)
+    total = int(b.need_known(total_length, "total_sequence_length")) if cached else seq
+    first_prompt = total == seq
+    lengths = b.one("cast", b.one("add", seqlens_k, b.const(1, like=seqlens_k)), dtype=DType.i64)
+    steps = b.one("unsqueeze", _positions(b, seq), axes=(0,))                    # (1, S)
+    if first_prompt:
+        past_lengths, positions = b.const(np.zeros(1, np.int64)), steps
+    else:
+        past_lengths = b.one("sub", lengths, b.const(seq, like=lengths))         # P_b
+        positions = b.one("add", b.one("unsqueeze", past_lengths, axes=(1,)), steps)
+    if _opt(x, 14) is not None:
+        eps = float(a.get("qk_norm_epsilon", 1e-6))
+        q = _rms_norm(b, q, x[14], float(a.get("q_norm_epsilon", eps)), -1)
+        k = _rms_norm(b, k, x[15], float(a.get("k_norm_epsilon", eps)), -1)
+    if a.get("do_rotary", 0):
+        cos_cache, sin_cache, position_ids = x[7], x[8], _opt(x, 9)
+        ids = positions
+        if position_ids is not None and first_prompt:
+            first = b.one("slice", position_ids, axes=(0, 1), starts=(0, 0), ends=(1, 1), steps=(1, 1))
+            ids = _offset_positions(b, b.one("reshape", first, shape=(1,)), seq)
+        elif position_ids is not None:
+            ids = position_ids
+        rotary, interleaved = 2 * cos_cache.type.shape[1], bool(a.get("rotary_interleaved", 0))
+        q = _rotate(b, q, ids, cos_cache, sin_cache, rotary, interleaved)
+        k = _rotate(b, k, ids, cos_cache, sin_cache, rotary, interleaved)
+    present_length = max(total, past_key.type.shape[2]) if past_key is not None else seq
+    if present_length != seq:                            # else the new rows are the whole cache
+        k, v = (_placed(b, p, n, past_lengths, present_length) for p, n in ((past_key, k), (past_value, v)))
+    window = int(a.get("local_window_size", -1))
+    if window >= 0 and not a.get("causal", 1):
+        raise UnsupportedError(f"{b.where}: local_window_size needs causal 1")
+    biases = [_visible_bias(b, positions, lengths, present_length, bool(a.get("causal", 1)), window, q)]
+    if _opt(x, 10) is not None:
+        biases.append(x[10])
+    sink = _opt(x, 11)
+    if sink is None and a.get("smooth_softmax", 0):
+        sink = b.const(np.zeros(heads, q.type.dtype.numpy))
+    scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(size)
+    group = heads // kv_heads
+    y = _attend(b, q, _repeat_heads(b, k, group), _repeat_heads(b, v, group), scale, biases,
+                float(a.get("softcap", 0.0)), sink)
+    return [y, k, v]

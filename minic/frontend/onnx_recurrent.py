@@ -6,10 +6,12 @@ computes the new state from ``x_t W^T + h R^T + biases`` in the gate order ONNX
 fixes (GRU: z r h; LSTM: i o f c).  ``sequence_lens`` masks a step that is past a
 batch entry's length: its state is carried over and its output is 0.  Outputs
 ``Y`` [T, D, B, H] (``layout`` 1: [B, T, D, H]), ``Y_h`` and ``Y_c`` [D, B, H]
-(``layout`` 1: [B, D, H]).
+(``layout`` 1: [B, D, H]).  ``unroll`` is the driver for ops written as one of these with
+something changed (ONNX Runtime's DynamicQuantizeLSTM rounds the state to 8 bits).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +33,7 @@ class _Step:
     b: Builder
     x: Value                        # [B, I]
     h: Value                        # [B, H]
+    h_weighed: Value                # h as the recurrent weights see it: h, or h rounded
     c: Value | None                 # [B, H] (LSTM)
     w: list[Value]                  # per gate [H, I], transposed for x @ w: [I, H]
     r: list[Value]                  # per gate [H, H] -> [H, H]
@@ -45,7 +48,8 @@ class _Step:
         return y if bias is None else self.b.one("add", y, bias)
 
     def gate(self, k: int) -> Value:
-        return self.b.one("add", self.linear(self.x, self.w[k], self.wb[k]), self.linear(self.h, self.r[k], self.rb[k]))
+        return self.b.one("add", self.linear(self.x, self.w[k], self.wb[k]),
+                          self.linear(self.h_weighed, self.r[k], self.rb[k]))
 
     def f(self, name: str, v: Value) -> Value:
         return self.b.one(name, v)
@@ -60,7 +64,7 @@ def _gru(s: _Step) -> tuple[Value, Value | None]:
     z, r = s.f(s.act[0], s.gate(0)), s.f(s.act[0], s.gate(1))
     xh = s.linear(s.x, s.w[2], s.wb[2])
     if s.linear_before_reset:
-        hh = b.one("mul", r, s.linear(s.h, s.r[2], s.rb[2]))
+        hh = b.one("mul", r, s.linear(s.h_weighed, s.r[2], s.rb[2]))
     else:
         hh = s.linear(b.one("mul", r, s.h), s.r[2], s.rb[2])
     cand = s.f(s.act[1], b.one("add", xh, hh))
@@ -97,7 +101,13 @@ def _pieces(b: Builder, v: Value, n: int, axis: int) -> list[Value]:
 
 @converts("RNN", "GRU", "LSTM")
 def _recurrent(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    op = b.node.op_type
+    return unroll(b, b.node.op_type, x, a)
+
+
+def unroll(b: Builder, op: str, x: list[Value | None], a: dict,
+           weigh_state: Callable[[Value], Value] | None = None) -> list[Value]:
+    """The layer ``op`` (RNN, GRU, LSTM) of ONNX's inputs ``x`` and attributes ``a``, unrolled;
+    ``weigh_state`` maps the state h to what R multiplies in ``h R^T`` (default: h itself)."""
     x = x + [None] * (8 - len(x))
     X, W, R, B, lens, h0, c0, P = x
     gates, hidden = _GATES[op], int(a["hidden_size"])
@@ -132,7 +142,8 @@ def _recurrent(b: Builder, x: list[Value], a: dict) -> list[Value]:
         c = (_row(b, c0, d) if c0 is not None else zero) if op == "LSTM" else None
         out: list[Value | None] = [None] * steps
         for t in (reversed(range(steps)) if backward else range(steps)):
-            step = _Step(b, xs[t], h, c, w, r, biases[:gates], biases[gates:], peep,
+            weighed = weigh_state(h) if weigh_state else h
+            step = _Step(b, xs[t], h, weighed, c, w, r, biases[:gates], biases[gates:], peep,
                          [_ACTIVATIONS[n] for n in names[d * per_dir:(d + 1) * per_dir]],
                          bool(a.get("linear_before_reset", 0)))
             h_new, c_new = _CELLS[op](step)
