@@ -83,7 +83,7 @@ def _decompositions() -> dict:
 def supported(node: fx.Node) -> bool:
     """Whether minic's torch frontend converts ``node`` (shape arithmetic stays with torch:
     a partition takes sizes as inputs, never returns them)."""
-    from minic.frontend.torch_ops import HANDLERS
+    from minic.frontend.torch_ops import handler_of
     if node.op != "call_function":
         return False
     val = node.meta.get("val")
@@ -91,7 +91,7 @@ def supported(node: fx.Node) -> bool:
         return False
     if isinstance(val, (tuple, list)) and not all(isinstance(v, torch.Tensor) for v in val):
         return False
-    return node.target in HANDLERS
+    return handler_of(node.target) is not None
 
 
 def partition(gm: fx.GraphModule, options) -> fx.GraphModule:

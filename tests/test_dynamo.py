@@ -104,7 +104,7 @@ def test_unknown_option_is_refused():
 
 @pytest.mark.slow
 def test_a_transformers_corpus_model():
-    """One decoder of the corpus (benchmarks/dynamo_corpus.py runs all 14: each matched eager)."""
+    """One decoder of the corpus (benchmarks/dynamo_corpus.py runs all 19: each matched eager)."""
     from minic.models import corpus
     module, inputs = corpus.get("gpt2")
     with torch.no_grad():

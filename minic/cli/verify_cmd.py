@@ -30,7 +30,8 @@ def register(sub) -> None:
     p.add_argument("--save", type=Path, default=Path("tests/verify/regressions"),
                    help="where --random saves minimized failing graphs as .mc (default: %(default)s)")
     p.add_argument("--corpus", choices=("transformers",),
-                   help="instead of the zoo: the transformers corpus (minic/models/corpus.py), two sequence lengths")
+                   help="instead of the zoo: the transformers corpus (minic/models/corpus.py), token models "
+                        "at two sequence lengths")
     p.add_argument("--json", type=Path, help="write the cells as JSON to this file")
     p.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
     p.add_argument("--precision", metavar="P,P",

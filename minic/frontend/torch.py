@@ -36,7 +36,7 @@ from torch import fx
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
-from minic.frontend.torch_ops import HANDLERS, fold
+from minic.frontend.torch_ops import fold, handler_of
 import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
 import minic.frontend.torch_ops_core  # noqa: F401
 import minic.frontend.torch_ops_index  # noqa: F401
@@ -211,11 +211,8 @@ class Converter:
         if (isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
                 and node.target != aten._local_scalar_dense.default) or (val is None and node.target in _ASSERTS):
             return                      # shape arithmetic and guards: sizes are read from meta on use
-        if node.target in HANDLERS:
-            convert = HANDLERS[node.target]
-        elif _is_static(node):
-            convert = fold
-        else:
+        convert = handler_of(node.target) or (fold if _is_static(node) else None)
+        if convert is None:
             raise UnsupportedError(f"unsupported ATen op {op_name(node)} at {source_of(node)}")
         try:
             result = convert(self, node, _bind(node))

@@ -25,8 +25,17 @@ from minic.registry import Registry
 
 aten = torch.ops.aten
 Handler = Callable[[Any, fx.Node, dict], Any]
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler
+HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload (or a library op's name) -> handler
 handles = HANDLERS.add
+
+
+def handler_of(target: Any) -> Handler | None:
+    """The handler of an FX node's target: by the overload itself, else by its qualified name
+    (``"transformers::grouped_mm_fallback"``) — an op a library defines exists only once that
+    library is imported, and minic does not import it to build the table."""
+    if target in HANDLERS:
+        return HANDLERS[target]
+    return HANDLERS.get(target.name()) if isinstance(target, torch._ops.OpOverload) else None
 
 
 def fold(cx, node: fx.Node, a: dict) -> Value:
@@ -152,6 +161,31 @@ def _where(cx, node, a):
 @handles(aten.mm.default, aten.bmm.default, aten.matmul.default)
 def _matmul(cx, node, a):
     return cx.emit("matmul", [cx.value(node.args[0]), cx.value(node.args[1])])
+
+
+@handles(aten._grouped_mm.default, "transformers::grouped_mm_fallback")
+def _grouped_mm(cx, node, a):
+    """The experts of a mixture-of-experts layer as one op (torch.nn.functional.grouped_mm, and
+    the op transformers' experts call on torch.export when grouped_mm cannot trace them):
+    x [S, K] with its rows sorted by group, w [G, K, N], offs [G] the groups' cumulative ends;
+    row s is x[s] @ w[g] for the g with offs[g-1] <= s < offs[g], and 0 past offs[-1]
+    (transformers zeros those rows, torch leaves them unset).  Dense: each row's group counted
+    from offs, its matrix gathered, one batched matmul."""
+    x, w, offs = cx.value(node.args[0]), cx.value(node.args[1]), a["offs"]
+    if offs is None or x.type.rank != 2 or w.type.rank != 3:
+        raise UserError(f"grouped_mm of {x.type} by {w.type}{'' if offs is not None else ' without offs'}: only "
+                        "[S, K] rows by [G, K, N] matrices with offs (a mixture of experts) are converted")
+    groups = compose.static(cx, w, 0, "grouped_mm")
+    rows = cx.one("unsqueeze", cx.one("range", shape=(x.type.shape[0],), dtype=DType.i64), axes=(1,))
+    ended = cx.cast(cx.one("ge", rows, cx.cast(cx.value(offs), DType.i64)), DType.i64)          # [S, G]
+    group = cx.one("reduce_sum", ended, axes=(1,), keepdims=False)                            # [S]
+    last = cx.const(groups - 1, like=group)
+    picked = cx.one("min", group, last)
+    y = cx.one("matmul", cx.one("unsqueeze", x, axes=(1,)), cx.one("gather", w, picked, axis=0))  # [S, 1, N]
+    y = cx.one("squeeze", y, axes=(1,))                      # (torch takes no bias yet: "Bias not supported")
+    inside = cx.one("unsqueeze", cx.one("le", group, last), axes=(1,))
+    y = cx.one("where", inside, y, cx.const(0, like=y))
+    return cx.cast(y, out_dtype(cx, node))
 
 
 @handles(aten.addmm.default)

@@ -219,7 +219,8 @@ def _copy(cx, node, a):
     return src if src.type.shape == shape else cx.emit("expand", [src], cx.attrs("expand", shape=shape))
 
 
-@handles(aten.fill.Scalar, aten.empty.memory_format, aten.empty_strided.default, aten.scalar_tensor.default)
+@handles(aten.fill.Scalar, aten.empty.memory_format, aten.empty_strided.default, aten.empty_permuted.default,
+         aten.scalar_tensor.default)
 def _filled(cx, node, a):
     shape = cx.shape(node.meta["val"].shape)
     if node.target != aten.fill.Scalar and all(isinstance(d, int) for d in shape):

@@ -11,7 +11,14 @@ comparisons, and attention is ``scaled_dot_product_attention``.
     module(*inputs)               # the model's first output: logits or hidden states
 
 Token models have dynamic ``B`` and ``T`` and are checked at two sequence lengths
-(``SECOND_T``) with one compiled model.
+(``SECOND_T``) with one compiled model.  Models whose front end is a convolution over time
+(wav2vec 2.0, Whisper's encoder) or patches of a fixed window (PatchTST) have a dynamic ``B``
+only: a strided convolution's output length, floor((T - k) / s) + 1, is not a product of
+named sizes, which is what minic's symbolic shapes are.
+
+The mixture-of-experts decoders (Mixtral, Qwen2-MoE) run transformers' default experts,
+``grouped_mm``: on torch.export the router's top-k experts are sorted, counted with
+``histc`` and multiplied by ``transformers::grouped_mm_fallback``.
 """
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ SECOND_T = 11               # the second sequence length (the first is the examp
 @dataclass(frozen=True)
 class CorpusModel:
     name: str
-    kind: str                                   # encoder | decoder | vision
+    kind: str                                   # encoder | decoder | vision | audio | time series
     make: Callable[[], Any]                     # -> a transformers PreTrainedModel
     inputs: Callable[[torch.Generator, int], tuple[torch.Tensor, ...]]
     dynamic_axes: tuple[dict[int, str], ...] = field(default=({0: "B", 1: "T"},))
@@ -64,6 +71,14 @@ def _image(channels: int = 3, size: int = 32):
     return make
 
 
+def _signal(*shape: int):
+    """A batch of 2 signals of a fixed shape: audio samples [400], log-mel frames [16, 40] (Whisper),
+    a multivariate time series [32, 3] (PatchTST)."""
+    def make(g: torch.Generator, t: int) -> tuple[torch.Tensor, ...]:
+        return (torch.randn(2, *shape, generator=g),)
+    return make
+
+
 _TEXT = dict(vocab_size=96, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4,
              intermediate_size=64, max_position_embeddings=64)
 
@@ -80,7 +95,24 @@ def _model(model_cls: str, config_cls: str, **kw: Any) -> Callable[[], Any]:
     return make
 
 
+def _encoder(model_cls: str, config_cls: str, **kw: Any) -> Callable[[], Any]:
+    """The encoder of an encoder-decoder model (``model.get_encoder()``), as users run it alone."""
+    whole = _model(model_cls, config_cls, **kw)
+    return lambda: whole().get_encoder()
+
+
 _LLAMA_LIKE = dict(_TEXT, num_key_value_heads=2)
+_MOE = dict(_LLAMA_LIKE, num_experts_per_tok=2)         # 4 experts, each token to its top 2
+_SPEECH = dict(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4, intermediate_size=64,
+               conv_dim=(16, 16, 16), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3),   # 400 samples: 19 frames
+               num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+_WHISPER = dict(vocab_size=96, d_model=HIDDEN, encoder_layers=LAYERS, decoder_layers=LAYERS,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                num_mel_bins=16, max_source_positions=20,        # the encoder takes exactly 2 x 20 frames
+                pad_token_id=0, bos_token_id=0, eos_token_id=0, decoder_start_token_id=0)
+_PATCHES = dict(num_input_channels=3, context_length=32, patch_length=8, patch_stride=4,  # 7 patches by unfold
+                d_model=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4, ffn_dim=64, prediction_length=8)
+_BATCH_ONLY = ({0: "B"},)
 
 MODELS: list[CorpusModel] = [
     CorpusModel("bert", "encoder", _model("BertModel", "BertConfig", **_TEXT), _ids()),
@@ -103,6 +135,11 @@ MODELS: list[CorpusModel] = [
     CorpusModel("gpt-neo", "decoder", _model("GPTNeoForCausalLM", "GPTNeoConfig", vocab_size=96, hidden_size=HIDDEN,
                                              num_layers=2, num_heads=4, max_position_embeddings=64,
                                              attention_types=[[["global", "local"], 1]], window_size=4), _ids()),
+    CorpusModel("mixtral", "decoder", _model("MixtralForCausalLM", "MixtralConfig", **_MOE, num_local_experts=4),
+                _ids()),
+    CorpusModel("qwen2-moe", "decoder", _model("Qwen2MoeForCausalLM", "Qwen2MoeConfig", **_MOE, num_experts=4,
+                                               moe_intermediate_size=32, shared_expert_intermediate_size=32),
+                _ids()),
     CorpusModel("vit", "vision", _model("ViTModel", "ViTConfig", hidden_size=HIDDEN, num_hidden_layers=LAYERS,
                                         num_attention_heads=4, intermediate_size=64, image_size=32, patch_size=8),
                 _image(), dynamic_axes=({0: "B"},), input_names=("pixel_values",)),
@@ -112,6 +149,12 @@ MODELS: list[CorpusModel] = [
     CorpusModel("convnext", "vision", _model("ConvNextModel", "ConvNextConfig", hidden_sizes=[16, 32], depths=[1, 1],
                                              num_stages=2), _image(), dynamic_axes=({0: "B"},),
                 input_names=("pixel_values",)),
+    CorpusModel("wav2vec2", "audio", _model("Wav2Vec2Model", "Wav2Vec2Config", **_SPEECH), _signal(400),
+                dynamic_axes=_BATCH_ONLY, input_names=("input_values",)),
+    CorpusModel("whisper-encoder", "audio", _encoder("WhisperModel", "WhisperConfig", **_WHISPER), _signal(16, 40),
+                dynamic_axes=_BATCH_ONLY, input_names=("input_features",)),
+    CorpusModel("patchtst", "time series", _model("PatchTSTForPrediction", "PatchTSTConfig", **_PATCHES),
+                _signal(32, 3), dynamic_axes=_BATCH_ONLY, input_names=("past_values",)),
 ]
 _BY_NAME = {m.name: m for m in MODELS}
 

@@ -2,10 +2,13 @@
 torch, against eager on the interpreter and the compiled path."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from minic.errors import UnsupportedError
+from minic.ir.interpret import interpret
+from minic.runtime import CompileOptions, compile_graph
 from tests.frontend.test_torch_windows import assert_matches_eager, convert
 
 aten = torch.ops.aten
@@ -95,3 +98,41 @@ MORE = {
 def test_bags_and_folds_match_eager(name, tmp_path):
     fn, shape = MORE[name]
     assert_matches_eager(fn, torch.randn(*shape, generator=torch.Generator().manual_seed(1)), tmp_path)
+
+
+# Grouped matmul (mixture-of-experts layers): rows [0, 2) use expert 0, expert 1 has no rows,
+# rows [2, 5) use expert 2, and rows 5 and 6 are past the last end.
+EXPERTS = torch.randn(3, 8, 4, generator=torch.Generator().manual_seed(2))
+ENDS = torch.tensor([2, 2, 5], dtype=torch.int32)
+
+
+def test_transformers_grouped_mm_matches_eager_past_the_last_end_too(tmp_path):
+    """transformers' experts, on torch.export in f32, call its own op: its rows past the end are 0."""
+    import transformers.integrations.moe  # noqa: F401  (defines torch.ops.transformers.grouped_mm_fallback)
+    fn = lambda x: torch.ops.transformers.grouped_mm_fallback(x, EXPERTS, ENDS)          # noqa: E731
+    x = torch.randn(7, 8, generator=torch.Generator().manual_seed(3))
+    assert fn(x)[5:].abs().max() == 0 and fn(x)[:5].abs().min() > 0
+    assert_matches_eager(fn, x, tmp_path)
+
+
+def test_torch_grouped_mm_matches_eager_in_bf16(tmp_path):
+    """torch's own grouped_mm traces in bf16 only; its rows past the last end are unset, so the
+    rows up to it are compared."""
+    from minic.frontend.torch import numpy_of
+    weights = EXPERTS.repeat(1, 1, 4).bfloat16()                            # 16-byte rows, as its CPU kernel needs
+    fn = lambda x: torch.nn.functional.grouped_mm(x, weights, offs=ENDS)[:5]                  # noqa: E731
+    x = torch.randn(7, 8, generator=torch.Generator().manual_seed(3)).bfloat16()
+    want = fn(x).float().numpy()
+    graph = convert(fn, x)
+    for got in (interpret(graph, [numpy_of(x)])[0],
+                compile_graph(graph, CompileOptions(cache_dir=tmp_path))(numpy_of(x))):
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+def test_grouped_mm_over_the_inner_axis_is_refused_in_one_line():
+    """Groups along K (two 2-D operands, one [M, N] product per group) are not converted."""
+    ends, b = torch.tensor([8, 24], dtype=torch.int32), torch.randn(24, 8).bfloat16()
+    with pytest.raises(UnsupportedError) as err:
+        convert(lambda x: torch.nn.functional.grouped_mm(x.T.contiguous().T, b, offs=ends), torch.randn(16, 24).bfloat16())
+    assert str(err.value).startswith("aten._grouped_mm.default at ")
+    assert "only [S, K] rows by [G, K, N] matrices with offs" in str(err.value) and "\n" not in str(err.value)

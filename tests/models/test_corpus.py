@@ -18,8 +18,11 @@ from minic.runtime import CompileOptions, compile_graph
 
 
 def test_corpus_is_broad():
+    """Text, vision, audio behind a 1-D convolution front end, time series patched by unfold,
+    and mixture-of-experts decoders."""
     kinds = [m.kind for m in corpus.MODELS]
-    assert len(kinds) >= 10 and {"encoder", "decoder", "vision"} <= set(kinds)
+    assert len(kinds) >= 19 and {"encoder", "decoder", "vision", "audio", "time series"} <= set(kinds)
+    assert {"mixtral", "qwen2-moe", "wav2vec2", "whisper-encoder", "patchtst"} <= set(corpus.names())
 
 
 @pytest.mark.parametrize("name", corpus.names())
@@ -35,6 +38,7 @@ def test_corpus_model(name, tmp_path):
         inputs = corpus.inputs(name, seed=0, seq_len=t)
         with torch.no_grad():
             want = module(*inputs).numpy()
+        assert np.abs(want).max() > 100 * tolerance(want.dtype), "an output this small would pass as zeros"
         arrays = [x.numpy() for x in inputs]
         for path, got in (("interp", interpret(graph, arrays)[0]), ("minic", compiled(*arrays))):
             assert got.shape == want.shape, (path, t)
