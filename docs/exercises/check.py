@@ -413,6 +413,41 @@ def check_12_2(module) -> list[str]:
                            [rows_parallel, reductions_in_lanes, output_vectorized], "interp", scale=30.0)
 
 
+def check_12_3(module) -> list[str]:
+    """SCHEDULE, the template's schedule of chapter 12's 192³ matmul with 4 rows, 64 lanes and 2
+    threads, written with the primitives: the same loop tree, and the numbers of x @ w."""
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value
+    from minic.ir.loops import print_function
+    from minic.ir.types import DType, TensorType
+    from minic.lowering import lower_graph
+    from minic.options import CompileOptions
+    from minic.schedule.templates import Knobs, schedule_contraction
+    from minic.tune.measure import arrays_for, compile_kernel
+
+    schedule = getattr(module, "SCHEDULE", None)
+    if schedule is None:
+        return ["12.3: the solution defines no SCHEDULE (a function from the kernel to the scheduled kernel)"]
+    x, w, y = (Value(name, TensorType((192, 192), DType.f32)) for name in ("x", "w", "y"))
+    naive = lower_graph(Graph("mm", [x, w], [y], [Node("matmul", [x, w], [y], ops.get("matmul").make_attrs())],
+                              [])).kernels[0]
+    try:
+        got = schedule(naive)
+        run, _ = compile_kernel(got, CompileOptions(use_cache=False, num_threads=2))
+    except Exception as e:              # the learner's schedule: any failure is a point to report
+        return [f"12.3: scheduling or compiling: {type(e).__name__}: {e}"]
+    failures = []
+    target = schedule_contraction(naive, Knobs(rows=4, lanes=64), threads=2)
+    if got != target:
+        failures.append(f"12.3: not the template's loop tree, {first_difference(print_function(got), print_function(target))}")
+    arrays = arrays_for(got, {})
+    run(arrays, {})
+    error = float(np.abs(arrays["y"] - arrays["x"] @ arrays["w"]).max())
+    if not error < 1e-3:
+        failures.append(f"12.3: computes other numbers than x @ w (largest difference {error:.3g})")
+    return failures
+
+
 CHECKS = {
     "3.1": lambda m: check_rewrites("3.1", m, CASES_3_1),
     "3.2": lambda m: check_rewrites("3.2", m, CASES_3_2),
@@ -422,6 +457,7 @@ CHECKS = {
     "9.2": lambda m: check_op("9.2", m),
     "12.1": check_12_1,
     "12.2": check_12_2,
+    "12.3": check_12_3,
 }
 
 

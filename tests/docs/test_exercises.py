@@ -28,6 +28,8 @@ def test_every_stub_imports_and_fails_on_its_first_point():
         "9.2": "9.2: the file defines no op hypot (minic.ir.ops.define)",
         "12.1": "12.1 kernel k0_gemm_relu: no vectorized loop",
         "12.2": "12.2 kernel k0_softmax: no parallel loop (the rows are independent)",
+        "12.3": "12.3: not the template's loop tree, line 3: expected 'parallel for (i1o = 0; i1o < 3; i1o++) {', "
+                "got 'for (i0 = 0; i0 < 192; i0++) {'",
     }
     assert sorted(first) == sorted(check.CHECKS)
     for exercise, line in first.items():
@@ -155,3 +157,15 @@ def test_a_softmax_schedule_with_one_scalar_reduction_or_a_wide_vector_fails(tmp
     assert check.check("12.2", str(too_wide)) == [
         "12.2: compiling with SCHEDULES: ScheduleError: schedule of kernel k0_softmax: cannot vectorize 'i1': "
         "1024 lanes (at most 64); split it first"]
+
+
+def test_the_template_by_hand_without_the_packed_panel_fails_on_its_line(tmp_path):
+    answer = (ANSWERS / "12_3.py").read_text()
+    unpacked = tmp_path / "unpacked.py"
+    unpacked.write_text(answer.replace('parallel(pack(k, "i1o", "w"), "i1o")', 'parallel(k, "i1o")'))
+    assert check.check("12.3", str(unpacked)) == [
+        "12.3: not the template's loop tree, line 4: expected 'f32 w_pack[192, 64];', got 'for (i0o = 0; i0o < 48; i0o++) {'"]
+    misordered = tmp_path / "misordered.py"     # the rows split before the columns are moved out
+    misordered.write_text(answer.replace('    k = split(k, "i0", 4)\n', "").replace(
+        'k = reorder(naive, "i1", "i0")', 'k = split(naive, "i0", 4)'))
+    assert check.check("12.3", str(misordered))[0].startswith("12.3: scheduling or compiling: ScheduleError: ")
