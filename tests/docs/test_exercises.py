@@ -143,7 +143,7 @@ def test_schedules_left_as_lowered_or_naming_no_kernel_fail(tmp_path):
     assert check.check("12.1", str(unknown)) == ["12.1: no kernel k9 in the small MLP; its kernels are k0_gemm_relu, k1_gemm"]
 
 
-def test_a_softmax_schedule_with_one_scalar_reduction_or_a_wide_vector_fails(tmp_path):
+def test_a_softmax_schedule_with_a_scalar_reduction_or_a_vectorized_one_fails(tmp_path):
     one_reduction = tmp_path / "one_reduction.py"
     one_reduction.write_text("from minic.schedule.caching import rfactor\n"
                              "from minic.schedule.primitives import parallel, split, vectorize\n\n"
@@ -151,12 +151,12 @@ def test_a_softmax_schedule_with_one_scalar_reduction_or_a_wide_vector_fails(tmp
                              "    return vectorize(split(k, 'i1', 16), 'i1i')\n\nSCHEDULES = {'k0_softmax': rows}\n")
     assert check.check("12.2", str(one_reduction)) == [
         "12.2 kernel k0_softmax: loop r0 (1024 iterations) still updates the scalar acc0 one element at a time (rfactor)"]
-    too_wide = tmp_path / "too_wide.py"
-    too_wide.write_text("from minic.schedule.primitives import vectorize\n\n"
-                        "SCHEDULES = {'k0_softmax': lambda k: vectorize(k, 'i1')}\n")
-    assert check.check("12.2", str(too_wide)) == [
-        "12.2: compiling with SCHEDULES: ScheduleError: schedule of kernel k0_softmax: cannot vectorize 'i1': "
-        "1024 lanes (at most 64); split it first"]
+    vector_sum = tmp_path / "vector_sum.py"     # a reduction loop vectorized as it stands
+    vector_sum.write_text("from minic.schedule.primitives import split, vectorize\n\n"
+                          "SCHEDULES = {'k0_softmax': lambda k: vectorize(split(k, 'r1', 16), 'r1i')}\n")
+    assert check.check("12.2", str(vector_sum)) == [
+        "12.2: compiling with SCHEDULES: ScheduleError: schedule of kernel k0_softmax: cannot vectorize loop 'r1i': "
+        "every iteration writes acc1[] (a reduction over this axis; it needs a reduction strategy such as cache_accumulator)"]
 
 
 def test_the_template_by_hand_without_the_packed_panel_fails_on_its_line(tmp_path):
