@@ -24,6 +24,7 @@ def test_every_stub_imports_and_fails_on_its_first_point():
         "3.2": "3.2 case 'x / [2, 0.5, -8, 0.25]': expected the ops ['mul'], got ['div']",
         "4.1": "4.1 on f32[4, 8], axis -1: element (0, 0) is 0.12573",
         "4.2": "4.2 on f32[4, 8], axis -1, with scale and bias: element (0, 0) is 0.12573",
+        "5.1": "5.1 kernel k0_sigmoid: no parallel loop (the rows are independent)",
         "9.1": "9.1: the file defines no op mish (minic.ir.ops.define)",
         "9.2": "9.2: the file defines no op hypot (minic.ir.ops.define)",
         "12.1": "12.1 kernel k0_gemm_relu: no vectorized loop",
@@ -100,6 +101,20 @@ def test_a_layer_norm_rule_with_the_mean_of_squares_fails_on_an_offset(tmp_path)
     failures = check.check("4.2", str(last_axis))
     assert len(failures) == 1 and failures[0].startswith("4.2 on f32[2, 3, 8], axis -2, with scale and bias: element"), \
         failures
+
+
+def test_a_row_of_100_split_by_16_exactly_guarded_or_peeled_fails(tmp_path):
+    answer = (ANSWERS / "5_1.py").read_text()
+    failures = {}
+    for tail in ("exact", "guard", "peel"):
+        wrong = tmp_path / f"{tail}.py"
+        wrong.write_text(answer.replace('tail="overlap"', f'tail="{tail}"'))
+        failures[tail] = check.check("5.1", str(wrong))
+    error = "5.1: compiling with SCHEDULES: ScheduleError: schedule of kernel k0_sigmoid: "
+    assert failures == {
+        "exact": [error + "split of 'i1' by 16 does not cover its extent 100 exactly; use tail='guard' or tail='overlap'"],
+        "guard": [error + "cannot vectorize 'i1i': its body must be plain stores (no if, no allocation)"],
+        "peel": ["5.1 kernel k0_sigmoid: the output y is stored by scalar code (in loop i1t): vectorize it, tail included"]}
 
 
 def test_a_mish_rule_with_log1p_fails_where_the_loop_verifier_stops_it(tmp_path):
