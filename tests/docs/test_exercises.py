@@ -143,6 +143,10 @@ def test_a_hypot_that_squares_and_takes_any_dtype_fails_on_both(tmp_path):
     assert check.check("9.2", str(naive)) == [
         "9.2: hypot accepts two i32 inputs; it should refuse them (UserError)",
         "9.2: matmul then hypot, inputs of size ~1e+20: compiled, differs from torch by inf"]
+    squaring = tmp_path / "squaring.py"     # the reference squares too
+    squaring.write_text((ANSWERS / "9_2.py").read_text().replace("np.hypot(a, b).astype(a.dtype)", "np.sqrt(a * a + b * b)"))
+    assert check.check("9.2", str(squaring)) == [
+        "9.2: the reference at (0.37719065, 1e+30) gives inf (float32), torch's hypot 1.0000000150474662e+30"]
     from minic.ir import ops
     assert "hypot" not in ops.REGISTRY
 
