@@ -74,3 +74,24 @@ def test_the_i32_sums_equal_onnxruntimes_matmulinteger(tmp_path):
     got = compile_graph(g, CompileOptions(use_cache=False, num_threads=1))(x, w)
     assert got.dtype == np.int32 and np.abs(want).max() > 2 ** 24
     np.testing.assert_array_equal(got, want)
+
+
+def test_qlinearmatmul_with_a_scale_per_column_runs_on_integers_and_equals_onnxruntime(tmp_path, cache):
+    # minic imports QLinearMatMul as dequantize · dequantize -> matmul -> quantize: the rule's pattern
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    k, n = 64, 48
+    consts = {"xs": np.float32(0.02), "xz": np.uint8(120), "w": rng.integers(-128, 128, (k, n)).astype(np.int8),
+              "ws": (0.01 * (1 + np.arange(n) / n)).astype(np.float32), "wz": np.zeros(n, np.int8),
+              "ys": np.float32(0.5), "yz": np.uint8(128)}
+    node = helper.make_node("QLinearMatMul", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])
+    graph = helper.make_graph([node], "qlinear", [helper.make_tensor_value_info("x", TensorProto.UINT8, [8, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [8, n])],
+                              [numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items()])
+    path = tmp_path / "qlinear.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+    assert Counter(n.op for n in optimize(graph_of(load(str(path)))).nodes)["matmul_integer"] == 1
+    x = rng.integers(0, 256, (8, k)).astype(np.uint8)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = minic.compile(str(path), [x], backend="minic", cache_dir=cache)(x)
+    assert np.abs(got.astype(np.int32) - want).max() <= INT8_QUANTA_PER_LAYER     # measured: equal
