@@ -26,6 +26,14 @@ stays in i8's range.
 
 ``plan`` says, for a matmul, whether and how: an ``IntegerMatmul``, or the ``Refusal``
 naming why not (the matmul then stays in float, still correct).
+
+A second rule takes ONNX's MatMulInteger (``quantize_dynamic``'s), which minic imports as a
+float matmul of zero-point-shifted integers cast to i32 (exact below 2^24): the same
+``matmul_integer`` and correction, where the activations' zero point may be known only at
+run time (DynamicQuantizeLinear computes it from the data): then the correction is
+``zx · sum_k w'``, a scalar times a constant vector, computed in i32 at run time.
+
+    cast(matmul(f32(x) - zx, f32(@w) - @zw), i32) -> matmul_integer(x, @w - @zw) - zx · @sums
 """
 from __future__ import annotations
 
@@ -107,6 +115,30 @@ def dequantized(m: Match, v: Value) -> Dequantized | None:
     return None
 
 
+@dataclass(frozen=True)
+class Shifted:
+    """``f32(q) - zero`` (or ``f32(q)``): an integer minus its zero point, known now (an array)
+    or at run time (a scalar Value: DynamicQuantizeLinear's)."""
+    q: Value
+    zero: np.ndarray | Value
+
+
+def shifted(m: Match, v: Value) -> Shifted | None:
+    """``v = f32(q) - zero`` for an integer ``q`` (MatMulInteger's operands, as minic imports them)."""
+    zero: np.ndarray | Value = np.zeros((), np.float32)
+    sub = m.producer(v, "sub")
+    if sub is not None:
+        z = sub.inputs[1]
+        found = known(m, z)
+        if found is None and not (z.type.rank == 0 and z.type.dtype == DType.f32):
+            return None
+        zero, v = (found if found is not None else z), sub.inputs[0]
+    cast = m.producer(v, "cast")
+    if cast is None or cast.attrs.dtype != DType.f32 or cast.inputs[0].type.dtype not in EIGHT_BITS:
+        return None
+    return Shifted(cast.inputs[0], zero)
+
+
 def _per_column(a: np.ndarray, shape: tuple[int, int]) -> np.ndarray | None:
     """``a`` broadcast to [K, N] as one value per column (shape [N]), or None where it varies along K."""
     full = np.broadcast_to(a, shape)
@@ -183,3 +215,35 @@ def integer_matmul(m: Match) -> Node | None:
         y = m.emit("mul", [y, m.constant(base + "_scale", p.scale)], base + "_scaled")
         return m.rebuilt("add", [y, p.bias])
     return m.rebuilt("mul", [y, m.constant(base + "_scale", p.scale)])
+
+
+@rule("cast")
+def integer_sums(m: Match) -> Value | None:
+    """cast(matmul(f32(x) - zx, f32(@w) - @zw), i32) -> matmul_integer(x, @w - @zw) - zx · sum_k(@w - @zw)"""
+    mm = m.producer(m.node.inputs[0], "matmul")
+    if m.node.attrs.dtype != DType.i32 or mm is None or mm.inputs[0].type.rank < 2 or mm.inputs[1].type.rank != 2:
+        return None
+    a, b = shifted(m, mm.inputs[0]), shifted(m, mm.inputs[1])
+    if (a is None or b is None or not b.q.is_constant or isinstance(b.zero, Value)
+            or (isinstance(a.zero, np.ndarray) and a.zero.size != 1)):
+        return None
+    w = b.q.data.astype(np.int64) - np.broadcast_to(b.zero, b.q.type.shape).astype(np.int64)
+    if w.min() < -128 or w.max() > 127 or w.shape[0] * 255 * 128 > I32_MAX:
+        return None
+    base = m.node.outputs[0].name
+    x, flip = a.q, a.q.type.dtype == DType.i8
+    if flip:                                     # x + 128 as u8: the top bit flipped
+        x = m.emit("xor", [m.emit("bitcast", [x], base + "_u8", dtype=DType.u8),
+                           m.constant(base + "_flip", np.array(0x80, np.uint8))], base + "_x")
+    y = m.emit("matmul_integer", [x, m.constant(base + "_w", w.astype(np.int8))], base + "_i32")
+    sums = w.sum(axis=0)
+    if isinstance(a.zero, np.ndarray):           # zx known now: zx · sum_k w, one constant
+        correction = (int(np.rint(a.zero.reshape(()))) + 128 * flip) * sums
+        if not correction.any():
+            return y
+        return m.rebuilt("sub", [y, m.constant(base + "_zero", correction.astype(np.int32))])
+    zx = m.emit("cast", [a.zero], base + "_zx", dtype=DType.i32)      # zx at run time (an integer in f32)
+    if flip:
+        zx = m.emit("add", [zx, m.constant(base + "_128", np.array(128, np.int32))], base + "_zx")
+    zero = m.emit("mul", [zx, m.constant(base + "_sums", sums.astype(np.int32))], base + "_zero")
+    return m.rebuilt("sub", [y, zero])
