@@ -57,7 +57,7 @@ class Dequantized:
     q: Value
     scale: np.ndarray
     zero: np.ndarray
-    nodes: tuple[Node, ...]             # the cast, sub and mul computing it
+    nodes: tuple[Node | Value, ...]     # the cast, sub and mul computing it (and its scale, zero point)
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,9 @@ def dequantized(m: Match, v: Value) -> Dequantized | None:
             zero = known(m, sub.inputs[1])
             if zero is None:
                 continue
-            nodes.append(sub)
+            nodes += [sub, m.producer(sub.inputs[1]) or sub.inputs[1]]
             body = sub.inputs[0]
+        nodes.append(m.producer(s) or s)          # the scale (or its reshape)
         cast = m.producer(body, "cast")
         if cast is not None and cast.inputs[0].type.dtype.is_int:
             return Dequantized(cast.inputs[0], scale, zero, tuple(nodes + [cast]))
@@ -118,25 +119,31 @@ def dequantized(m: Match, v: Value) -> Dequantized | None:
 @dataclass(frozen=True)
 class Shifted:
     """``f32(q) - zero`` (or ``f32(q)``): an integer minus its zero point, known now (an array)
-    or at run time (a scalar Value: DynamicQuantizeLinear's)."""
+    or at run time (``f32(z)`` of a scalar integer Value ``z``: DynamicQuantizeLinear's)."""
     q: Value
     zero: np.ndarray | Value
+    nodes: tuple[Node, ...]             # the cast and sub computing it (and its zero point's cast)
 
 
 def shifted(m: Match, v: Value) -> Shifted | None:
     """``v = f32(q) - zero`` for an integer ``q`` (MatMulInteger's operands, as minic imports them)."""
     zero: np.ndarray | Value = np.zeros((), np.float32)
+    nodes: list[Node] = []
     sub = m.producer(v, "sub")
     if sub is not None:
         z = sub.inputs[1]
         found = known(m, z)
-        if found is None and not (z.type.rank == 0 and z.type.dtype == DType.f32):
-            return None
-        zero, v = (found if found is not None else z), sub.inputs[0]
+        if found is None:                         # at run time: an integer's f32 (an exact zero point)
+            widened = m.producer(z, "cast")
+            if widened is None or z.type.rank != 0 or not widened.inputs[0].type.dtype.is_int:
+                return None
+            found = widened.inputs[0]
+        zero, v = found, sub.inputs[0]
+        nodes += [sub, *filter(None, [m.producer(z)])]
     cast = m.producer(v, "cast")
     if cast is None or cast.attrs.dtype != DType.f32 or cast.inputs[0].type.dtype not in EIGHT_BITS:
         return None
-    return Shifted(cast.inputs[0], zero)
+    return Shifted(cast.inputs[0], zero, tuple(nodes + [cast]))
 
 
 def _per_column(a: np.ndarray, shape: tuple[int, int]) -> np.ndarray | None:
@@ -231,6 +238,7 @@ def integer_sums(m: Match) -> Value | None:
     if w.min() < -128 or w.max() > 127 or w.shape[0] * 255 * 128 > I32_MAX:
         return None
     base = m.node.outputs[0].name
+    m.retire(mm, *a.nodes, *b.nodes, b.q)
     x, flip = a.q, a.q.type.dtype == DType.i8
     if flip:                                     # x + 128 as u8: the top bit flipped
         x = m.emit("xor", [m.emit("bitcast", [x], base + "_u8", dtype=DType.u8),
@@ -242,7 +250,7 @@ def integer_sums(m: Match) -> Value | None:
         if not correction.any():
             return y
         return m.rebuilt("sub", [y, m.constant(base + "_zero", correction.astype(np.int32))])
-    zx = m.emit("cast", [a.zero], base + "_zx", dtype=DType.i32)      # zx at run time (an integer in f32)
+    zx = m.emit("cast", [a.zero], base + "_zx", dtype=DType.i32)      # zx at run time
     if flip:
         zx = m.emit("add", [zx, m.constant(base + "_128", np.array(128, np.int32))], base + "_zx")
     zero = m.emit("mul", [zx, m.constant(base + "_sums", sums.astype(np.int32))], base + "_zero")

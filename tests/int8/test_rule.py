@@ -123,13 +123,14 @@ def test_float_models_are_left_alone(name):
 
 def matmul_integer_form(w: np.ndarray, x_type: str, runtime_zero: bool) -> str:
     """ONNX's MatMulInteger as minic imports it: a float matmul of shifted integers, cast to i32;
-    the activations' zero point a constant, or an input (DynamicQuantizeLinear's, known at run time)."""
+    the activations' zero point a constant, or an 8-bit input (DynamicQuantizeLinear's, known at
+    run time) widened to f32."""
     k, n = w.shape
     zx = "%zx" if runtime_zero else "@zx"
-    return f"""graph @g(%x: {x_type}[4, {k}]{", %zx: f32[]" if runtime_zero else ""}) -> (i32[4, {n}]) {{
+    return f"""graph @g(%x: {x_type}[4, {k}]{f", %zp: {x_type}[]" if runtime_zero else ""}) -> (i32[4, {n}]) {{
   const @w : i8[{k}, {n}] = dense<{dense(w)}>
   const @zw : i8[] = dense<-3>
-  {"" if runtime_zero else "const @zx : f32[] = dense<7.0>"}
+  {"%zx = cast(%zp) {dtype = f32} : f32[]" if runtime_zero else "const @zx : f32[] = dense<7.0>"}
   %xf = cast(%x) {{dtype = f32}} : f32[4, {k}]
   %xs = sub(%xf, {zx}) : f32[4, {k}]
   %wf = cast(@w) {{dtype = f32}} : f32[{k}, {n}]
@@ -150,8 +151,16 @@ def test_matmulintegers_form_runs_on_integers_with_a_zero_point_known_now_or_at_
     ops = Counter(n.op for n in h.nodes)
     assert ops["matmul_integer"] == 1 and not ops["matmul"] and ops["xor"] == (x_type == "i8"), ops
     x = inputs(x_type)
-    args = [x, np.float32(-11.0 if x_type == "i8" else 130.0)] if runtime_zero else [x]
+    args = [x, np.array(-11 if x_type == "i8" else 130, x.dtype)] if runtime_zero else [x]
     zx = args[1] if runtime_zero else 7
     exact = (x.astype(np.int64) - int(zx)) @ (w.astype(np.int64) + 3)
     np.testing.assert_array_equal(interpret(h, args)[0], exact)
     np.testing.assert_array_equal(interpret(g, args)[0], exact)          # the float form: exact at this size
+
+
+def test_a_run_time_zero_point_that_may_not_be_an_integer_is_left_alone():
+    w = RNG.integers(-100, 100, (16, 5)).astype(np.int8)
+    text = matmul_integer_form(w, "u8", runtime_zero=True)
+    text = text.replace("%zp: u8[]", "%zx: f32[]").replace("  %zx = cast(%zp) {dtype = f32} : f32[]\n", "")
+    g = verify(parse_graph(text))
+    assert Counter(n.op for n in PASSES["fake-quantization-to-integer"](g).nodes)["matmul"] == 1
