@@ -73,12 +73,24 @@ def converts_bf16(target: Target) -> bool:
     in another (vdpbf16ps, the matmul micro-kernel's).  (A CPU named without features counts as
     without it: LLVM's list of a named CPU's features is not at hand, and the bit rounding is
     right everywhere.)  Asked by the schedule and by codegen (a Target, or CompileOptions)."""
+    return "+avx512bf16" in _features(target)
+
+
+def dots_u8s8(target: Target) -> bool:
+    """Whether the target has x86's AVX512-VNNI: four u8 × s8 products added to each i32 lane in
+    one instruction (vpdpbusd, the int8 matmul micro-kernel's; docs/int8.md).  Named features
+    and a named CPU count as converts_bf16 says.  Asked by the schedule and by codegen."""
+    return "+avx512vnni" in _features(target)
+
+
+def _features(target: Target) -> list[str]:
+    """The features given, else the host's (for the host triple): LLVM's names, "+avx512vnni"."""
     features = target.features
     if not features:
         import llvmlite.binding as llvm
         if not target.triple or target.triple == llvm.get_process_triple():
             features = _host_features()
-    return "+avx512bf16" in features.split(",")
+    return features.split(",")
 
 
 @functools.cache

@@ -95,15 +95,17 @@ class Emitter:
     ``ptrs`` maps buffer names to base pointers, ``vars`` maps sizes and loop
     variables to i64 values.  ``threads`` is 1 inside an outlined parallel body:
     nested parallel loops run serially.  ``bf16_convert``: the target has AVX512-BF16's
-    conversions and bf16 dot products (``minic.options.converts_bf16``).
+    conversions and bf16 dot products (``minic.options.converts_bf16``); ``dots_u8s8``:
+    AVX512-VNNI's u8 × s8 dot products (``minic.options.dots_u8s8``).
     """
 
     def __init__(self, module: ir.Module, name: str, args: list[ir.Type], threads: int,
-                 bf16_convert: bool = False) -> None:
+                 bf16_convert: bool = False, dots_u8s8: bool = False) -> None:
         self.module = module
         self.function, self.allocas = define(module, name, VOID, args)
         self.threads = threads
         self.bf16_convert = bf16_convert
+        self.dots_u8s8 = dots_u8s8
         self.b = ir.IRBuilder(self.function.append_basic_block("body"))
         self.allocas.position_before(self.allocas.branch(self.b.block))    # allocas: first in the entry block
         self.ptrs: dict[str, ir.Value] = {}

@@ -15,7 +15,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from minic.codegen.emit import I64, PTR, VOID, Emitter, define, element
-from minic.options import Target, converts_bf16
+from minic.options import Target, converts_bf16, dots_u8s8
 from minic.codegen.elf import check_machine
 from minic.codegen.target import is_host, target_machine, triple
 from minic.ir.loops import STATUS, Buffer, Function, Program, Role, Seq, Stmt, Store, structure, walk_stmts
@@ -62,7 +62,7 @@ def _kernel(module: ir.Module, k: Function, options: Target) -> ir.Function:
 def _function(module: ir.Module, name: str, args: list[ir.Type], k: Function, body: Stmt,
               options: Target) -> ir.Function:
     """``void name(params..., sizes..., [status])`` running ``body`` over kernel ``k``'s arguments."""
-    e = Emitter(module, name, args, options.threads, converts_bf16(options))
+    e = Emitter(module, name, args, options.threads, converts_bf16(options), dots_u8s8(options))
     for arg, b in zip(e.function.args, k.params):
         arg.name = b.name
         arg.add_attribute("noalias")          # distinct buffers never overlap within a kernel

@@ -67,7 +67,7 @@ def _outline(parent: Emitter, s: For, names: list[str], buffers: list[str]) -> i
     name = f"{parent.function.name}.par{parent.outlined}"
     parent.outlined += 1
     inner = Emitter(parent.module, name, [PTR, I64, I64], threads=1,       # nested parallel loops: serial
-                    bf16_convert=parent.bf16_convert)
+                    bf16_convert=parent.bf16_convert, dots_u8s8=parent.dots_u8s8)
     ctx, begin, end = inner.function.args
     # The context is an array of i64 (pointers stored as integers): the sizes and loop
     # variables in ``names``' order, then the buffers'.

@@ -26,7 +26,9 @@ and casts also run lane by lane, except exp and erf (polynomials: ``VectorLoop.e
 Multiplies and adds may contract into fused multiply-adds (``contract``), as BLAS
 and ONNX Runtime do: the last bit may differ from the interpreter.  Two terms of a
 bf16 dot product in a row (``schedule.templates.pair_products``) become one
-vdpbf16ps per 16 lanes where the target has AVX512-BF16 (``VectorLoop.bf16_pair``).
+vdpbf16ps per 16 lanes where the target has AVX512-BF16 (``VectorLoop.bf16_pair``); four
+terms of a u8 × s8 one (``quad_products``) one vpdpbusd where it has AVX512-VNNI
+(``VectorLoop.u8s8_quad``).
 The schedule primitive ``vectorize`` has checked that lanes are independent.
 """
 from __future__ import annotations
@@ -328,6 +330,8 @@ class VectorLoop:
             while stmts:
                 if len(stmts) > 1 and self.bf16_pair(stmts[0], stmts[1]):
                     del stmts[:2]
+                elif len(stmts) > 3 and self.u8s8_quad(stmts[:4]):
+                    del stmts[:4]
                 else:
                     self.stmt(stmts.pop(0))
             return
@@ -345,7 +349,7 @@ class VectorLoop:
         -> acc = vdpbf16ps(acc, splat(x0 | x1 << 16), interleave(w0, w1)): each lane adds
         x1·w1 + x0·w0 (the products are exact in f32; the two sums round as two adds would,
         but in that order, and bf16 denormals count as zero).  True when emitted."""
-        terms = [_dot_term(s, self.var) for s in (first, second)]
+        terms = [_dot_term(s, self.var, DType.f32, (DType.bf16,)) for s in (first, second)]
         if not (self.e.bf16_convert and self.x86 and self.lanes % 16 == 0 and None not in terms
                 and first.buffer == second.buffer and first.index == second.index and self.step(first.index) == 1
                 and all(self.step(w.index) == 1 for _, w in terms)):
@@ -363,11 +367,54 @@ class VectorLoop:
             w = self.shuffle(w0, [c + j // 2 + (self.lanes if j % 2 else 0) for j in range(32)], w1)
             parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), pairs,
                                       b.bitcast(w, ir.VectorType(BF16, 32))]))
-        while len(parts) > 1:                          # the 16-lane results joined back into one vector
+        self.store(first, self.joined(parts))
+        return True
+
+    def u8s8_quad(self, stmts: list[Stmt]) -> bool:
+        """Four terms of an 8-bit dot product as one vpdpbusd per 16 lanes, where the target has
+        AVX512-VNNI (``schedule.templates.quad_products`` writes them):
+
+            acc[.., j] += (i32)x0 * (i32)w0[.., j]       x0..x3 u8, the same on every lane
+            ...                                            w0..w3 contiguous i8 loads
+            acc[.., j] += (i32)x3 * (i32)w3[.., j]
+
+        -> acc = vpdpbusd(acc, splat(x0 | x1 << 8 | x2 << 16 | x3 << 24), interleave(w0..w3)): lane j
+        adds the four products of the bytes 4j..4j+3 (unsigned times signed, exact in i32; no
+        saturation: that is vpdpbusds).  True when emitted."""
+        terms = [_dot_term(s, self.var, DType.i32, (DType.u8, DType.i8)) for s in stmts]
+        first = stmts[0]
+        if not (self.e.dots_u8s8 and self.x86 and self.lanes % 16 == 0 and None not in terms
+                and all(x.dtype == DType.u8 and w.dtype == DType.i8 for x, w in terms)
+                and all(s.buffer == first.buffer and s.index == first.index for s in stmts)
+                and self.step(first.index) == 1 and all(self.step(w.index) == 1 for _, w in terms)):
+            return False
+        b = self.b
+        xs = [self.at_lane(lambda x=x: self.e.expr(x)) for x, _ in terms]            # bytes, i8
+        quad = b.zext(xs[0], I32)
+        for q in (1, 2, 3):
+            quad = b.or_(quad, b.shl(b.zext(xs[q], I32), ir.Constant(I32, 8 * q)))
+        bytes64 = ir.VectorType(I8, 64)
+        quads = b.bitcast(self.splat16(quad), bytes64)
+        w = [self.load(t.buffer, t.index) for _, t in terms]
+        n = self.lanes
+        low, high = self.shuffle(w[0], list(range(2 * n)), w[1]), self.shuffle(w[2], list(range(2 * n)), w[3])
+        acc = self.load(first.buffer, first.index)
+        dot = declare(self.e.module, "llvm.x86.avx512.vpdpbusd.512", ir.VectorType(I32, 16),
+                      [ir.VectorType(I32, 16), bytes64, bytes64])
+        parts = []
+        for c in range(0, n, 16):               # byte 4j + q of the 16 lanes from c: w_q[c + j]
+            mask = [q * n + c + j for j in range(16) for q in range(4)]
+            parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), quads,
+                                      self.shuffle(low, mask, high)]))
+        self.store(first, self.joined(parts))
+        return True
+
+    def joined(self, parts: list[ir.Value]) -> ir.Value:
+        """Vectors of 16 lanes joined back into one vector of them all."""
+        while len(parts) > 1:
             parts = [self.shuffle(parts[i], list(range(2 * parts[i].type.count)), parts[i + 1])
                      for i in range(0, len(parts), 2)]
-        self.store(first, parts[0])
-        return True
+        return parts[0]
 
     def splat16(self, v: ir.Value) -> ir.Value:
         """A scalar on 16 lanes."""
@@ -393,14 +440,15 @@ class VectorLoop:
             self.at_lane(lambda: self.e.store(s.buffer, s.index, scalar), lane)
 
 
-def _dot_term(s: Stmt, var: str) -> tuple[Expr, Load] | None:
-    """(x, w) when ``s`` is ``acc = acc + (f32)x * (f32)w`` (either order) with x and w bf16, x the
-    same on every lane of ``var`` and w a load that moves with them."""
+def _dot_term(s: Stmt, var: str, wide: DType, narrow: tuple[DType, ...]) -> tuple[Expr, Load] | None:
+    """(x, w) when ``s`` is ``acc = acc + (wide)x * (wide)w`` (either order) with x and w of the
+    ``narrow`` types (bf16 widened to f32; u8, i8 to i32), x the same on every lane of ``var`` and
+    w a load that moves with them."""
     if not (isinstance(s, Store) and isinstance(s.value, BinOp) and s.value.op == "add"
             and s.value.a == Load(s.buffer, s.index) and isinstance(s.value.b, BinOp) and s.value.b.op == "mul"):
         return None
     factors = [f.value for f in (s.value.b.a, s.value.b.b)
-               if isinstance(f, Cast) and f.to == DType.f32 and f.value.dtype == DType.bf16]
+               if isinstance(f, Cast) and f.to == wide and f.value.dtype in narrow]
     if len(factors) != 2:
         return None
     for x, w in (factors, factors[::-1]):

@@ -2,6 +2,8 @@
 
 Read them in pipeline order (the order of ``LEVELS[2]``):
 
+  quantized.py       fake-quantization-to-integer  matmul(dequantize(x), dequantize(@w)) -> matmul_integer(x, @w)·s,
+                                                   MatMulInteger's cast(matmul(x - zx, @w - zw), i32) alike
   shape_chains.py    fold-constant-gather      gather(@c, @i) -> @c[i]; shape programs -> static reshapes
   fold_constants.py  fold-constants            op(@c...) -> @op(c...)
   identity.py        eliminate-identity        identity(x) -> x, no-op reshape/transpose/cast/... -> x

@@ -13,7 +13,7 @@ from minic.ir.graph import Graph
 from minic.ir.verify import VerifyError, verify
 from minic.limits import fewer_collections
 from minic.passes import (algebra, batchnorm, cse, dead_code, fold_constants, fuse_groups, identity,
-                          matmul_bias, padding, reshapes, shape_chains, to_f16, winograd)
+                          matmul_bias, padding, quantized, reshapes, shape_chains, to_f16, winograd)
 from minic.passes.rewrite import Rule, rewrite
 
 Pass = Callable[[Graph], Graph]
@@ -28,6 +28,7 @@ def applying(*rules: Rule) -> Pass:
 
 
 PASSES: dict[str, Pass] = {
+    "fake-quantization-to-integer": applying(quantized.integer_matmul, quantized.integer_sums),
     "fold-constant-gather": applying(shape_chains.static_target, shape_chains.constant_gather,
                                      shape_chains.static_entries),
     "fold-constants": applying(fold_constants.fold),
@@ -58,12 +59,13 @@ CLEANUP = ["eliminate-identity", "fold-constants", "eliminate-common-subexpr", "
 LEVELS: dict[int, list[str]] = {
     0: [],
     1: CLEANUP,
-    # Shape programs first (they hide static reshapes), then constants, so that
-    # folding batch norms and biases sees constant weights; cleanup; then the
+    # Quantized matmuls first, while their weights' dequantization is in sight (folding constants
+    # would make it a float weight); then shape programs (they hide static reshapes), then
+    # constants, so that folding batch norms and biases sees constant weights; cleanup; then the
     # rewrites for lowering: 3x3 convolutions in Winograd's form (GraphOptions.winograd),
     # padding as nodes of its own, the fusion groups.
-    2: ["fold-constant-gather", "fold-constants", "eliminate-identity", "simplify-algebra",
-        "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP
+    2: ["fake-quantization-to-integer", "fold-constant-gather", "fold-constants", "eliminate-identity",
+        "simplify-algebra", "fuse-reshapes", "fold-batchnorm", "fuse-matmul-bias"] + CLEANUP
        + ["winograd-conv2d", "explicit-padding", "fuse-groups"],
 }
 

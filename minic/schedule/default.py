@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from minic.errors import UserError
-from minic.options import Target, converts_bf16
+from minic.options import Target, converts_bf16, dots_u8s8
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
@@ -175,7 +175,8 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
     k = unique_loops(k)
     if find_contraction(k) is not None:
         with suppress(ScheduleError):      # a nest the template cannot take runs as lowered
-            k = schedule_contraction(k, knobs or default_knobs(k), target.threads, converts_bf16(target))
+            k = schedule_contraction(k, knobs or default_knobs(k), target.threads, converts_bf16(target),
+                                     dots_u8s8(target))
     k = cache_in_output(k)                 # softmax's exp once: kept in the output row
     k = vectorize_reductions(k)            # pooling windows: 16 output columns at once
     k = reciprocal_divisors(_vectorize_leaves(k))

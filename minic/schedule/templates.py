@@ -123,9 +123,11 @@ def signature(f: Function) -> str:
     return hashlib.sha256(structure(f).encode()).hexdigest()[:16]
 
 
-def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bool = False) -> Function:
+def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bool = False,
+                         u8s8_quads: bool = False) -> Function:
     """Apply the micro-kernel template to the first contraction nest of ``f``.  ``bf16_pairs``: the
-    target adds pairs of bf16 products in one instruction (``pair_products``)."""
+    target adds pairs of bf16 products in one instruction (``pair_products``); ``u8s8_quads``:
+    fours of u8 × s8 products (``quad_products``)."""
     f = unique_loops(f)
     c = find_contraction(f)
     if c is None:
@@ -155,6 +157,8 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
         f = _pack_lane_operand(f, c, lo, li, ri, nr)
     if bf16_pairs:
         f = pair_products(f, c.reduction[-1].var.name)
+    if u8s8_quads:
+        f = quad_products(f, c.reduction[-1].var.name)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:
@@ -223,7 +227,8 @@ def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, n
     """Pack the factor of the update that varies along the lanes (``w`` of ``acc += x * w``),
     when its panel has a constant size.  A factor widened from bf16 (``(f32)w``) is packed as
     stored: half the bytes, widened where the micro-kernel reads it (a shift), and in the pairs
-    vdpbf16ps reads.  An f16 one is packed widened: vcvtph2ps in the micro-kernel cost more
+    vdpbf16ps reads; so is an 8-bit one (``(i32)w``, matmul_integer's): a quarter of the bytes,
+    and the bytes vpdpbusd reads.  An f16 one is packed widened: vcvtph2ps in the micro-kernel cost more
     than the smaller panel saved (8% on a 128x768x768 matmul, Zen 4, one thread)."""
     update = next((st for t in loops_named(f.body, li) for st in stores(t.body) if _is_product_sum(st)), None)
     if update is None or not all(isinstance(r.extent, Const) for r in c.reduction):
@@ -233,7 +238,7 @@ def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, n
     if len(factors) != 1 or size > PACK_LIMIT:
         return f
     factor = factors[0]
-    if _widened_bf16(factor):
+    if _widened_bf16(factor) or _widened_byte(factor):
         factor = factor.value
     with suppress(ScheduleError):  # e.g. computed in two places: the template runs unpacked
         return rewrite_loops(pack_operand(f, lo, factor, "w_pack"), lo, _fill_where_used)
@@ -252,20 +257,45 @@ def pair_products(f: Function, k: str) -> Function:
 
     Every element still adds its terms in the same order here (vdpbf16ps then adds a pair's
     second product first: the products are exact in f32, so only that order differs)."""
-    def pair(loop: For) -> For:
+    return _group_terms(f, k, 2, lambda a, b: _widened_bf16(a) and _widened_bf16(b))
+
+
+def quad_products(f: Function, k: str) -> Function:
+    """The reduction loop ``k`` four terms at a time, when its products are of a widened u8 and a
+    widened i8 (``matmul_integer``'s) and its extent is a multiple of 4: AVX512-VNNI's vpdpbusd
+    adds four u8 × s8 products to each i32 lane in one instruction (``minic/codegen/vector.py``).
+
+        for k < K:                                     for kp < K / 4:
+          unrolled for ri: vectorized for li:    ->      unrolled for ri: vectorized for li:
+            acc[ri, li] += (i32)x[ri, k] * (i32)w[k, li]     acc[ri, li] += (i32)x[ri, 4kp + q] * (i32)w[4kp + q, li]
+                                                              ... for q = 0, 1, 2, 3
+
+    Integer sums: any order gives the same i32."""
+    return _group_terms(f, k, 4, lambda a, b: {_widened_byte(a), _widened_byte(b)} == {DType.u8, DType.i8})
+
+
+def _group_terms(f: Function, k: str, n: int, fits) -> Function:
+    """The reduction loop ``k`` (from 0, its extent a multiple of ``n``) ``n`` terms a step, where
+    its update's two factors ``fits``."""
+    def group(loop: For) -> For:
         band, leaf = perfect_band(loop.body)
-        if not (isinstance(loop.extent, Const) and loop.extent.value % 2 == 0 and loop.start == Const(0)
-                and isinstance(leaf, Store) and _is_product_sum(leaf)
-                and all(_widened_bf16(x) for x in (leaf.value.b.a, leaf.value.b.b))):
+        if not (isinstance(loop.extent, Const) and loop.extent.value % n == 0 and loop.start == Const(0)
+                and isinstance(leaf, Store) and _is_product_sum(leaf) and fits(leaf.value.b.a, leaf.value.b.b)):
             return loop
         kp = Var(k + "p")
-        terms = [subst_stmt(leaf, {k: BinOp("add", BinOp("mul", kp, Const(2)), Const(q))}) for q in (0, 1)]
-        return For(kp, Const(0), Const(loop.extent.value // 2), loop.kind, wrap(band, seq(*terms)))
-    return rewrite_loops(f, k, pair)
+        terms = [subst_stmt(leaf, {k: BinOp("add", BinOp("mul", kp, Const(n)), Const(q))}) for q in range(n)]
+        return For(kp, Const(0), Const(loop.extent.value // n), loop.kind, wrap(band, seq(*terms)))
+    return rewrite_loops(f, k, group) if loops_named(f.body, k) else f        # grouped already: kp
 
 
 def _widened_bf16(e: Expr) -> bool:
     return isinstance(e, Cast) and e.to == DType.f32 and e.value.dtype == DType.bf16
+
+
+def _widened_byte(e: Expr) -> DType | None:
+    """u8 or i8 when ``e`` is ``(i32)v`` of such a ``v``."""
+    ok = isinstance(e, Cast) and e.to == DType.i32 and e.value.dtype in (DType.u8, DType.i8)
+    return e.value.dtype if ok else None
 
 
 def _fill_where_used(loop: For) -> For:

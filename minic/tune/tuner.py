@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from minic.options import CompileOptions, converts_bf16
+from minic.options import CompileOptions, converts_bf16, dots_u8s8
 from minic.ir.loops import Const, Function, Role
 from minic.tune import records
 from minic.tune.confirm import CANDIDATES, PASSES, ROUNDS, Comparison, block_size, pick, time_together
@@ -139,12 +139,12 @@ def tune_kernel(f: Function, sizes: dict[str, int], options: CompileOptions, tri
         raise ScheduleError(f"kernel {f.name} has no contraction to tune")
     rng = random.Random(seed)
     seen: dict[Knobs, Trial] = {}
-    pairs = converts_bf16(options.target)          # as default_schedule will compile it
+    dots = converts_bf16(options.target), dots_u8s8(options.target)     # as default_schedule will compile it
 
     def run(k: Knobs) -> Trial:
         if k not in seen:
             try:
-                seconds = measure(schedule_contraction(f, k, options.threads, pairs), sizes, options, repeat,
+                seconds = measure(schedule_contraction(f, k, options.threads, *dots), sizes, options, repeat,
                                   cold_bytes=cold_bytes).seconds
             except ScheduleError:
                 seconds = math.inf
@@ -190,9 +190,9 @@ def _confirm(f: Function, sizes: dict[str, int], options: CompileOptions, search
     contenders = sorted((t for t in search[1:] if math.isfinite(t.seconds)), key=lambda t: t.seconds)[:CANDIDATES]
     if not contenders or rounds < 1 or not math.isfinite(default.seconds):
         return default, default, None
-    pairs = converts_bf16(options.target)
+    dots = converts_bf16(options.target), dots_u8s8(options.target)
     for _ in range(PASSES):
-        calls = [ready(schedule_contraction(f, t.knobs, options.threads, pairs), sizes, options, cold_bytes)[0]
+        calls = [ready(schedule_contraction(f, t.knobs, options.threads, *dots), sizes, options, cold_bytes)[0]
                  for t in [default] + contenders]
         medians = time_together(calls, rounds, block_size(search[0].seconds))
         winner, comparison = pick(medians[0], medians[1:])

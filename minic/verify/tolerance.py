@@ -40,3 +40,23 @@ def tolerance(dtype: np.dtype | str) -> float:
     if dt == np.float64:
         return F64
     return F32 if dt == np.float32 else EXACT
+
+
+# int8 (a QDQ model's quantized matmuls on integers, minic/passes/quantized.py; docs/int8.md):
+# the i32 sums are exact, equal to ONNX Runtime's, so the two differ only where a value is
+# *requantized* (QuantizeLinear: round(y / scale) + zero point) and y, computed in f32 in a
+# different order (minic: f32(sum) · (sx · sw) / sy; ONNX Runtime: f32(sum) · (sx · sw / sy)),
+# lands within an f32 rounding of a tie: it rounds to the neighbouring integer, one quantum
+# away.  So each requantized value may be one quantum off; a later layer sees that as a
+# one-step change of an input, which moves its sum by |w| · sx and, after its own
+# requantization, its output by at most one quantum more in practice.  The bound is counted
+# in quanta of the output's scale, per requantization on the way: a model with L quantized
+# layers is held to L quanta (measured: 0 on the tests' QDQ MLPs, tests/int8).  Outputs computed
+# by float ops after the last requantization (bert-base's layer norm) differ as f32 code does:
+# held to F32 against ONNX Runtime's int8 (measured: 1.6e-7 on the zoo's bert-base, small).
+INT8_QUANTA_PER_LAYER = 1
+
+
+def int8_quanta(got: np.ndarray, want: np.ndarray, scale: float) -> float:
+    """The largest difference of two dequantized outputs, in quanta of their ``scale``."""
+    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0) / scale)

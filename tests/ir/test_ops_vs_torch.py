@@ -136,6 +136,14 @@ def test_matmul_batched_broadcasting(a, m, k, n, vec):
     close(run_op("matmul", [x, y])[0], torch.matmul(t(x), t(y)), 1e-4)
 
 
+def test_matmul_integer():
+    rng = np.random.default_rng(0)
+    x, w = rng.integers(0, 256, (2, 3, 40)).astype(np.uint8), rng.integers(-128, 128, (40, 5)).astype(np.int8)
+    y = run_op("matmul_integer", [x, w])[0]
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, torch.matmul(t(x).to(torch.int64), t(w).to(torch.int64)).to(torch.int32).numpy())
+
+
 def test_gemm():
     a, b, c = rand((4, 3)), rand((5, 3), 1), rand((5,), 2)
     close(run_op("gemm", [a, b, c], trans_b=True, alpha=0.5, beta=2.0)[0], 0.5 * t(a) @ t(b).T + 2 * t(c), 1e-5)

@@ -1,4 +1,4 @@
-"""Contractions: matmul (batched, broadcasting), gemm, conv2d.  Each output element
+"""Contractions: matmul (batched, broadcasting), matmul_integer (8-bit operands, i32 sums), gemm, conv2d.  Each output element
 is a sum over the contracted axes, so a fused epilogue (bias, activation,
 residual) applies to the accumulator before the single store."""
 from __future__ import annotations
@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.ir.compute import Reduce, Site, broadcast_index
-from minic.ir.loops import BinOp, Expr, Select, const, dim_expr
+from minic.ir.loops import BinOp, Cast, Expr, Select, const, dim_expr
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.elementwise import arg
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.ops.window import out_hw, symmetric, taps, windows
-from minic.ir.types import TensorType
+from minic.ir.types import DType, TensorType
 
 
 def _matmul_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
@@ -46,6 +46,29 @@ def matmul_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
 
 define("matmul", OpKind.CONTRACTION, _matmul_infer, lambda attrs, a, b: np.matmul(a, b), matmul_rule,
        arity=(2, 2), doc="matmul(a, b)[..., i, j] = sum_k a[..., i, k] · b[..., k, j]", torch="matmul")
+
+
+def _matmul_integer_infer(attrs, ts: list[TensorType]) -> list[TensorType]:
+    a, b = ts
+    eight = (DType.u8, DType.i8)
+    require(a.dtype in eight and b.dtype in eight, f"matmul_integer needs u8 or i8 inputs, got {a} and {b}")
+    require(a.rank >= 2 and b.rank == 2, f"matmul_integer needs a of rank >= 2 and a 2-D b, got {a} and {b}")
+    require(a.shape[-1] == b.shape[0], f"matmul_integer: contracted dims differ: {list(a.shape)} @ {list(b.shape)}")
+    return [TensorType(a.shape[:-1] + b.shape[1:], DType.i32)]
+
+
+def matmul_integer_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    a, b = site.inputs
+    k = site.fresh.var("k")
+    product = BinOp("mul", Cast(DType.i32, a.at(index[:-1] + (k,))), Cast(DType.i32, b.at((k, index[-1]))))
+    return Reduce("sum", ((k, dim_expr(a.type.shape[-1])),), product)
+
+
+define("matmul_integer", OpKind.CONTRACTION, _matmul_integer_infer,
+       lambda attrs, a, b: np.matmul(a.astype(np.int32), b.astype(np.int32)), matmul_integer_rule, arity=(2, 2),
+       doc="matmul_integer(a, b)[..., i, j] = sum_k i32(a[..., i, k]) · i32(b[k, j]): 8-bit operands, "
+           "exact i32 sums (ONNX's MatMulInteger without zero points; docs/int8.md)",
+       torch=lambda t, a, b: t.torch.matmul(a.to(t.torch.int32), b.to(t.torch.int32)))
 
 
 @dataclass(frozen=True)

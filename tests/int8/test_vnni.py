@@ -1,0 +1,74 @@
+"""The int8 matmul micro-kernel: four u8 × s8 products per i32 lane (AVX512-VNNI's vpdpbusd),
+asserted from the assembly, and exact wherever it runs."""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+
+import minic
+from minic import pipeline
+from minic.ir.loops import print_function
+from minic.ir.text import parse_graph
+from minic.options import CompileOptions
+from minic.runtime import compile_graph
+from minic.runtime.specialize import one_graph
+from tests.int8.qdq_models import qdq_mlp
+
+SPR = "+avx512f,+avx512vl,+avx512bw,+avx512vnni"      # Sapphire Rapids' features, named: any x86-64 host emits it
+
+
+def host_has_avx512_vnni() -> bool:
+    return bool(llvm.get_host_cpu_features().get("avx512vnni", False))
+
+
+def matmul_integer(k: int, n: int = 48):
+    return parse_graph(f"""graph @g(%x: u8[8, {k}], %w: i8[{k}, {n}]) -> (i32[8, {n}]) {{
+  %y = matmul_integer(%x, %w) : i32[8, {n}]
+  return %y
+}}""")
+
+
+@pytest.fixture(scope="module")
+def qdq_source(tmp_path_factory):
+    pytest.importorskip("onnxruntime", reason="ONNX Runtime's quantizer writes the QDQ model")
+    return minic.load(str(qdq_mlp(tmp_path_factory.mktemp("qdq"), (64, 64), "QUInt8")))
+
+
+@pytest.mark.skipif(not host_has_avx512_vnni(), reason="this CPU lacks avx512_vnni (see /proc/cpuinfo), so "
+                    "minic multiplies widened i32 lanes instead of with vpdpbusd")
+def test_host_code_of_an_onnxruntime_qdq_mlp_multiplies_with_vpdpbusd(qdq_source):
+    text = pipeline.run(one_graph(qdq_source), "asm", CompileOptions(use_cache=False, num_threads=1))
+    assert text.count("vpdpbusd") >= 2
+    float_mlp = pipeline.run(one_graph(minic.load("mlp", size="small")), "asm", CompileOptions(use_cache=False))
+    assert "vpdpbusd" not in float_mlp
+
+
+def test_vpdpbusd_only_where_the_target_has_avx512_vnni(qdq_source):
+    graph = one_graph(qdq_source)
+    assert "vpdpbusd" in pipeline.run(graph, "asm", CompileOptions(cpu="sapphirerapids", features=SPR,
+                                                                   use_cache=False))
+    assert "vpdpbusd" not in pipeline.run(graph, "asm", CompileOptions(features="+avx2,+fma", use_cache=False))
+
+
+def test_the_template_takes_an_8bit_reduction_four_terms_a_step():
+    from minic.schedule.templates import Knobs, schedule_contraction
+    (kernel,) = pipeline.run(matmul_integer(64), "loops", CompileOptions(use_cache=False)).kernels
+    text = print_function(schedule_contraction(kernel, Knobs(), threads=1, u8s8_quads=True))
+    assert "for (k0p = 0; k0p < 16; k0p++)" in text and "k0p * 4 + 3" in text
+    assert "i8 w_pack" in text                                # the panel as stored: a quarter of the bytes
+    assert "k0p" not in print_function(schedule_contraction(kernel, Knobs(), threads=1))
+    (odd,) = pipeline.run(matmul_integer(62), "loops", CompileOptions(use_cache=False)).kernels
+    assert "k0p" not in print_function(schedule_contraction(odd, Knobs(), threads=1, u8s8_quads=True))
+
+
+@pytest.mark.parametrize("k", [64, 62, 1028])
+@pytest.mark.parametrize("features", ["", "+avx2,+fma"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_integer_matmul_is_exact(k, features, threads):
+    rng = np.random.default_rng(k)
+    x, w = rng.integers(0, 256, (8, k)).astype(np.uint8), rng.integers(-128, 128, (k, 40)).astype(np.int8)
+    x[0], w[:, 0] = 255, -128                                 # the extremes: 255 · -128 in every product
+    y = compile_graph(matmul_integer(k, 40), CompileOptions(features=features, num_threads=threads,
+                                                            use_cache=False))(x, w)
+    np.testing.assert_array_equal(y, x.astype(np.int64) @ w.astype(np.int64))
