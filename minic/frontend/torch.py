@@ -33,6 +33,7 @@ import numpy as np
 import sympy
 import torch
 from torch import fx
+from torch.utils._sympy.functions import FloorDiv
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
@@ -43,7 +44,7 @@ import minic.frontend.torch_ops_index  # noqa: F401
 import minic.frontend.torch_ops_window  # noqa: F401
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
-from minic.ir.types import Dim, DType, TensorType, canon
+from minic.ir.types import Dim, DType, TensorType, dim_floordiv, dim_prod, dim_sum
 from minic.ir.verify import infer_node
 
 aten = torch.ops.aten
@@ -308,21 +309,25 @@ class Converter:
         return tuple(self.dim(s) for s in sizes)
 
     def sym_dim(self, expr: sympy.Expr) -> Dim:
-        """A sympy size expression as a minic monomial: ``2*s0*s1`` -> ``"2*B*T"``."""
+        """A sympy size expression as a minic dim: ``2*s0*s1`` -> ``"2*B*T"``, a strided
+        convolution's ``(s1//5) - 1`` -> the derived dim ``((T - 5)/5)`` (sums, integer
+        multiples and floor division by a constant; see minic/ir/types.py)."""
         if expr.is_Integer:
             return int(expr)
-        factors = expr.args if isinstance(expr, sympy.Mul) else (expr,)
-        parts: list[str] = []
-        for f in factors:
-            base, power = (f.args if isinstance(f, sympy.Pow) else (f, 1))
-            if f.is_Integer:
-                parts.append(str(int(f)))
-            elif isinstance(base, sympy.Symbol) and base in self.symbols and int(power) == power > 0:
-                parts += [self.symbols[base]] * int(power)
-            else:
-                raise UserError(f"size {expr} is not a product of named dynamic axes "
-                                f"({', '.join(f'{k}={v}' for k, v in self.symbols.items()) or 'none named'})")
-        return canon("*".join(parts))
+        if isinstance(expr, sympy.Symbol) and expr in self.symbols:
+            return self.symbols[expr]
+        if isinstance(expr, sympy.Pow) and expr.args[1].is_Integer and expr.args[1] > 0:
+            return dim_prod([self.sym_dim(expr.args[0])] * int(expr.args[1]))
+        if isinstance(expr, sympy.Add):
+            return dim_sum((self.sym_dim(a), 1) for a in expr.args)
+        if isinstance(expr, sympy.Mul):
+            coef = int(sympy.Mul(*[a for a in expr.args if a.is_Integer]))
+            rest = [self.sym_dim(a) for a in expr.args if not a.is_Integer]
+            return dim_sum([(rest[0], coef)]) if len(rest) == 1 else dim_prod([coef, *rest])
+        if isinstance(expr, FloorDiv) and expr.args[1].is_Integer and expr.args[1] > 0:
+            return dim_floordiv(self.sym_dim(expr.args[0]), 0, int(expr.args[1]))
+        raise UserError(f"size {expr} is not a sum, multiple or floor division of named dynamic axes "
+                        f"({', '.join(f'{k}={v}' for k, v in self.symbols.items()) or 'none named'})")
 
     def dtype(self, dtype: torch.dtype) -> DType:
         if dtype not in _DTYPES:

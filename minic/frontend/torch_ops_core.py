@@ -441,12 +441,7 @@ def _group_norm(cx, node, a):
     g = int(a["group"])
     per = dim_mul(c // g, _numel_of(spatial))
     grouped = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(n, g, per)), role="grouped")
-    ones = cx.add_constant(f"{node.name}_one", np.ones((per,), x.type.dtype.numpy)) if isinstance(per, int) else None
-    if ones is None:
-        raise UserError("group_norm over symbolic spatial sizes is not supported")
-    zeros = cx.add_constant(f"{node.name}_zero", np.zeros((per,), x.type.dtype.numpy))
-    normed = _e(cx, node, "layer_norm", [grouped, ones, zeros], cx.attrs("layer_norm", axis=2, eps=float(a["eps"])),
-                role="normed")
+    normed = _e(cx, node, "layer_norm", [grouped], cx.attrs("layer_norm", axis=2, eps=float(a["eps"])), role="normed")
     y = _e(cx, node, "reshape", [normed], cx.attrs("reshape", shape=tuple(x.type.shape)), role="back")
     bshape = (c,) + (1,) * len(spatial)
     for role in ("weight", "bias"):

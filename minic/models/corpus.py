@@ -11,10 +11,10 @@ comparisons, and attention is ``scaled_dot_product_attention``.
     module(*inputs)               # the model's first output: logits or hidden states
 
 Token models have dynamic ``B`` and ``T`` and are checked at two sequence lengths
-(``SECOND_T``) with one compiled model.  Models whose front end is a convolution over time
-(wav2vec 2.0, Whisper's encoder) or patches of a fixed window (PatchTST) have a dynamic ``B``
-only: a strided convolution's output length, floor((T - k) / s) + 1, is not a product of
-named sizes, which is what minic's symbolic shapes are.
+(``SECOND_T``) with one compiled model.  wav2vec 2.0 reads raw audio of any length: its
+strided convolutions make the frame count a derived dim, ``(T/20 - 1)`` frames for ``T``
+samples (minic/ir/types.py).  Whisper's encoder (it checks for its fixed frame count) and
+PatchTST (a fixed context window) have a dynamic ``B`` only.
 
 The mixture-of-experts decoders (Mixtral, Qwen2-MoE) run transformers' default experts,
 ``grouped_mm``: on torch.export the router's top-k experts are sorted, counted with
@@ -71,8 +71,15 @@ def _image(channels: int = 3, size: int = 32):
     return make
 
 
+def _audio(samples_per_step: int = 60):
+    """A batch of 2 raw audio signals, ``samples_per_step`` samples for each step of ``t``."""
+    def make(g: torch.Generator, t: int) -> tuple[torch.Tensor, ...]:
+        return (torch.randn(2, samples_per_step * t, generator=g),)
+    return make
+
+
 def _signal(*shape: int):
-    """A batch of 2 signals of a fixed shape: audio samples [400], log-mel frames [16, 40] (Whisper),
+    """A batch of 2 signals of a fixed shape: log-mel frames [16, 40] (Whisper),
     a multivariate time series [32, 3] (PatchTST)."""
     def make(g: torch.Generator, t: int) -> tuple[torch.Tensor, ...]:
         return (torch.randn(2, *shape, generator=g),)
@@ -149,8 +156,8 @@ MODELS: list[CorpusModel] = [
     CorpusModel("convnext", "vision", _model("ConvNextModel", "ConvNextConfig", hidden_sizes=[16, 32], depths=[1, 1],
                                              num_stages=2), _image(), dynamic_axes=({0: "B"},),
                 input_names=("pixel_values",)),
-    CorpusModel("wav2vec2", "audio", _model("Wav2Vec2Model", "Wav2Vec2Config", **_SPEECH), _signal(400),
-                dynamic_axes=_BATCH_ONLY, input_names=("input_values",)),
+    CorpusModel("wav2vec2", "audio", _model("Wav2Vec2Model", "Wav2Vec2Config", **_SPEECH), _audio(),
+                input_names=("input_values",)),
     CorpusModel("whisper-encoder", "audio", _encoder("WhisperModel", "WhisperConfig", **_WHISPER), _signal(16, 40),
                 dynamic_axes=_BATCH_ONLY, input_names=("input_features",)),
     CorpusModel("patchtst", "time series", _model("PatchTSTForPrediction", "PatchTSTConfig", **_PATCHES),

@@ -14,6 +14,7 @@ import sympy
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils._sympy.functions import FloorDiv, Mod
 
 import minic.models as zoo
 from minic.errors import UnsupportedError, UserError
@@ -181,23 +182,27 @@ def test_unsupported_op_names_the_op_and_the_source_line() -> None:
     assert f"test_torch.py:{line} (return x.erfinv() + 1)" in message
 
 
-def test_sizes_that_are_not_monomials_are_unsupported() -> None:
+def test_sizes_that_are_sums_or_floor_divisions_are_derived_dims() -> None:
     class Grow(nn.Module):
         def __init__(self):
             super().__init__()
-            self.register_buffer("tail", torch.zeros(2, 3))
+            self.register_buffer("tail", torch.ones(2, 3))
 
         def forward(self, x):
             return torch.cat([x, self.tail], dim=1)
 
-    with pytest.raises(UnsupportedError, match=r"aten\.cat\.default at .*test_torch\.py:\d+ \(return torch\.cat"):
-        from_torch(Grow(), (torch.randn(2, 5),), dynamic_axes=({1: "T"},))
+    graph = from_torch(Grow(), (torch.randn(2, 5),), dynamic_axes=({1: "T"},))
+    assert str(graph.outputs[0].type) == "f32[2, (T + 3)]"
+    x = np.arange(14, dtype=np.float32).reshape(2, 7)
+    np.testing.assert_array_equal(interpret(graph, [x])[0], np.concatenate([x, np.ones((2, 3), np.float32)], 1))
 
     b, t = sympy.symbols("s0 s1")
     cx = Converter(program=None, name="g", dynamic_axes=None, symbols={b: "B", t: "T"})
     assert cx.sym_dim(2 * b * t**2) == "2*B*T*T"
-    with pytest.raises(UserError, match=r"size s1 \+ 3 is not a product of named dynamic axes"):
-        cx.sym_dim(t + 3)
+    assert cx.sym_dim(t + 3) == "(T + 3)"
+    assert cx.sym_dim(FloorDiv(t - 10, 5) + 1) == "(T/5 - 1)"
+    with pytest.raises(UserError, match=r"size Mod\(s1, 3\) is not a sum, multiple or floor division of named"):
+        cx.sym_dim(Mod(t, 3))
 
 
 def test_bad_dynamic_axes_and_failed_exports_are_user_errors() -> None:

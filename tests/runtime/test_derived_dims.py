@@ -77,3 +77,38 @@ def test_a_saved_layout_keeps_the_sizes_it_checks(net_file, tmp_path):
     run = minic.compile(net_file, [np.zeros((1, 3, 32, 32), np.float32)], cache_dir=tmp_path)
     again = EntryLayout.from_json(run.layout.to_json())
     assert again == run.layout and "((H + 7)/16)" in again.derived
+
+
+class Frames(torch.nn.Module):
+    """wav2vec 2.0's front end, small: strided 1-D convolutions over raw samples, group norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(1, 8, 10, stride=5)
+        self.norm = torch.nn.GroupNorm(8, 8)
+        self.c2 = torch.nn.Conv1d(8, 8, 3, stride=2)
+
+    def forward(self, x):
+        y = torch.nn.functional.gelu(self.norm(self.c1(x[:, None, :])))
+        return self.c2(y).transpose(1, 2)
+
+
+def test_torch_exports_sizes_as_formulas_and_one_compilation_runs_every_length(tmp_path):
+    """torch.export's sympy sizes, ``(s1//5) - 1``, become derived dims; the model from the
+    torch frontend compiles once and matches eager at three lengths."""
+    from minic.frontend.torch import from_torch
+    from minic.runtime import CompileOptions, compile_graph
+    torch.manual_seed(0)
+    module = Frames().eval()
+    graph = from_torch(module, (torch.randn(2, 400),), ({0: "B", 1: "T"},))
+    assert [str(v.type) for v in graph.outputs] == ["f32[B, (T/10 - 1), 8]"]     # ⌊(⌊(T-10)/5⌋+1-3)/2⌋+1
+    compiled = compile_graph(graph, CompileOptions(cache_dir=tmp_path))
+    for batch, length in ((2, 400), (1, 1001), (3, 23)):
+        x = torch.randn(batch, length, generator=torch.Generator().manual_seed(length))
+        with torch.no_grad():
+            want = module(x).numpy()
+        got = compiled(x.numpy())
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(UserError, match="too small"):
+        compiled(np.zeros((1, 14), np.float32))
