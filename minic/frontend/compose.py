@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -63,6 +63,26 @@ def along(b: Any, v: Value, axis: int, weights: np.ndarray) -> Value:
 def pick(b: Any, v: Value, axis: int, sources: np.ndarray) -> Value:
     """y[..., i, ...] = v[..., sources[i], ...] (a gather of constant indices)."""
     return b.one("gather", v, b.const(np.asarray(sources, dtype=np.int64)), axis=axis)
+
+
+def repeat_each(b: Any, v: Value, axis: int, times: int) -> Value:
+    """y[..., i, ...] = v[..., i // times, ...]: nearest upsampling by a whole factor, as a
+    broadcast and a reshape, so the axis may be symbolic (``T`` becomes ``2*T``)."""
+    shape = v.type.shape
+    wide = b.one("expand", b.one("unsqueeze", v, axes=(axis + 1,)), shape=shape[:axis + 1] + (times,) + shape[axis + 1:])
+    return b.one("reshape", wide, shape=shape[:axis] + (dim_mul(times, shape[axis]),) + shape[axis + 1:])
+
+
+def whole_factor(sources: Callable[[int], np.ndarray], factor: float) -> int | None:
+    """``factor`` as a whole number when a nearest map with it repeats each element that many
+    times: ``sources(n)``, the source index of each output of an axis of ``n``, is ``i // factor``
+    for n = 1..8.  Most coordinate maps do not read n; align_corners's does, and with a factor
+    of 2 and rounding to nearest repeats for every n (``(2k+1)(n-1)/(2n-1) = k + (n-1-k)/(2n-1)``),
+    with other factors for none (checked to n = 3,000)."""
+    if not (factor >= 2 and float(factor).is_integer()):
+        return None
+    k = int(factor)
+    return k if all(np.array_equal(sources(n), np.arange(n * k) // k) for n in range(1, 9)) else None
 
 
 def adaptive_windows(n_in: int, n_out: int) -> list[tuple[int, int]]:

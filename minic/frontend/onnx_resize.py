@@ -48,12 +48,18 @@ def _response(a: dict, rows: np.ndarray, scale: float, out: int | None, roi: tup
     return np.asarray(ReferenceEvaluator(model).run(None, {"x": rows.astype(np.float32)})[0], np.float64)
 
 
+def _sources(b: Builder, a: dict, n: int, scale: float) -> np.ndarray:
+    """The input index each output of a nearest Resize of an axis of ``n`` reads (-1: none)."""
+    check_size([n, max(int(n * scale), 1)], np.float64, f"{b.where}: the weights of an axis of {n} resized {scale}x")
+    w = _response(a, np.eye(n), scale, None, None)
+    one_hot = (np.sort(w, axis=0)[-1] == 1) & (np.abs(w).sum(axis=0) == 1)
+    return np.where(one_hot, w.argmax(axis=0), -1)
+
+
 def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, float, int | None, tuple | None]]:
     """(axis, scale, output size or None, roi pair or None) for every axis that changes."""
     shape = v.type.shape
     rank = len(shape)
-    if not all(isinstance(d, int) for d in shape):
-        raise UnsupportedError(f"{b.where}: Resize of symbolic dims is not supported")
     axes = list(_axes_in_range(b, a.get("axes", range(rank)), rank, "attribute 'axes'"))
     crop = a.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     if roi is not None and crop:
@@ -72,7 +78,7 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
         sizes = [int(s) for s in sizes.reshape(-1)]
         if min(sizes) < 1:
             raise OnnxImportError(f"{b.where}: sizes must be >= 1, got {sizes}")
-        ratios = {ax: sizes[i] / shape[ax] for i, ax in enumerate(axes)}
+        ratios = {ax: sizes[i] / compose.static(b, v, ax, "a Resize to given sizes") for i, ax in enumerate(axes)}
         policy = a.get("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
             common = (min if policy == "not_larger" else max)(ratios.values())
@@ -98,11 +104,19 @@ def _resize(b: Builder, v: Value, a: dict, roi, scales, sizes) -> Value:
     plan = _plan(b, v, a, roi, scales, sizes)
     shape = list(v.type.shape)
     for axis, scale, out, pair in plan:              # sizes checked before ONNX's reference computes any
-        shape[axis] = out if out is not None else int(np.floor(v.type.shape[axis] * scale))
-        check_size([v.type.shape[axis], max(shape[axis], 1)], np.float64, f"{b.where}: the weights of axis {axis}")
-    check_size(shape, v.type.dtype.numpy, f"{b.where}: the result {shape}")
-    for axis, scale, out, pair in plan:
         n = v.type.shape[axis]
+        if isinstance(n, int):
+            shape[axis] = out if out is not None else int(np.floor(n * scale))
+            check_size([n, max(shape[axis], 1)], np.float64, f"{b.where}: the weights of axis {axis}")
+    if all(isinstance(d, int) for d in shape):
+        check_size(shape, v.type.dtype.numpy, f"{b.where}: the result {shape}")
+    repeat = {axis: compose.whole_factor(lambda n: _sources(b, a, n, scale), scale)
+              if nearest and out is None and pair is None and not crop else None for axis, scale, out, pair in plan}
+    for axis, scale, out, pair in plan:
+        if repeat[axis]:                           # each element repeated: any size, symbolic too
+            v, changed = compose.repeat_each(b, v, axis, repeat[axis]), True
+            continue
+        n = compose.static(b, v, axis, "a Resize that is not a nearest one by a whole factor")
         pair = pair if pair is not None or not crop else (0.0, 1.0)
         size = out if stretch else None                    # else the common scale decides, as in ONNX
         offset = _response(a, np.zeros((1, n)), scale, size, pair)[0]

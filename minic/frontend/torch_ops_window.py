@@ -148,11 +148,20 @@ def linear_weights(n_in: int, n_out: int, align_corners: bool, factor: float | N
 @handles(aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec)
 def _upsample(cx, node, a):
     x = cx.value(a["input"])
+    nearest = node.target == aten.upsample_nearest2d.vec
+    factors = a.get("scale_factors")
+    if nearest and a.get("output_size") is None and factors is not None:
+        whole = [compose.whole_factor(lambda n: nearest_sources(n, int(n * f), f), f) for f in factors]
+        if all(whole):                              # each element repeated: any size, symbolic too
+            y = x
+            for k, times in enumerate(whole):
+                y = compose.repeat_each(cx, y, 2 + k, times)
+            return y
     sizes = [compose.static(cx, x, 2 + k, "upsampling") for k in range(x.type.rank - 2)]
     out, factors = _scales(a, sizes, a.get("output_size"))
     y = x
     for k, (s, o, f) in enumerate(zip(sizes, out, factors)):
-        if node.target == aten.upsample_nearest2d.vec:
+        if nearest:
             if s != o or f not in (None, 1.0):
                 y = compose.pick(cx, y, 2 + k, nearest_sources(s, o, f))
         else:

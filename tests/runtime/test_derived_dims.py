@@ -112,3 +112,45 @@ def test_torch_exports_sizes_as_formulas_and_one_compilation_runs_every_length(t
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(UserError, match="too small"):
         compiled(np.zeros((1, 14), np.float32))
+
+
+def _resize_file(path, scales, **attrs):
+    from onnx import TensorProto, helper, save
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", **attrs)
+    graph = helper.make_graph([node], "up", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("scales", TensorProto.FLOAT, [4], scales)])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return str(path)
+
+
+@pytest.mark.parametrize("scales, attrs, kind", [
+    ([1, 1, 2, 2], {}, CompiledModel),                                          # a U-Net's / YOLO's upsampling
+    ([1, 1, 3, 2], {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, CompiledModel),
+    ([1, 1, 2, 2], {"coordinate_transformation_mode": "align_corners"}, CompiledModel),
+    ([1, 1, 2, 2], {"nearest_mode": "ceil"}, Specialized),                     # not each element twice
+    ([1, 1, 2.5, 2], {}, Specialized)])
+def test_a_nearest_resize_by_a_whole_factor_keeps_its_sizes_symbolic(tmp_path, scales, attrs, kind):
+    path = _resize_file(tmp_path / "up.onnx", scales, **attrs)
+    run = minic.compile(path, [np.zeros((1, 3, 4, 5), np.float32)], cache_dir=tmp_path)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for shape in [(1, 3, 4, 5), (2, 3, 7, 3), (1, 3, 1, 9)]:
+        x = np.random.default_rng(shape[2]).standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(run(x), session.run(None, {"x": x})[0])
+    assert type(run) is kind
+
+
+def test_torch_nearest_upsampling_keeps_its_sizes_symbolic(tmp_path):
+    from minic.frontend.torch import from_torch
+    from minic.runtime import CompileOptions, compile_graph
+
+    class Up(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, scale_factor=(3, 2), mode="nearest")
+
+    graph = from_torch(Up(), (torch.randn(1, 2, 5, 6),), ({0: "N", 2: "H", 3: "W"},))
+    assert str(graph.outputs[0].type) == "f32[N, 2, 3*H, 2*W]"
+    compiled = compile_graph(graph, CompileOptions(cache_dir=tmp_path))
+    for shape in [(1, 2, 5, 6), (2, 2, 7, 3)]:
+        x = torch.randn(*shape)
+        np.testing.assert_array_equal(compiled(x.numpy()), Up()(x).numpy())
