@@ -426,6 +426,80 @@ def check_5_1(module) -> list[str]:
                            [rows_parallel, output_vectorized], "interp", scale=10.0)
 
 
+# --- chapter 6: codegen, a serial loop in LLVM IR ------------------------------------------------
+
+SUM_ROWS = """graph @rows(%x: f32[N, 8]) -> (f32[8]) {
+  %y = reduce_sum(%x) {axes = [0], keepdims = false} : f32[8]
+  return %y
+}"""
+
+
+def tested_at_the_top(module, names: list[str]) -> list[str]:
+    """The loops of ``names`` whose back edge (a branch to the phi's block from it or a block after
+    it) is unconditional: the exit test is in the head, not after the body."""
+    from llvmlite import ir
+    failures = []
+    for fn in module.functions:
+        order = {block.name: k for k, block in enumerate(fn.blocks)}
+        for block in fn.blocks:
+            for phi in (i for i in block.instructions if isinstance(i, ir.PhiInstr) and i.name in names):
+                back = [source for _, source in phi.incomings if order[source.name] >= order[block.name]]
+                if any(not isinstance(source.terminator, ir.ConditionalBranch) for source in back):
+                    failures.append(f"6.1 loop {phi.name}: the branch back to its phi (from {back[0].name}) is "
+                                    "unconditional: the test is at the top; test after the body")
+    return failures
+
+
+def check_6_1(module) -> list[str]:
+    """SERIAL in place of Emitter.serial: every loop tested at the bottom and guarded on entry
+    (LLVM's loop-rotate form); a naive matmul and a sum over N rows (N = 0 included) compute right."""
+    from minic import pipeline
+    from minic.codegen.emit import Emitter
+    from minic.ir import ops
+    from minic.ir.graph import Graph, Node, Value
+    from minic.ir.types import DType, TensorType
+    from minic.lowering import lower_graph
+    from minic.options import CompileOptions
+    from minic.schedule.nest import loops
+    from minic.tune.measure import compile_kernel, kernel_program
+
+    serial = getattr(module, "SERIAL", None)
+    if serial is None:
+        return ["6.1: the solution defines no SERIAL (a function (emitter, loop, start, end) in place of Emitter.serial)"]
+    x, w, y = (Value(n, TensorType(s, DType.f32)) for n, s in (("x", (24, 40)), ("w", (40, 56)), ("y", (24, 56))))
+    matmul = lower_graph(Graph("mm", [x, w], [y], [Node("matmul", [x, w], [y], ops.get("matmul").make_attrs())],
+                               [])).kernels[0]
+    rows = lower_graph(parse_graph(SUM_ROWS)).kernels[0]
+    options = CompileOptions(use_cache=False, num_threads=1)
+    minics = Emitter.serial
+    Emitter.serial = serial
+    try:
+        try:
+            llvm = pipeline.run(kernel_program(matmul), "llvm", options, start="scheduled")
+            run_matmul, _ = compile_kernel(matmul, options)
+            run_rows, _ = compile_kernel(rows, options)
+        except Exception as e:          # the learner's emitter: any failure is a point to report
+            return [f"6.1: compiling with SERIAL: {type(e).__name__}: {e}"]
+    finally:
+        Emitter.serial = minics
+    failures = tested_at_the_top(llvm, [loop.var.name for loop in loops(matmul.body)])
+    rng = np.random.default_rng(0)
+    arrays = {"x": rng.standard_normal((24, 40)).astype(np.float32),
+              "w": rng.standard_normal((40, 56)).astype(np.float32), "y": np.zeros((24, 56), np.float32)}
+    run_matmul(arrays, {})
+    error = float(np.abs(arrays["y"] - arrays["x"] @ arrays["w"]).max())
+    if not error < 1e-3:
+        failures.append(f"6.1 matmul 24 x 40 x 56: computes other numbers than x @ w (largest difference {error:.3g})")
+    memory = rng.standard_normal((5, 8)).astype(np.float32) + 10     # x's rows are a view of it: N = 0 reads none
+    for n in (5, 1, 0):
+        xs, ys = memory[:n], np.zeros(8, np.float32)
+        run_rows({"x": xs, "y": ys}, {"N": n})
+        if not np.allclose(ys, xs.sum(axis=0), rtol=1e-5, atol=1e-5):
+            failures.append(f"6.1 sum over N = {n} rows: y[0] is {ys[0]:.5g}, expected {xs.sum(axis=0)[0]:.5g}"
+                            + (" (a loop of no iterations ran its body once: guard the entry)" if n == 0 else ""))
+    return failures
+
+
 def check_12_1(module) -> list[str]:
     """The small MLP's first kernel: a vectorized loop and its accumulator out of the reduction loop."""
     import minic
@@ -481,6 +555,7 @@ CHECKS = {
     "4.1": lambda m: check_rule("4.1", m, "log_softmax", CASES_4_1, 1e-5),
     "4.2": lambda m: check_rule("4.2", m, "layer_norm", CASES_4_2, 1e-3),
     "5.1": check_5_1,
+    "6.1": check_6_1,
     "9.1": lambda m: check_op("9.1", m),
     "9.2": lambda m: check_op("9.2", m),
     "12.1": check_12_1,

@@ -25,6 +25,7 @@ def test_every_stub_imports_and_fails_on_its_first_point():
         "4.1": "4.1 on f32[4, 8], axis -1: element (0, 0) is 0.12573",
         "4.2": "4.2 on f32[4, 8], axis -1, with scale and bias: element (0, 0) is 0.12573",
         "5.1": "5.1 kernel k0_sigmoid: no parallel loop (the rows are independent)",
+        "6.1": "6.1 loop i0: the branch back to its phi (from i1.done) is unconditional: the test is at the top",
         "9.1": "9.1: the file defines no op mish (minic.ir.ops.define)",
         "9.2": "9.2: the file defines no op hypot (minic.ir.ops.define)",
         "12.1": "12.1 kernel k0_gemm_relu: no vectorized loop",
@@ -115,6 +116,26 @@ def test_a_row_of_100_split_by_16_exactly_guarded_or_peeled_fails(tmp_path):
         "exact": [error + "split of 'i1' by 16 does not cover its extent 100 exactly; use tail='guard' or tail='overlap'"],
         "guard": [error + "cannot vectorize 'i1i': its body must be plain stores (no if, no allocation)"],
         "peel": ["5.1 kernel k0_sigmoid: the output y is stored by scalar code (in loop i1t): vectorize it, tail included"]}
+
+
+def test_a_rotated_loop_without_its_guard_fails_at_zero_rows_and_a_missing_serial_is_named(tmp_path):
+    answer = (ANSWERS / "6_1.py").read_text()
+    guard = 'b.cbranch(b.icmp_signed("<", start, end), body, done)'
+    assert guard in answer
+    unguarded = tmp_path / "unguarded.py"       # a do-while: the body runs once before the first test
+    unguarded.write_text(answer.replace(guard, "b.branch(body)"))
+    assert check.check("6.1", str(unguarded)) == [
+        "6.1 sum over N = 0 rows: y[0] is 10.404, expected 0 (a loop of no iterations ran its body once: guard the entry)"]
+    stale = tmp_path / "stale.py"               # the phi's edge from the block the body began in, not the one it ended in
+    stale.write_text(answer.replace("i.add_incoming(following, b.block)", "i.add_incoming(following, body)"))
+    failures = check.check("6.1", str(stale))
+    assert len(failures) == 1 and failures[0].startswith("6.1: compiling with SERIAL: "), failures
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    assert check.check("6.1", str(empty)) == [
+        "6.1: the solution defines no SERIAL (a function (emitter, loop, start, end) in place of Emitter.serial)"]
+    from minic.codegen.emit import Emitter
+    assert Emitter.serial.__module__ == "minic.codegen.emit"     # minic's own is back after every check
 
 
 def test_a_mish_rule_with_log1p_fails_where_the_loop_verifier_stops_it(tmp_path):

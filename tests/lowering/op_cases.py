@@ -114,6 +114,10 @@ CASES.update({
     "matmul_batched": lambda d, rng: one_op("matmul", [f32(d[3], d[0], d[1]), f32(1, d[1], d[2])], rng),
     "matmul_vec": lambda d, rng: one_op("matmul", [f32(d[1]), f32(d[0], d[1], d[2])], rng),
     "matmul_vec2": lambda d, rng: one_op("matmul", [f32(d[0], d[1]), f32(d[1])], rng),
+    "matmul_integer": lambda d, rng: one_op(
+        "matmul_integer", [((d[3], d[0], d[1]), "u8", "in"), ((d[1], d[2]), "i8", "const")], rng,
+        data={0: rng.integers(0, 256, (d[3], d[0], d[1])).astype(np.uint8),
+              1: rng.integers(-128, 128, (d[1], d[2])).astype(np.int8)}),
     "gemm": lambda d, rng: one_op("gemm", [f32(d[1], d[0]), const(d[2], d[1]), const(d[2])], rng,
                                   trans_a=True, trans_b=True, alpha=0.5, beta=2.0),
     "conv2d": lambda d, rng: one_op("conv2d", [f32(d[0], d[1], d[2] + 2, d[3] + 2), const(d[2], d[1], 3, 3), const(d[2])],
