@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
@@ -212,6 +213,9 @@ def _make(terms: Mapping[str, int], offset: int = 0, divisor: int = 1, plus: int
         inner = _DERIVED.get(k) if c == 1 else None
         if inner is not None and inner.divisor > 1:                   # ⌊a/b⌋ + p + offset: one floor
             return _make(dict(inner.terms), inner.offset, inner.divisor, inner.plus + offset)
+        common = math.gcd(offset, *terms.values())
+        if common > 1:                        # 2·T + 6 = 2·(T + 3): a product, as an op's c·d is spelled
+            return dim_mul(common, _make({k: c // common for k, c in terms.items()}, offset // common))
     if not terms:
         return offset // divisor + plus
     if divisor == 1 and not offset and len(terms) == 1:
@@ -236,6 +240,8 @@ def _linear(d: Dim) -> tuple[dict[str, int], int]:
         form = _DERIVED.get(k)
         if form is not None and form.divisor == 1:
             return {t: coef * c for t, c in form.terms}, coef * form.offset
+        if form is not None and form.plus:                  # c·(⌊a/b⌋ + p) = c·⌊a/b⌋ + c·p
+            return {_make(dict(form.terms), form.offset, form.divisor): coef}, coef * form.plus
     return {_dim_of(1, syms): coef}, 0
 
 

@@ -100,3 +100,14 @@ def test_derived_dims_bind_evaluate_and_refuse():
     for bad in ("(H", "(H // 2)", "(H ** 2)", "(H/0)", "(H/T)"):
         with pytest.raises(UserError, match="bad symbolic dim"):
             canon(bad)
+
+
+def test_one_size_has_one_spelling_however_it_is_computed():
+    """torch.export writes an upsampled conv's rows as 2·(⌊(H+2)/4⌋ - 2) + 2; minic's ops, as
+    2 times the conv's ⌊(H+2)/4⌋ - 1: both are the product 2*((H + 2)/4 - 1)."""
+    rows = dim_floordiv("H", 2, 4, -1)
+    assert rows == "((H + 2)/4 - 1)"
+    by_torch = dim_sum([(dim_floordiv("H", 2, 4, -2), 2)], 2)
+    assert by_torch == dim_mul(2, rows) == "2*((H + 2)/4 - 1)"
+    assert dim_sum([("T", 2)], 6) == dim_mul(2, dim_sum([("T", 1)], 3)) == "2*(T + 3)"
+    assert dim_sum([(rows, 1)], 1) == "((H + 2)/4)"                 # the floor's plus folds back

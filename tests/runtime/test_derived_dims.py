@@ -154,3 +154,26 @@ def test_torch_nearest_upsampling_keeps_its_sizes_symbolic(tmp_path):
     for shape in [(1, 2, 5, 6), (2, 2, 7, 3)]:
         x = torch.randn(*shape)
         np.testing.assert_array_equal(compiled(x.numpy()), Up()(x).numpy())
+
+
+def test_a_torch_cnn_with_upsampling_compiles_once_for_every_size():
+    """minic.compile on a torch module with dynamic N, H, W: the conv's rows, torch's
+    2·(⌊(H+2)/4⌋ - 2) + 2 after the upsampling and minic's 2*((H + 2)/4 - 1), are one size."""
+
+    class UpNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 4, 3, stride=2)
+
+        def forward(self, x):
+            y = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+            return torch.nn.functional.interpolate(self.c2(y), scale_factor=2)
+
+    torch.manual_seed(0)
+    module = UpNet().eval()
+    run = minic.compile(module, [torch.randn(2, 3, 40, 48)], dynamic={"x": {0: "N", 2: "H", 3: "W"}})
+    assert type(run) is CompiledModel
+    for shape in [(2, 3, 40, 48), (1, 3, 33, 21), (3, 3, 64, 64)]:
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            np.testing.assert_allclose(run(x.numpy()), module(x).numpy(), rtol=1e-4, atol=1e-5)
