@@ -8,8 +8,8 @@ caches the values its ``Shape`` nodes compute, and a jitted step replays the
 kernels of the shapes it captured (another shape is a ``JitError``, or a replay
 of the old shape's result).  So a model with symbolic dims gets a runner and a
 jitted step per input-shape signature, built on first sight, as the ``tvm``
-bridge compiles once per shape.  A graph with no kernel at all (a squeeze of an
-input) has nothing to replay and runs unjitted.
+bridge compiles once per shape.  A graph TinyJit cannot replay (``UNJITTABLE``) runs
+unjitted.
 
 Threads: tinygrad's CPU device reads ``NUM_CPU_THREADS`` from the environment
 when it is imported; it takes no option here.  Options: ``opset`` (default 17).
@@ -25,6 +25,10 @@ from minic.errors import UnsupportedError, UserError
 
 OPTIONS = {"opset"}
 JIT_CALLS = 3          # TinyJit captures on its second call and replays from the third
+# TinyJit's refusals of a step it cannot replay: no kernel at all (a squeeze of an input), or a
+# runner that reads a tensor's data while capturing (a Reshape to a shape computed from Shape,
+# which the exporter writes for a flatten over a symbolic batch).  Either runs unjitted.
+UNJITTABLE = ("didn't JIT anything", "cannot access tensor data during JIT capture")
 
 
 def compile(source: ModelSource, **options: Any) -> Runner:
@@ -85,7 +89,7 @@ def specialize(serialized: bytes, names: list[str], outputs: list[str],
         for _ in range(JIT_CALLS):
             step(arrays)
     except JitError as e:
-        if "didn't JIT anything" not in str(e):
+        if not any(why in str(e) for why in UNJITTABLE):
             raise
-        chosen = plain                                # no kernel to replay: run it as it is
+        chosen = plain                                # nothing to replay, or a value to read: run it as it is
     return step
