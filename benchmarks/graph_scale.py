@@ -1,9 +1,10 @@
 """How compile time and memory grow with a graph's length (issue 37): a DAG where every
-add reads the two values before it, and a concat of n inputs, compiled whole (minic.compile:
-graph passes, lowering, scheduling, LLVM, loading) in a fresh process per size, which
-reports its wall time and peak RSS.
+add reads the two values before it, a concat of n inputs (a graph output), and the same
+concat read by an ``exp`` (``concat-exp``: a concat that could fuse into its reader), compiled
+whole (minic.compile: graph passes, lowering, scheduling, LLVM, loading) in a fresh process
+per size, which reports its wall time and peak RSS.
 
-    python benchmarks/graph_scale.py --dag 1000,10000,100000 --concat 1000,10000
+    python benchmarks/graph_scale.py --dag 1000,10000,100000 --concat 1000,10000 --concat-exp 1000,10000
 
 Prints one row per graph: n, seconds, peak MB, and both per n·log2(n) relative to the
 smallest size of its kind (flat or falling: the growth is at most n log n).
@@ -43,7 +44,8 @@ else:
     x = Value("x", TensorType((1, 2), DType.f32))
     parts = [node("relu", [x]), node("neg", [x])]
     y = node("concat", [parts[i % 2].outputs[0] for i in range(n)], axis=0)
-    graph, data = Graph("wide", [x], [y.outputs[0]], parts + [y], []), np.ones((1, 2), np.float32)
+    last = [y] if kind == "concat" else [y, node("exp", [y.outputs[0]])]
+    graph, data = Graph("wide", [x], [last[-1].outputs[0]], parts + last, []), np.ones((1, 2), np.float32)
 start = time.perf_counter()
 model = minic.compile(graph, [data], use_cache=False)
 seconds = time.perf_counter() - start
@@ -64,11 +66,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dag", default="1000,10000", help="sizes of the DAG of adds (comma-separated)")
     p.add_argument("--concat", default="1000,10000", help="sizes of the concat (comma-separated)")
+    p.add_argument("--concat-exp", default="1000,10000", help="sizes of the concat read by an exp")
     p.add_argument("--timeout", type=int, default=1800, help="seconds for one size")
     args = p.parse_args()
     print("| graph | n | compile s | peak MB | s per n log n (rel.) | MB per n log n (rel.) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for kind, sizes in (("dag", args.dag), ("concat", args.concat)):
+    for kind, sizes in (("dag", args.dag), ("concat", args.concat), ("concat-exp", args.concat_exp)):
         base = None
         for n in [int(s) for s in sizes.split(",") if s]:
             r = measure(kind, n, args.timeout)

@@ -38,7 +38,8 @@ def check_schema(node, opset: int, where: str) -> None:
 
 # Ops with a sliding window over the spatial axes (all after N and C) and the attributes that
 # describe it: one entry per spatial axis (pads: two), each at least the given minimum.
-WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"}
+WINDOW_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "MaxUnpool",
+              "DeformConv"}
 WINDOW_ATTRS = {"kernel_shape": (1, 1), "strides": (1, 1), "dilations": (1, 1), "pads": (2, 0),
                 "output_padding": (1, 0), "output_shape": (1, 1)}
 
@@ -96,7 +97,9 @@ FLAGS = {"allowzero", "ceil_mode", "count_include_pad", "detect_negative", "dete
 RANGES = {("Attention", "softcap"): (0, math.inf), ("Attention", "qk_matmul_output_mode"): (0, 3),
           ("Celu", "alpha"): (math.ulp(0), math.inf), ("Scan", "num_scan_inputs"): (1, math.inf),
           ("Attention", "scale"): (0, math.inf),
-          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2), ("LRN", "size"): (1, math.inf)}
+          ("LpPool", "p"): (1, math.inf), ("LpNormalization", "p"): (1, 2), ("LRN", "size"): (1, math.inf),
+          ("RoiAlign", "output_height"): (1, math.inf), ("RoiAlign", "output_width"): (1, math.inf),
+          ("RoiAlign", "sampling_ratio"): (0, math.inf)}
 
 
 def check_flags(node, where: str) -> None:

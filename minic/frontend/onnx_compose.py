@@ -26,6 +26,7 @@ from minic.frontend.onnx import Builder, OnnxImportError
 from minic.frontend.onnx_ops import CONVERTERS, _ints, converts
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
+from minic.limits import check_size
 
 
 @converts("Shrink")
@@ -278,6 +279,8 @@ def _roi_align(b: Builder, x: list[Value], a: dict) -> list[Value]:
         raise UnsupportedError(f"{b.where}: RoiAlign with sampling_ratio 0 (a grid that depends on each roi's "
                                "size) is not supported")
     pooled = (int(a.get("output_height", 1)), int(a.get("output_width", 1)))
+    # one roi's samples, [P, g, Q, g, C], before the constants of their places are made
+    check_size((pooled[0], grid, pooled[1], grid, channels), v.type.dtype.numpy, f"{b.where}: the samples of one roi")
     half_pixel = a.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
     scale = float(a.get("spatial_scale", 1.0))
     r = rois.type.shape[0]
@@ -353,6 +356,9 @@ def _deform_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     pads = _ints(a.get("pads", (0, 0, 0, 0)))
     groups, offset_groups = int(a.get("group", 1)), int(a.get("offset_group", 1))
     oh, ow = offset.type.shape[2:]
+    if tuple(kernel) != tuple(w.type.shape[2:]):
+        raise OnnxImportError(f"{b.where}: attribute 'kernel_shape' is {list(kernel)}, but W's kernel is "
+                              f"{list(w.type.shape[2:])}")
     kh, kw = kernel
     if (channels != per_group * groups or out_ch % groups or channels % offset_groups
             or offset.type.shape[1] != offset_groups * kh * kw * 2):

@@ -22,6 +22,10 @@ producers (so a chain grows backwards from its last op):
   one reader of: RoPE's two rotated halves).  In the contraction it would choose between
   its inputs at every read, and each input, arithmetic, would be a kernel of its own; as
   a kernel of its own it computes them and stores one tensor, read plainly.
+* A concat of more than WIDE_CONCAT inputs fuses into no consumer.  Inlined, it is a tree
+  of selects over all its inputs in the consumer's loop body, one function that LLVM's
+  optimizer takes time superlinear in (10,000 inputs into an ``exp``: 70 s); stored, it is
+  one copy nest per input (``lowering/kernel.py``), small nests that codegen emits in parts.
 * A constant ``pad`` (see ``explicit-padding``) never fuses into a window: there it
   would test bounds once per tap.  It ends its producer's kernel instead, which
   then stores into the interior of the padded buffer (``lowering/kernel.py``).
@@ -50,6 +54,7 @@ MANY_READS = (OpKind.CONTRACTION, OpKind.WINDOW)
 REINDEX = ("reshape", "flatten", "squeeze", "unsqueeze", "transpose", "identity", "dropout")
 WINDOWS = ("slice", "squeeze", "unsqueeze")
 MAX_GROUP = 64
+WIDE_CONCAT = 64
 
 
 def _kind(node: Node) -> OpKind:
@@ -116,7 +121,7 @@ def fuse_groups(graph: Graph) -> Graph:
             continue
         consumer = next(iter(consumers.values()))
         target = group[id(consumer)]
-        if members[target] >= MAX_GROUP:
+        if members[target] >= MAX_GROUP or (node.op == "concat" and len(node.inputs) > WIDE_CONCAT):
             continue
         if _kind(node) in ANCHORS:
             reindex = consumer.op in REINDEX or _stores_padded(consumer)

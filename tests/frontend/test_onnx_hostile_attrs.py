@@ -49,6 +49,18 @@ def nested_loops(depth: int, trips: int):
                  [c("N", np.array(trips)), c("T", np.array(True)), c("one", np.ones(2, np.float32))])
 
 
+def deform_conv(**attrs):
+    return model([h.make_node("DeformConv", ["x", "w", "o"], ["y"], **attrs)],
+                 [vi("x", F, [1, 1, 3, 3]), vi("o", F, [1, 8, 2, 2])], [vi("y", F, None)],
+                 [c("w", np.ones((1, 1, 2, 2), np.float32))], opset=19)
+
+
+def roi_align(**attrs):
+    return model([h.make_node("RoiAlign", ["x", "r", "i"], ["y"], **{"sampling_ratio": 2, **attrs})],
+                 [vi("x", F, [1, 1, 4, 4])], [vi("y", F, None)],
+                 [c("r", np.array([[0, 0, 3, 3]], np.float32)), c("i", np.array([0]))], opset=16)
+
+
 BIG = 1 << 40
 CASES = {
     "lppool_p0": (model([h.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=0)], [vi("x", F, [1, 1, 4, 4])],
@@ -133,6 +145,13 @@ CASES = {
                             [vi("y", F, None)]), r"Gemm.*'transA' is 2; it is a flag, 0 or 1"),
     "reduce_keepdims_minus_1": (model([h.make_node("ArgMax", ["x"], ["y"], keepdims=-1)], [vi("x", F, [2, 3])],
                                       [vi("y", T.INT64, None)]), r"ArgMax.*'keepdims' is -1"),
+    "deform_conv_kernel_of_one_entry": (deform_conv(kernel_shape=[2]),
+                                        r"DeformConv.*'kernel_shape' has 1 entries; the input has 2 spatial axes"),
+    "deform_conv_kernel_not_ws": (deform_conv(kernel_shape=[3, 3]),
+                                  r"DeformConv.*'kernel_shape' is \[3, 3\], but W's kernel is \[2, 2\]"),
+    "roi_align_output_height_2_40": (roi_align(output_height=BIG), r"RoiAlign.*the samples of one roi needs"),
+    "roi_align_output_width_0": (roi_align(output_width=0), r"RoiAlign.*'output_width' is 0; it must be finite and >= 1"),
+    "roi_align_sampling_ratio_minus_1": (roi_align(sampling_ratio=-1), r"RoiAlign.*'sampling_ratio' is -1"),
     "loop_1024_in_loop_1024": (nested_loops(2, 1024), r"node #0 \(Loop.*in its body: node #1 \(Loop.*more than 5000 nodes"),
     "six_loops_of_16": (nested_loops(6, 16), r"\(Loop.*in its body:.*more than 5000 nodes"),
 }

@@ -127,3 +127,20 @@ def test_a_concat_of_arithmetic_is_its_own_kernel_before_a_matmul():
     plain = Builder((4, 3), (4, 5))                     # a concat of inputs only moves data: it fuses
     y = plain.op("matmul", plain.op("concat", *plain.inputs, axis=1), plain.const(8, 6))
     assert kernels_and_check(plain.graph(y), (4, 3), (4, 5)) == 1
+
+
+def test_a_wide_concat_is_stored_one_nest_per_input_not_fused_into_its_reader():
+    """Inlined into the tanh, a concat of more than WIDE_CONCAT inputs would be a tree of selects
+    over all of them in one loop body (LLVM's time grows faster than that body); it ends its
+    kernel instead, one copy nest per input at its offset, also over a symbolic size."""
+    from minic.ir.loops import For, Select, stmt_exprs, walk, walk_stmts
+    from minic.passes.fuse_groups import WIDE_CONCAT
+    for width, kernels in ((WIDE_CONCAT, 1), (WIDE_CONCAT + 1, 2)):
+        b = Builder(("B", 3), (2, 3))
+        x, w = b.inputs
+        parts = [b.op("exp", x), b.op("neg", w)]
+        y = b.op("tanh", b.op("concat", *[parts[k % 2] for k in range(width)], axis=0))
+        assert kernels_and_check(b.graph(y), (3, 3), (2, 3)) == kernels
+    first = lower_graph(fuse_groups(b.graph(y))).kernels[0]
+    assert not any(isinstance(x, Select) for s in walk_stmts(first.body) for e in stmt_exprs(s) for x in walk(e))
+    assert len(first.body.stmts) == WIDE_CONCAT + 1 and all(isinstance(s, For) for s in first.body.stmts)
