@@ -13,6 +13,8 @@ names the node being converted, for messages.
   ``max_pool_indices``; ``adaptive_max`` and ``adaptive_weights``.
 - Per-axis maps: ``along`` (a constant [out, in] matrix on one axis: adaptive average
   pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
+- Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN),
+  ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
 - ``sorted_along``: sort/topk by ranks, stable, NaN ordered as the largest value.
 - ``grid_sample``: ONNX's GridSample, torch's grid_sample, from elementwise ops and gathers.
 """
@@ -49,6 +51,72 @@ def move_last(b: Any, v: Value, axis: int) -> tuple[Value, tuple[int, ...]]:
 
 def put_back(b: Any, v: Value, back: tuple[int, ...]) -> Value:
     return v if back == tuple(range(len(back))) else b.one("transpose", v, perm=back)
+
+
+# --- elementwise families ---------------------------------------------------------------------
+
+def _rectified(b: Any, v: Value, negative: Value, positive: Value, negative_at_zero: bool) -> Value:
+    """``negative`` where v < 0 (v <= 0 when ``negative_at_zero``), else ``positive``: at 0 only
+    the named branch is read (an infinite slope times 0 would be NaN)."""
+    zero = b.const(0, like=v)
+    if negative_at_zero:
+        return b.one("where", b.one("gt", v, zero), positive, negative)
+    return b.one("where", b.one("lt", v, zero), negative, positive)
+
+
+def leaky_relu(b: Any, v: Value, slope: float | Value, negative_at_zero: bool = False) -> Value:
+    """slope·x below 0, x above (torch's leaky_relu and rrelu at inference, ONNX's LeakyRelu and
+    PRelu, whose slope is a tensor)."""
+    slope = slope if isinstance(slope, Value) else b.const(slope, like=v)
+    return _rectified(b, v, b.one("mul", v, slope), v, negative_at_zero)
+
+
+def elu(b: Any, v: Value, alpha: float, scale: float = 1.0, input_scale: float = 1.0,
+        negative_at_zero: bool = False) -> Value:
+    """scale·alpha·(e^(input_scale·x) - 1) below 0, scale·x above: torch's elu; ONNX's Elu, Celu
+    (input_scale 1/alpha) and Selu (scale gamma, the negative branch at 0 too)."""
+    inner = v if input_scale == 1.0 else b.one("mul", v, b.const(input_scale, like=v))
+    negative = b.one("mul", b.const(alpha, like=v), b.one("sub", b.one("exp", inner), b.const(1, like=v)))
+    out = _rectified(b, v, negative, v, negative_at_zero)
+    return out if scale == 1.0 else b.one("mul", out, b.const(scale, like=v))
+
+
+def sign(b: Any, v: Value) -> Value:
+    """-1, 0 or 1 by the sign of x in x's type, NaN staying NaN (unsigned: 0 or 1)."""
+    zero = b.const(0, like=v)
+    pos = b.one("cast", b.one("gt", v, zero), dtype=v.type.dtype)
+    if v.type.dtype in (DType.u8, DType.u16, DType.u32, DType.u64):
+        return pos
+    s = b.one("sub", pos, b.one("cast", b.one("lt", v, zero), dtype=v.type.dtype))
+    return b.one("where", b.one("eq", v, v), s, v) if v.type.dtype.is_float else s
+
+
+def tile(b: Any, v: Value, reps: Sequence[int]) -> Value:
+    """v repeated reps[i] times along axis i (leading axes added where reps is longer): v viewed
+    as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], each pair flattened."""
+    shape = (1,) * (len(reps) - v.type.rank) + tuple(v.type.shape)
+    pairs = b.one("reshape", v, shape=tuple(d for s in shape for d in (1, s)))
+    grown = b.one("expand", pairs, shape=tuple(d for r, s in zip(reps, shape) for d in (r, s)))
+    return b.one("reshape", grown, shape=tuple(dim_mul(r, s) for r, s in zip(reps, shape)))
+
+
+def vector_norm(b: Any, v: Value, p: float, axes: tuple[int, ...], keepdims: bool) -> Value:
+    """The p-norm over ``axes``: sqrt(Σx²), Σ|x|, max|x| (inf), min|x| (-inf), the count of
+    nonzeros (0), else (Σ|x|^p)^(1/p)."""
+    if v.type.rank == 0:
+        return b.one("abs", v) if p != 0 else b.one("cast", b.one("not", b.one("eq", v, b.const(0, like=v))),
+                                                    dtype=v.type.dtype)
+    red = lambda op, x: b.one(op, x, axes=tuple(axes), keepdims=keepdims)          # noqa: E731
+    if p == 2:
+        return b.one("sqrt", red("reduce_sum", b.one("mul", v, v)))
+    mag = b.one("abs", v)
+    if p in (np.inf, -np.inf):
+        return red("reduce_max" if p > 0 else "reduce_min", mag)
+    if p == 0:
+        return red("reduce_sum", b.one("cast", b.one("gt", mag, b.const(0, like=v)), dtype=v.type.dtype))
+    if p == 1:
+        return red("reduce_sum", mag)
+    return b.one("pow", red("reduce_sum", b.one("pow", mag, b.const(p, like=v))), b.const(1.0 / p, like=v))
 
 
 # --- per-axis maps ----------------------------------------------------------------------------
@@ -140,6 +208,11 @@ def same_pads(sizes, kernel, strides, dilations, upper: bool) -> tuple[int, ...]
     """SAME padding (output = ceil(in / stride)): (pads before..., pads after...); the odd
     cell goes after (SAME_UPPER, torch's padding='same') or before (SAME_LOWER)."""
     total = [max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n) for n, k, s, d in zip(sizes, kernel, strides, dilations)]
+    return split_pads(total, upper)
+
+
+def split_pads(total, upper: bool) -> tuple[int, ...]:
+    """Each axis's ``total`` padding as (before..., after...): the odd cell after when ``upper``."""
     lo = [t // 2 if upper else t - t // 2 for t in total]
     return tuple(lo) + tuple(t - l for t, l in zip(total, lo))
 
@@ -341,11 +414,8 @@ def pool(b: Any, v: Value, kind: str, kernel, strides, dilations, pads, ceil_mod
                  (0, pads[0], 0, pads[1]), ceil_mode, count_include_pad)
         return b.one("squeeze", y, axes=(2,))
     if m == 2:
-        extra = {"dilation": tuple(dilations)} if kind == "max" else {}
-        if kind == "avg" and tuple(dilations) != (1, 1):
-            raise UnsupportedError(f"{b.where}: average pooling with dilations {list(dilations)} is not supported")
-        return b.one(op, v, kernel=tuple(kernel), stride=tuple(strides), padding=tuple(pads), ceil_mode=ceil_mode,
-                     count_include_pad=count_include_pad, **extra)
+        return b.one(op, v, kernel=tuple(kernel), stride=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
+                     ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     sizes = v.type.shape[2:]
     if any(not isinstance(d, int) for d in v.type.shape[1:]):
         raise UnsupportedError(f"{b.where}: a {m}-D window needs static sizes, got {list(v.type.shape)}")

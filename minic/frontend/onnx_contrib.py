@@ -17,7 +17,9 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend import onnx_ops
+from minic.frontend.onnx_builder import Builder, OnnxImportError
+from minic.frontend.onnx_recurrent import unroll
 from minic.ir.graph import Value
 from minic.ir.types import DType, Dim
 from minic.registry import Registry
@@ -154,8 +156,7 @@ def _embed_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @ORT_ONNX_DOMAIN.add("LayerNormalization")
 def _layer_norm_before_17(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """ONNX Runtime's LayerNormalization, the same as ONNX's of opset 17."""
-    from minic.frontend.onnx_ops import CONVERTERS
-    return CONVERTERS["LayerNormalization"](b, x, a)
+    return onnx_ops.CONVERTERS["LayerNormalization"](b, x, a)
 
 
 @ORT_ONNX_DOMAIN.add("SimplifiedLayerNormalization")
@@ -255,7 +256,6 @@ def _dynamic_quantize_lstm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     weights, as DynamicQuantizeLinear rounds them.  (ONNX Runtime multiplies the integers and
     scales the sums, the same product up to float rounding; on more than one thread it rounds
     each thread's rows of h apart, so this is its one-thread result.)"""
-    from minic.frontend.onnx_recurrent import unroll
     if a.get("input_forget", 0):
         raise UnsupportedError(f"{b.where}: input_forget is not supported")
     x = x + [None] * (12 - len(x))

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from minic.errors import UserError
+from minic.frontend import compose
 from minic.frontend.torch_ops import aten, axis_of, fold, handles, operand, out_dtype
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
@@ -50,16 +51,13 @@ def _composed(cx, node, a):
         return cx.emit("sub", [_e(cx, node, "exp", [x], role="exp"), one()])
     if op == aten.reciprocal:
         return cx.emit("div", [one(), x])
-    zero = _c(cx, node, 0, "zero", x.type.dtype)
     if op == aten.trunc:
+        zero = _c(cx, node, 0, "zero", x.type.dtype)
         if not x.type.dtype.is_float:
             return x
         neg = _e(cx, node, "lt", [x, zero], role="neg")
         return cx.emit("where", [neg, _e(cx, node, "ceil", [x], role="up"), _e(cx, node, "floor", [x], role="down")])
-    pos, neg = _e(cx, node, "gt", [x, zero], role="pos"), _e(cx, node, "lt", [x, zero], role="neg")   # sign
-    s = _e(cx, node, "sub", [cx.cast(pos, x.type.dtype), cx.cast(neg, x.type.dtype)], role="s") \
-        if x.type.dtype != DType.u8 else cx.cast(pos, x.type.dtype)
-    return cx.emit("where", [_e(cx, node, "eq", [x, x], role="num"), s, x]) if x.type.dtype.is_float else s
+    return compose.sign(cx, x)
 
 
 FLOAT_MATH = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
@@ -116,18 +114,10 @@ def _clamp(cx, node, a):
 
 @handles(aten.leaky_relu.default, aten.elu.default)
 def _leaky_elu(cx, node, a):
-    x = cx.value(a["self"])
-    pos = _e(cx, node, "gt", [x, _c(cx, node, 0, "zero")], role="pos")
+    x = cx.value(a["self"])                     # torch's kernels take the negative branch at 0
     if node.target == aten.leaky_relu.default:
-        neg = _e(cx, node, "mul", [x, _c(cx, node, a["negative_slope"], "slope")], role="neg")
-        return cx.emit("where", [pos, x, neg])
-    if float(a["input_scale"]) != 1.0:
-        raise UserError("elu with input_scale != 1 is not supported")
-    em1 = _e(cx, node, "sub", [_e(cx, node, "exp", [x], role="exp"), _c(cx, node, 1, "one")], role="em1")
-    neg = _e(cx, node, "mul", [em1, _c(cx, node, a["alpha"], "alpha")], role="neg")
-    scaled = [_e(cx, node, "mul", [v, _c(cx, node, a["scale"], f"scale{i}")], role=f"s{i}") for i, v in enumerate((x, neg))] \
-        if float(a["scale"]) != 1.0 else [x, neg]
-    return cx.emit("where", [pos, *scaled])
+        return compose.leaky_relu(cx, x, float(a["negative_slope"]), negative_at_zero=True)
+    return compose.elu(cx, x, float(a["alpha"]), float(a["scale"]), float(a["input_scale"]), negative_at_zero=True)
 
 
 @handles(aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)
@@ -202,13 +192,7 @@ def _flip(cx, node, a):
 @handles(aten.repeat.default)
 def _repeat(cx, node, a):
     """x.repeat(r0, r1, ...): x reshaped to [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], flattened pairwise."""
-    x, reps = cx.value(a["self"]), [int(r) for r in a["repeats"]]
-    shape = (1,) * (len(reps) - x.type.rank) + tuple(x.type.shape)
-    pairs = tuple(d for s in shape for d in (1, s))
-    y = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=pairs), role="pairs")
-    y = _e(cx, node, "expand", [y], cx.attrs("expand", shape=tuple(d for r, s in zip(reps, shape) for d in (r, s))),
-           role="tiled")
-    return cx.emit("reshape", [y], cx.attrs("reshape", shape=tuple(dim_mul(r, s) for r, s in zip(reps, shape))))
+    return compose.tile(cx, cx.value(a["self"]), [int(r) for r in a["repeats"]])
 
 
 @handles(aten.copy.default)
@@ -312,28 +296,11 @@ def _var(cx, node, a):
 
 @handles(aten.linalg_vector_norm.default)
 def _vector_norm(cx, node, a):
-    """‖x‖_ord over dim: sqrt(Σx²), Σ|x|, max|x| (inf), min|x| (-inf), #nonzero (0), (Σ|x|^p)^(1/p)."""
+    """‖x‖_ord over dim (``compose.vector_norm``)."""
     x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
-    p, keep = float(a["ord"]), bool(a["keepdim"])
     dims = a.get("dim")
     axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
-    if x.type.rank == 0:
-        return cx.emit("abs", [x]) if p != 0 else cx.cast(cx.emit("not", [_e(cx, node, "eq", [x, _c(cx, node, 0, "z")],
-                                                                              role="zero")]), x.type.dtype)
-    red = lambda op, v: cx.emit(op, [v], cx.attrs(op, axes=axes, keepdims=keep))
-    mag = _e(cx, node, "abs", [x], role="abs")
-    if p == math.inf:
-        return red("reduce_max", mag)
-    if p == -math.inf:
-        return red("reduce_min", mag)
-    if p == 0:
-        return red("reduce_sum", cx.cast(_e(cx, node, "gt", [mag, _c(cx, node, 0, "zero")], role="nz"), x.type.dtype))
-    if p == 1:
-        return red("reduce_sum", mag)
-    if p == 2:
-        return cx.emit("sqrt", [red("reduce_sum", _e(cx, node, "mul", [x, x], role="sq"))])
-    total = red("reduce_sum", _e(cx, node, "pow", [mag, _c(cx, node, p, "p")], role="pow"))
-    return cx.emit("pow", [total, _c(cx, node, 1.0 / p, "inv_p")])
+    return compose.vector_norm(cx, x, float(a["ord"]), axes, bool(a["keepdim"]))
 
 
 @handles(aten.histc.default)
@@ -390,11 +357,8 @@ def _rrelu(cx, node, a):
     """At inference (training=False) rrelu is leaky_relu with slope (lower + upper) / 2."""
     if a["training"]:
         raise UserError("rrelu in training mode draws random slopes: training-only")
-    x = cx.value(a["self"])
     slope = (float(a["lower"]) + float(a["upper"])) / 2
-    pos = _e(cx, node, "gt", [x, _c(cx, node, 0, "zero", x.type.dtype)], role="pos")
-    out = cx.emit("where", [pos, x, _e(cx, node, "mul", [x, _c(cx, node, slope, "slope", x.type.dtype)], role="neg")])
-    return (out, cx.value(a["noise"]))
+    return (compose.leaky_relu(cx, cx.value(a["self"]), slope, negative_at_zero=True), cx.value(a["noise"]))
 
 
 @handles(aten.multilabel_margin_loss_forward.default)
