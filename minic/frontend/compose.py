@@ -15,6 +15,8 @@ names the node being converted, for messages.
   pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
 - Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN),
   ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
+- ``attention`` (masks, softcap, sink, safe softmax) and ``repeat_heads``: torch's
+  scaled_dot_product_attention, ONNX Runtime's Attention, MultiHeadAttention, GroupQueryAttention.
 - ``sorted_along``: sort/topk by ranks, stable, NaN ordered as the largest value.
 - ``grid_sample``: ONNX's GridSample, torch's grid_sample, from elementwise ops and gathers.
 """
@@ -117,6 +119,47 @@ def vector_norm(b: Any, v: Value, p: float, axes: tuple[int, ...], keepdims: boo
     if p == 1:
         return red("reduce_sum", mag)
     return b.one("pow", red("reduce_sum", b.one("pow", mag, b.const(p, like=v))), b.const(1.0 / p, like=v))
+
+
+# --- attention --------------------------------------------------------------------------------
+
+def repeat_heads(b: Any, x: Value, groups: int) -> Value:
+    """[..., H, S, E] -> [..., H·groups, S, E], each head ``groups`` times in a row (grouped-query
+    attention's shared key/value heads)."""
+    *batch, heads, s, e = x.type.shape
+    wide = b.one("expand", b.one("unsqueeze", x, axes=(len(batch) + 1,)), shape=(*batch, heads, groups, s, e))
+    return b.one("reshape", wide, shape=(*batch, dim_mul(heads, groups), s, e))
+
+
+def attention(b: Any, q: Value, k: Value, v: Value, scale: float, masks: Sequence[Value] = (), softcap: float = 0.0,
+              sink: Value | None = None, safe: bool = False) -> Value:
+    """softmax(q·kᵀ·scale + masks)·v over the last two axes (q [..., S, E], k [..., T, E], v [..., T, Ev]).
+
+    A boolean mask keeps the scores where it is true (-inf elsewhere), another is added.  ``safe``:
+    a row masked everywhere attends to nothing (zeros, torch's safe softmax), not NaN.  A softcap c
+    bounds the scaled scores to c·tanh(scores / c) before the masks; a ``sink`` (one score per
+    head, q being [B, N, S, E]) takes its share of the softmax and adds no value."""
+    rank = k.type.rank
+    scores = b.one("matmul", q, b.one("transpose", k, perm=tuple(range(rank - 2)) + (rank - 1, rank - 2)))
+    scores = b.one("mul", scores, b.const(scale, like=scores))
+    if softcap > 0:
+        cap = b.const(softcap, like=scores)
+        scores = b.one("mul", b.one("tanh", b.one("div", scores, cap)), cap)
+    lowest = b.const(-np.inf, like=scores) if safe or any(m.type.dtype == DType.bool for m in masks) else None
+    for m in masks:
+        scores = b.one("where", m, scores, lowest) if m.type.dtype == DType.bool else b.one("add", scores, m)
+    last = scores.type.rank - 1
+    if sink is None:
+        probs = b.one("softmax", scores, axis=last)
+    else:
+        batch, heads, seq, total = scores.type.shape
+        column = b.one("expand", b.one("reshape", sink, shape=(1, heads, 1, 1)), shape=(batch, heads, seq, 1))
+        probs = b.one("softmax", b.one("concat", scores, column, axis=last), axis=last)
+        probs = b.one("slice", probs, axes=(last,), starts=(0,), ends=(total,), steps=(1,))
+    if safe:
+        dead = b.one("eq", b.one("reduce_max", scores, axes=(last,), keepdims=True), lowest)
+        probs = b.one("where", dead, b.const(0, like=probs), probs)
+    return b.one("matmul", probs, v)
 
 
 # --- per-axis maps ----------------------------------------------------------------------------

@@ -37,17 +37,10 @@ from minic.registry import Registry
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
 
 
-def _merged(*families) -> Registry:
-    """One table of the families' converters (an op type in two families is a bug: refused)."""
-    table = Registry("ONNX op", UnsupportedError)
-    for family in families:
-        for op_type, convert in family.CONVERTERS.items():
-            table.put(op_type, convert)
-    return table
-
-
-CONVERTERS = _merged(onnx_ops, onnx_windows, onnx_ops_index, onnx_constants, onnx_resize, onnx_quant, onnx_compose,
-                     onnx_recurrent, onnx_spectral, onnx_control, onnx_sequence, onnx_grid_sample)
+# One table of the families' converters (an op type in two families is refused).
+CONVERTERS = Registry.merged("ONNX op", [f.CONVERTERS for f in (
+    onnx_ops, onnx_windows, onnx_ops_index, onnx_constants, onnx_resize, onnx_quant, onnx_compose, onnx_recurrent,
+    onnx_spectral, onnx_control, onnx_sequence, onnx_grid_sample)], UnsupportedError)
 DOMAINS = {onnx_contrib.DOMAIN: onnx_contrib.CONTRIB,          # converters of the ops of other domains
            onnx_training.DOMAIN: onnx_training.TRAINING, onnx_ml.DOMAIN: onnx_ml.ML,
            SCAN8_DOMAIN: {"Scan": onnx_control.scan_with_batch_axis}}     # opset 8's Scan (see _upgraded)

@@ -26,16 +26,7 @@ from minic.registry import Registry
 aten = torch.ops.aten
 Handler = Callable[[Any, fx.Node, dict], Any]
 HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload (or a library op's name) -> handler
-handles = HANDLERS.add
-
-
-def handler_of(target: Any) -> Handler | None:
-    """The handler of an FX node's target: by the overload itself, else by its qualified name
-    (``"transformers::grouped_mm_fallback"``) — an op a library defines exists only once that
-    library is imported, and minic does not import it to build the table."""
-    if target in HANDLERS:
-        return HANDLERS[target]
-    return HANDLERS.get(target.name()) if isinstance(target, torch._ops.OpOverload) else None
+handles = HANDLERS.add                                  # (torch.py merges this family with the others)
 
 
 def fold(cx, node: fx.Node, a: dict) -> Value:

@@ -8,11 +8,15 @@ import math
 
 import numpy as np
 
-from minic.errors import UserError
+from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, axis_of, fold, handles, operand, out_dtype
+from minic.frontend.torch_ops import aten, axis_of, fold, operand, out_dtype
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
+from minic.registry import Registry
+
+HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+handles = HANDLERS.add
 
 
 def _x(cx, node, a, name="self"):

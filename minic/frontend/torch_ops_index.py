@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.errors import UserError
+from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, axis_of, handles, out_dtype, wanted
+from minic.frontend.torch_ops import aten, axis_of, out_dtype, wanted
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
+from minic.registry import Registry
+
+HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+handles = HANDLERS.add
 
 
 def _transpose(cx, x, perm):

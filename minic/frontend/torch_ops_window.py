@@ -12,9 +12,13 @@ import operator
 
 import numpy as np
 
-from minic.errors import UserError
+from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, handles, ints
+from minic.frontend.torch_ops import aten, ints
+from minic.registry import Registry
+
+HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+handles = HANDLERS.add
 
 
 # The spatial axes each window op works on (its input may lack the batch axis).
@@ -23,7 +27,8 @@ SPATIAL = {aten.max_pool2d.default: 2, aten.max_pool2d_with_indices.default: 2,
            aten.avg_pool3d.default: 3, aten.adaptive_avg_pool1d.default: 1, aten.adaptive_avg_pool2d.default: 2,
            aten._adaptive_avg_pool2d.default: 2, aten._adaptive_avg_pool3d.default: 3,
            aten.adaptive_max_pool1d.default: 1, aten.adaptive_max_pool2d.default: 2,
-           aten.adaptive_max_pool3d.default: 3}
+           aten.adaptive_max_pool3d.default: 3,
+           aten.col2im.default: 1, aten.im2col.default: 2}      # col2im's input (N, C·blocks, positions)
 
 
 def batched(convert):
@@ -167,26 +172,17 @@ def _window(a, image) -> compose.Window:
 
 
 @handles(aten.col2im.default)
-def _col2im(cx, node, a):
+@batched
+def _col2im(cx, node, a, x):
     """fold: each column cell added into the output position its window places it at (``compose.col2im``)."""
-    x = cx.value(a["self"])
-    batched = x.type.rank == 3
-    if not batched:
-        x = cx.one("unsqueeze", x, axes=(0,))
-    y = compose.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
-    return y if batched else cx.one("squeeze", y, axes=(0,))
+    return compose.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
 
 
 @handles(aten.im2col.default)
-def _im2col(cx, node, a):
+@batched
+def _im2col(cx, node, a, x):
     """unfold (nn.Unfold): each block's cells gathered (``compose.im2col``)."""
-    x = cx.value(a["self"])
-    batched = x.type.rank == 4
-    if not batched:
-        x = cx.one("unsqueeze", x, axes=(0,))
-    sizes = tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))
-    y = compose.im2col(cx, x, _window(a, sizes))
-    return y if batched else cx.one("squeeze", y, axes=(0,))
+    return compose.im2col(cx, x, _window(a, tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))))
 
 
 @handles(aten.grid_sampler_2d.default)
