@@ -13,6 +13,7 @@ names the node being converted, for messages.
   ``max_pool_indices``; ``adaptive_max`` and ``adaptive_weights``.
 - Per-axis maps: ``along`` (a constant [out, in] matrix on one axis: adaptive average
   pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
+- ``pad`` (negative pads crop; wrap is circular).
 - Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN),
   ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
 - ``attention`` (masks, softcap, sink, safe softmax) and ``repeat_heads``: torch's
@@ -31,6 +32,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError, UserError
 from minic.ir.graph import Value
+from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
 
@@ -160,6 +162,39 @@ def attention(b: Any, q: Value, k: Value, v: Value, scale: float, masks: Sequenc
         dead = b.one("eq", b.one("reduce_max", scores, axes=(last,), keepdims=True), lowest)
         probs = b.one("where", dead, b.const(0, like=probs), probs)
     return b.one("matmul", probs, v)
+
+
+# --- layout -----------------------------------------------------------------------------------
+
+def pad(b: Any, v: Value, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Value:
+    """``v`` padded by ``pads`` (begins..., then ends...) in ``mode`` (constant, reflect, edge, or
+    wrap: circular); a negative entry crops that side (constant mode): a slice after the pad."""
+    rank = v.type.rank
+    grow, crop = tuple(max(p, 0) for p in pads), tuple(max(-p, 0) for p in pads)
+    if any(crop) and mode != "constant":
+        raise UnsupportedError(f"{b.where}: negative pads (cropping) in {mode} mode are not supported")
+    y = v if not any(grow) else _wrap_pad(b, v, grow) if mode == "wrap" else \
+        b.one("pad", v, pads=grow, mode=mode, value=value)
+    if any(crop):
+        axes = tuple(k for k in range(rank) if crop[k] or crop[rank + k])
+        ends = tuple(-crop[rank + k] if crop[rank + k] else END for k in axes)
+        y = b.one("slice", y, axes=axes, starts=tuple(crop[k] for k in axes), ends=ends, steps=(1,) * len(axes))
+    return y if y is not v else b.one("identity", v)
+
+
+def _wrap_pad(b: Any, v: Value, pads) -> Value:
+    """Pad mode 'wrap' (circular): each axis grows by its own last and first entries."""
+    rank = v.type.rank
+    for ax in range(rank):
+        lo, hi, n = pads[ax], pads[ax + rank], v.type.shape[ax]
+        if not lo and not hi:
+            continue
+        if not isinstance(n, int) or lo > n or hi > n:
+            raise UnsupportedError(f"{b.where}: 'wrap' pads ({lo}, {hi}) beyond axis {ax} of size {n}")
+        cut = lambda s, e: b.one("slice", v, axes=(ax,), starts=(s,), ends=(e,), steps=(1,))
+        parts = ([cut(n - lo, n)] if lo else []) + [v] + ([cut(0, hi)] if hi else [])
+        v = b.one("concat", *parts, axis=ax)
+    return v
 
 
 # --- per-axis maps ----------------------------------------------------------------------------

@@ -201,21 +201,6 @@ def _diagonals(b: Builder, v: Value, subs: str) -> tuple[Value, str]:
     return v, subs
 
 
-def wrap_pad(b: Builder, v: Value, pads) -> Value:
-    """Pad mode 'wrap' (circular): each axis grows by its own last and first entries."""
-    rank = v.type.rank
-    for ax in range(rank):
-        lo, hi, n = pads[ax], pads[ax + rank], v.type.shape[ax]
-        if not lo and not hi:
-            continue
-        if not isinstance(n, int) or lo > n or hi > n:
-            raise UnsupportedError(f"{b.where}: 'wrap' pads ({lo}, {hi}) beyond axis {ax} of size {n}")
-        cut = lambda s, e: b.one("slice", v, axes=(ax,), starts=(s,), ends=(e,), steps=(1,))
-        parts = ([cut(n - lo, n)] if lo else []) + [v] + ([cut(0, hi)] if hi else [])
-        v = b.one("concat", *parts, axis=ax)
-    return v
-
-
 MAX_DET = 6          # n! products: 720 at 6 x 6
 
 

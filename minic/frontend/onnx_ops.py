@@ -12,7 +12,6 @@ import numpy as np
 from minic.errors import UnsupportedError
 from minic.frontend import compose
 from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, NeedsConstantError, OnnxImportError, axes_in_range, ints
-from minic.frontend.onnx_compose import wrap_pad
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -455,8 +454,4 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
             for i, ax in enumerate(axes):
                 full[ax], full[ax + v.type.rank] = pads[i], pads[i + len(axes)]
             pads = tuple(full)
-    if min(pads, default=0) < 0:
-        raise UnsupportedError(f"{b.where}: negative pads (cropping) are not supported")
-    if mode == "wrap":
-        return [wrap_pad(b, v, pads)]
-    return [b.one("pad", v, pads=pads, mode=mode, value=value)]
+    return [compose.pad(b, v, pads, mode, value)]

@@ -11,7 +11,6 @@ import numpy as np
 from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose
 from minic.frontend.torch_ops import aten, axis_of, fold, operand, out_dtype
-from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 from minic.registry import Registry
 
@@ -153,14 +152,12 @@ def _composed_trunc(cx, node, q):
 
 # --- layout ---------------------------------------------------------------------------
 
-def _pads(x, pad: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """torch's pad list (last axis first, begin/end pairs) as minic's (begins, then ends),
-    and what negative entries crop from each side afterwards (same layout)."""
+def _pads(x, pad: list[int]) -> tuple[int, ...]:
+    """torch's pad list (last axis first, begin/end pairs) as minic's (begins, then ends)."""
     begins, ends = [0] * x.type.rank, [0] * x.type.rank
     for i in range(len(pad) // 2):
         begins[x.type.rank - 1 - i], ends[x.type.rank - 1 - i] = int(pad[2 * i]), int(pad[2 * i + 1])
-    both = begins + ends
-    return tuple(max(p, 0) for p in both), tuple(max(-p, 0) for p in both)
+    return tuple(begins + ends)
 
 
 @handles(aten.constant_pad_nd.default, aten.reflection_pad1d.default, aten.reflection_pad2d.default,
@@ -170,17 +167,7 @@ def _pad(cx, node, a):
     mode = {aten.constant_pad_nd: "constant", aten.replication_pad2d: "edge",
             aten.replication_pad3d: "edge"}.get(node.target.overloadpacket, "reflect")
     value = float(a.get("value") or 0.0)
-    grow, crop = _pads(x, a["pad"] if "pad" in a else a["padding"])
-    if any(crop) and mode != "constant":
-        raise UserError(f"negative padding in {mode} mode is not supported")
-    y = x if not any(grow) else cx.emit("pad", [x], cx.attrs("pad", pads=grow, mode=mode, value=value))
-    if not any(crop):
-        return y
-    rank = x.type.rank
-    axes = tuple(k for k in range(rank) if crop[k] or crop[rank + k])    # a negative pad crops: a slice
-    ends = tuple(-crop[rank + k] if crop[rank + k] else END for k in axes)
-    return cx.emit("slice", [y], cx.attrs("slice", axes=axes, starts=tuple(crop[k] for k in axes), ends=ends,
-                                          steps=(1,) * len(axes)))
+    return compose.pad(cx, x, _pads(x, a["pad"] if "pad" in a else a["padding"]), mode, value)
 
 
 @handles(aten.flip.default)

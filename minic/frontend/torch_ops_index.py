@@ -35,11 +35,6 @@ def _inverse(perm) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argsort(perm))
 
 
-def _last(rank: int, axis: int) -> tuple[int, ...]:
-    """The permutation that moves ``axis`` to the end."""
-    return tuple(a for a in range(rank) if a != axis) + (axis,)
-
-
 def _reshape(cx, x, shape):
     return cx.emit("reshape", [x], cx.attrs("reshape", shape=tuple(shape)))
 
