@@ -22,9 +22,9 @@ from minic.errors import UnsupportedError
 from minic.frontend import (onnx_compose, onnx_constants, onnx_contrib, onnx_control, onnx_grid_sample, onnx_ml,
                             onnx_ops, onnx_ops_index, onnx_quant, onnx_recurrent, onnx_resize, onnx_sequence,
                             onnx_spectral, onnx_training, onnx_windows)
-from minic.frontend.onnx_builder import (ONNX_DTYPES, SCAN8_DOMAIN, Builder, Converter, NeedsConstantError,  # noqa: F401
-                                         OnnxImportError, UnknownOpError, as_text, clean_name, onnx_elem_type,
-                                         tensor_array)
+from minic.frontend.onnx_builder import (  # noqa: F401  (the importer's names, re-exported)
+    ONNX_DTYPES, SCAN8_DOMAIN, Builder, Converter, NeedsConstantError, OnnxImportError, UnknownOpError, as_text,
+    clean_name, onnx_elem_type, tensor_array)
 from minic.frontend.onnx_checks import WINDOW_OPS, check_axis, check_flags, check_schema, check_window
 from minic.frontend.onnx_file import read_onnx_file
 from minic.frontend.onnx_functions import expansion

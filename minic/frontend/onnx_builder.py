@@ -16,6 +16,7 @@ from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType
 from minic.limits import check_dims, ensure_values_fit
+from minic.registry import Registry
 
 
 # ONNX TensorProto element types minic has.
@@ -216,6 +217,12 @@ def clean_name(name: str) -> str:
     (``/fc1/Gemm_output_0`` -> ``fc1.Gemm_output_0``, ``onnx::MatMul_7`` -> ``onnx.MatMul_7``)."""
     cleaned = re.sub(r"[^A-Za-z0-9_.]+", ".", as_text(name)).strip(".")
     return cleaned or "v"
+
+
+def converter_table() -> Registry:
+    """A family's table, op type -> converter (``converts = CONVERTERS.add`` registers one);
+    onnx.py merges the families' tables."""
+    return Registry("ONNX op", UnsupportedError)
 
 
 def ints(a) -> tuple[int, ...]:

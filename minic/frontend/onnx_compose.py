@@ -22,12 +22,11 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import Builder, OnnxImportError, ints
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 

@@ -8,14 +8,13 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError, UserError
-from minic.frontend.onnx_builder import Builder, OnnxImportError, ints
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
 from minic.ir import ops
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.limits import ensure_array_fits
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 @converts("Constant")

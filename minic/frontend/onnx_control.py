@@ -24,11 +24,11 @@ from contextlib import contextmanager
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx_builder import Builder, NeedsConstantError, OnnxImportError, clean_name, tensor_array
+from minic.frontend.onnx_builder import (Builder, NeedsConstantError, OnnxImportError, clean_name, converter_table,
+                                         tensor_array)
 from minic.ir.graph import Value, constant
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 MAX_ITERATIONS = 1024

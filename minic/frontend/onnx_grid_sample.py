@@ -2,13 +2,11 @@
 composed by ``minic.frontend.compose.grid_sample`` (shared with torch's grid_sample)."""
 from __future__ import annotations
 
-from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import Builder, OnnxImportError
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 

@@ -11,14 +11,14 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, NeedsConstantError, OnnxImportError, axes_in_range, ints
+from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, NeedsConstantError, OnnxImportError, axes_in_range,
+                                         converter_table, ints)
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.ir.ops.layout import END
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 

@@ -16,13 +16,12 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import onnx_windows
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, converter_table
 from minic.frontend.onnx_storage import STORAGE, Storage, narrow, widen
 from minic.ir.graph import Value
 from minic.ir.types import DType
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx_builder import Builder, OnnxImportError
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 _ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}

@@ -16,12 +16,11 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import Builder, OnnxImportError, axes_in_range
+from minic.frontend.onnx_builder import Builder, OnnxImportError, axes_in_range, converter_table
 from minic.limits import check_size
 from minic.ir.graph import Value
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 _ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",

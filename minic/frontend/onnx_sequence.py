@@ -23,13 +23,12 @@ from typing import Any
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name, converter_table
 from minic.frontend.onnx_control import inline
 from minic.ir.graph import Value
 from minic.ir.types import DType, TensorType
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 

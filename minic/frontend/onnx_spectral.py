@@ -15,13 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.limits import ensure_array_fits
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter (onnx.py merges the families)
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 

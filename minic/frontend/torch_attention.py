@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import math
 
-from minic.errors import UnsupportedError, UserError
+from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import out_dtype, aten
+from minic.frontend.torch_ops import out_dtype, aten, handler_table
 from minic.ir.types import DType
-from minic.registry import Registry
 
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+HANDLERS = handler_table()
 handles = HANDLERS.add
 
 

@@ -25,8 +25,16 @@ from minic.registry import Registry
 
 aten = torch.ops.aten
 Handler = Callable[[Any, fx.Node, dict], Any]
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload (or a library op's name) -> handler
-handles = HANDLERS.add                                  # (torch.py merges this family with the others)
+
+
+def handler_table() -> Registry:
+    """A family's table, ATen overload (or a library op's name) -> handler (``handles = HANDLERS.add``
+    registers one); torch.py merges the families' tables."""
+    return Registry("ATen op", UnsupportedError)
+
+
+HANDLERS = handler_table()
+handles = HANDLERS.add
 
 
 def fold(cx, node: fx.Node, a: dict) -> Value:

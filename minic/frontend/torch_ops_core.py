@@ -8,13 +8,12 @@ import math
 
 import numpy as np
 
-from minic.errors import UnsupportedError, UserError
+from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, axis_of, fold, operand, out_dtype
+from minic.frontend.torch_ops import aten, axis_of, fold, operand, out_dtype, handler_table
 from minic.ir.types import DType, dim_mul
-from minic.registry import Registry
 
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+HANDLERS = handler_table()
 handles = HANDLERS.add
 
 

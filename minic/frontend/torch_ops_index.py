@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from minic.errors import UnsupportedError, UserError
+from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, axis_of, out_dtype, wanted
+from minic.frontend.torch_ops import aten, axis_of, out_dtype, wanted, handler_table
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
-from minic.registry import Registry
 
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+HANDLERS = handler_table()
 handles = HANDLERS.add
 
 

@@ -12,12 +12,11 @@ import operator
 
 import numpy as np
 
-from minic.errors import UnsupportedError, UserError
+from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, ints
-from minic.registry import Registry
+from minic.frontend.torch_ops import aten, ints, handler_table
 
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload -> handler (torch.py merges the families)
+HANDLERS = handler_table()
 handles = HANDLERS.add
 
 
