@@ -16,6 +16,7 @@ names the node being converted, for messages.
 - ``pad`` (negative pads crop; wrap is circular).
 - Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN),
   ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
+- ``moments`` (mean, 1/std) of the norms that compute their own statistics.
 - ``attention`` (masks, softcap, sink, safe softmax) and ``repeat_heads``: torch's
   scaled_dot_product_attention, ONNX Runtime's Attention, MultiHeadAttention, GroupQueryAttention.
 - ``sorted_along``: sort/topk by ranks, stable, NaN ordered as the largest value.
@@ -121,6 +122,27 @@ def vector_norm(b: Any, v: Value, p: float, axes: tuple[int, ...], keepdims: boo
     if p == 1:
         return red("reduce_sum", mag)
     return b.one("pow", red("reduce_sum", b.one("pow", mag, b.const(p, like=v))), b.const(1.0 / p, like=v))
+
+
+def any_all(b: Any, v: Value, axes: tuple[int, ...], keepdims: bool, every: bool) -> Value:
+    """any (all, when ``every``) of v read as bools over ``axes``: a max (min) of 0/1 bytes, as
+    minic's reductions take numbers; an empty reduction's identity (0 for max, 255 for min) reads
+    False for any and True for all, as in PyTorch and ONNX."""
+    flags = v if v.type.dtype == DType.bool else b.one("cast", v, dtype=DType.bool)
+    if v.type.rank == 0:
+        return flags
+    red = b.one("reduce_min" if every else "reduce_max", b.one("cast", flags, dtype=DType.u8), axes=axes,
+                keepdims=keepdims)
+    return b.one("cast", red, dtype=DType.bool)
+
+
+def moments(b: Any, x: Value, axes: tuple[int, ...], eps: float) -> tuple[Value, Value, Value]:
+    """(x - mean, mean, 1/sqrt(var + eps)) over ``axes`` (kept as size 1): the statistics of
+    instance and batch-statistics norms, and layer norm's saved ones."""
+    mean = b.one("reduce_mean", x, axes=axes, keepdims=True)
+    centered = b.one("sub", x, mean)
+    var = b.one("reduce_mean", b.one("mul", centered, centered), axes=axes, keepdims=True)
+    return centered, mean, b.one("rsqrt", b.one("add", var, b.const(eps, like=x)))
 
 
 # --- attention --------------------------------------------------------------------------------

@@ -222,9 +222,8 @@ def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
     def red(kind: str, t: Value, keepdims: bool = keep) -> Value:
         return b.one(kind, t, axes=axes, keepdims=keepdims)
-    if v.type.dtype == DType.bool and op in ("ReduceMax", "ReduceMin"):      # any / all, on 0/1
-        return [b.one("cast", red("reduce_max" if op == "ReduceMax" else "reduce_min", b.one("cast", v, dtype=DType.u8)),
-                      dtype=DType.bool)]
+    if v.type.dtype == DType.bool and op in ("ReduceMax", "ReduceMin"):      # any / all
+        return [compose.any_all(b, v, axes, keep, every=op == "ReduceMin")]
     if op in ("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin"):
         return [red({"ReduceSum": "reduce_sum", "ReduceProd": "reduce_prod", "ReduceMean": "reduce_mean",
                      "ReduceMax": "reduce_max", "ReduceMin": "reduce_min"}[op], v)]
