@@ -14,7 +14,7 @@ names the node being converted, for messages.
 - Per-axis maps: ``along`` (a constant [out, in] matrix on one axis: adaptive average
   pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
 - ``pad`` (negative pads crop; wrap is circular).
-- Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN),
+- Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN), ``is_special`` (isnan/isinf),
   ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
 - ``moments`` (mean, 1/std) of the norms that compute their own statistics.
 - ``attention`` (masks, softcap, sink, safe softmax) and ``repeat_heads``: torch's
@@ -94,6 +94,17 @@ def sign(b: Any, v: Value) -> Value:
         return pos
     s = b.one("sub", pos, b.one("cast", b.one("lt", v, zero), dtype=v.type.dtype))
     return b.one("where", b.one("eq", v, v), s, v) if v.type.dtype.is_float else s
+
+
+def is_special(b: Any, v: Value, nan: bool, positive: bool = True, negative: bool = True) -> Value:
+    """Where v is NaN (``nan``), else where it is +inf / -inf (those asked for); never, for integers."""
+    if not v.type.dtype.is_float or not (nan or positive or negative):
+        return b.one("expand", b.const(np.array(False)), shape=v.type.shape)
+    if nan:
+        return b.one("not", b.one("eq", v, v))
+    if positive and negative:
+        return b.one("eq", b.one("abs", v), b.const(np.inf, like=v))
+    return b.one("eq", v, b.const(np.inf if positive else -np.inf, like=v))
 
 
 def tile(b: Any, v: Value, reps: Sequence[int]) -> Value:

@@ -151,16 +151,8 @@ def _clip(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("IsNaN", "IsInf")
 def _is_special(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v = x[0]
-    if b.node.op_type == "IsNaN":
-        return [b.one("not", b.one("eq", v, v))]
-    pos, neg = b.one("eq", v, b.const(np.inf, like=v)), b.one("eq", v, b.const(-np.inf, like=v))
-    want_pos, want_neg = a.get("detect_positive", 1), a.get("detect_negative", 1)
-    if want_pos and want_neg:
-        return [b.one("or", pos, neg)]
-    if want_pos or want_neg:
-        return [pos if want_pos else neg]
-    return [b.one("and", pos, neg)]           # detects nothing: always false
+    return [compose.is_special(b, x[0], b.node.op_type == "IsNaN", bool(a.get("detect_positive", 1)),
+                               bool(a.get("detect_negative", 1)))]
 
 
 @converts("Cast", "CastLike")

@@ -93,13 +93,7 @@ def _atan2(cx, node, a):
 
 @handles(aten.isnan.default, aten.isinf.default)
 def _isnan_isinf(cx, node, a):
-    x = cx.value(a["self"])
-    if not x.type.dtype.is_float:
-        return cx.emit("expand", [cx.scalar(False, DType.bool, f"{node.name}_no")], cx.attrs("expand", shape=x.type.shape))
-    if node.target == aten.isnan.default:
-        return cx.emit("not", [_e(cx, node, "eq", [x, x], role="eq")])
-    inf = cx.scalar(np.inf, x.type.dtype, f"{node.name}_inf")
-    return cx.emit("eq", [_e(cx, node, "abs", [x], role="abs"), inf])
+    return compose.is_special(cx, cx.value(a["self"]), nan=node.target == aten.isnan.default)
 
 
 @handles(aten.clamp.default, aten.clamp.Tensor, aten.hardtanh.default)
