@@ -393,10 +393,6 @@ def im2col(b: Any, x: Value, window: Window) -> Value:
     return b.one("reshape", picked, shape=(n, dim_mul(c, int(np.prod(window.block))), window.positions))
 
 
-def _ints(v: Any, n: int) -> tuple[int, ...]:
-    return tuple(int(x) for x in v) if v is not None else (0,) * n
-
-
 def conv(b: Any, x: Value, w: Value, bias: Value | None, strides, pads, dilations, groups: int) -> Value:
     """An N-D convolution (x [N, C, *spatial], w [O, C/groups, *kernel]; pads before..., after...).
     1-D: the 2-D one over a unit height.  3-D and up: the input padded along the leading
