@@ -54,11 +54,7 @@ def _composed(cx, node, a):
     if op == aten.reciprocal:
         return cx.emit("div", [one(), x])
     if op == aten.trunc:
-        zero = _c(cx, node, 0, "zero", x.type.dtype)
-        if not x.type.dtype.is_float:
-            return x
-        neg = _e(cx, node, "lt", [x, zero], role="neg")
-        return cx.emit("where", [neg, _e(cx, node, "ceil", [x], role="up"), _e(cx, node, "floor", [x], role="down")])
+        return _composed_trunc(cx, node, x) if x.type.dtype.is_float else x
     return compose.sign(cx, x)
 
 
