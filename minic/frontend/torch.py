@@ -46,9 +46,11 @@ from minic.registry import Registry
 
 aten = torch.ops.aten
 
-# Every family's handlers in one table (an op in two families is refused).
+# Every family's handlers in one table (an op in two families is refused); ``handles`` adds
+# one at run time (an op of your own: docs/09-adding-an-op.md).
 HANDLERS = Registry.merged("ATen op", [f.HANDLERS for f in (
     torch_ops, torch_ops_core, torch_ops_index, torch_ops_window, torch_attention)], UnsupportedError)
+handles = HANDLERS.add
 
 
 def handler_of(target: Any) -> Handler | None:
