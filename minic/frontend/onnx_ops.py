@@ -1,4 +1,5 @@
-"""One converter per ONNX op type: ONNX node → minic nodes.
+"""The elementwise, reduction and layout converters of ONNX (one family; ``onnx.py`` merges
+it with the others): ONNX node → minic nodes.
 
 A converter gets the Builder, the node's input values (None for an omitted
 optional input) and its attributes, and returns the values of the node's

@@ -1,4 +1,6 @@
-"""The conversion table of the PyTorch frontend: one entry per ATen op.
+"""The PyTorch frontend's core conversion table (one entry per ATen op); the other families
+(``torch_ops_core``, ``_index``, ``_window``, ``torch_attention``) keep tables of their own, and
+``torch.py`` merges them.
 
 A handler ``(cx, node, a) -> Value | tuple`` gets the Converter, the FX node and
 its arguments bound by schema name (``a["self"]``, ``a["dim"]``), emits minic
