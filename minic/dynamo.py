@@ -83,7 +83,7 @@ def _decompositions() -> dict:
 def supported(node: fx.Node) -> bool:
     """Whether minic's torch frontend converts ``node`` (shape arithmetic stays with torch:
     a partition takes sizes as inputs, never returns them)."""
-    from minic.frontend.torch_ops import handler_of
+    from minic.frontend.torch import handler_of
     if node.op != "call_function":
         return False
     val = node.meta.get("val")

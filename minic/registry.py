@@ -36,6 +36,16 @@ class Registry(dict):
             table.put(name, value)
         return table
 
+    @classmethod
+    def merged(cls, what: str, tables, error: type[Exception] = UserError) -> "Registry":
+        """One registry of the entries of ``tables`` (a name in two of them is refused, as by ``put``):
+        a frontend's op families each export a table, its driver merges them."""
+        table = cls(what, error)
+        for entries in tables:
+            for name, value in entries.items():
+                table.put(name, value)
+        return table
+
     def put(self, name: Hashable, value: T) -> T:
         if name in self:
             raise ValueError(f"{self.what} {name!r} registered twice")

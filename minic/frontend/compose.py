@@ -13,6 +13,12 @@ names the node being converted, for messages.
   ``max_pool_indices``; ``adaptive_max`` and ``adaptive_weights``.
 - Per-axis maps: ``along`` (a constant [out, in] matrix on one axis: adaptive average
   pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
+- ``pad`` (negative pads crop; wrap is circular).
+- Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN), ``is_special`` (isnan/isinf),
+  ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
+- ``moments`` (mean, 1/std) of the norms that compute their own statistics.
+- ``attention`` (masks, softcap, sink, safe softmax) and ``repeat_heads``: torch's
+  scaled_dot_product_attention, ONNX Runtime's Attention, MultiHeadAttention, GroupQueryAttention.
 - ``sorted_along``: sort/topk by ranks, stable, NaN ordered as the largest value.
 - ``grid_sample``: ONNX's GridSample, torch's grid_sample, from elementwise ops and gathers.
 """
@@ -27,6 +33,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError, UserError
 from minic.ir.graph import Value
+from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
 
 
@@ -49,6 +56,178 @@ def move_last(b: Any, v: Value, axis: int) -> tuple[Value, tuple[int, ...]]:
 
 def put_back(b: Any, v: Value, back: tuple[int, ...]) -> Value:
     return v if back == tuple(range(len(back))) else b.one("transpose", v, perm=back)
+
+
+# --- elementwise families ---------------------------------------------------------------------
+
+def _rectified(b: Any, v: Value, negative: Value, positive: Value, negative_at_zero: bool) -> Value:
+    """``negative`` where v < 0 (v <= 0 when ``negative_at_zero``), else ``positive``: at 0 only
+    the named branch is read (an infinite slope times 0 would be NaN)."""
+    zero = b.const(0, like=v)
+    if negative_at_zero:
+        return b.one("where", b.one("gt", v, zero), positive, negative)
+    return b.one("where", b.one("lt", v, zero), negative, positive)
+
+
+def leaky_relu(b: Any, v: Value, slope: float | Value, negative_at_zero: bool = False) -> Value:
+    """slope·x below 0, x above (torch's leaky_relu and rrelu at inference, ONNX's LeakyRelu and
+    PRelu, whose slope is a tensor)."""
+    slope = slope if isinstance(slope, Value) else b.const(slope, like=v)
+    return _rectified(b, v, b.one("mul", v, slope), v, negative_at_zero)
+
+
+def elu(b: Any, v: Value, alpha: float, scale: float = 1.0, input_scale: float = 1.0,
+        negative_at_zero: bool = False) -> Value:
+    """scale·alpha·(e^(input_scale·x) - 1) below 0, scale·x above: torch's elu; ONNX's Elu, Celu
+    (input_scale 1/alpha) and Selu (scale gamma, the negative branch at 0 too)."""
+    inner = v if input_scale == 1.0 else b.one("mul", v, b.const(input_scale, like=v))
+    negative = b.one("mul", b.const(alpha, like=v), b.one("sub", b.one("exp", inner), b.const(1, like=v)))
+    out = _rectified(b, v, negative, v, negative_at_zero)
+    return out if scale == 1.0 else b.one("mul", out, b.const(scale, like=v))
+
+
+def sign(b: Any, v: Value) -> Value:
+    """-1, 0 or 1 by the sign of x in x's type, NaN staying NaN (unsigned: 0 or 1)."""
+    zero = b.const(0, like=v)
+    pos = b.one("cast", b.one("gt", v, zero), dtype=v.type.dtype)
+    if v.type.dtype in (DType.u8, DType.u16, DType.u32, DType.u64):
+        return pos
+    s = b.one("sub", pos, b.one("cast", b.one("lt", v, zero), dtype=v.type.dtype))
+    return b.one("where", b.one("eq", v, v), s, v) if v.type.dtype.is_float else s
+
+
+def is_special(b: Any, v: Value, nan: bool, positive: bool = True, negative: bool = True) -> Value:
+    """Where v is NaN (``nan``), else where it is +inf / -inf (those asked for); never, for integers."""
+    if not v.type.dtype.is_float or not (nan or positive or negative):
+        return b.one("expand", b.const(np.array(False)), shape=v.type.shape)
+    if nan:
+        return b.one("not", b.one("eq", v, v))
+    if positive and negative:
+        return b.one("eq", b.one("abs", v), b.const(np.inf, like=v))
+    return b.one("eq", v, b.const(np.inf if positive else -np.inf, like=v))
+
+
+def tile(b: Any, v: Value, reps: Sequence[int]) -> Value:
+    """v repeated reps[i] times along axis i (leading axes added where reps is longer): v viewed
+    as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], each pair flattened."""
+    shape = (1,) * (len(reps) - v.type.rank) + tuple(v.type.shape)
+    pairs = b.one("reshape", v, shape=tuple(d for s in shape for d in (1, s)))
+    grown = b.one("expand", pairs, shape=tuple(d for r, s in zip(reps, shape) for d in (r, s)))
+    return b.one("reshape", grown, shape=tuple(dim_mul(r, s) for r, s in zip(reps, shape)))
+
+
+def vector_norm(b: Any, v: Value, p: float, axes: tuple[int, ...], keepdims: bool) -> Value:
+    """The p-norm over ``axes``: sqrt(Σx²), Σ|x|, max|x| (inf), min|x| (-inf), the count of
+    nonzeros (0), else (Σ|x|^p)^(1/p)."""
+    if v.type.rank == 0:
+        return b.one("abs", v) if p != 0 else b.one("cast", b.one("not", b.one("eq", v, b.const(0, like=v))),
+                                                    dtype=v.type.dtype)
+    red = lambda op, x: b.one(op, x, axes=tuple(axes), keepdims=keepdims)          # noqa: E731
+    if p == 2:
+        return b.one("sqrt", red("reduce_sum", b.one("mul", v, v)))
+    mag = b.one("abs", v)
+    if p in (np.inf, -np.inf):
+        return red("reduce_max" if p > 0 else "reduce_min", mag)
+    if p == 0:
+        return red("reduce_sum", b.one("cast", b.one("gt", mag, b.const(0, like=v)), dtype=v.type.dtype))
+    if p == 1:
+        return red("reduce_sum", mag)
+    return b.one("pow", red("reduce_sum", b.one("pow", mag, b.const(p, like=v))), b.const(1.0 / p, like=v))
+
+
+def any_all(b: Any, v: Value, axes: tuple[int, ...], keepdims: bool, every: bool) -> Value:
+    """any (all, when ``every``) of v read as bools over ``axes``: a max (min) of 0/1 bytes, as
+    minic's reductions take numbers; an empty reduction's identity (0 for max, 255 for min) reads
+    False for any and True for all, as in PyTorch and ONNX."""
+    flags = v if v.type.dtype == DType.bool else b.one("cast", v, dtype=DType.bool)
+    if v.type.rank == 0:
+        return flags
+    red = b.one("reduce_min" if every else "reduce_max", b.one("cast", flags, dtype=DType.u8), axes=axes,
+                keepdims=keepdims)
+    return b.one("cast", red, dtype=DType.bool)
+
+
+def moments(b: Any, x: Value, axes: tuple[int, ...], eps: float) -> tuple[Value, Value, Value]:
+    """(x - mean, mean, 1/sqrt(var + eps)) over ``axes`` (kept as size 1): the statistics of
+    instance and batch-statistics norms, and layer norm's saved ones."""
+    mean = b.one("reduce_mean", x, axes=axes, keepdims=True)
+    centered = b.one("sub", x, mean)
+    var = b.one("reduce_mean", b.one("mul", centered, centered), axes=axes, keepdims=True)
+    return centered, mean, b.one("rsqrt", b.one("add", var, b.const(eps, like=x)))
+
+
+# --- attention --------------------------------------------------------------------------------
+
+def repeat_heads(b: Any, x: Value, groups: int) -> Value:
+    """[..., H, S, E] -> [..., H·groups, S, E], each head ``groups`` times in a row (grouped-query
+    attention's shared key/value heads)."""
+    *batch, heads, s, e = x.type.shape
+    wide = b.one("expand", b.one("unsqueeze", x, axes=(len(batch) + 1,)), shape=(*batch, heads, groups, s, e))
+    return b.one("reshape", wide, shape=(*batch, dim_mul(heads, groups), s, e))
+
+
+def attention(b: Any, q: Value, k: Value, v: Value, scale: float, masks: Sequence[Value] = (), softcap: float = 0.0,
+              sink: Value | None = None, safe: bool = False) -> Value:
+    """softmax(q·kᵀ·scale + masks)·v over the last two axes (q [..., S, E], k [..., T, E], v [..., T, Ev]).
+
+    A boolean mask keeps the scores where it is true (-inf elsewhere), another is added.  ``safe``:
+    a row masked everywhere attends to nothing (zeros, torch's safe softmax), not NaN.  A softcap c
+    bounds the scaled scores to c·tanh(scores / c) before the masks; a ``sink`` (one score per
+    head, q being [B, N, S, E]) takes its share of the softmax and adds no value."""
+    rank = k.type.rank
+    scores = b.one("matmul", q, b.one("transpose", k, perm=tuple(range(rank - 2)) + (rank - 1, rank - 2)))
+    scores = b.one("mul", scores, b.const(scale, like=scores))
+    if softcap > 0:
+        cap = b.const(softcap, like=scores)
+        scores = b.one("mul", b.one("tanh", b.one("div", scores, cap)), cap)
+    lowest = b.const(-np.inf, like=scores) if safe or any(m.type.dtype == DType.bool for m in masks) else None
+    for m in masks:
+        scores = b.one("where", m, scores, lowest) if m.type.dtype == DType.bool else b.one("add", scores, m)
+    last = scores.type.rank - 1
+    if sink is None:
+        probs = b.one("softmax", scores, axis=last)
+    else:
+        batch, heads, seq, total = scores.type.shape
+        column = b.one("expand", b.one("reshape", sink, shape=(1, heads, 1, 1)), shape=(batch, heads, seq, 1))
+        probs = b.one("softmax", b.one("concat", scores, column, axis=last), axis=last)
+        probs = b.one("slice", probs, axes=(last,), starts=(0,), ends=(total,), steps=(1,))
+    if safe:
+        dead = b.one("eq", b.one("reduce_max", scores, axes=(last,), keepdims=True), lowest)
+        probs = b.one("where", dead, b.const(0, like=probs), probs)
+    return b.one("matmul", probs, v)
+
+
+# --- layout -----------------------------------------------------------------------------------
+
+def pad(b: Any, v: Value, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Value:
+    """``v`` padded by ``pads`` (begins..., then ends...) in ``mode`` (constant, reflect, edge, or
+    wrap: circular); a negative entry crops that side (constant mode): a slice after the pad."""
+    rank = v.type.rank
+    grow, crop = tuple(max(p, 0) for p in pads), tuple(max(-p, 0) for p in pads)
+    if any(crop) and mode != "constant":
+        raise UnsupportedError(f"{b.where}: negative pads (cropping) in {mode} mode are not supported")
+    y = v if not any(grow) else _wrap_pad(b, v, grow) if mode == "wrap" else \
+        b.one("pad", v, pads=grow, mode=mode, value=value)
+    if any(crop):
+        axes = tuple(k for k in range(rank) if crop[k] or crop[rank + k])
+        ends = tuple(-crop[rank + k] if crop[rank + k] else END for k in axes)
+        y = b.one("slice", y, axes=axes, starts=tuple(crop[k] for k in axes), ends=ends, steps=(1,) * len(axes))
+    return y if y is not v else b.one("identity", v)
+
+
+def _wrap_pad(b: Any, v: Value, pads) -> Value:
+    """Pad mode 'wrap' (circular): each axis grows by its own last and first entries."""
+    rank = v.type.rank
+    for ax in range(rank):
+        lo, hi, n = pads[ax], pads[ax + rank], v.type.shape[ax]
+        if not lo and not hi:
+            continue
+        if not isinstance(n, int) or lo > n or hi > n:
+            raise UnsupportedError(f"{b.where}: 'wrap' pads ({lo}, {hi}) beyond axis {ax} of size {n}")
+        cut = lambda s, e: b.one("slice", v, axes=(ax,), starts=(s,), ends=(e,), steps=(1,))
+        parts = ([cut(n - lo, n)] if lo else []) + [v] + ([cut(0, hi)] if hi else [])
+        v = b.one("concat", *parts, axis=ax)
+    return v
 
 
 # --- per-axis maps ----------------------------------------------------------------------------
@@ -160,6 +339,11 @@ def same_pads(sizes, kernel, strides, dilations, upper: bool) -> tuple[int, ...]
     """SAME padding (output = ceil(in / stride)): (pads before..., pads after...); the odd
     cell goes after (SAME_UPPER, torch's padding='same') or before (SAME_LOWER)."""
     total = [max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n) for n, k, s, d in zip(sizes, kernel, strides, dilations)]
+    return split_pads(total, upper)
+
+
+def split_pads(total, upper: bool) -> tuple[int, ...]:
+    """Each axis's ``total`` padding as (before..., after...): the odd cell after when ``upper``."""
     lo = [t // 2 if upper else t - t // 2 for t in total]
     return tuple(lo) + tuple(t - l for t, l in zip(total, lo))
 
@@ -227,10 +411,6 @@ def im2col(b: Any, x: Value, window: Window) -> Value:
     padded = b.one("concat", flat, b.one("expand", b.const(np.array(0), like=x), shape=(n, c, 1)), axis=2)
     picked = b.one("gather", padded, b.const(window.cells()), axis=2)             # [N, C, blocks, positions]
     return b.one("reshape", picked, shape=(n, dim_mul(c, int(np.prod(window.block))), window.positions))
-
-
-def _ints(v: Any, n: int) -> tuple[int, ...]:
-    return tuple(int(x) for x in v) if v is not None else (0,) * n
 
 
 def conv(b: Any, x: Value, w: Value, bias: Value | None, strides, pads, dilations, groups: int) -> Value:
@@ -361,11 +541,8 @@ def pool(b: Any, v: Value, kind: str, kernel, strides, dilations, pads, ceil_mod
                  (0, pads[0], 0, pads[1]), ceil_mode, count_include_pad)
         return b.one("squeeze", y, axes=(2,))
     if m == 2:
-        extra = {"dilation": tuple(dilations)} if kind == "max" else {}
-        if kind == "avg" and tuple(dilations) != (1, 1):
-            raise UnsupportedError(f"{b.where}: average pooling with dilations {list(dilations)} is not supported")
-        return b.one(op, v, kernel=tuple(kernel), stride=tuple(strides), padding=tuple(pads), ceil_mode=ceil_mode,
-                     count_include_pad=count_include_pad, **extra)
+        return b.one(op, v, kernel=tuple(kernel), stride=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
+                     ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     sizes = v.type.shape[2:]
     if any(not isinstance(d, int) for d in v.type.shape[1:]):
         raise UnsupportedError(f"{b.where}: a {m}-D window needs static sizes, got {list(v.type.shape)}")

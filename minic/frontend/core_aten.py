@@ -71,8 +71,7 @@ class Coverage:
 
 def coverage() -> Coverage:
     """Which Core ATen overloads the frontend converts (a handler, or a size read as a dim)."""
-    import minic.frontend.torch  # noqa: F401  (registers every handler)
-    from minic.frontend.torch_ops import HANDLERS
+    from minic.frontend.torch import HANDLERS
     covered, missing, excluded = [], [], {}
     for op in core_overloads():
         if op in HANDLERS or op in SHAPE_OPS:

@@ -1,7 +1,10 @@
 """ONNX ModelProto → minic Graph.
 
-Initializers become constants; each ONNX node becomes one or a few minic nodes
-(``onnx_ops.py`` holds one converter per op type).  Inputs that an ONNX op takes
+Initializers become constants; each ONNX node becomes one or a few minic nodes.  The
+converters live in families (``onnx_ops.py``: elementwise, reductions, layout;
+``onnx_windows.py``: Conv and the pools; ...), each exporting a plain dict ``CONVERTERS``
+of op type -> converter; this driver merges them (``CONVERTERS``, ``DOMAINS`` below), and
+``onnx_builder.py`` holds the Builder they all use.  Inputs that an ONNX op takes
 as tensors but minic takes as attributes (Reshape's shape, Slice's starts ...)
 must be constants; the shape chains PyTorch's exporter builds
 (Shape → Gather → Unsqueeze → Concat → Reshape) import as ``shape`` /
@@ -10,48 +13,37 @@ must be constants; the shape chains PyTorch's exporter builds
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
-from minic.errors import UnsupportedError, UserError
+from minic.errors import UnsupportedError
+from minic.frontend import (onnx_compose, onnx_constants, onnx_contrib, onnx_control, onnx_grid_sample, onnx_ml,
+                            onnx_ops, onnx_ops_index, onnx_quant, onnx_recurrent, onnx_resize, onnx_sequence,
+                            onnx_spectral, onnx_training, onnx_windows)
+from minic.frontend.onnx_builder import (  # noqa: F401  (the importer's names, re-exported)
+    ONNX_DTYPES, SCAN8_DOMAIN, Builder, Converter, NeedsConstantError, OnnxImportError, UnknownOpError, as_text,
+    clean_name, onnx_elem_type, tensor_array)
+from minic.frontend.onnx_checks import WINDOW_OPS, check_axis, check_flags, check_schema, check_window
 from minic.frontend.onnx_file import read_onnx_file
-from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value, constant
-from minic.ir.types import DType, Dim, TensorType
-from minic.limits import check_dims, ensure_values_fit, fewer_collections
+from minic.frontend.onnx_functions import expansion
 from minic.frontend.onnx_storage import STORAGE_OPS, refuse_use, storage_of
+from minic.ir.graph import Graph, Value, constant
+from minic.ir.types import DType, Dim, TensorType
+from minic.limits import fewer_collections
+from minic.registry import Registry
 
 OPSETS = range(9, 29)                   # default-domain opsets the converters follow (checked by the conformance suite)
 
-# ONNX TensorProto element types minic has.
-ONNX_DTYPES = {1: DType.f32, 2: DType.u8, 3: DType.i8, 4: DType.u16, 5: DType.i16, 6: DType.i32, 7: DType.i64,
-               9: DType.bool, 10: DType.f16, 11: DType.f64, 12: DType.u32, 13: DType.u64, 16: DType.bf16}
 
-
-def onnx_elem_type(dtype: DType) -> int:
-    """The ONNX TensorProto element type of a minic dtype."""
-    return next(k for k, d in ONNX_DTYPES.items() if d == dtype)
-
-
-class OnnxImportError(UserError):
-    """The ONNX model cannot be imported (names the node, op and opset)."""
-
-
-class UnknownOpError(UnsupportedError):
-    """An op minic has no converter for: refused at any input size (api._load_onnx)."""
-
-
-class NeedsConstantError(UnsupportedError):
-    """An input that minic takes as an attribute (axes, pads, a shape) is computed at run time;
-    ``inputs`` names the graph inputs it is computed from (a caller may specialise on them)."""
-
-    def __init__(self, message: str, inputs: frozenset[str] = frozenset()):
-        super().__init__(message)
-        self.inputs = inputs
+# One table of the families' converters (an op type in two families is refused).
+CONVERTERS = Registry.merged("ONNX op", [f.CONVERTERS for f in (
+    onnx_ops, onnx_windows, onnx_ops_index, onnx_constants, onnx_resize, onnx_quant, onnx_compose, onnx_recurrent,
+    onnx_spectral, onnx_control, onnx_sequence, onnx_grid_sample)], UnsupportedError)
+DOMAINS = {onnx_contrib.DOMAIN: onnx_contrib.CONTRIB,          # converters of the ops of other domains
+           onnx_training.DOMAIN: onnx_training.TRAINING, onnx_ml.DOMAIN: onnx_ml.ML,
+           SCAN8_DOMAIN: {"Scan": onnx_control.scan_with_batch_axis}}     # opset 8's Scan (see _upgraded)
 
 
 def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None,
@@ -59,152 +51,6 @@ def from_onnx_file(path: str | Path, dims: Mapping[str, int] | None = None,
     """Read an .onnx file (external data resolved next to it) and import it (``dims``, ``bind``: see from_onnx)."""
     path = Path(path)
     return from_onnx(read_onnx_file(path), name=re.sub(r"\W", "_", path.stem), dims=dims, bind=bind)
-
-
-Converter = Callable[["Builder", Any, dict[str, Any]], list[Value]]
-
-
-@dataclass
-class Builder:
-    """What a converter sees: the graph being built and helpers to add to it."""
-    graph: Graph
-    opset: int
-    env: dict[str, Value] = field(default_factory=dict)     # ONNX value name -> minic value
-    counter: int = 0
-    where: str = ""                                         # the current node, for messages
-    node: Any = None                                        # the ONNX NodeProto being converted
-    producer: dict[Value, Node] = field(default_factory=dict)
-    values: dict[Value, np.ndarray] = field(default_factory=dict)   # what known() has computed
-    input_names: dict[Value, str] = field(default_factory=dict)     # graph input -> its ONNX name
-    storage: dict[Value, Any] = field(default_factory=dict)         # carrier -> its storage type (onnx_storage)
-    names: Counter = field(default_factory=Counter)         # value name -> values that have it (see taken)
-    counted: tuple[int, int, int] = (0, 0, 0)                # inputs, constants, nodes counted in names
-    unroll_limit: int | None = None                         # while unrolling control flow (onnx_control)
-
-    def taken(self) -> Counter:
-        """How many of the graph's values have each name.  Kept up to date as the graph
-        grows (values are only ever appended while importing), so naming every value
-        costs O(1) each instead of a walk over the whole graph each (quadratic)."""
-        g, (ni, nc, nn) = self.graph, self.counted
-        if len(g.inputs) < ni or len(g.constants) < nc or len(g.nodes) < nn:
-            self.names, ni, nc, nn = Counter(), 0, 0, 0           # something was removed: count afresh
-        self.names.update(v.name for v in g.inputs[ni:])
-        self.names.update(v.name for v in g.constants[nc:])
-        self.names.update(v.name for node in g.nodes[nn:] for v in node.outputs)
-        self.counted = (len(g.inputs), len(g.constants), len(g.nodes))
-        return self.names
-
-    def fresh(self, hint: str = "t") -> str:
-        self.counter += 1
-        return f"{hint}.{self.counter}"
-
-    def emit(self, op: str, inputs: list[Value], **attrs: Any) -> list[Value]:
-        """Append one minic node; its output types come from the op's inference."""
-        opdef = ops.get(op)
-        try:
-            attr_obj = opdef.make_attrs(**attrs)
-            types = opdef.infer(attr_obj, [v.type for v in inputs])
-            for t in types:
-                check_dims(t.shape, f"{op} gives {t}:")
-        except UserError as e:
-            raise OnnxImportError(f"{self.where}: {e}") from None
-        node = Node(op, list(inputs), [Value(self.fresh(op), t) for t in types], attr_obj)
-        self.graph.nodes.append(node)
-        self.producer.update((v, node) for v in node.outputs)
-        return node.outputs
-
-    def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
-        return self.emit(op, list(inputs), **attrs)[0]
-
-    def const(self, data: Any, like: Value | None = None) -> Value:
-        """A new constant; with ``like``, of that value's dtype."""
-        array = np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None)
-        v = constant(self.fresh("c"), array)
-        self.graph.constants.append(v)
-        return v
-
-    def known(self, v: Value | None) -> np.ndarray | None:
-        """The data of a value known at import time, else None: a constant, or a
-        value computed from constants and static shapes only (the shape programs
-        of exporters and of ONNX's function bodies), run by the ops' references."""
-        # Depth-first over producers with a stack of its own (a chain of any length).
-        unknown: set[Value] = set()                       # values found not to be computable
-        todo = [v]
-        while todo:
-            x = todo[-1]
-            if x is None or x.is_constant or x in self.values or x in unknown:
-                todo.pop()
-                continue
-            node = self.producer.get(x)
-            if node is None:                              # a graph input
-                unknown.add(x)
-                todo.pop()
-                continue
-            if node.op != "shape":
-                pending = [i for i in node.inputs if i is not None and not i.is_constant
-                           and i not in self.values and i not in unknown]
-                if pending:                               # its inputs first
-                    todo.extend(pending)
-                    continue
-            todo.pop()
-            results = self._evaluate(node)
-            if results is None:
-                unknown.update(node.outputs)
-                continue
-            for value, r in zip(node.outputs, results):
-                self.values[value] = np.asarray(r, dtype=value.type.dtype.numpy)
-        if v is None:
-            return None
-        return v.data if v.is_constant else self.values.get(v)
-
-    def _evaluate(self, node: Node) -> tuple | None:
-        """``node``'s results from its inputs' known data, or None when they cannot be had now."""
-        if node.op == "shape":
-            shape = node.inputs[0].type.shape
-            return (np.asarray(shape, np.int64),) if all(isinstance(d, int) for d in shape) else None
-        args = [None if x is None else x.data if x.is_constant else self.values.get(x) for x in node.inputs]
-        if any(a is None for a in args):                  # an omitted optional input counts as unknown
-            return None
-        try:
-            ensure_values_fit(node.outputs, {}, f"{node.op} at import")
-            out = ops.get(node.op).reference(node.attrs, *args)
-        except Exception:  # noqa: BLE001 - not computable now (or too big): run time will say why
-            return None
-        return out if isinstance(out, tuple) else (out,)
-
-    def sources(self, v: Value | None) -> frozenset[str]:
-        """The ONNX names of the graph inputs whose *data* ``v`` is computed from (a ``shape``
-        node reads its input's dims only: binding the dims, not the data, folds it)."""
-        seen, todo, found = set(), [v], set()
-        while todo:
-            x = todo.pop()
-            if x is None or id(x) in seen:
-                continue
-            seen.add(id(x))
-            if x in self.input_names:
-                found.add(self.input_names[x])
-            elif x in self.producer and self.producer[x].op != "shape":
-                todo.extend(self.producer[x].inputs)
-        return frozenset(found)
-
-    def entries(self, v: Value | None, what: str) -> tuple:
-        """The entries of a small i64 vector known at compile time: a constant's
-        values, or dims read off tensor types through a Shape -> Gather -> Concat
-        chain (so ``x[:, :T]`` keeps its symbolic ``T``)."""
-        data = self.known(v)
-        if data is not None:
-            return tuple(int(e) for e in data.reshape(-1))
-        from minic.passes.shape_chains import ShapeValues
-        found = ShapeValues(self.graph.producers()).of(v) if v is not None else None
-        if found is None:
-            raise NeedsConstantError(f"{self.where}: {what} must be known at compile time for minic", self.sources(v))
-        return tuple(found)
-
-    def need_known(self, v: Value | None, what: str) -> np.ndarray:
-        data = self.known(v)
-        if data is None:
-            raise NeedsConstantError(f"{self.where}: {what} must be a constant for minic", self.sources(v))
-        return data
 
 
 def graph_input_names(model) -> list[str]:
@@ -254,16 +100,6 @@ def _dtype(elem_type: int, what: str) -> DType:
     return ONNX_DTYPES[elem_type]
 
 
-def tensor_array(proto, where: str) -> np.ndarray:
-    """The numpy array of a TensorProto (an initializer, a Constant's value); a malformed
-    one (a file corrupted on disk) is a user error naming where it is."""
-    from onnx import numpy_helper
-    try:
-        return numpy_helper.to_array(proto)
-    except (ValueError, TypeError, KeyError) as e:       # KeyError: a data type onnx does not know
-        raise OnnxImportError(f"{where} is malformed: {e}") from None
-
-
 def _default_opset(model) -> int:
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
@@ -282,7 +118,6 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     gives symbolic input dims sizes (specialisation on shapes, minic/runtime/specialize.py).
     ``sequences`` gives sequence and optional inputs their lengths and element types, and
     ``layout`` (a list) receives how the outputs regroup into sequences (onnx_sequence.py)."""
-    from minic.frontend.onnx_ops import CONVERTERS
     if model.ir_version < 1:
         raise OnnxImportError("the model has no IR version (ir_version 0): not a valid ONNX model")
     model = _upgraded(model)
@@ -291,7 +126,7 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
         raise UnsupportedError(f"ONNX opset {opset} is not supported (minic reads opsets {OPSETS.start}-{OPSETS.stop - 1})")
     g = model.graph
     graph = Graph(name or re.sub(r"\W", "_", g.name or "onnx_model"), [], [])
-    b = Builder(graph, opset)
+    b = Builder(graph, opset, convert_nodes=_convert_nodes)
     for init in g.initializer:
         b.where = f"initializer '{init.name}'"
         st = storage_of(init.data_type)
@@ -316,8 +151,7 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
                 b.storage[v] = st
             continue
         if inp.type.WhichOneof("value") in ("sequence_type", "optional_type"):
-            from minic.frontend.onnx_sequence import graph_input
-            b.env[inp.name] = graph_input(b, inp, dict(sequences or {}))
+            b.env[inp.name] = onnx_sequence.graph_input(b, inp, dict(sequences or {}))
             continue
         v = input_value(inp, dims or {})
         if st is not None:
@@ -329,10 +163,9 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
     for out in g.output:
         if out.name not in b.env:
             raise OnnxImportError(f"graph output '{out.name}' is not produced by any node")
-        from minic.frontend.onnx_sequence import graph_output
         if isinstance(b.env[out.name], Value):
             _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
-        graph_output(b, b.env[out.name], layout)
+        onnx_sequence.graph_output(b, b.env[out.name], layout)
     return graph
 
 
@@ -359,9 +192,6 @@ def _check_declared(out, v: Value, stored, specialized: bool = False) -> None:
             raise OnnxImportError(message)
 
 
-SCAN8_DOMAIN = "minic.scan8"        # opset 8's Scan nodes, kept from ONNX's version converter (see below)
-
-
 def _upgraded(model):
     """A model below opset 9 brought up to opset 9 by ONNX's own version converter."""
     opset = _default_opset(model)
@@ -386,17 +216,12 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
     """Convert ONNX nodes in order; an op minic has no converter for (or whose converter
     refuses this use of it) is replaced by the function body of its ONNX schema, when
     it has one (see onnx_functions.py)."""
-    from minic.frontend.onnx_checks import WINDOW_OPS, check_axis, check_flags, check_schema, check_window
-    from minic.frontend.onnx_functions import expansion
-    from minic.frontend.onnx_contrib import ort_onnx_domain_op
-    from minic.frontend.onnx_ops import CONVERTERS, DOMAINS
-    from minic.frontend.onnx_sequence import STRUCTURED, structured_use
     for i, node in enumerate(nodes):
-        label = _text(node.name) or f"#{i}"
+        label = as_text(node.name) or f"#{i}"
         b.node, b.opset = node, opset
         b.where = f"node {label} ({node.domain + '.' if node.domain else ''}{node.op_type}, opset {opset})"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
-        runtimes_own = None if domain else ort_onnx_domain_op(node.op_type, opset)    # no ONNX schema to check
+        runtimes_own = None if domain else onnx_contrib.ort_onnx_domain_op(node.op_type, opset)    # no ONNX schema to check
         convert = (custom_ops.get((node.domain, node.op_type)) or DOMAINS.get(domain, {}).get(node.op_type)) if domain \
             else runtimes_own or CONVERTERS.get(node.op_type)
         if not domain and convert is not None and runtimes_own is None:
@@ -418,8 +243,8 @@ def _convert_nodes(b: Builder, nodes: list, opset: int, custom_ops: dict) -> Non
                 inputs.append(b.env[name_])
         if not domain:
             check_flags(node, b.where)
-        if any(isinstance(v, STRUCTURED) for v in inputs):      # a sequence or an optional
-            convert = structured_use(b, node, convert)
+        if any(isinstance(v, onnx_sequence.STRUCTURED) for v in inputs):      # a sequence or an optional
+            convert = onnx_sequence.structured_use(b, node, convert)
         if not domain and inputs and isinstance(inputs[0], Value):
             if node.op_type in WINDOW_OPS:
                 check_window(node, inputs[0].type.rank - 2, b.where)
@@ -466,7 +291,7 @@ def onnx_scope(node_name: str | bytes) -> str:
     -> ``layers.0.attention.wq``.  The path's parts are module attributes, up to the first part
     that is an op (CamelCase); ONNX Runtime's fused names (``fused /fc1/Gemm``,
     ``/norm/Mul_1/SimplifiedLayerNormFusion/``) keep the first node's path."""
-    node_name = _text(node_name)
+    node_name = as_text(node_name)
     if "/" not in node_name:
         return ""
     parts = []
@@ -475,19 +300,6 @@ def onnx_scope(node_name: str | bytes) -> str:
             break
         parts.append(part)
     return ".".join(parts)
-
-
-def _text(name: str | bytes) -> str:
-    """A name from the file as text: a corrupt file can hold names that are not UTF-8
-    (protobuf then hands over bytes)."""
-    return name.decode("utf-8", "replace") if isinstance(name, bytes) else name
-
-
-def clean_name(name: str) -> str:
-    """An ONNX name as a minic value name: letters, digits, '_' and '.' only
-    (``/fc1/Gemm_output_0`` -> ``fc1.Gemm_output_0``, ``onnx::MatMul_7`` -> ``onnx.MatMul_7``)."""
-    cleaned = re.sub(r"[^A-Za-z0-9_.]+", ".", _text(name)).strip(".")
-    return cleaned or "v"
 
 
 def _named(b: Builder, v: Value, name: str) -> Value:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from minic.frontend.onnx import OnnxImportError
+from minic.frontend.onnx_builder import OnnxImportError
 
 
 def check_schema(node, opset: int, where: str) -> None:

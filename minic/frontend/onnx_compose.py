@@ -7,7 +7,7 @@
   repeated in one operand (a diagonal) is an identity mask and a sum.
 - ``Col2Im`` and ``ConvTranspose``: ``compose.col2im`` / ``compose.conv_transpose`` once the
   attributes are resolved (shared with torch's fold and transposed convolutions).
-- ``Shrink``, ``LpNormalization``, ``LpPool`` (a sum pool of |x|^p), ``Compress``
+- ``Shrink``, ``LpNormalization``, ``Compress``
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
   computed from the lengths at run time).
 - ``RoiAlign``: bilinear samples of each roi's bins, their corners gathered from X.
@@ -22,11 +22,13 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx import Builder, OnnxImportError
-from minic.frontend.onnx_ops import CONVERTERS, _ints, converts
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
 from minic.limits import check_size
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 
 @converts("Shrink")
@@ -42,39 +44,11 @@ def _shrink(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _lp_normalization(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, p = x[0], a.get("p", 2)
     axes = (a.get("axis", -1) % max(v.type.rank, 1),)
-    if p == 1:
-        norm = b.one("reduce_sum", b.one("abs", v), axes=axes, keepdims=True)
-    elif p == 2:
-        norm = b.one("sqrt", b.one("reduce_sum", b.one("mul", v, v), axes=axes, keepdims=True))
-    else:
+    if p not in (1, 2):
         raise OnnxImportError(f"{b.where}: p must be 1 or 2, got {p}")
+    norm = compose.vector_norm(b, v, p, axes, keepdims=True)
     zero = b.one("eq", norm, b.const(0, like=norm))             # an all-zero slice stays zero
     return [b.one("div", v, b.one("where", zero, b.const(1, like=norm), norm))]
-
-
-@converts("LpPool")
-def _lp_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v, p = x[0], float(a.get("p", 2))
-    kernel = _ints(a["kernel_shape"])
-    powered = b.one("pow", b.one("abs", v), b.const(p, like=v))
-    attrs = {k: a[k] for k in ("kernel_shape", "strides", "pads", "auto_pad", "dilations", "ceil_mode") if k in a}
-    node, b.node = b.node, _Renamed(b.node, "AveragePool")
-    try:
-        mean = CONVERTERS["AveragePool"](b, [powered], {**attrs, "count_include_pad": 1})[0]
-    finally:
-        b.node = node
-    total = b.one("mul", mean, b.const(float(np.prod(kernel)), like=mean))
-    return [b.one("pow", total, b.const(1.0 / p, like=total))]
-
-
-class _Renamed:
-    """The node being converted, seen as another op type (a converter reused for a composition)."""
-
-    def __init__(self, node, op_type: str):
-        self._node, self.op_type = node, op_type
-
-    def __getattr__(self, name):
-        return getattr(self._node, name)
 
 
 @converts("TopK")
@@ -126,10 +100,10 @@ def _reverse_sequence(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("Col2Im")
 def _col2im(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    image, block = _ints(b.need_known(x[1], "image_shape")), _ints(b.need_known(x[2], "block_shape"))
+    image, block = ints(b.need_known(x[1], "image_shape")), ints(b.need_known(x[2], "block_shape"))
     d = len(image)
-    window = compose.Window(image, block, _ints(a.get("strides", (1,) * d)), _ints(a.get("dilations", (1,) * d)),
-                            _ints(a.get("pads", (0,) * 2 * d)))
+    window = compose.Window(image, block, ints(a.get("strides", (1,) * d)), ints(a.get("dilations", (1,) * d)),
+                            ints(a.get("pads", (0,) * 2 * d)))
     k = int(np.prod(block))
     if v.type.shape[2] != window.positions or v.type.shape[1] % k:
         raise OnnxImportError(f"{b.where}: input {list(v.type.shape)} does not fit blocks {list(block)} "
@@ -146,23 +120,21 @@ def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if spatial < 1 or any(not isinstance(d, int) for d in v.type.shape[1:]):
         raise UnsupportedError(f"{b.where}: ConvTranspose needs static (N, C, spatial...) sizes, got {list(v.type.shape)}")
     kernel = tuple(w.type.shape[2:])
-    strides = _ints(a.get("strides", (1,) * spatial))
-    dil = _ints(a.get("dilations", (1,) * spatial))
-    extra = _ints(a.get("output_padding", (0,) * spatial))
+    strides = ints(a.get("strides", (1,) * spatial))
+    dil = ints(a.get("dilations", (1,) * spatial))
+    extra = ints(a.get("output_padding", (0,) * spatial))
     inside = v.type.shape[2:]
     span = [strides[i] * (inside[i] - 1) + extra[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(spatial)]
     auto = a.get("auto_pad", "NOTSET")
     if auto not in ("SAME_UPPER", "SAME_LOWER") and ("pads" in a or "output_shape" not in a):
-        pads = _ints(a.get("pads", (0,) * 2 * spatial))
+        pads = ints(a.get("pads", (0,) * 2 * spatial))
         if "output_shape" in a:                  # the output shape wins: the end pads give way
-            image = _ints(a["output_shape"])
+            image = ints(a["output_shape"])
             pads = tuple(pads[:spatial]) + tuple(span[i] - pads[i] - image[i] for i in range(spatial))
     else:
-        image = _ints(a["output_shape"]) if "output_shape" in a else \
+        image = ints(a["output_shape"]) if "output_shape" in a else \
             tuple(inside[i] * strides[i] for i in range(spatial))
-        total = [span[i] - image[i] for i in range(spatial)]
-        first = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
-        pads = tuple(first) + tuple(t - f for t, f in zip(total, first))
+        pads = compose.split_pads([span[i] - image[i] for i in range(spatial)], upper=auto == "SAME_UPPER")
     bias = x[2] if len(x) > 2 else None
     return [compose.conv_transpose(b, v, w, bias, strides, pads, dil, extra, int(a.get("group", 1)))]
 
@@ -227,21 +199,6 @@ def _diagonals(b: Builder, v: Value, subs: str) -> tuple[Value, str]:
         v = b.one("reduce_sum", b.one("mul", v, eye), axes=(q,))
         subs = subs[:q] + subs[q + 1:]
     return v, subs
-
-
-def wrap_pad(b: Builder, v: Value, pads) -> Value:
-    """Pad mode 'wrap' (circular): each axis grows by its own last and first entries."""
-    rank = v.type.rank
-    for ax in range(rank):
-        lo, hi, n = pads[ax], pads[ax + rank], v.type.shape[ax]
-        if not lo and not hi:
-            continue
-        if not isinstance(n, int) or lo > n or hi > n:
-            raise UnsupportedError(f"{b.where}: 'wrap' pads ({lo}, {hi}) beyond axis {ax} of size {n}")
-        cut = lambda s, e: b.one("slice", v, axes=(ax,), starts=(s,), ends=(e,), steps=(1,))
-        parts = ([cut(n - lo, n)] if lo else []) + [v] + ([cut(0, hi)] if hi else [])
-        v = b.one("concat", *parts, axis=ax)
-    return v
 
 
 MAX_DET = 6          # n! products: 720 at 6 x 6
@@ -351,9 +308,9 @@ def _deform_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
         raise UnsupportedError(f"{b.where}: DeformConv needs a 2-D image with static sizes, got {list(v.type.shape)}")
     n, channels, height, width = v.type.shape
     out_ch, per_group = w.type.shape[0], w.type.shape[1]
-    kernel = _ints(a.get("kernel_shape", w.type.shape[2:]))
-    strides, dil = _ints(a.get("strides", (1, 1))), _ints(a.get("dilations", (1, 1)))
-    pads = _ints(a.get("pads", (0, 0, 0, 0)))
+    kernel = ints(a.get("kernel_shape", w.type.shape[2:]))
+    strides, dil = ints(a.get("strides", (1, 1))), ints(a.get("dilations", (1, 1)))
+    pads = ints(a.get("pads", (0, 0, 0, 0)))
     groups, offset_groups = int(a.get("group", 1)), int(a.get("offset_group", 1))
     oh, ow = offset.type.shape[2:]
     if tuple(kernel) != tuple(w.type.shape[2:]):

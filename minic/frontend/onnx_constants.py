@@ -8,12 +8,14 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError, UserError
-from minic.frontend.onnx import Builder, OnnxImportError
-from minic.frontend.onnx_ops import _ints, converts
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
 from minic.ir import ops
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.limits import ensure_array_fits
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 @converts("Constant")
 def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
@@ -28,7 +30,7 @@ def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("ConstantOfShape")
 def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    shape = _ints(b.need_known(x[0], "the shape"))
+    shape = ints(b.need_known(x[0], "the shape"))
     fill = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
     if fill.size != 1:
         raise OnnxImportError(f"{b.where}: attribute 'value' must hold one element, got {a['value'].size}")

@@ -17,7 +17,9 @@ import math
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend import compose, onnx_ops
+from minic.frontend.onnx_builder import Builder, OnnxImportError
+from minic.frontend.onnx_recurrent import unroll
 from minic.ir.graph import Value
 from minic.ir.types import DType, Dim
 from minic.registry import Registry
@@ -154,8 +156,7 @@ def _embed_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @ORT_ONNX_DOMAIN.add("LayerNormalization")
 def _layer_norm_before_17(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """ONNX Runtime's LayerNormalization, the same as ONNX's of opset 17."""
-    from minic.frontend.onnx_ops import CONVERTERS
-    return CONVERTERS["LayerNormalization"](b, x, a)
+    return onnx_ops.CONVERTERS["LayerNormalization"](b, x, a)
 
 
 @ORT_ONNX_DOMAIN.add("SimplifiedLayerNormalization")
@@ -255,7 +256,6 @@ def _dynamic_quantize_lstm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     weights, as DynamicQuantizeLinear rounds them.  (ONNX Runtime multiplies the integers and
     scales the sums, the same product up to float rounding; on more than one thread it rounds
     each thread's rows of h apart, so this is its one-thread result.)"""
-    from minic.frontend.onnx_recurrent import unroll
     if a.get("input_forget", 0):
         raise UnsupportedError(f"{b.where}: input_forget is not supported")
     x = x + [None] * (12 - len(x))
@@ -311,25 +311,21 @@ def _causal_bias(b: Builder, seq: Dim, total: Dim, fill: float, like: Value) -> 
     return b.one("where", later, b.const(fill, like=like), b.const(0.0, like=like))
 
 
+def _biases(b: Builder, a: dict, mask: Value | None, attention_bias: Value | None, batch: Dim, seq: Dim, total: Dim,
+            like: Value) -> list[Value]:
+    """Attention's and MultiHeadAttention's additive biases: the key mask's, the causal one
+    (unidirectional), then attention_bias; masked scores get mask_filter_value."""
+    fill = float(a.get("mask_filter_value", -10000.0))
+    biases = [_key_mask_bias(b, mask, batch, seq, total, fill, like)] if mask is not None else []
+    if a.get("unidirectional", 0):
+        biases.append(_causal_bias(b, seq, total, fill, like))
+    return biases + ([attention_bias] if attention_bias is not None else [])
+
+
 def _attend(b: Builder, q: Value, k: Value, v: Value, scale: float, biases: list[Value], softcap: float = 0.0,
             sink: Value | None = None) -> Value:
-    """softmax(q·kᵀ·scale + biases)·v over heads (B, N, S, H) -> (B, S, N·H).  A softcap c
-    bounds the scaled scores to c·tanh(scores / c) before the biases; a sink (N) is one more
-    score per head that takes its share of the softmax and adds no value."""
-    scores = b.one("matmul", q, _swap_last(b, k))
-    scores = b.one("mul", scores, b.const(scale, like=scores))
-    if softcap > 0:
-        cap = b.const(softcap, like=scores)
-        scores = b.one("mul", b.one("tanh", b.one("div", scores, cap)), cap)
-    for bias in biases:
-        scores = b.one("add", scores, bias)
-    if sink is None:
-        return _merge_heads(b, b.one("matmul", b.one("softmax", scores, axis=-1), v))
-    batch, heads, seq, total = scores.type.shape
-    column = b.one("expand", b.one("reshape", sink, shape=(1, heads, 1, 1)), shape=(batch, heads, seq, 1))
-    weights = b.one("softmax", b.one("concat", scores, column, axis=3), axis=-1)
-    weights = b.one("slice", weights, axes=(3,), starts=(0,), ends=(total,), steps=(1,))
-    return _merge_heads(b, b.one("matmul", weights, v))
+    """``compose.attention`` over heads (B, N, S, H), its result's heads merged: (B, S, N·H)."""
+    return _merge_heads(b, compose.attention(b, q, k, v, scale, biases, softcap, sink))
 
 
 @contrib("Attention")
@@ -353,16 +349,8 @@ def _attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     bounds = np.cumsum((0,) + sizes)
     q, k, v = (_heads(b, b.one("slice", qkv, axes=(2,), starts=(int(lo),), ends=(int(hi),), steps=(1,)), heads)
                for lo, hi in zip(bounds[:-1], bounds[1:]))
-    fill = float(a.get("mask_filter_value", -10000.0))
-    biases = []
-    if mask is not None:
-        biases.append(_key_mask_bias(b, mask, batch, seq, seq, fill, inp))
-    if a.get("unidirectional", 0):
-        biases.append(_causal_bias(b, seq, seq, fill, inp))
-    if attention_bias is not None:
-        biases.append(attention_bias)
     scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(sizes[0] // heads)
-    return [_attend(b, q, k, v, scale, biases)]
+    return [_attend(b, q, k, v, scale, _biases(b, a, mask, attention_bias, batch, seq, seq, inp))]
 
 
 @contrib("MultiHeadAttention")
@@ -382,15 +370,8 @@ def _multi_head_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
         parts = [b.one("slice", bias, axes=(0,), starts=(lo,), ends=(hi,), steps=(1,))
                  for lo, hi in zip((0,) + ends[:2], ends)]
         query, key, value = (b.one("add", t, p) for t, p in zip((query, key, value), parts))
-    fill = float(a.get("mask_filter_value", -10000.0))
-    biases = []
-    if mask is not None:
-        biases.append(_key_mask_bias(b, mask, batch, seq, total, fill, query))
-    if a.get("unidirectional", 0):
-        biases.append(_causal_bias(b, seq, total, fill, query))
-    if attention_bias is not None:
-        biases.append(attention_bias)
     scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(width // heads)
+    biases = _biases(b, a, mask, attention_bias, batch, seq, total, query)
     return [_attend(b, _heads(b, query, heads), _heads(b, key, heads), _heads(b, value, heads), scale, biases)]
 
 
@@ -447,13 +428,6 @@ def _rotary_embedding(b: Builder, x: list[Value], a: dict) -> list[Value]:
     rotated = _rotate(b, v, ids, cos_cache, sin_cache, int(a.get("rotary_embedding_dim", 0)) or size,
                       bool(a.get("interleaved", 0)))
     return [rotated if heads_first else _merge_heads(b, rotated)]
-
-
-def _repeat_heads(b: Builder, v: Value, times: int) -> Value:
-    """(B, Nk, T, H) -> (B, Nk·times, T, H), each head ``times`` times in a row."""
-    batch, heads, total, size = v.type.shape
-    grown = b.one("expand", b.one("unsqueeze", v, axes=(2,)), shape=(batch, heads, times, total, size))
-    return b.one("reshape", grown, shape=(batch, heads * times, total, size))
 
 
 def _placed(b: Builder, past: Value, new: Value, past_lengths: Value, total: int) -> Value:
@@ -557,6 +531,6 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
         sink = b.const(np.zeros(heads, q.type.dtype.numpy))
     scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(size)
     group = heads // kv_heads
-    y = _attend(b, q, _repeat_heads(b, k, group), _repeat_heads(b, v, group), scale, biases,
+    y = _attend(b, q, compose.repeat_heads(b, k, group), compose.repeat_heads(b, v, group), scale, biases,
                 float(a.get("softcap", 0.0)), sink)
     return [y, k, v]

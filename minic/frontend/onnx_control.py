@@ -24,9 +24,12 @@ from contextlib import contextmanager
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder, NeedsConstantError, OnnxImportError
-from minic.frontend.onnx_ops import converts
-from minic.ir.graph import Value
+from minic.frontend.onnx_builder import (Builder, NeedsConstantError, OnnxImportError, clean_name, converter_table,
+                                         tensor_array)
+from minic.ir.graph import Value, constant
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 MAX_ITERATIONS = 1024
 UNROLL_BUDGET = 50_000
@@ -61,7 +64,6 @@ def _within_budget(b: Builder, iteration: int) -> None:
 
 def inline(b: Builder, body, bindings: dict[str, Value]) -> list[Value]:
     """The values of ``body``'s outputs, its nodes converted with its inputs bound to ``bindings``."""
-    from minic.frontend.onnx import _convert_nodes, clean_name, constant, tensor_array
     saved = dict(b.env), b.node, b.where, b.opset
     try:
         for init in body.initializer:
@@ -70,7 +72,7 @@ def inline(b: Builder, body, bindings: dict[str, Value]) -> list[Value]:
             b.env[init.name] = v
         b.env.update(bindings)
         try:
-            _convert_nodes(b, list(body.node), b.opset, {})
+            b.convert_nodes(b, list(body.node), b.opset, {})
         except UnrollBudgetError as e:
             raise UnrollBudgetError(f"{saved[2]}: in its body: {e}") from None
         missing = [o.name for o in body.output if o.name not in b.env]

@@ -65,7 +65,7 @@ def _with_defaults(node, schema) -> Any:
 
 def _type_proto(v: Value | None):
     import onnx
-    from minic.frontend.onnx import onnx_elem_type
+    from minic.frontend.onnx_builder import onnx_elem_type
     if v is None:
         return onnx.TypeProto()
     dims = [d if isinstance(d, int) else str(d) for d in v.type.shape]

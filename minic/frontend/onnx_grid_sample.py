@@ -3,9 +3,11 @@ composed by ``minic.frontend.compose.grid_sample`` (shared with torch's grid_sam
 from __future__ import annotations
 
 from minic.frontend import compose
-from minic.frontend.onnx import Builder, OnnxImportError
-from minic.frontend.onnx_ops import converts
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 
 @converts("GridSample")

@@ -8,7 +8,7 @@ The rest of the domain (label encoders over strings, tree ensembles, SVMs) is re
 """
 from __future__ import annotations
 
-from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend.onnx_builder import Builder, OnnxImportError
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
 

@@ -1,4 +1,5 @@
-"""One converter per ONNX op type: ONNX node → minic nodes.
+"""The elementwise, reduction and layout converters of ONNX (one family; ``onnx.py`` merges
+it with the others): ONNX node → minic nodes.
 
 A converter gets the Builder, the node's input values (None for an omitted
 optional input) and its attributes, and returns the values of the node's
@@ -11,29 +12,15 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx import ONNX_DTYPES, SCAN8_DOMAIN, Builder, Converter, NeedsConstantError, OnnxImportError
+from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, NeedsConstantError, OnnxImportError, axes_in_range,
+                                         converter_table, ints)
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.ir.ops.layout import END
-from minic.registry import Registry
 
-CONVERTERS = Registry("ONNX op", UnsupportedError)      # ONNX op type -> converter
+CONVERTERS = converter_table()
 converts = CONVERTERS.add
-
-
-def _ints(a) -> tuple[int, ...]:
-    return tuple(int(x) for x in np.asarray(a).ravel())
-
-
-def _axes_in_range(b: Builder, axes, rank: int, what: str) -> tuple[int, ...]:
-    """A list of axes in the spec's range [-rank, rank - 1], as 0 .. rank - 1: taken modulo the
-    rank, axes=[1000] would silently pick another axis."""
-    axes = _ints(axes)
-    if any(not -rank <= ax < rank for ax in axes):
-        raise OnnxImportError(f"{b.where}: {what} is {list(axes)}; for an input of rank {rank} each entry "
-                              f"must lie in [{-rank}, {rank - 1}]")
-    return tuple(ax % rank for ax in axes)
 
 
 # --- elementwise -------------------------------------------------------------------
@@ -102,31 +89,21 @@ def _reciprocal(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Sign")
 def _sign(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    zero, one = b.const(0, like=x[0]), b.const(1, like=x[0])
-    neg = b.one("where", b.one("lt", x[0], zero), b.const(-1, like=x[0]), zero)
-    return [b.one("where", b.one("gt", x[0], zero), one, neg)]
+    return [compose.sign(b, x[0])]
 
 
 @converts("LeakyRelu", "ThresholdedRelu", "Elu", "Celu", "Selu", "PRelu")
 def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, op = x[0], b.node.op_type
-    zero = b.const(0, like=v)
-    if op == "LeakyRelu":
-        # x >= 0, as the spec and ONNX Runtime write it: at 0 a NaN or inf alpha is not reached
-        return [b.one("where", b.one("lt", v, zero), b.one("mul", v, b.const(a.get("alpha", 0.01), like=v)), v)]
-    if op == "PRelu":
-        return [b.one("where", b.one("lt", v, zero), b.one("mul", v, x[1]), v)]
+    # the negative branch where x < 0, as the spec and ONNX Runtime write it (x <= 0 for Selu)
+    if op in ("LeakyRelu", "PRelu"):
+        return [compose.leaky_relu(b, v, x[1] if op == "PRelu" else a.get("alpha", 0.01))]
     if op == "ThresholdedRelu":
-        return [b.one("where", b.one("gt", v, b.const(a.get("alpha", 1.0), like=v)), v, zero)]
+        return [b.one("where", b.one("gt", v, b.const(a.get("alpha", 1.0), like=v)), v, b.const(0, like=v))]
     alpha = a.get("alpha", {"Elu": 1.0, "Celu": 1.0, "Selu": 1.67326319217681884765625}[op])
-    # Elu: x if x > 0 else alpha·(e^x - 1); Celu divides x by alpha inside e^.; Selu scales both.
-    inner = b.one("div", v, b.const(alpha, like=v)) if op == "Celu" else v
-    neg = b.one("mul", b.const(alpha, like=v), b.one("sub", b.one("exp", inner), b.const(1, like=v)))
-    # the negative branch only where x < 0 (the spec's) or x <= 0 (Selu's): at 0 an infinite alpha is inf * 0
-    out = b.one("where", b.one("lt", v, zero), neg, v) if op != "Selu" else b.one("where", b.one("gt", v, zero), v, neg)
     if op == "Selu":
-        out = b.one("mul", out, b.const(a.get("gamma", 1.05070102214813232421875), like=v))
-    return [out]
+        return [compose.elu(b, v, alpha, scale=a.get("gamma", 1.05070102214813232421875), negative_at_zero=True)]
+    return [compose.elu(b, v, alpha, input_scale=1.0 / alpha if op == "Celu" else 1.0)]
 
 
 @converts("HardSigmoid", "HardSwish")
@@ -175,16 +152,8 @@ def _clip(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("IsNaN", "IsInf")
 def _is_special(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v = x[0]
-    if b.node.op_type == "IsNaN":
-        return [b.one("not", b.one("eq", v, v))]
-    pos, neg = b.one("eq", v, b.const(np.inf, like=v)), b.one("eq", v, b.const(-np.inf, like=v))
-    want_pos, want_neg = a.get("detect_positive", 1), a.get("detect_negative", 1)
-    if want_pos and want_neg:
-        return [b.one("or", pos, neg)]
-    if want_pos or want_neg:
-        return [pos if want_pos else neg]
-    return [b.one("and", pos, neg)]           # detects nothing: always false
+    return [compose.is_special(b, x[0], b.node.op_type == "IsNaN", bool(a.get("detect_positive", 1)),
+                               bool(a.get("detect_negative", 1)))]
 
 
 @converts("Cast", "CastLike")
@@ -235,7 +204,7 @@ def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, op = x[0], b.node.op_type
     axes_from_input = b.opset >= 18 or (op == "ReduceSum" and b.opset >= 13)
-    axes = _ints(b.need_known(x[1], "axes")) if axes_from_input and len(x) > 1 and x[1] is not None else _ints(a.get("axes", ()))
+    axes = ints(b.need_known(x[1], "axes")) if axes_from_input and len(x) > 1 and x[1] is not None else ints(a.get("axes", ()))
     if not axes:
         if a.get("noop_with_empty_axes", 0):
             return [b.one("identity", v)]
@@ -246,17 +215,15 @@ def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
     def red(kind: str, t: Value, keepdims: bool = keep) -> Value:
         return b.one(kind, t, axes=axes, keepdims=keepdims)
-    if v.type.dtype == DType.bool and op in ("ReduceMax", "ReduceMin"):      # any / all, on 0/1
-        return [b.one("cast", red("reduce_max" if op == "ReduceMax" else "reduce_min", b.one("cast", v, dtype=DType.u8)),
-                      dtype=DType.bool)]
+    if v.type.dtype == DType.bool and op in ("ReduceMax", "ReduceMin"):      # any / all
+        return [compose.any_all(b, v, axes, keep, every=op == "ReduceMin")]
     if op in ("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin"):
         return [red({"ReduceSum": "reduce_sum", "ReduceProd": "reduce_prod", "ReduceMean": "reduce_mean",
                      "ReduceMax": "reduce_max", "ReduceMin": "reduce_min"}[op], v)]
-    if op == "ReduceL1":
-        return [red("reduce_sum", b.one("abs", v))]
-    if op in ("ReduceL2", "ReduceSumSquare"):
-        s = red("reduce_sum", b.one("mul", v, v))
-        return [b.one("sqrt", s) if op == "ReduceL2" else s]
+    if op in ("ReduceL1", "ReduceL2"):
+        return [compose.vector_norm(b, v, 1 if op == "ReduceL1" else 2, axes, keep)]
+    if op == "ReduceSumSquare":
+        return [red("reduce_sum", b.one("mul", v, v))]
     if op == "ReduceLogSum":
         return [b.one("log", red("reduce_sum", v))]
     m = red("reduce_max", v, True)                       # log-sum-exp, shifted by the max for stability
@@ -331,59 +298,6 @@ def _gemm(b: Builder, x: list[Value], a: dict) -> list[Value]:
                   trans_b=bool(a.get("transB", 0)), alpha=float(a.get("alpha", 1.0)), beta=float(a.get("beta", 1.0)))]
 
 
-def _window_ints(b: Builder, a: dict, name: str, n: int, default: int) -> tuple[int, ...]:
-    """A 2-D window attribute (strides, dilations: 2 values; pads: 4), checked for length."""
-    values = _ints(a.get(name, (default,) * n))
-    if len(values) != n:
-        raise OnnxImportError(f"{b.where}: attribute '{name}' needs {n} values for 2-D windows, has {len(values)}")
-    return values
-
-
-def _spatial_pads(b: Builder, a: dict, in_hw, kernel, stride, dilation) -> tuple[int, int, int, int]:
-    auto = a.get("auto_pad", "NOTSET")
-    if auto in ("NOTSET", ""):
-        return _window_ints(b, a, "pads", 4, 0)
-    if auto == "VALID":
-        return 0, 0, 0, 0
-    if auto not in ("SAME_UPPER", "SAME_LOWER"):
-        raise UnsupportedError(f"{b.where}: auto_pad '{auto}' is not supported")
-    return compose.same_pads(in_hw, kernel, stride, dilation, upper=auto == "SAME_UPPER")
-
-
-def _need_2d(b: Builder, v: Value) -> None:
-    if v.type.rank != 4:
-        raise UnsupportedError(f"{b.where}: only 1-D and 2-D (NCW, NCHW) windows are supported, input is {v.type}")
-
-
-def _as_2d(convert: Converter) -> Converter:
-    """A 1-D window (N, C, W) as the 2-D one over (N, C, 1, W): a unit height, no stride,
-    padding or dilation along it; the result loses the height again."""
-    def run(b: Builder, x: list[Value], a: dict) -> list[Value]:
-        if x[0].type.rank != 3:
-            return convert(b, x, a)
-        a = dict(a)
-        for name, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
-            if name in a:
-                a[name] = [unit] + list(a[name])
-        if "pads" in a:
-            a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
-        lifted = [b.one("unsqueeze", v, axes=(2,)) if v is not None and k < 2 else v for k, v in enumerate(x)]
-        return [b.one("squeeze", out, axes=(2,)) for out in convert(b, lifted, a)]
-    return run
-
-
-@converts("Conv")
-@_as_2d
-def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v, w = x[0], x[1]
-    _need_2d(b, v)
-    kernel = tuple(w.type.shape[2:])
-    stride, dilation = _window_ints(b, a, "strides", 2, 1), _window_ints(b, a, "dilations", 2, 1)
-    pads = _spatial_pads(b, a, v.type.shape[2:], kernel, stride, dilation)
-    return [b.one("conv2d", *[t for t in x if t is not None], stride=stride, padding=pads, dilation=dilation,
-                  groups=int(a.get("group", 1)))]
-
-
 @converts("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
@@ -409,7 +323,7 @@ def _reshape(b: Builder, x: list[Value], a: dict) -> list[Value]:
             raise NeedsConstantError(f"{b.where}: the target shape is computed from values unknown at compile time",
                                      b.sources(x[1]))
         return [b.one("reshape_dynamic", v, x[1], shape=declared)]
-    target = list(_ints(data))
+    target = list(ints(data))
     for i, d in enumerate(target):
         if d == 0 and not a.get("allowzero", 0):
             if i >= v.type.rank:
@@ -432,8 +346,8 @@ def _flatten(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 def _axes(b: Builder, x: list[Value], a: dict, first_input_opset: int) -> tuple[int, ...] | None:
     if b.opset >= first_input_opset:
-        return _ints(b.need_known(x[1], "axes")) if len(x) > 1 and x[1] is not None else None
-    return _ints(a["axes"]) if "axes" in a else None
+        return ints(b.need_known(x[1], "axes")) if len(x) > 1 and x[1] is not None else None
+    return ints(a["axes"]) if "axes" in a else None
 
 
 @converts("Squeeze")
@@ -451,7 +365,7 @@ def _unsqueeze(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Transpose")
 def _transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    perm = _ints(a["perm"]) if "perm" in a else tuple(reversed(range(x[0].type.rank)))
+    perm = ints(a["perm"]) if "perm" in a else tuple(reversed(range(x[0].type.rank)))
     return [b.one("transpose", x[0], perm=perm)]
 
 
@@ -462,16 +376,11 @@ def _expand(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Tile")
 def _tile(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    # tile(x, r) = reshape(expand(x viewed as [1, d0, 1, d1, ...], [r0, d0, r1, d1, ...]))
     v = x[0]
-    reps = _ints(b.need_known(x[1], "repeats"))
+    reps = ints(b.need_known(x[1], "repeats"))
     if len(reps) != v.type.rank or min(reps, default=0) < 0:
         raise OnnxImportError(f"{b.where}: repeats must be {v.type.rank} numbers >= 0 (one per axis), got {list(reps)}")
-    from minic.ir.types import dim_mul
-    interleaved = tuple(p for d in v.type.shape for p in (1, d))
-    grown = tuple(p for r, d in zip(reps, v.type.shape) for p in (r, d))
-    out = b.one("expand", b.one("reshape", v, shape=interleaved), shape=grown)
-    return [b.one("reshape", out, shape=tuple(dim_mul(r, d) for r, d in zip(reps, v.type.shape)))]
+    return [compose.tile(b, v, reps)]
 
 
 @converts("Concat")
@@ -484,9 +393,9 @@ def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, axis = x[0], a.get("axis", 0)
     n = len(b.node.output)
     if b.opset >= 13 and len(x) > 1 and x[1] is not None:
-        sizes = _ints(b.need_known(x[1], "split sizes"))
+        sizes = ints(b.need_known(x[1], "split sizes"))
     elif "split" in a:
-        sizes = _ints(a["split"])
+        sizes = ints(a["split"])
     else:
         if a.get("num_outputs", n) != n or n < 1:
             raise OnnxImportError(f"{b.where}: attribute 'num_outputs' is {a.get('num_outputs', n)}, "
@@ -503,15 +412,15 @@ def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _slice(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
     if b.opset < 10:
-        starts, ends = _ints(a["starts"]), _ints(a["ends"])
-        axes = _ints(a["axes"]) if "axes" in a else tuple(range(len(starts)))
+        starts, ends = ints(a["starts"]), ints(a["ends"])
+        axes = ints(a["axes"]) if "axes" in a else tuple(range(len(starts)))
         steps = (1,) * len(starts)
     else:
         starts, ends = b.entries(x[1], "starts"), b.entries(x[2], "ends")
-        axes = _ints(b.need_known(x[3], "axes")) if len(x) > 3 and x[3] is not None else tuple(range(len(starts)))
-        steps = _ints(b.need_known(x[4], "steps")) if len(x) > 4 and x[4] is not None else (1,) * len(starts)
+        axes = ints(b.need_known(x[3], "axes")) if len(x) > 3 and x[3] is not None else tuple(range(len(starts)))
+        steps = ints(b.need_known(x[4], "steps")) if len(x) > 4 and x[4] is not None else (1,) * len(starts)
     ends = tuple(min(e, END) if isinstance(e, int) else e for e in ends)
-    axes = _axes_in_range(b, axes, v.type.rank, "attribute 'axes'" if b.opset < 10 else "input 'axes'")
+    axes = axes_in_range(b, axes, v.type.rank, "attribute 'axes'" if b.opset < 10 else "input 'axes'")
     return [b.one("slice", v, axes=axes, starts=starts, ends=ends, steps=steps)]
 
 
@@ -524,12 +433,12 @@ def _gather(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, mode = x[0], a.get("mode", "constant")
     if b.opset < 11:
-        pads, value = _ints(a["pads"]), a.get("value", 0.0)
+        pads, value = ints(a["pads"]), a.get("value", 0.0)
     else:
-        pads = _ints(b.need_known(x[1], "pads"))
+        pads = ints(b.need_known(x[1], "pads"))
         value = float(b.need_known(x[2], "the pad value").reshape(-1)[0]) if len(x) > 2 and x[2] is not None else 0.0
         if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
-            axes = _axes_in_range(b, b.need_known(x[3], "axes"), v.type.rank, "input 'axes'")
+            axes = axes_in_range(b, b.need_known(x[3], "axes"), v.type.rank, "input 'axes'")
             if len(pads) != 2 * len(axes):                  # the spec: a begin and an end per axis
                 raise OnnxImportError(f"{b.where}: input 'pads' has {len(pads)} entries; for {len(axes)} axes "
                                       f"it needs {2 * len(axes)}")
@@ -537,31 +446,4 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
             for i, ax in enumerate(axes):
                 full[ax], full[ax + v.type.rank] = pads[i], pads[i + len(axes)]
             pads = tuple(full)
-    if min(pads, default=0) < 0:
-        raise UnsupportedError(f"{b.where}: negative pads (cropping) are not supported")
-    if mode == "wrap":
-        from minic.frontend.onnx_compose import wrap_pad
-        return [wrap_pad(b, v, pads)]
-    return [b.one("pad", v, pads=pads, mode=mode, value=value)]
-
-
-
-from minic.frontend import onnx_ops_index  # noqa: E402,F401  (registers its converters)
-from minic.frontend import onnx_constants  # noqa: E402,F401  (registers Constant, ConstantOfShape, Range, Shape, Size)
-from minic.frontend import onnx_resize  # noqa: E402,F401  (registers Resize, Upsample)
-from minic.frontend import onnx_quant  # noqa: E402,F401  (registers the quantization ops)
-from minic.frontend import onnx_compose  # noqa: E402,F401  (registers TopK, Einsum, Col2Im, LpPool, ...)
-from minic.frontend import onnx_recurrent  # noqa: E402,F401  (registers RNN, GRU, LSTM)
-from minic.frontend import onnx_spectral  # noqa: E402,F401  (registers DFT, STFT)
-from minic.frontend import onnx_control  # noqa: E402,F401  (registers If, Scan, Loop)
-from minic.frontend import onnx_sequence  # noqa: E402,F401  (registers the sequence and optional ops)
-from minic.frontend import onnx_grid_sample  # noqa: E402,F401  (registers GridSample)
-from minic.frontend import onnx_windows  # noqa: E402,F401  (registers MaxPool, AveragePool)
-from minic.frontend.onnx_contrib import CONTRIB, DOMAIN  # noqa: E402  (ONNX Runtime's com.microsoft ops)
-
-from minic.frontend import onnx_ml, onnx_training  # noqa: E402  (ai.onnx.ml's arithmetic, the optimizers)
-
-DOMAINS = {DOMAIN: CONTRIB, onnx_training.DOMAIN: onnx_training.TRAINING,     # converters of the ops of other domains
-           onnx_ml.DOMAIN: onnx_ml.ML,
-           # opset 8's Scan (onnx_control.py, looked up when called: onnx_control imports this module)
-           SCAN8_DOMAIN: {"Scan": lambda b, x, a: onnx_control.scan_with_batch_axis(b, x, a)}}
+    return [compose.pad(b, v, pads, mode, value)]

@@ -4,11 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import ONNX_DTYPES, Builder, OnnxImportError
-from minic.frontend.onnx_ops import _ints, converts
+from minic.frontend import compose
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.limits import check_size
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 
 @converts("GatherElements")
@@ -129,11 +132,7 @@ def _eye_like(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("InstanceNormalization")
 def _instance_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, scale, bias = x
-    axes = tuple(range(2, v.type.rank))
-    mean = b.one("reduce_mean", v, axes=axes, keepdims=True)
-    centered = b.one("sub", v, mean)
-    var = b.one("reduce_mean", b.one("mul", centered, centered), axes=axes, keepdims=True)
-    inv = b.one("rsqrt", b.one("add", var, b.const(a.get("epsilon", 1e-5), like=v)))
+    centered, _, inv = compose.moments(b, v, tuple(range(2, v.type.rank)), a.get("epsilon", 1e-5))
     per_channel = (v.type.shape[1],) + (1,) * (v.type.rank - 2)
     y = b.one("mul", b.one("mul", centered, inv), b.one("reshape", scale, shape=per_channel))
     return [b.one("add", y, b.one("reshape", bias, shape=per_channel))]

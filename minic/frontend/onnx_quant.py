@@ -15,11 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import ONNX_DTYPES, Builder
-from minic.frontend.onnx_ops import CONVERTERS, converts
+from minic.frontend import onnx_windows
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, converter_table
 from minic.frontend.onnx_storage import STORAGE, Storage, narrow, widen
 from minic.ir.graph import Value
 from minic.ir.types import DType
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 
 def _per_element(b: Builder, p: Value, x: Value, axis: int, block: int) -> Value:
@@ -147,7 +150,7 @@ def _qlinear_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("ConvInteger")
 def _conv_integer(b: Builder, x: list[Value], a: dict) -> list[Value]:
     x = x + [None] * (4 - len(x))
-    conv = CONVERTERS["Conv"]
+    conv = onnx_windows.CONVERTERS["Conv"]
     inputs = [_shifted(b, x[0], x[2]), _shifted(b, x[1], x[3], 0)]
     return [b.one("cast", conv(b, inputs, a)[0], dtype=DType.i32)]
 
@@ -163,5 +166,5 @@ def _qlinear_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
         inputs.append(b.one("mul", _float(b, bias, DType.f32),
                             b.one("reshape", b.one("mul", _float(b, x_scale, DType.f32), _float(b, w_scale, DType.f32)),
                                   shape=(-1,)) if w_scale.type.rank else b.one("mul", x_scale, w_scale)))
-    y = CONVERTERS["Conv"](b, inputs, a)[0]
+    y = onnx_windows.CONVERTERS["Conv"](b, inputs, a)[0]
     return [quantize(b, y, y_scale, y_zp, y_zp.type.dtype if y_zp is not None else DType.u8)]

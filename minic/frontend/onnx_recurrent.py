@@ -17,10 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import Builder, OnnxImportError
-from minic.frontend.onnx_ops import converts
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 _ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}

@@ -16,10 +16,12 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend.onnx_builder import Builder, OnnxImportError, axes_in_range, converter_table
 from minic.limits import check_size
-from minic.frontend.onnx_ops import _axes_in_range, converts
 from minic.ir.graph import Value
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 _ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
           "nearest_mode", "antialias")
@@ -60,7 +62,7 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
     """(axis, scale, output size or None, roi pair or None) for every axis that changes."""
     shape = v.type.shape
     rank = len(shape)
-    axes = list(_axes_in_range(b, a.get("axes", range(rank)), rank, "attribute 'axes'"))
+    axes = list(axes_in_range(b, a.get("axes", range(rank)), rank, "attribute 'axes'"))
     crop = a.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     if roi is not None and crop:
         roi = [float(r) for r in roi.reshape(-1)]

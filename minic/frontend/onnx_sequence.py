@@ -23,10 +23,13 @@ from typing import Any
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name
-from minic.frontend.onnx_ops import converts
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name, converter_table
+from minic.frontend.onnx_control import inline
 from minic.ir.graph import Value
 from minic.ir.types import DType, TensorType
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 
 class _Empty:
@@ -167,7 +170,6 @@ def _split_to_sequence(b: Builder, x: list, a: dict) -> list:
 
 @converts("SequenceMap")
 def _sequence_map(b: Builder, x: list, a: dict) -> list:
-    from minic.frontend.onnx_control import inline
     body = a["body"]
     lengths = {len(v) for v in x if isinstance(v, tuple)}
     _sequence(b, x[0])

@@ -15,11 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx import ONNX_DTYPES, Builder, OnnxImportError
-from minic.frontend.onnx_ops import converts
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.limits import ensure_array_fits
+
+CONVERTERS = converter_table()
+converts = CONVERTERS.add
 
 
 def _tables(n_in: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, ...]:

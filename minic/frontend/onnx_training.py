@@ -17,7 +17,7 @@ updated states (the spec's formulas, one tensor at a time):
 from __future__ import annotations
 
 from minic.frontend import compose
-from minic.frontend.onnx import Builder, OnnxImportError
+from minic.frontend.onnx_builder import Builder, OnnxImportError
 from minic.ir.graph import Value
 
 DOMAIN = "ai.onnx.preview.training"

@@ -36,18 +36,31 @@ from torch import fx
 from torch.utils._sympy.functions import FloorDiv
 
 from minic.errors import UnsupportedError, UserError
+from minic.frontend import torch_attention, torch_ops, torch_ops_core, torch_ops_index, torch_ops_window
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
-from minic.frontend.torch_ops import fold, handler_of
-import minic.frontend.torch_attention  # noqa: F401  (these register their handlers)
-import minic.frontend.torch_ops_core  # noqa: F401
-import minic.frontend.torch_ops_index  # noqa: F401
-import minic.frontend.torch_ops_window  # noqa: F401
+from minic.frontend.torch_ops import Handler, fold
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import Dim, DType, TensorType, dim_floordiv, dim_prod, dim_sum
 from minic.ir.verify import infer_node
+from minic.registry import Registry
 
 aten = torch.ops.aten
+
+# Every family's handlers in one table (an op in two families is refused); ``handles`` adds
+# one at run time (an op of your own: docs/09-adding-an-op.md).
+HANDLERS = Registry.merged("ATen op", [f.HANDLERS for f in (
+    torch_ops, torch_ops_core, torch_ops_index, torch_ops_window, torch_attention)], UnsupportedError)
+handles = HANDLERS.add
+
+
+def handler_of(target: Any) -> Handler | None:
+    """The handler of an FX node's target: by the overload itself, else by its qualified name
+    (``"transformers::grouped_mm_fallback"``) — an op a library defines exists only once that
+    library is imported, and minic does not import it to build the table."""
+    if target in HANDLERS:
+        return HANDLERS[target]
+    return HANDLERS.get(target.name()) if isinstance(target, torch._ops.OpOverload) else None
 
 # Composite ops kept whole through run_decompositions: minic has a direct op for each,
 # or (scaled_dot_product_attention) a conversion of its own: torch 2.13's decomposition

@@ -1,4 +1,6 @@
-"""The conversion table of the PyTorch frontend: one entry per ATen op.
+"""The PyTorch frontend's core conversion table (one entry per ATen op); the other families
+(``torch_ops_core``, ``_index``, ``_window``, ``torch_attention``) keep tables of their own, and
+``torch.py`` merges them.
 
 A handler ``(cx, node, a) -> Value | tuple`` gets the Converter, the FX node and
 its arguments bound by schema name (``a["self"]``, ``a["dim"]``), emits minic
@@ -25,17 +27,16 @@ from minic.registry import Registry
 
 aten = torch.ops.aten
 Handler = Callable[[Any, fx.Node, dict], Any]
-HANDLERS = Registry("ATen op", UnsupportedError)       # ATen overload (or a library op's name) -> handler
+
+
+def handler_table() -> Registry:
+    """A family's table, ATen overload (or a library op's name) -> handler (``handles = HANDLERS.add``
+    registers one); torch.py merges the families' tables."""
+    return Registry("ATen op", UnsupportedError)
+
+
+HANDLERS = handler_table()
 handles = HANDLERS.add
-
-
-def handler_of(target: Any) -> Handler | None:
-    """The handler of an FX node's target: by the overload itself, else by its qualified name
-    (``"transformers::grouped_mm_fallback"``) — an op a library defines exists only once that
-    library is imported, and minic does not import it to build the table."""
-    if target in HANDLERS:
-        return HANDLERS[target]
-    return HANDLERS.get(target.name()) if isinstance(target, torch._ops.OpOverload) else None
 
 
 def fold(cx, node: fx.Node, a: dict) -> Value:
@@ -247,11 +248,8 @@ def _layer_norm(cx, node, a):
     out = cx.emit("layer_norm", [x, *params], cx.attrs("layer_norm", axis=axis, eps=float(a["eps"])))
     if not (wanted(node, 1) or wanted(node, 2)):
         return (out, None, None)
-    axes = tuple(range(axis, x.type.rank))          # the statistics, kept as [..., 1, ...]
-    mean = cx.one("reduce_mean", x, axes=axes, keepdims=True)
-    d = cx.one("sub", x, mean)
-    var = cx.one("reduce_mean", cx.one("mul", d, d), axes=axes, keepdims=True)
-    return (out, mean, cx.one("rsqrt", cx.one("add", var, cx.scalar(float(a["eps"]), x.type.dtype, f"{node.name}_eps"))))
+    _, mean, rstd = compose.moments(cx, x, tuple(range(axis, x.type.rank)), float(a["eps"]))   # kept as [..., 1, ...]
+    return (out, mean, rstd)
 
 
 @handles(aten._native_batch_norm_legit_no_training.default)
@@ -271,11 +269,7 @@ def _batch_stats_norm(cx, node, a):
     is this over [1, N·C, ...]); also returns the saved mean and 1/std per channel."""
     x = cx.value(a["input"])
     c = (x.type.shape[1],)
-    axes = tuple(k for k in range(x.type.rank) if k != 1)
-    mean = cx.one("reduce_mean", x, axes=axes, keepdims=True)
-    d = cx.one("sub", x, mean)
-    var = cx.one("reduce_mean", cx.one("mul", d, d), axes=axes, keepdims=True)
-    rstd = cx.one("rsqrt", cx.one("add", var, cx.scalar(float(a["eps"]), x.type.dtype, f"{node.name}_eps")))
+    d, mean, rstd = compose.moments(cx, x, tuple(k for k in range(x.type.rank) if k != 1), float(a["eps"]))
     y = cx.one("mul", d, rstd)
     shape = c + (1,) * (x.type.rank - 2)
     for role, op in (("weight", "mul"), ("bias", "add")):
@@ -510,17 +504,12 @@ def _bitwise(cx, node, a):
 
 @handles(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
 def _any_all(cx, node, a):
-    """any = max over bools, all = min (as i32 0/1: minic's reductions take numbers), read back
-    as ``> 0``: an empty reduction's identity (INT32_MIN for max, INT32_MAX for min) then reads
-    as False for any and True for all, as in PyTorch (a cast to bool read INT32_MIN as True)."""
-    x = cx.cast(cx.cast(cx.value(a["self"]), DType.bool), DType.i32)
+    """``compose.any_all``."""
+    x = cx.value(a["self"])
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
-    op = "reduce_max" if node.target.overloadpacket == aten.any else "reduce_min"
-    if x.type.rank == 0:
-        return cx.cast(x, DType.bool)                             # any/all of one element
-    attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
-    return cx.emit("gt", [cx.emit(op, [x], attrs, name=f"{node.name}_i32"), cx.scalar(0, DType.i32, f"{node.name}_zero")])
+    return compose.any_all(cx, x, tuple(axis_of(int(d), x.type.rank) for d in dims), bool(a.get("keepdim")),
+                           every=node.target.overloadpacket == aten.all)
 
 
 @handles(aten.bitwise_not.default)

@@ -9,9 +9,12 @@ import math
 import numpy as np
 
 from minic.errors import UserError
-from minic.frontend.torch_ops import aten, axis_of, fold, handles, operand, out_dtype
-from minic.ir.ops.layout import END
+from minic.frontend import compose
+from minic.frontend.torch_ops import aten, axis_of, fold, operand, out_dtype, handler_table
 from minic.ir.types import DType, dim_mul
+
+HANDLERS = handler_table()
+handles = HANDLERS.add
 
 
 def _x(cx, node, a, name="self"):
@@ -50,16 +53,9 @@ def _composed(cx, node, a):
         return cx.emit("sub", [_e(cx, node, "exp", [x], role="exp"), one()])
     if op == aten.reciprocal:
         return cx.emit("div", [one(), x])
-    zero = _c(cx, node, 0, "zero", x.type.dtype)
     if op == aten.trunc:
-        if not x.type.dtype.is_float:
-            return x
-        neg = _e(cx, node, "lt", [x, zero], role="neg")
-        return cx.emit("where", [neg, _e(cx, node, "ceil", [x], role="up"), _e(cx, node, "floor", [x], role="down")])
-    pos, neg = _e(cx, node, "gt", [x, zero], role="pos"), _e(cx, node, "lt", [x, zero], role="neg")   # sign
-    s = _e(cx, node, "sub", [cx.cast(pos, x.type.dtype), cx.cast(neg, x.type.dtype)], role="s") \
-        if x.type.dtype != DType.u8 else cx.cast(pos, x.type.dtype)
-    return cx.emit("where", [_e(cx, node, "eq", [x, x], role="num"), s, x]) if x.type.dtype.is_float else s
+        return _composed_trunc(cx, node, x) if x.type.dtype.is_float else x
+    return compose.sign(cx, x)
 
 
 FLOAT_MATH = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
@@ -93,13 +89,7 @@ def _atan2(cx, node, a):
 
 @handles(aten.isnan.default, aten.isinf.default)
 def _isnan_isinf(cx, node, a):
-    x = cx.value(a["self"])
-    if not x.type.dtype.is_float:
-        return cx.emit("expand", [cx.scalar(False, DType.bool, f"{node.name}_no")], cx.attrs("expand", shape=x.type.shape))
-    if node.target == aten.isnan.default:
-        return cx.emit("not", [_e(cx, node, "eq", [x, x], role="eq")])
-    inf = cx.scalar(np.inf, x.type.dtype, f"{node.name}_inf")
-    return cx.emit("eq", [_e(cx, node, "abs", [x], role="abs"), inf])
+    return compose.is_special(cx, cx.value(a["self"]), nan=node.target == aten.isnan.default)
 
 
 @handles(aten.clamp.default, aten.clamp.Tensor, aten.hardtanh.default)
@@ -116,18 +106,10 @@ def _clamp(cx, node, a):
 
 @handles(aten.leaky_relu.default, aten.elu.default)
 def _leaky_elu(cx, node, a):
-    x = cx.value(a["self"])
-    pos = _e(cx, node, "gt", [x, _c(cx, node, 0, "zero")], role="pos")
+    x = cx.value(a["self"])                     # torch's kernels take the negative branch at 0
     if node.target == aten.leaky_relu.default:
-        neg = _e(cx, node, "mul", [x, _c(cx, node, a["negative_slope"], "slope")], role="neg")
-        return cx.emit("where", [pos, x, neg])
-    if float(a["input_scale"]) != 1.0:
-        raise UserError("elu with input_scale != 1 is not supported")
-    em1 = _e(cx, node, "sub", [_e(cx, node, "exp", [x], role="exp"), _c(cx, node, 1, "one")], role="em1")
-    neg = _e(cx, node, "mul", [em1, _c(cx, node, a["alpha"], "alpha")], role="neg")
-    scaled = [_e(cx, node, "mul", [v, _c(cx, node, a["scale"], f"scale{i}")], role=f"s{i}") for i, v in enumerate((x, neg))] \
-        if float(a["scale"]) != 1.0 else [x, neg]
-    return cx.emit("where", [pos, *scaled])
+        return compose.leaky_relu(cx, x, float(a["negative_slope"]), negative_at_zero=True)
+    return compose.elu(cx, x, float(a["alpha"]), float(a["scale"]), float(a["input_scale"]), negative_at_zero=True)
 
 
 @handles(aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)
@@ -159,14 +141,12 @@ def _composed_trunc(cx, node, q):
 
 # --- layout ---------------------------------------------------------------------------
 
-def _pads(x, pad: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """torch's pad list (last axis first, begin/end pairs) as minic's (begins, then ends),
-    and what negative entries crop from each side afterwards (same layout)."""
+def _pads(x, pad: list[int]) -> tuple[int, ...]:
+    """torch's pad list (last axis first, begin/end pairs) as minic's (begins, then ends)."""
     begins, ends = [0] * x.type.rank, [0] * x.type.rank
     for i in range(len(pad) // 2):
         begins[x.type.rank - 1 - i], ends[x.type.rank - 1 - i] = int(pad[2 * i]), int(pad[2 * i + 1])
-    both = begins + ends
-    return tuple(max(p, 0) for p in both), tuple(max(-p, 0) for p in both)
+    return tuple(begins + ends)
 
 
 @handles(aten.constant_pad_nd.default, aten.reflection_pad1d.default, aten.reflection_pad2d.default,
@@ -176,17 +156,7 @@ def _pad(cx, node, a):
     mode = {aten.constant_pad_nd: "constant", aten.replication_pad2d: "edge",
             aten.replication_pad3d: "edge"}.get(node.target.overloadpacket, "reflect")
     value = float(a.get("value") or 0.0)
-    grow, crop = _pads(x, a["pad"] if "pad" in a else a["padding"])
-    if any(crop) and mode != "constant":
-        raise UserError(f"negative padding in {mode} mode is not supported")
-    y = x if not any(grow) else cx.emit("pad", [x], cx.attrs("pad", pads=grow, mode=mode, value=value))
-    if not any(crop):
-        return y
-    rank = x.type.rank
-    axes = tuple(k for k in range(rank) if crop[k] or crop[rank + k])    # a negative pad crops: a slice
-    ends = tuple(-crop[rank + k] if crop[rank + k] else END for k in axes)
-    return cx.emit("slice", [y], cx.attrs("slice", axes=axes, starts=tuple(crop[k] for k in axes), ends=ends,
-                                          steps=(1,) * len(axes)))
+    return compose.pad(cx, x, _pads(x, a["pad"] if "pad" in a else a["padding"]), mode, value)
 
 
 @handles(aten.flip.default)
@@ -202,13 +172,7 @@ def _flip(cx, node, a):
 @handles(aten.repeat.default)
 def _repeat(cx, node, a):
     """x.repeat(r0, r1, ...): x reshaped to [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...], flattened pairwise."""
-    x, reps = cx.value(a["self"]), [int(r) for r in a["repeats"]]
-    shape = (1,) * (len(reps) - x.type.rank) + tuple(x.type.shape)
-    pairs = tuple(d for s in shape for d in (1, s))
-    y = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=pairs), role="pairs")
-    y = _e(cx, node, "expand", [y], cx.attrs("expand", shape=tuple(d for r, s in zip(reps, shape) for d in (r, s))),
-           role="tiled")
-    return cx.emit("reshape", [y], cx.attrs("reshape", shape=tuple(dim_mul(r, s) for r, s in zip(reps, shape))))
+    return compose.tile(cx, cx.value(a["self"]), [int(r) for r in a["repeats"]])
 
 
 @handles(aten.copy.default)
@@ -312,28 +276,11 @@ def _var(cx, node, a):
 
 @handles(aten.linalg_vector_norm.default)
 def _vector_norm(cx, node, a):
-    """‖x‖_ord over dim: sqrt(Σx²), Σ|x|, max|x| (inf), min|x| (-inf), #nonzero (0), (Σ|x|^p)^(1/p)."""
+    """‖x‖_ord over dim (``compose.vector_norm``)."""
     x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
-    p, keep = float(a["ord"]), bool(a["keepdim"])
     dims = a.get("dim")
     axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
-    if x.type.rank == 0:
-        return cx.emit("abs", [x]) if p != 0 else cx.cast(cx.emit("not", [_e(cx, node, "eq", [x, _c(cx, node, 0, "z")],
-                                                                              role="zero")]), x.type.dtype)
-    red = lambda op, v: cx.emit(op, [v], cx.attrs(op, axes=axes, keepdims=keep))
-    mag = _e(cx, node, "abs", [x], role="abs")
-    if p == math.inf:
-        return red("reduce_max", mag)
-    if p == -math.inf:
-        return red("reduce_min", mag)
-    if p == 0:
-        return red("reduce_sum", cx.cast(_e(cx, node, "gt", [mag, _c(cx, node, 0, "zero")], role="nz"), x.type.dtype))
-    if p == 1:
-        return red("reduce_sum", mag)
-    if p == 2:
-        return cx.emit("sqrt", [red("reduce_sum", _e(cx, node, "mul", [x, x], role="sq"))])
-    total = red("reduce_sum", _e(cx, node, "pow", [mag, _c(cx, node, p, "p")], role="pow"))
-    return cx.emit("pow", [total, _c(cx, node, 1.0 / p, "inv_p")])
+    return compose.vector_norm(cx, x, float(a["ord"]), axes, bool(a["keepdim"]))
 
 
 @handles(aten.histc.default)
@@ -390,11 +337,8 @@ def _rrelu(cx, node, a):
     """At inference (training=False) rrelu is leaky_relu with slope (lower + upper) / 2."""
     if a["training"]:
         raise UserError("rrelu in training mode draws random slopes: training-only")
-    x = cx.value(a["self"])
     slope = (float(a["lower"]) + float(a["upper"])) / 2
-    pos = _e(cx, node, "gt", [x, _c(cx, node, 0, "zero", x.type.dtype)], role="pos")
-    out = cx.emit("where", [pos, x, _e(cx, node, "mul", [x, _c(cx, node, slope, "slope", x.type.dtype)], role="neg")])
-    return (out, cx.value(a["noise"]))
+    return (compose.leaky_relu(cx, cx.value(a["self"]), slope, negative_at_zero=True), cx.value(a["noise"]))
 
 
 @handles(aten.multilabel_margin_loss_forward.default)

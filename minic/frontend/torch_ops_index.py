@@ -17,9 +17,12 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, axis_of, handles, out_dtype, wanted
+from minic.frontend.torch_ops import aten, axis_of, out_dtype, wanted, handler_table
 from minic.ir.ops.layout import END
 from minic.ir.types import DType, dim_mul
+
+HANDLERS = handler_table()
+handles = HANDLERS.add
 
 
 def _transpose(cx, x, perm):
@@ -29,11 +32,6 @@ def _transpose(cx, x, perm):
 
 def _inverse(perm) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argsort(perm))
-
-
-def _last(rank: int, axis: int) -> tuple[int, ...]:
-    """The permutation that moves ``axis`` to the end."""
-    return tuple(a for a in range(rank) if a != axis) + (axis,)
 
 
 def _reshape(cx, x, shape):

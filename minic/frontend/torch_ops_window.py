@@ -14,7 +14,10 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, handles, ints
+from minic.frontend.torch_ops import aten, ints, handler_table
+
+HANDLERS = handler_table()
+handles = HANDLERS.add
 
 
 # The spatial axes each window op works on (its input may lack the batch axis).
@@ -23,7 +26,8 @@ SPATIAL = {aten.max_pool2d.default: 2, aten.max_pool2d_with_indices.default: 2,
            aten.avg_pool3d.default: 3, aten.adaptive_avg_pool1d.default: 1, aten.adaptive_avg_pool2d.default: 2,
            aten._adaptive_avg_pool2d.default: 2, aten._adaptive_avg_pool3d.default: 3,
            aten.adaptive_max_pool1d.default: 1, aten.adaptive_max_pool2d.default: 2,
-           aten.adaptive_max_pool3d.default: 3}
+           aten.adaptive_max_pool3d.default: 3,
+           aten.col2im.default: 1, aten.im2col.default: 2}      # col2im's input (N, C·blocks, positions)
 
 
 def batched(convert):
@@ -45,13 +49,19 @@ def _wants_indices(node) -> bool:
     return any(u.target is operator.getitem and u.args[1] == 1 for u in node.users)
 
 
+def _pool_window(node, a) -> tuple[tuple[int, ...], ...]:
+    """A pool's kernel, strides (the kernel's by default), dilations (1 for average pools) and pads
+    (before..., after...: torch pads both ends alike)."""
+    rank = SPATIAL[node.target]
+    kernel = ints(a["kernel_size"], rank)
+    return kernel, ints(a["stride"] or kernel, rank), ints(a.get("dilation", 1), rank), ints(a["padding"], rank) * 2
+
+
 @handles(aten.max_pool2d.default, aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
 @batched
 def _max_pool(cx, node, a, x):
-    rank = SPATIAL[node.target]
-    kernel = ints(a["kernel_size"], rank)
-    stride, dilation = ints(a["stride"] or kernel, rank), ints(a["dilation"], rank)
-    pads, ceil = ints(a["padding"], rank) * 2, bool(a["ceil_mode"])
+    kernel, stride, dilation, pads = _pool_window(node, a)
+    ceil = bool(a["ceil_mode"])
     out = compose.pool(cx, x, "max", kernel, stride, dilation, pads, ceil)
     if node.target == aten.max_pool2d.default:
         return out
@@ -63,19 +73,17 @@ def _max_pool(cx, node, a, x):
 @handles(aten.avg_pool1d.default, aten.avg_pool2d.default, aten.avg_pool3d.default)
 @batched
 def _avg_pool(cx, node, a, x):
-    rank = SPATIAL[node.target]
-    kernel = ints(a["kernel_size"], rank)
-    stride, padding = ints(a["stride"] or kernel, rank), ints(a["padding"], rank)
+    kernel, stride, dilation, pads = _pool_window(node, a)
     divisor = a.get("divisor_override")
-    y = compose.pool(cx, x, "avg", kernel, stride, (1,) * rank, padding * 2, bool(a["ceil_mode"]),
+    y = compose.pool(cx, x, "avg", kernel, stride, dilation, pads, bool(a["ceil_mode"]),
                      bool(a["count_include_pad"]) and divisor is None)
     if divisor is None:
         return y
     # The window sums over the input's cells, divided by the override: the mean over those
     # cells times their count (a box: the product of each axis's count) over the divisor.
-    sizes = [compose.static(cx, x, 2 + k, "avg_pool with divisor_override") for k in range(rank)]
-    geom = compose.pool_geometry(cx, sizes, kernel, stride, (1,) * rank, padding * 2, bool(a["ceil_mode"]))
-    counts = compose.pool_counts(geom, sizes, kernel, stride, (1,) * rank, include_pad=False)
+    sizes = [compose.static(cx, x, 2 + k, "avg_pool with divisor_override") for k in range(len(kernel))]
+    geom = compose.pool_geometry(cx, sizes, kernel, stride, dilation, pads, bool(a["ceil_mode"]))
+    counts = compose.pool_counts(geom, sizes, kernel, stride, dilation, include_pad=False)
     return cx.one("mul", y, cx.const(counts / float(divisor), like=x))
 
 
@@ -176,26 +184,17 @@ def _window(a, image) -> compose.Window:
 
 
 @handles(aten.col2im.default)
-def _col2im(cx, node, a):
+@batched
+def _col2im(cx, node, a, x):
     """fold: each column cell added into the output position its window places it at (``compose.col2im``)."""
-    x = cx.value(a["self"])
-    batched = x.type.rank == 3
-    if not batched:
-        x = cx.one("unsqueeze", x, axes=(0,))
-    y = compose.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
-    return y if batched else cx.one("squeeze", y, axes=(0,))
+    return compose.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
 
 
 @handles(aten.im2col.default)
-def _im2col(cx, node, a):
+@batched
+def _im2col(cx, node, a, x):
     """unfold (nn.Unfold): each block's cells gathered (``compose.im2col``)."""
-    x = cx.value(a["self"])
-    batched = x.type.rank == 4
-    if not batched:
-        x = cx.one("unsqueeze", x, axes=(0,))
-    sizes = tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))
-    y = compose.im2col(cx, x, _window(a, sizes))
-    return y if batched else cx.one("squeeze", y, axes=(0,))
+    return compose.im2col(cx, x, _window(a, tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))))
 
 
 @handles(aten.grid_sampler_2d.default)

@@ -185,3 +185,34 @@ def test_max_unpool_puts_each_value_back_at_its_index():
 def test_max_pool_indices(attrs):
     x = np.random.default_rng(15).integers(0, 5, (2, 3, 6, 5)).astype(np.float32)     # ties: the first tap wins
     _check("MaxPool", {"x": x}, 2, **attrs)
+
+
+# What the shared compose layer gives ONNX that its own converters refused: N-D Conv (as torch's
+# Conv3d), dilated average pools, cropping pads (as torch's negative F.pad), NaN-keeping Sign.
+
+@pytest.mark.parametrize("backend", ["interp", "minic"])
+def test_conv_3d_with_groups_strides_dilations_and_pads(backend):
+    rng = np.random.default_rng(20)
+    x, w = rng.standard_normal((2, 4, 5, 6, 7)), rng.standard_normal((6, 2, 2, 3, 2))      # f64: sums near 0
+    _check("Conv", {"x": x, "w": w, "b": rng.standard_normal(6)}, backend=backend, group=2,
+           strides=[2, 1, 2], dilations=[1, 2, 1], pads=[1, 0, 1, 0, 2, 1])
+    _check("Conv", {"x": x, "w": w}, group=2, auto_pad="SAME_UPPER")
+
+
+def test_dilated_average_pool_and_3d_lp_pool():
+    x = np.random.default_rng(21).standard_normal((1, 2, 7, 8)).astype(np.float32)
+    _check("AveragePool", {"x": x}, kernel_shape=[2, 3], dilations=[2, 1], pads=[1, 1, 0, 1], count_include_pad=1)
+    v = np.random.default_rng(22).standard_normal((1, 2, 4, 5, 6)).astype(np.float32)
+    _check("LpPool", {"v": v}, kernel_shape=[2, 2, 3], strides=[1, 2, 2], p=3)
+
+
+def test_negative_pads_crop_and_sign_keeps_nan():
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    node = helper.make_node("Pad", ["x", "pads", "value"], ["y"])            # ONNX's reference refuses < 0 pads
+    graph = helper.make_graph([node], "crop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("pads", TensorProto.INT64, [4], [-1, 2, 1, -2]),
+                               helper.make_tensor("value", TensorProto.FLOAT, [], [7.0])])
+    got = MinicBackend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])).run([x])[0]
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 1), (2, 0)), constant_values=7)[1:, :-2])
+    _check("Sign", {"s": np.array([-2.5, 0.0, 3.0, np.nan], np.float32)})

@@ -138,6 +138,9 @@ BREADTH = {
     "multilabel_margin": (lambda x, t: (F.multilabel_margin_loss(x, t), F.multilabel_margin_loss(x, t, reduction="none")),
                           (r(3, 5), torch.tensor([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 0, 0, 0]]))),
     "number_output": (lambda x: (x * 2, 3, x.shape[0]), (r(3, 2),)),
+    "elu_input_scale": (lambda x: torch.ops.aten.elu(x, 1.5, 1.2, 0.5), (r(3, 4),)),     # compose.elu
+    "negative_and_reflect_pads": (lambda x: (F.pad(x, (-1, 2, 1, -1), value=3.0), F.pad(x, (1, 2), mode="reflect")),
+                                  (r(1, 3, 4),)),
 }
 
 
