@@ -211,18 +211,26 @@ def _torch_backend(source: ModelSource, **options: Any) -> Runner:
 def _inductor_backend(source: ModelSource, **options: Any) -> Runner:
     """``torch.compile`` (TorchInductor's C++/OpenMP kernels) of the torch module; it
     compiles on the first call, which is made here (compile time, not run time).
-    Its threads are torch's (``torch.set_num_threads``)."""
+    Its threads are torch's (``torch.set_num_threads``).  ``autocast="bf16"`` runs it
+    under ``torch.autocast("cpu", torch.bfloat16)`` (matmuls and convs in bf16, the
+    results handed back as f32), how a PyTorch user asks for bf16."""
     import torch
     if source.module is None:
         raise UserError(f"backend 'inductor' needs a torch model; '{source.name}' is not one")
+    autocast = options.pop("autocast", None)
     if options:
-        raise UserError(f"backend 'inductor' has no option '{sorted(options)[0]}'")
+        raise UserError(f"backend 'inductor' has no option '{sorted(options)[0]}' (options: autocast)")
+    if autocast not in (None, "bf16"):
+        raise UserError(f"backend 'inductor': autocast must be 'bf16', not {autocast!r}")
     compiled = torch.compile(source.module.eval())
 
+    def f32(o):
+        return (o.float() if o.dtype == torch.bfloat16 else o).numpy()
+
     def run(*arrays: np.ndarray):
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=autocast == "bf16"):
             out = compiled(*(torch.from_numpy(np.asarray(a, order="C")) for a in arrays))
-        return tuple(o.numpy() for o in out) if isinstance(out, (tuple, list)) else out.numpy()
+        return tuple(f32(o) for o in out) if isinstance(out, (tuple, list)) else f32(out)
     run(*source.example_inputs)
     return run
 

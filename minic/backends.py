@@ -127,6 +127,15 @@ def _with_install_hint(name: str, fn: BackendFn, extra: str) -> BackendFn:
     return compile_with
 
 
+def recipe(name: str) -> Callable[[ModelSource, int], ModelSource] | None:
+    """The model transform of a precision that changes the model rather than an engine's
+    option (``int8``: ONNX Runtime's quantizer writes a QDQ file, which every engine that
+    reads ONNX then runs), from the bridges' ``minic.recipes`` entry points; None when
+    ``name`` is not one.  Called as ``recipe(source, seed) -> source``."""
+    found = {ep.name: ep for ep in entry_points(group="minic.recipes")}
+    return found[name].load() if name in found else None
+
+
 def names() -> list[str]:
     """All backend names, minic's own and the bridges' (installed or not)."""
     return sorted(set(_BACKENDS) | set(_LAZY) | set(_plugins()))

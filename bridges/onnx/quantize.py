@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from minic.backends import ModelSource
 from minic.errors import UserError
 from bridges.onnx.inputs import byte_tokens, load_text
 
@@ -47,11 +48,15 @@ def feed_reader(feeds: list[dict[str, np.ndarray]]):
 
 
 def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
-                  per_channel: bool = False) -> onnx.ModelProto:
+                  per_channel: bool = False, op_types: tuple[str, ...] = ("MatMul",),
+                  unsigned_activations: bool = False) -> onnx.ModelProto:
     """INT8 QDQ copy of ``model``, calibrated (min-max) on ``feeds``.
 
-    Only MatMul, the ops that dominate the time, are quantized; quantizing the
-    norms and softmax too loses accuracy for little speed.
+    By default only MatMul, the ops that dominate a transformer's time, is quantized,
+    with symmetric s8 activations (the QNN leg's recipe); quantizing the norms and
+    softmax too loses accuracy for little speed.  ``unsigned_activations``: u8
+    activations with a zero point from the calibrated range, the pair x86's VNNI
+    multiplies (u8 x s8) and ONNX Runtime's own default on x86.
     """
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -69,8 +74,75 @@ def quantize_int8(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
             except Exception as e:  # ORT raises a bare Exception here
                 raise UserError(f"INT8 quantization: ONNX Runtime's pre-processing failed: {e}") from None
         quantize_static(str(prepared), str(int8), feed_reader(feeds), quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        op_types_to_quantize=["MatMul"], per_channel=per_channel,
-                        calibrate_method=CalibrationMethod.MinMax,
-                        extra_options={"ActivationSymmetric": True})
+                        activation_type=QuantType.QUInt8 if unsigned_activations else QuantType.QInt8,
+                        weight_type=QuantType.QInt8, op_types_to_quantize=list(op_types),
+                        per_channel=per_channel, calibrate_method=CalibrationMethod.MinMax,
+                        extra_options={"ActivationSymmetric": not unsigned_activations})
         return onnx.load(str(int8))
+
+
+def quantize_dynamic_int8(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``quantize_dynamic``'s copy of ``model`` (its defaults: s8 weights, per tensor): the
+    activations are quantized at run time (DynamicQuantizeLinear), the matmuls and convs
+    become MatMulInteger and ConvInteger.  No calibration."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32, int8 = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(model, str(fp32))
+        with contextlib.chdir(tmp):
+            quantize_dynamic(str(fp32), str(int8))
+        return onnx.load(str(int8))
+
+
+def calibration_feeds(names: tuple[str, ...], examples: tuple[np.ndarray, ...], seed: int = 0,
+                      count: int = 8) -> list[dict[str, np.ndarray]]:
+    """The example inputs, then ``count - 1`` seeded random inputs like them: floats drawn
+    around the example's mean with its spread, integers (token ids) among the example's
+    own values, so no id falls outside what the model takes."""
+    rng = np.random.default_rng(seed)
+
+    def like(x: np.ndarray) -> np.ndarray:
+        if x.dtype.kind == "f":
+            spread = float(x.std()) or 1.0
+            return (float(x.mean()) + spread * rng.standard_normal(x.shape)).astype(x.dtype)
+        return rng.choice(x.reshape(-1), size=x.shape).astype(x.dtype) if x.size else x
+
+    feeds = [dict(zip(names, examples))]
+    feeds += [{n: like(x) for n, x in zip(names, examples)} for _ in range(count - 1)]
+    return feeds
+
+
+# The precisions that change the model rather than an engine's option (the ``minic.recipes``
+# entry points, ``minic.backends.recipe``): every engine that reads ONNX runs the same file.
+
+def static_int8(source: ModelSource, seed: int = 0) -> ModelSource:
+    """``source`` quantized statically in QDQ format: every MatMul, Gemm and Conv, u8
+    activations calibrated (min-max) on the example inputs and seeded random ones, s8
+    weights per output channel."""
+    from bridges.onnx.backend import model_input_names, to_onnx
+
+    model = to_onnx(source)
+    names = model_input_names(source, model)
+    used = {i.name for i in model.graph.input}
+    feeds = [{n: x for n, x in f.items() if n in used} for f in calibration_feeds(names, source.example_inputs, seed)]
+    return _saved(source, "int8", names, quantize_int8(model, feeds, per_channel=True,
+                                                         op_types=("MatMul", "Gemm", "Conv"),
+                                                         unsigned_activations=True))
+
+
+def dynamic_int8(source: ModelSource, seed: int = 0) -> ModelSource:
+    """``source`` quantized by ``quantize_dynamic`` (``seed`` unused: nothing is calibrated)."""
+    from bridges.onnx.backend import model_input_names, to_onnx
+
+    model = to_onnx(source)
+    return _saved(source, "int8-dynamic", model_input_names(source, model), quantize_dynamic_int8(model))
+
+
+def _saved(source: ModelSource, recipe: str, names: tuple[str, ...], quantized: onnx.ModelProto) -> ModelSource:
+    """The quantized model as a file source; the file lives as long as the source."""
+    folder = tempfile.TemporaryDirectory(prefix="minic-int8-")
+    path = Path(folder.name) / f"{source.name}-{recipe}.onnx"
+    onnx.save(quantized, str(path))
+    return ModelSource(f"{source.name}-{recipe}", source.example_inputs, onnx_path=path,
+                       dynamic_axes=source.dynamic_axes, input_names=names, extra={"folder": folder})

@@ -28,10 +28,10 @@ ok when either is within the bound, as in ``minic.verify.tolerance``.
 """
 from __future__ import annotations
 
-from minic.verify.tolerance import F16
+from minic.verify.tolerance import F16, QDQ16, QDQ8
 
 FP16 = F16
-QDQ = {"uint8": 0.15, "int8": 0.15, "uint16": 0.1, "int16": 0.1}
+QDQ = {"uint8": QDQ8, "int8": QDQ8, "uint16": QDQ16, "int16": QDQ16}
 QDQ_VS_CPU = QDQ
 
 

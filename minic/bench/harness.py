@@ -62,6 +62,7 @@ class Result:
     detail: str = ""
     compile_s: float = 0.0
     max_abs_err: float | None = None
+    rel_err: float | None = None    # max abs error / max |reference|: what a precision's bound judges
     blocks: list[list[float]] = field(default_factory=list)
     cpu_blocks: list[list[float]] = field(default_factory=list)    # CPU seconds of the same calls
     rss_base_mb: float = 0.0        # after torch, the model and the reference: before the path's build
@@ -93,7 +94,8 @@ class Result:
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "model": self.config.model, "batch": self.config.batch,
                 "threads": self.config.threads, "status": self.status, "detail": self.detail,
-                "compile_s": self.compile_s, "max_abs_err": self.max_abs_err, "median_s": self.median,
+                "compile_s": self.compile_s, "max_abs_err": self.max_abs_err, "rel_err": self.rel_err,
+                "precision": self.path.partition(":")[2] or "f32", "median_s": self.median,
                 "spread_s": list(self.spread), "block_medians_s": self.block_medians, "blocks_s": self.blocks,
                 "cpu_blocks_s": self.cpu_blocks, "cpu_median_s": self.cpu_median,
                 "rss_base_mb": self.rss_base_mb, "rss_peak_mb": self.rss_peak_mb}
@@ -164,7 +166,7 @@ def run_config(config: Config, paths: list[BenchPath], timing: Timing,
             except WorkerDied as e:
                 built = {"status": "crash", "detail": str(e)}
             result = Result(path.name, config, built["status"], built.get("detail", ""),
-                            built.get("compile_s", 0.0), built.get("max_abs_err"),
+                            built.get("compile_s", 0.0), built.get("max_abs_err"), built.get("rel_err"),
                             rss_base_mb=built.get("rss_base_mb", 0.0),
                             rss_peak_mb=built.get("rss_after_build_mb", 0.0), pid=built.get("pid", 0),
                             source=built.get("source", ""))

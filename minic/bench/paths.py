@@ -14,16 +14,33 @@ two ways, both applied to every worker so that every path gets the same count:
 Any backend name not registered here is timed with the process-wide settings only;
 a named variant of ``minic debug`` (``mlir-tosa``) runs with that variant's options.
 A bridge that lands later adds its line with ``register``.
+
+A path may run at other precisions than f32 (``--vs openvino:bf16``, or ``--precision``
+for every path that has them), each where the engine is at its best:
+
+* an engine's own option: ``bf16`` is minic's and OpenVINO's ``precision="bf16"`` (bf16
+  storage and dot products, f32 accumulation) and Inductor under ``torch.autocast``;
+* a *recipe* that changes the model (``minic.backends.recipe``): ``int8`` is the model
+  quantized statically by ONNX Runtime's quantizer (QDQ, u8 activations calibrated on the
+  example inputs and seeded random ones, s8 weights per channel), ``int8-dynamic`` by its
+  ``quantize_dynamic``; every engine that reads ONNX runs that same file.
+
+Each precision is judged against the f32 reference by its own bound (``TOLERANCE``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from minic import backends
 from minic.errors import UserError
+from minic.verify.precision import TOLERANCE as OWN_TOLERANCE
+from minic.verify.tolerance import QDQ8
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TVM_NUM_THREADS", "NUM_CPU_THREADS")
+PRECISIONS = ("f32", "bf16", "int8", "int8-dynamic")
+TOLERANCE = {**OWN_TOLERANCE, "int8": QDQ8, "int8-dynamic": QDQ8}       # against the f32 reference
+INT8 = {"int8": {}, "int8-dynamic": {}}                                 # recipes: the model changes, not the options
 
 
 @dataclass(frozen=True)
@@ -34,6 +51,17 @@ class BenchPath:
     threads_option: str = ""                      # the backend option for the thread count ("": process-wide only)
     source_dir: str = ""                          # run the worker on the minic/bridges sources in this folder
                                                   # ("": the running ones); an A/B of two revisions
+    precision: str = "f32"                        # what it runs at (an option below, or a recipe's model)
+    precisions: dict[str, dict[str, Any]] = field(default_factory=lambda: {"f32": {}})   # -> the options for it
+
+    def at(self, precision: str) -> "BenchPath | None":
+        """This path at ``precision`` (named ``openvino:bf16``), or None where it has no such mode."""
+        if precision == self.precision:
+            return self
+        if precision not in self.precisions:
+            return None
+        return replace(self, name=f"{self.name.partition(':')[0]}:{precision}", precision=precision,
+                       options={**self.options, **self.precisions[precision]})
 
     def options_for(self, threads: int) -> dict[str, Any]:
         """The backend's options for a run on ``threads`` threads."""
@@ -41,7 +69,8 @@ class BenchPath:
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "backend": self.backend, "options": self.options,
-                "threads_option": self.threads_option, "source_dir": self.source_dir}
+                "threads_option": self.threads_option, "source_dir": self.source_dir,
+                "precision": self.precision, "precisions": self.precisions}
 
 
 PATHS: dict[str, BenchPath] = {}
@@ -54,21 +83,38 @@ def register(path: BenchPath) -> BenchPath:
 
 
 register(BenchPath("torch", "torch"))
-register(BenchPath("inductor", "inductor"))
-register(BenchPath("onnxruntime", "onnxruntime", threads_option="threads"))
-register(BenchPath("openvino", "openvino", {"precision": "f32"}, threads_option="threads"))
+register(BenchPath("inductor", "inductor", precisions={"f32": {}, "bf16": {"autocast": "bf16"}}))
+register(BenchPath("onnxruntime", "onnxruntime", threads_option="threads", precisions={"f32": {}, **INT8}))
+# int8: the QDQ file under OpenVINO's own default hint on this CPU (bf16 where it has AVX512-BF16)
+# for the ops left in float, as a user who loads a quantized model gets it.
+register(BenchPath("openvino", "openvino", {"precision": "f32"}, threads_option="threads",
+                   precisions={"f32": {}, "bf16": {"precision": "bf16"},
+                               **{k: {"precision": "bf16"} for k in INT8}}))
 register(BenchPath("tvm", "tvm"))
 register(BenchPath("tinygrad", "tinygrad"))
 # No disk cache: the build's time and memory are a compile's, as they are for every other path.
-register(BenchPath("minic", "minic", {"use_cache": False}, threads_option="num_threads"))
+register(BenchPath("minic", "minic", {"use_cache": False}, threads_option="num_threads",
+                   precisions={"f32": {}, "bf16": {"precision": "bf16"}, **INT8}))
 register(BenchPath("iree", "iree", threads_option="threads"))
 for _via in ("stablehlo", "linalg", "turbine"):
     register(BenchPath(f"iree-{_via}", "iree", {"via": _via}, threads_option="threads"))
 
 
-def resolve(name: str) -> BenchPath:
-    """The bench path ``name``: registered here, a ``minic debug`` variant, or a bare backend."""
-    name = ALIASES.get(name.strip(), name.strip())
+def resolve(spec: str) -> BenchPath:
+    """The bench path ``spec`` (``NAME`` or ``NAME:PRECISION``): registered here, a ``minic
+    debug`` variant, or a bare backend."""
+    name, _, precision = spec.strip().partition(":")
+    name = ALIASES.get(name, name)
+    path = _resolve(name)
+    if not precision:
+        return path
+    at = path.at(precision)
+    if at is None:
+        raise UserError(f"bench path '{name}' runs at {', '.join(path.precisions)}, not '{precision}'")
+    return at
+
+
+def _resolve(name: str) -> BenchPath:
     if name in PATHS:
         return PATHS[name]
     from minic.debug.paths import PATHS as DEBUG_PATHS
@@ -85,12 +131,18 @@ def available() -> list[str]:
     return sorted({n for n, p in PATHS.items() if p.backend in have} | have)
 
 
-def parse(spec: str) -> list[BenchPath]:
-    """``--vs`` (comma-separated) -> paths, torch first and minic last, each once."""
-    names = [ALIASES.get(s.strip(), s.strip()) for s in spec.split(",") if s.strip()]
-    ordered = ["torch"] + [n for n in names if n not in ("torch", "minic")] + ["minic"]
-    seen: list[str] = []
-    for n in ordered:
-        if n not in seen:
-            seen.append(n)
-    return [resolve(n) for n in seen]
+def parse(spec: str, precisions: tuple[str, ...] = ("f32",)) -> list[BenchPath]:
+    """``--vs`` (comma-separated) -> paths, torch first and minic last, each once; with
+    ``precisions`` (``--precision``), each path given without one at each of them that it
+    has (torch, the reference, at f32 only)."""
+    unknown = [p for p in precisions if p not in PRECISIONS]
+    if unknown or not precisions:
+        raise UserError(f"--precision takes {', '.join(PRECISIONS)} (comma-separated), not '{','.join(unknown)}'")
+    given = [resolve(s) for s in spec.split(",") if s.strip()]
+    ordered = [resolve("torch"), *[p for p in given if p.name not in ("torch", "minic")], resolve("minic")]
+    paths: list[BenchPath] = []
+    for path in ordered:
+        variants = [path] if path.precision != "f32" or path.name == "torch" else \
+            [v for p in precisions if (v := path.at(p)) is not None]
+        paths += [v for v in variants if v.name not in {q.name for q in paths}]
+    return paths

@@ -61,9 +61,29 @@ class Conditions:
                 "warmup": self.timing.warmup}
 
 
-def best_rival(results: list[Result]) -> Result | None:
-    timed = [r for r in results if r.path in RIVALS and r.blocks]
+def engine(r: Result) -> str:
+    """The engine of a path at some precision: ``openvino:bf16`` -> ``openvino``."""
+    return r.path.partition(":")[0]
+
+
+def fastest(results: list[Result], engines: tuple[str, ...]) -> Result | None:
+    """The fastest timed path of ``engines``, over every precision they ran at (a path that
+    missed its precision's accuracy bound was not timed)."""
+    timed = [r for r in results if engine(r) in engines and r.blocks]
     return min(timed, key=lambda r: r.median) if timed else None
+
+
+def best_rival(results: list[Result]) -> Result | None:
+    return fastest(results, RIVALS)
+
+
+def best_line(results: list[Result]) -> str:
+    """minic at its best against the best rival at its best, when more than f32 ran."""
+    mine, rival = fastest(results, ("minic",)), best_rival(results)
+    if mine is None or rival is None:
+        return ""
+    return (f"at each engine's best: {mine.path} {fmt_ratio(mine.median * 1e3)} ms / {rival.path} "
+            f"{fmt_ratio(rival.median * 1e3)} ms = {fmt_ratio(mine.median / rival.median)}x")
 
 
 def cell(r: Result) -> str:
@@ -79,20 +99,24 @@ def print_config(console, config: Config, results: list[Result]) -> None:
     eager = next((r.median for r in results if r.path == "torch" and r.blocks), None)
     rival = best_rival(results)
     table = Table("path", "status", "compile", "latency: median \\[spread] ms", "x eager",
-                  f"x best of {'/'.join(RIVALS)}", "max abs err", "peak RSS", "detail", title=config.label)
+                  f"x best of {'/'.join(RIVALS)}", "max abs err", "rel err", "peak RSS", "detail", title=config.label)
     for r in results:
         ok = bool(r.blocks)
         table.add_row(r.path, r.status, fmt_ms(r.compile_s) if r.status == "ok" else "", escape(cell(r)) if ok else "",
                       fmt_ratio(r.median / eager) if ok and eager else "",
                       fmt_ratio(r.median / rival.median) if ok and rival else "",
                       f"{r.max_abs_err:.2e}" if r.max_abs_err is not None else "",
+                      f"{r.rel_err:.2e}" if r.rel_err is not None else "",
                       f"{r.rss_peak_mb:,.0f} MB" if r.rss_peak_mb else "", escape(r.detail[:80]))
     console.print(table)
+    if any(r.path != engine(r) for r in results) and (line := best_line(results)):
+        console.print(line)
 
 
 def markdown(results: list[Result], paths: list[str]) -> str:
     """The README's tables: latency per (model, threads, batch) and path, the best rival
-    in bold beside minic's ratio to it; then each path's peak RSS."""
+    in bold beside minic's ratio to it (each at its fastest precision within that
+    precision's accuracy bound, where several ran); then each path's peak RSS."""
     keys: list[Config] = []
     for r in results:
         if r.config not in keys:
@@ -109,8 +133,8 @@ def markdown(results: list[Result], paths: list[str]) -> str:
             r = by.get((c, p))
             text = "–" if r is None or not r.blocks else cell(r)
             cells.append(f"**{text}**" if rival is not None and r is rival else text)
-        mine = by.get((c, "minic"))
-        ratio = fmt_ratio(mine.median / rival.median) if mine and mine.blocks and rival else "–"
+        mine = fastest(row, ("minic",))
+        ratio = fmt_ratio(mine.median / rival.median) if mine and rival else "–"
         lat.append(f"| {c.model} | {c.batch} | {c.threads} | " + " | ".join(cells) + f" | {ratio} |")
         rss = [f"{by[(c, p)].rss_peak_mb:,.0f}" if (c, p) in by and by[(c, p)].status == "ok" else "–" for p in paths]
         mem.append(f"| {c.model} | {c.batch} | {c.threads} | " + " | ".join(rss) + " |")
@@ -129,11 +153,11 @@ def cpu_table(keys: list[Config], by: dict[tuple[Config, str], Result], paths: l
         timed = {p: by[(c, p)] for p in paths if (c, p) in by and by[(c, p)].cpu_median}
         if not timed:
             continue
-        rivals = [r for p, r in timed.items() if p in RIVALS]
+        rivals = [r for r in timed.values() if engine(r) in RIVALS]
         rival = min(rivals, key=lambda r: r.cpu_median) if rivals else None
         cells = [(lambda t: f"**{t}**" if timed.get(p) is rival else t)(fmt_ratio(timed[p].cpu_median * 1e3))
                  if p in timed else "–" for p in paths]
-        mine = timed.get("minic")
+        mine = min((r for r in timed.values() if engine(r) == "minic"), key=lambda r: r.cpu_median, default=None)
         ratio = fmt_ratio(mine.cpu_median / rival.cpu_median) if mine and rival else "–"
         lines.append(f"| {c.model} | {c.batch} | {c.threads} | " + " | ".join(cells) + f" | {ratio} |")
     if not lines:

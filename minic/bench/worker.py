@@ -3,7 +3,8 @@
 SPEC (JSON) names the model, batch, thread count and path.  The worker sets the
 thread count (the parent has already put ``paths.THREAD_ENV`` in its environment),
 builds the zoo model, computes PyTorch eager's output as the reference, compiles
-the path, checks the path's output against it, runs the warm-up calls, and answers
+the path (at an int8 precision, on the model its recipe quantized), checks the path's
+output against the reference within its precision's bound, runs the warm-up calls, and answers
 the parent's requests on its private pipe, one JSON line each:
 
     (after build)                      -> {"status": "ok", "compile_s": ..., "max_abs_err": ..., "rss_base_mb": ...}
@@ -59,10 +60,9 @@ def build(spec: dict[str, Any]):
     import minic
     from minic.api import load
     from minic.verify.matrix import check
-    from minic.verify.tolerance import F32
     from minic.errors import UserError
     from minic import backends
-    from minic.bench.paths import BenchPath
+    from minic.bench.paths import TOLERANCE, BenchPath
 
     torch.set_num_threads(spec["threads"])
     from minic.inputs import given
@@ -73,11 +73,16 @@ def build(spec: dict[str, Any]):
             raise UserError(f"model '{spec['model']}' has no batch axis; --batch {spec['batch']} cannot apply")
         source.example_inputs = batched(source.example_inputs, source.dynamic_axes, spec["batch"])
     _, reference = backends.reference(source)
-    base = current_rss_mb()
     path = BenchPath(**spec["path"])
-    cell = check(source, path.backend, source.example_inputs, reference, F32, **path.options_for(spec["threads"]))
+    recipe = backends.recipe(path.precision)
+    if recipe is not None:               # int8: the quantizer's model (its f32 reference stays)
+        source = recipe(source, spec["seed"])
+    base = current_rss_mb()
+    cell = check(source, path.backend, source.example_inputs, reference, TOLERANCE[path.precision],
+                 **path.options_for(spec["threads"]))
     answer = {"status": cell.status, "detail": cell.detail, "compile_s": cell.compile_s,
-              "max_abs_err": cell.errors.abs if cell.errors else None, "rss_base_mb": base,
+              "max_abs_err": cell.errors.abs if cell.errors else None,
+              "rel_err": cell.errors.rel if cell.errors else None, "rss_base_mb": base,
               "torch_threads": torch.get_num_threads(), "pid": os.getpid(),
               "source": str(Path(minic.__file__).resolve().parent.parent)}
     inputs = source.example_inputs

@@ -3,7 +3,8 @@ minic against PyTorch eager, Inductor, ONNX Runtime, OpenVINO, TVM, IREE (and
 tinygrad, ... as named), each path in its own worker process with the same thread count.
 
 For every configuration (model, batch, threads) each path is built once in its own
-process and checked against PyTorch eager there; then the paths are asked in turn
+process and checked against PyTorch eager there (``--precision``: each path at each
+precision it has, judged by that precision's bound; ``minic.bench.paths``); then the paths are asked in turn
 for blocks of calls, round after round (``minic.bench.harness``).  A path's figure
 is the median over rounds of its block medians, with the lowest and highest block
 median as its spread; each worker also reports its peak RSS (build and run).  This
@@ -37,6 +38,11 @@ def register(sub) -> None:
                    "of `minic debug` such as iree-linalg or mlir-tosa; default: %(default)s)")
     p.add_argument("--threads", default="", help="thread counts, comma-separated (default: the CPUs this "
                    "process may use)")
+    p.add_argument("--precision", default="f32", help="precisions, comma-separated: each path at each one it "
+                   "has (f32; bf16: minic, OpenVINO, Inductor under autocast; int8, int8-dynamic: the model "
+                   "quantized by ONNX Runtime's quantize_static (QDQ) or quantize_dynamic, run by minic, ONNX "
+                   "Runtime and OpenVINO), judged by each precision's accuracy bound; the summary compares "
+                   "each engine at its fastest (default: %(default)s)")
     p.add_argument("--batch", default="1", help="batch sizes, comma-separated (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=5, help="rounds: one block per path each (default: %(default)s)")
     p.add_argument("--calls", type=int, default=10, help="timed calls per block (default: %(default)s)")
@@ -129,7 +135,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError("--rounds and --calls must be at least 1, --warmup at least 0, --budget above 0")
     if args.plot:
         plot_format(args.plot)
-    paths = bench_paths.parse(args.vs)
+    paths = bench_paths.parse(args.vs, tuple(p.strip() for p in args.precision.split(",") if p.strip()))
     if args.records:
         paths = [replace(p, options={**p.options, "records": str(args.records)}) if p.name == "minic" else p
                  for p in paths]

@@ -24,7 +24,7 @@ from typing import Any
 from minic import backends
 from minic.backends import ModelSource, Runner
 from minic.verify.precision import TOLERANCE
-from minic.verify.tolerance import F16, F32
+from minic.verify.tolerance import F16, F32, QDQ16, QDQ8
 from minic.errors import UserError
 
 DEFAULT_TOLERANCE = dict(TOLERANCE)            # the one policy: minic/verify/precision.py
@@ -94,7 +94,7 @@ register(DebugPath("iree-linalg", "iree", {"via": "linalg"}))
 register(DebugPath("iree-turbine", "iree", {"via": "turbine"}))
 # The Hexagon HTP, emulated: fp16 by default, QDQ 8/16-bit; bounds as in bridges/qnn/tolerance.py.
 register(DebugPath("qnn", "qnn", precisions=("fp16", "int8", "int16"), precision_option="mode",
-                   tolerance={"fp16": F16, "int8": 0.15, "int16": 0.1}))
+                   tolerance={"fp16": F16, "int8": QDQ8, "int16": QDQ16}))
 ALIASES = {"mlir": "mlir-linalg", "ort": "onnxruntime", "iree": "iree-stablehlo"}
 
 

@@ -26,6 +26,13 @@ F32 = 1e-4
 F16 = 2e-2          # f16 storage: ~40 roundings of 4.9e-4 relative through a deep model
 BF16 = F16 * 2 ** (11 - 8)  # bf16 storage: the same ~40 roundings of 2^-8 ≈ 3.9e-3: 1.6e-1
 F64 = 1e-9
+# A model quantized to 8 bits (QDQ activations and weights, or quantize_dynamic's), against
+# its f32 reference: every activation is rounded to one of 256 codes over its calibrated range
+# and the weights likewise; a few dozen such roundings add up through a model, and inputs
+# outside the calibration range are clipped: 0.15 of the output's scale (the QNN leg's bound,
+# bridges/qnn/tolerance.py, where the measured figures are; 16-bit activations: 0.1).
+QDQ8 = 0.15
+QDQ16 = 0.1
 EXACT = 0.0
 NNSMITH = (1e-2, 1e-3)
 

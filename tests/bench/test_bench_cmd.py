@@ -150,3 +150,57 @@ def test_one_thread_rows_get_a_cpu_time_table_with_the_best_rival_by_that_figure
 def test_an_unknown_model_is_one_line(capsys):
     assert main(["bench", "no-such-model", "--vs", "torch"]) == 1
     assert "unknown model 'no-such-model'" in capsys.readouterr().err
+
+
+def test_precisions_expand_each_path_to_the_modes_it_has():
+    names = [p.name for p in parse("inductor,onnxruntime", ("f32", "bf16", "int8"))]
+    assert names == ["torch", "inductor", "inductor:bf16", "onnxruntime", "onnxruntime:int8",
+                     "minic", "minic:bf16", "minic:int8"]          # torch: the f32 reference only
+    assert resolve("openvino:bf16").options == {"precision": "bf16"}
+    assert resolve("minic:bf16").options_for(1) == {"use_cache": False, "precision": "bf16", "num_threads": 1}
+    assert [p.name for p in parse("openvino:bf16", ("f32", "int8"))] == ["torch", "openvino:bf16", "minic", "minic:int8"]
+    with pytest.raises(UserError, match="runs at f32, int8, int8-dynamic, not 'bf16'"):
+        resolve("onnxruntime:bf16")
+    with pytest.raises(UserError, match="--precision takes"):
+        parse("torch", ("f8",))
+
+
+def test_int8_paths_run_the_quantizers_file_within_the_int8_bound():
+    """int8: the model quantized by ONNX Runtime's quantize_static (QDQ), the same file for
+    every engine; int8-dynamic: quantize_dynamic's.  Each is judged against the f32
+    reference by the 8-bit bound, and differs from it (the quantization is real)."""
+    from minic.verify.tolerance import QDQ8
+    paths = parse("onnxruntime", ("int8", "int8-dynamic"))
+    results = run_config(Config("mlp", size="small"), paths, SMALL)
+    by = {r.path: r for r in results}
+    assert set(by) == {"torch", "onnxruntime:int8", "onnxruntime:int8-dynamic", "minic:int8", "minic:int8-dynamic"}
+    for name in ("onnxruntime:int8", "minic:int8", "onnxruntime:int8-dynamic", "minic:int8-dynamic"):
+        r = by[name]
+        assert r.status == "ok" and r.blocks, (name, r.detail)
+        assert 1e-4 < r.rel_err <= QDQ8, name
+    # the same quantized file: minic's answer is ONNX Runtime's within f32 rounding and a quantum
+    assert abs(by["minic:int8"].rel_err - by["onnxruntime:int8"].rel_err) < 1e-3
+
+
+def test_the_static_int8_recipe_puts_the_matmuls_on_integers():
+    from minic import backends
+    from minic.api import load
+    from minic.passes import optimize
+    source = backends.recipe("int8")(load("mlp", size="small"), 0)
+    assert source.onnx_path.exists() and source.name == "mlp-int8"
+    graph = optimize(backends.graph_of(source))
+    assert sum(n.op == "matmul_integer" for n in graph.nodes) >= 2
+    assert backends.recipe("f32") is None
+
+
+def test_engine_best_compares_each_engine_at_its_fastest_precision():
+    from minic.bench.report import best_line
+    config = Config("tiny", threads=1)
+    results = [Result("onnxruntime", config, "ok", blocks=[[4e-3]]),
+               Result("onnxruntime:int8", config, "ok", blocks=[[2e-3]]),
+               Result("openvino:bf16", config, "mismatch"),           # outside its bound: never timed
+               Result("minic", config, "ok", blocks=[[5e-3]]),
+               Result("minic:int8", config, "ok", blocks=[[3e-3]])]
+    assert best_line(results) == "at each engine's best: minic:int8 3.00 ms / onnxruntime:int8 2.00 ms = 1.50x"
+    table = markdown(results, ["onnxruntime", "onnxruntime:int8", "openvino:bf16", "minic", "minic:int8"])
+    assert table.splitlines()[4].endswith("| 1.50 |")
