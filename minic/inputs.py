@@ -80,6 +80,24 @@ def random_inputs(shapes: Sequence[str], seed: int = 0) -> tuple[np.ndarray, ...
     return tuple(arrays)
 
 
+def calibration_inputs(examples: Sequence[np.ndarray], seed: int = 0,
+                       count: int = 8) -> list[tuple[np.ndarray, ...]]:
+    """What a quantizer calibrates on: the example inputs, then ``count - 1`` seeded random
+    inputs like them -- floats drawn around each example's mean with its spread, integers
+    (token ids) among the example's own values, so that no id falls outside what the model
+    takes."""
+    rng = np.random.default_rng(seed)
+
+    def like(x: np.ndarray) -> np.ndarray:
+        if x.dtype.kind == "f":
+            spread = float(x.std()) or 1.0
+            return (float(x.mean()) + spread * rng.standard_normal(x.shape)).astype(x.dtype)
+        return rng.choice(x.reshape(-1), size=x.shape).astype(x.dtype) if x.size else x
+
+    examples = tuple(np.asarray(x) for x in examples)
+    return [examples] + [tuple(like(x) for x in examples) for _ in range(count - 1)]
+
+
 def given(inputs_file: str | Path | None, shapes: Sequence[str], seed: int = 0):
     """The inputs an ``.npz`` file or ``--shape`` specs give, or None (the model's own)."""
     if inputs_file and shapes:

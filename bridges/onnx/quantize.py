@@ -21,6 +21,7 @@ import onnx
 
 from minic.backends import ModelSource
 from minic.errors import UserError
+from minic.inputs import calibration_inputs
 from bridges.onnx.inputs import byte_tokens, load_text
 
 
@@ -95,24 +96,6 @@ def quantize_dynamic_int8(model: onnx.ModelProto) -> onnx.ModelProto:
         return onnx.load(str(int8))
 
 
-def calibration_feeds(names: tuple[str, ...], examples: tuple[np.ndarray, ...], seed: int = 0,
-                      count: int = 8) -> list[dict[str, np.ndarray]]:
-    """The example inputs, then ``count - 1`` seeded random inputs like them: floats drawn
-    around the example's mean with its spread, integers (token ids) among the example's
-    own values, so no id falls outside what the model takes."""
-    rng = np.random.default_rng(seed)
-
-    def like(x: np.ndarray) -> np.ndarray:
-        if x.dtype.kind == "f":
-            spread = float(x.std()) or 1.0
-            return (float(x.mean()) + spread * rng.standard_normal(x.shape)).astype(x.dtype)
-        return rng.choice(x.reshape(-1), size=x.shape).astype(x.dtype) if x.size else x
-
-    feeds = [dict(zip(names, examples))]
-    feeds += [{n: like(x) for n, x in zip(names, examples)} for _ in range(count - 1)]
-    return feeds
-
-
 # The precisions that change the model rather than an engine's option (the ``minic.recipes``
 # entry points, ``minic.backends.recipe``): every engine that reads ONNX runs the same file.
 
@@ -125,7 +108,8 @@ def static_int8(source: ModelSource, seed: int = 0) -> ModelSource:
     model = to_onnx(source)
     names = model_input_names(source, model)
     used = {i.name for i in model.graph.input}
-    feeds = [{n: x for n, x in f.items() if n in used} for f in calibration_feeds(names, source.example_inputs, seed)]
+    feeds = [{n: x for n, x in zip(names, inputs) if n in used}
+             for inputs in calibration_inputs(source.example_inputs, seed)]
     return _saved(source, "int8", names, quantize_int8(model, feeds, per_channel=True,
                                                          op_types=("MatMul", "Gemm", "Conv"),
                                                          unsigned_activations=True))

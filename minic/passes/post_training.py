@@ -1,0 +1,106 @@
+"""Post-training quantization: an f32 graph's matmuls put on int8, calibrated on data.
+
+ONNX Runtime's ``quantize_static`` writes a QDQ model; this is the same recipe done by
+minic on its own graph (``precision="int8"`` of the minic and interp backends), so the
+two can be compared -- and with the QNN leg, which quantizes the same way:
+
+    1. calibrate: run the graph (the interpreter) on the calibration inputs -- the
+       example inputs and seeded random ones like them (``minic.inputs.calibration_inputs``)
+       -- and keep the range [lo, hi] of every matmul's activations (min-max, 0 included,
+       so that zero is exact);
+    2. quantize: in front of each matmul or gemm with constant f32 weights, the QDQ pair
+       of its activations, and its weights as integers:
+
+         x  ->  (f32(q) - zx) · sx      q = u8(clip(round(x / sx) + zx, 0, 255))
+                                         sx = (hi - lo) / 255, zx = round(-lo / sx)
+         @w ->  f32(@q) · @sw           @q = i8(round(@w / @sw)), @sw = max|w| / 127 per column
+
+       u8 activations with a zero point and symmetric s8 weights, one scale per output
+       column: the pair x86's VNNI multiplies, and ONNX Runtime's defaults on x86;
+    3. the ``-O2`` rule fake-quantization-to-integer (``quantized.py``) then finds the
+       pairs and runs each matmul on integers, exactly as for a QDQ file ONNX Runtime wrote.
+
+Only the contractions are quantized: norms, softmax and activations stay in f32, where
+quantizing them would cost accuracy for little speed (ONNX Runtime's ``op_types``).
+The error against f32 is judged by ``minic.verify.tolerance.QDQ8``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from minic.ir.graph import Graph, Node, Value
+from minic.ir.interpret import interpret
+from minic.ir.types import DType
+from minic.passes.quantized import dequantized, known
+from minic.passes.rewrite import Match, clone, rewrite, rule
+
+CONTRACTIONS = ("matmul", "gemm")
+
+
+def calibrate(graph: Graph, feeds: Sequence[Sequence[np.ndarray]]) -> dict[str, tuple[float, float]]:
+    """The range [lo, hi] (0 included) of every contraction's f32 activations over ``feeds``, by value name."""
+    g = clone(graph)
+    wanted = list(dict.fromkeys(n.inputs[0] for n in g.nodes
+                                if n.op in CONTRACTIONS and n.inputs[0].type.dtype == DType.f32
+                                and not n.inputs[0].is_constant))
+    g.outputs = wanted
+    ranges: dict[str, tuple[float, float]] = {}
+    for inputs in feeds:
+        for v, a in zip(wanted, interpret(g, list(inputs))):
+            finite = a[np.isfinite(a)]
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+            old = ranges.get(v.name, (0.0, 0.0))
+            ranges[v.name] = (min(old[0], lo), max(old[1], hi))
+    return ranges
+
+
+def quantize_int8(graph: Graph, feeds: Sequence[Sequence[np.ndarray]]) -> Graph:
+    """``graph`` with each matmul's activations and constant weights quantized to 8 bits
+    (QDQ pairs, calibrated on ``feeds``), ready for the fake-quantization-to-integer rule."""
+    return rewrite(graph, [_quantize_contraction(calibrate(graph, feeds))])
+
+
+def _quantize_contraction(ranges: dict[str, tuple[float, float]]):
+    @rule(*CONTRACTIONS)
+    def quantize_contraction(m: Match) -> Node | None:
+        """matmul(x, @w) -> matmul((f32(q(x)) - zx) · sx, f32(@q) · @sw)"""
+        node = m.node
+        x, w = node.inputs[0], node.inputs[1]
+        if x.name not in ranges or dequantized(m, x) is not None or w.type.dtype != DType.f32 or w.type.rank != 2:
+            return None
+        if node.op == "gemm" and node.attrs.trans_a:
+            return None
+        data = known(m, w)
+        if data is None:
+            return None
+        trans = node.op == "gemm" and node.attrs.trans_b
+        base = node.outputs[0].name
+        return m.rebuilt(node.op, [_activations(m, x, ranges[x.name], base), _weights(m, data, trans, base),
+                                   *node.inputs[2:]], **vars(node.attrs))
+    return quantize_contraction
+
+
+def _activations(m: Match, x: Value, bounds: tuple[float, float], base: str) -> Value:
+    """x's QDQ pair at u8: scale and zero point from its calibrated range."""
+    lo, hi = bounds
+    scale = np.float32((hi - lo) / 255) if hi > lo else np.float32(1.0)
+    zero = np.float32(np.clip(np.rint(-lo / scale), 0, 255))
+    s, z = m.constant(base + "_sx", np.array(scale)), m.constant(base + "_zx", np.array(zero))
+    q = m.emit("add", [m.emit("round", [m.emit("div", [x, s], base + "_xs")], base + "_xr"), z], base + "_xz")
+    q = m.emit("min", [m.emit("max", [q, m.constant(base + "_lo", np.array(0, np.float32))], base + "_xc"),
+                       m.constant(base + "_hi", np.array(255, np.float32))], base + "_xc")
+    q = m.emit("cast", [q], base + "_xq", dtype=DType.u8)
+    back = m.emit("sub", [m.emit("cast", [q], base + "_xf", dtype=DType.f32), z], base + "_xd")
+    return m.emit("mul", [back, s], base + "_xdq")
+
+
+def _weights(m: Match, w: np.ndarray, trans: bool, base: str) -> Value:
+    """The constant weights as s8, symmetric, one scale per output column ([K, N]; [N, K] transposed)."""
+    axis = 1 if trans else 0                           # the contracted axis
+    peak = np.abs(w).max(axis=axis, keepdims=True).astype(np.float32)
+    scale = np.where(peak > 0, peak / np.float32(127), np.float32(1)).astype(np.float32)
+    q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
+    f = m.emit("cast", [m.constant(base + "_wq", q)], base + "_wf", dtype=DType.f32)
+    return m.emit("mul", [f, m.constant(base + "_sw", scale)], base + "_wdq")
