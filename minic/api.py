@@ -239,13 +239,16 @@ def _inductor_backend(source: ModelSource, **options: Any) -> Runner:
 def _interp_backend(source: ModelSource, precision: str = "f32", dynamic: Any = None, **options: Any) -> Runner:
     """minic's reference interpreter: each op's numpy implementation, node by node.
     ``precision="f16"`` (``"bf16"``) runs the graph after the to-f16 (to-bf16) pass: f16 (bf16) storage,
-    see docs/f16.md."""
+    see docs/f16.md; ``"int8"`` the graph minic's post-training quantization made, its QDQ pairs
+    computed as written (fake quantization: what the integer kernels must reproduce)."""
     from minic.ir.interpret import interpret
     from minic.ir.verify import verify
     from minic.runtime import specialize
-    if precision not in ("f32", "f16", "bf16"):
-        raise UserError(f"interp: precision must be f32, f16 or bf16 (how it accumulates is not its choice), "
-                        f"got '{precision}'")
+    if precision not in ("f32", "f16", "bf16", "int8"):
+        raise UserError(f"interp: precision must be f32, f16, bf16 or int8 (how it accumulates is not its "
+                        f"choice), got '{precision}'")
+    if precision == "int8":
+        source, precision = backends.quantized_int8(source), "f32"
 
     def build(graph: Graph) -> Runner:
         graph = verify(graph)

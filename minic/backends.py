@@ -63,6 +63,17 @@ def graph_of(source: ModelSource):
     return source.graph
 
 
+def quantized_int8(source: ModelSource, seed: int = 0) -> ModelSource:
+    """``source`` with its graph's matmuls quantized to 8 bits by minic's post-training
+    quantization, calibrated on its example inputs and seeded random ones
+    (``precision="int8"`` of the minic and interp backends; minic/passes/post_training.py)."""
+    from dataclasses import replace
+    from minic.inputs import calibration_inputs
+    from minic.passes.post_training import quantize_int8
+    graph = quantize_int8(graph_of(source), calibration_inputs(source.example_inputs, seed))
+    return replace(source, name=f"{source.name}-int8", graph=graph, module=None, onnx_path=None, extra={})
+
+
 def reference_name(source: ModelSource) -> str:
     """The backend every other path is checked against: PyTorch eager for a torch
     model, minic's interpreter (each op's numpy reference) otherwise, and ONNX Runtime

@@ -81,8 +81,8 @@ def register(path: DebugPath) -> DebugPath:
     return path
 
 
-register(DebugPath("interp", "interp", precisions=("f32", "f16", "bf16"), precision_option="precision"))
-register(DebugPath("minic", "minic", precisions=("f32", "f16", "f16-acc", "bf16"), precision_option="precision"))
+register(DebugPath("interp", "interp", precisions=("f32", "f16", "bf16", "int8"), precision_option="precision"))
+register(DebugPath("minic", "minic", precisions=("f32", "f16", "f16-acc", "bf16", "int8"), precision_option="precision"))
 register(DebugPath("onnxruntime", "onnxruntime", runs_onnx=True))
 register(DebugPath("tvm", "tvm"))
 register(DebugPath("openvino", "openvino"))

@@ -8,6 +8,9 @@ lands from the f32 reference, and whether its outputs stay finite.
              after each addition, as on hardware that accumulates in half
     bf16     as f16 with bf16 storage: 8 significant bits instead of 11, f32's
              range (no overflow); kernels compute and accumulate in f32
+    int8     the matmuls quantized after training (minic/passes/post_training.py:
+             u8 activations calibrated on the example inputs and seeded random ones,
+             s8 weights per column), run on integers; judged by the 8-bit bound QDQ8
 
 Beside the zoo, a few *stress* graphs show the ways f16 breaks (docs/f16.md):
 a long sum (f16 accumulation stops growing once the sum's spacing exceeds what
@@ -38,11 +41,13 @@ import numpy as np
 from minic import backends
 from minic.backends import ModelSource
 from minic.compare import Errors, as_tuple
-from minic.verify.tolerance import BF16, F16, F32
+from minic.verify.tolerance import BF16, F16, F32, QDQ8
 from minic.errors import MinicError, UserError
-from minic.options import PRECISIONS
+from minic.options import PRECISIONS as STORAGE_PRECISIONS
 
-TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16, "bf16": BF16}
+# int8: the model's matmuls quantized by minic's post-training quantization (minic/passes/post_training.py)
+PRECISIONS = (*STORAGE_PRECISIONS, "int8")
+TOLERANCE = {"f32": F32, "f16": F16, "f16-acc": F16, "bf16": BF16, "int8": QDQ8}
 
 
 # --- the stress graphs: text IR and an input maker each ---------------------------------

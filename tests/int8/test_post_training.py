@@ -1,0 +1,100 @@
+"""minic's own post-training quantization (``precision="int8"``, minic/passes/post_training.py):
+calibrated QDQ pairs in front of every matmul with constant weights, which -O2 then runs on
+integers; its error against f32 within the 8-bit bound, and the integer kernels equal to the
+fake quantization the interpreter computes."""
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import minic
+from minic import backends
+from minic.api import load
+from minic.inputs import calibration_inputs
+from minic.ir.interpret import interpret
+from minic.ir.text import parse_graph
+from minic.passes import optimize
+from minic.passes.post_training import calibrate, quantize_int8
+from minic.verify.tolerance import F32, QDQ8
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("name", ["mlp", "bert-base", "llama-tiny"])
+def test_int8_is_within_the_8_bit_bound_and_its_integer_kernels_equal_the_fake_quantization(name, cache):
+    source = load(name, size="small")
+    ref = _first(backends.get("torch")(source)(*source.example_inputs))
+    compiled = _first(minic.compile(name, size="small", precision="int8", cache_dir=cache)(*source.example_inputs))
+    fake = _first(backends.get("interp")(source, precision="int8")(*source.example_inputs))
+    scale = np.abs(ref).max()
+    assert 1e-4 < np.abs(compiled - ref).max() / scale <= QDQ8        # quantized for real, within the bound
+    assert np.abs(compiled - fake).max() / scale <= F32               # integer sums = the QDQ pairs' arithmetic
+
+
+@pytest.mark.parametrize("name, on_integers", [("mlp", 2), ("bert-base", 12), ("llama-tiny", 15)])
+def test_every_matmul_with_constant_weights_runs_on_integers(name, on_integers):
+    """bert-base's other 4 matmuls (q·k, p·v) multiply two activations: they stay f32."""
+    source = load(name, size="small")
+    graph = optimize(backends.quantized_int8(source).graph)
+    ops = Counter(n.op for n in graph.nodes)
+    assert ops["matmul_integer"] == on_integers
+    assert ops["matmul"] + ops["gemm"] == sum(n.op in ("matmul", "gemm") for n in backends.graph_of(source).nodes) \
+        - on_integers
+
+
+GRAPH = """graph @g(%x: f32[2, 4]) -> (f32[2, 3]) {
+  const @w : f32[4, 3] = dense<[0.5, -1.0, 0.25, 1.0, 0.0, -0.5, 0.75, 0.5, 1.0, -0.25, 0.125, 2.0]>
+  %r = relu(%x) : f32[2, 4]
+  %y = matmul(%r, @w) : f32[2, 3]
+  return %y
+}"""
+
+
+def test_calibration_takes_each_activation_range_over_every_feed_with_zero_in_it():
+    graph = parse_graph(GRAPH)
+    feeds = [(np.array([[1, -2, 3, 0.5], [0, 1, 2, 3]], np.float32),), (np.full((2, 4), 6.5, np.float32),)]
+    assert calibrate(graph, feeds) == {"r": (0.0, 6.5)}               # relu's output: lo 0, hi over both feeds
+    quantized = quantize_int8(graph, feeds)
+    ops = Counter(n.op for n in optimize(quantized).nodes)
+    assert ops["matmul_integer"] == 1 and not ops["matmul"]
+    x = feeds[0][0]
+    got, want = interpret(quantized, [x])[0], interpret(graph, [x])[0]
+    sx, sw = 6.5 / 255, 2.0 / 127                  # the steps of x's u8 and of the widest weight column's s8
+    bound = 4 * (sx / 2 * 2.0 + 6.5 * sw / 2)      # K = 4 terms, each off by half a step of x or of w
+    assert 0 < np.abs(got - want).max() <= bound
+
+
+def test_calibration_inputs_are_the_examples_then_seeded_look_alikes():
+    ids = np.array([[5, 9, 7]], np.int64)
+    image = np.linspace(-1, 3, 24, dtype=np.float32).reshape(2, 3, 4)
+    feeds = calibration_inputs((ids, image), seed=3, count=4)
+    again = calibration_inputs((ids, image), seed=3, count=4)
+    assert len(feeds) == 4 and feeds[0][0] is not None and (feeds[0][0] == ids).all()
+    for (i, x), (i2, x2) in zip(feeds, again):
+        assert (i == i2).all() and (x == x2).all()                   # seeded
+        assert set(i.ravel()) <= {5, 7, 9} and i.dtype == np.int64    # token ids stay ids the model takes
+        assert x.shape == image.shape and x.dtype == np.float32
+    assert not (feeds[1][1] == feeds[2][1]).all()
+
+
+def test_int8_is_a_precision_of_verify_and_of_the_minic_and_interp_paths():
+    from minic.debug.paths import choose
+    from minic.verify.precision import precision_table
+    assert choose("minic:int8").tolerance == QDQ8 and choose("interp:int8").precision == "int8"
+    cell, = precision_table(["mlp"], ["int8"], ["minic"])
+    assert cell.status == "ok" and 1e-4 < cell.errors.rel <= QDQ8
+
+
+def test_bisect_across_precisions_names_where_quantization_hurts_most():
+    """minic:int8 against the f32 interpreter, node by node: within the 8-bit bound everywhere,
+    and the largest difference at a matmul (bert-base: attention's q·k, whose operands are
+    both quantized activations' products)."""
+    from minic.debug.bisect import bisect
+    from minic.debug.paths import choose
+    result = bisect(load("bert-base", size="small"), choose("interp"), choose("minic:int8"))
+    assert result.first is None and result.tolerance == QDQ8
+    worst = max(result.steps, key=lambda s: s.diff.max_rel)
+    assert worst.node.op == "matmul" and worst.diff.max_rel > 1e-3
+    assert "the largest difference is at" in result.text() and worst.value.name in result.text()
