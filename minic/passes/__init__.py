@@ -16,10 +16,12 @@ Read them in pipeline order (the order of ``LEVELS[2]``):
   padding.py         explicit-padding          conv2d(x){padding=p} -> conv2d(pad(x, p)){padding=0}
   fuse_groups.py     fuse-groups               marks which nodes lowering makes into one kernel
 
-and two passes in no level, run when asked for (CompileOptions.precision):
+and passes in no level, run when asked for (CompileOptions.precision; the backends' precision="int8"):
 
   to_f16.py          to-f16                    op(x: f32) : f32 -> cast(op(cast(x, f16)) : f16, f32)
                      to-bf16                   op(x: f32) : f32 -> cast(op(cast(x, bf16)) : bf16, f32)
+  post_training.py   (quantize_int8)           matmul(x, @w) -> matmul(dequantize(quantize(x)), dequantize(@q)),
+                                               calibrated on data: what fake-quantization-to-integer then takes
 
 ``rewrite.py`` is the toolkit they share; ``manager.py`` names them (a pass of rules as its
 table of rules) and runs them by name.
