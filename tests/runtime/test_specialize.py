@@ -401,3 +401,19 @@ def test_an_output_declared_at_the_export_size_warns_at_another(tmp_path):
                                          r"computes f32\[5, 4\] \(at these input sizes"):
         got = model(x)
     np.testing.assert_array_equal(got, _ort(path, {"x": x})[0])
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_an_input_too_small_for_an_inner_window_is_refused_though_the_chain_folds(backend):
+    """conv(k=2) then conv(k=1, padding=1) over a symbolic H: the output length folds to H
+    itself, but the first conv's (H - 1) is still checked when the model is called."""
+    from minic import backends
+    from minic.api import load
+    model = torch.nn.Sequential(torch.nn.Conv1d(2, 2, 2), torch.nn.Conv1d(2, 2, 1, padding=1)).eval()
+    x = np.random.default_rng(0).standard_normal((1, 2, 8)).astype(np.float32)
+    source = load(model, [x])
+    source.dynamic_axes = ({2: "H"},)
+    run = backends.get(backend)(source)
+    assert np.allclose(run(x), model(torch.from_numpy(x)).detach().numpy(), atol=1e-5)
+    with pytest.raises(UserError, match=r"size \(H - 1\) is 0 .*too small for the op that computes it"):
+        run(np.ones((1, 2, 1), np.float32))
