@@ -347,9 +347,10 @@ def _run_time_loop(b: Builder, body, trip: Value | None, cond: Value | None, car
     entered = step.b.const(np.asarray(True))
     outs = step.convert(body, _bound(b, body.input, [step.own[0], entered] + step.own[1:]))
     always = _true(step.b.known(outs[0])) and (cond is None or _true(b.known(cond)))    # no while loop
-    inputs = [] if trip is None else [b.one("reshape", trip, shape=())]
+    one = lambda v: v if v.type.shape == () else b.one("reshape", v, shape=())           # noqa: E731
+    inputs = [] if trip is None else [one(trip)]
     if not always:
-        inputs.append(b.const(np.asarray(True)) if cond is None else b.one("reshape", cond, shape=()))
+        inputs.append(b.const(np.asarray(True)) if cond is None else one(cond))
     stacked = len(body.output) - 1 - n
     return emit_loop(b, step, outs if not always else outs[1:], inputs + carried, carried=n, trip=trip is not None,
                      condition=not always, count=count_symbol(b) if stacked else None)

@@ -30,13 +30,13 @@ that calls compiled kernels; minic's host loop is that VM, kept to one op.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 from minic.errors import DataError, UserError
-from minic.ir.graph import Graph
+from minic.ir.graph import QUIET, Graph
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
 from minic.ir.types import Dim, DType, TensorType, dim_bind, dim_eval, symbols
@@ -46,12 +46,14 @@ from minic.ir.types import Dim, DType, TensorType, dim_bind, dim_eval, symbols
 class LoopAttrs:
     body: Graph
     carried: int                        # loop-carried values
-    scanned: int = 0                    # inputs sliced along axis 0, one slice per iteration
-    trip: bool = False                  # the first input is the trip count (i64 scalar)
-    condition: bool = False             # the next input is the first condition; the body's first output the next
-    count: str | None = None            # without scanned inputs: the symbol of the number of iterations
-    reverse_in: tuple[bool, ...] = ()   # per scanned input: slice from its end (Scan's direction 1)
-    reverse_out: tuple[bool, ...] = ()  # per stacked output: stack last iteration first
+    scanned: int = field(default=0, metadata=QUIET)                   # inputs sliced along axis 0, one per iteration
+    trip: bool = field(default=False, metadata=QUIET)                 # the first input is the trip count (i64 scalar)
+    condition: bool = field(default=False, metadata=QUIET)            # the next input is the first condition;
+    #                                                                   the body's first output the next one
+    count: str | None = field(default=None, metadata=QUIET)           # without scanned inputs: the symbol of the
+    #                                                                   number of iterations (a size the data decides)
+    reverse_in: tuple[bool, ...] = field(default=(), metadata=QUIET)  # per scanned input: slice from its end
+    reverse_out: tuple[bool, ...] = field(default=(), metadata=QUIET)  # per stacked output: last iteration first
 
     def check(self) -> None:
         require(self.carried >= 0 and self.scanned >= 0, "loop: carried and scanned are counts")
