@@ -174,6 +174,11 @@ def emit_loop(b: Builder, body: Body, outputs: list[Value], inputs: list[Value],
     return b.emit("loop", inputs + body.captured, body=graph, **attrs)
 
 
+def _tensors_only(b: Builder, values: list) -> None:
+    if not all(isinstance(v, Value) for v in values):
+        raise UnsupportedError(f"{b.where}: a loop at run time carries tensors only, not sequences or optionals")
+
+
 def count_symbol(b: Builder) -> str:
     """A fresh symbol for a number of iterations only the data decides."""
     return b.fresh("loop").replace(".", "_")
@@ -265,6 +270,7 @@ def _run_time_scan(b: Builder, body, states: list[Value], scanned: list[Value], 
                    in_dirs: list[int], out_axes: list[int], out_dirs: list[int]) -> list[Value]:
     """Scan over a symbolic sequence length: one ``loop`` whose body is the Scan's, converted once."""
     n, m = len(states), len(scanned)
+    _tensors_only(b, states + scanned)
     fronted = [_front(b, v, ax) for v, ax in zip(scanned, in_axes)]
     own = [("iteration", scalar(DType.i64))] + [(p.name, v.type) for p, v in zip(body.input[:n], states)] + \
           [(p.name, TensorType(v.type.shape[1:], v.type.dtype)) for p, v in zip(body.input[n:], fronted)]
@@ -340,6 +346,7 @@ def _run_time_loop(b: Builder, body, trip: Value | None, cond: Value | None, car
     """Loop as one ``loop`` op: its body converted once, with the iteration as an input and the
     condition it was entered with (always true) as a constant."""
     n = len(carried)
+    _tensors_only(b, carried)
     if len(body.input) != 2 + n:
         raise OnnxImportError(f"{b.where}: the body takes {len(body.input)} inputs, the Loop gives {2 + n}")
     step = Body.start(b, "loop_body", [("iteration", scalar(DType.i64))] + [(p.name, v.type)
