@@ -30,10 +30,13 @@ def _constant(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("ConstantOfShape")
 def _constant_of_shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    shape = ints(b.need_known(x[0], "the shape"))
     fill = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
     if fill.size != 1:
         raise OnnxImportError(f"{b.where}: attribute 'value' must hold one element, got {a['value'].size}")
+    if b.known(x[0]) is None:          # read off symbolic dims (an RNN's zero state over a batch B): an expand
+        dims = b.entries(x[0], "the shape")
+        return [b.one("expand", b.const(fill.reshape(())), shape=dims)]
+    shape = ints(b.need_known(x[0], "the shape"))
     if min(shape, default=0) < 0:
         raise OnnxImportError(f"{b.where}: the shape {list(shape)} has a negative dim")
     ensure_array_fits(shape, fill.dtype, f"{b.where}: the constant ConstantOfShape makes")

@@ -1,4 +1,5 @@
-"""ONNX's recurrent layers (RNN, GRU, LSTM), unrolled at import over their static sequence length.
+"""ONNX's recurrent layers (RNN, GRU, LSTM): unrolled at import over a static sequence length, a
+loop at run time over a symbolic one (``_looped``: one ``loop`` op per direction, its body one step).
 
 One driver serves the three: it splits the weights per direction, walks the time
 steps forward (or backward), and hands each step to the layer's cell, which
@@ -18,8 +19,9 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table
+from minic.frontend.onnx_control import Body, emit_loop, scalar
 from minic.ir.graph import Value
-from minic.ir.types import DType
+from minic.ir.types import DType, TensorType
 
 CONVERTERS = converter_table()
 converts = CONVERTERS.add
@@ -101,6 +103,74 @@ def _pieces(b: Builder, v: Value, n: int, axis: int) -> list[Value]:
     return list(b.emit("split", [v], axis=axis, sizes=(size,) * n))
 
 
+def _weights(b: Builder, gates: int, W: Value, R: Value, B: Value | None, P: Value | None,
+             d: int) -> tuple[list[Value], list[Value], list[Value | None], list[Value] | None]:
+    """Direction ``d``'s weights per gate, transposed for ``x @ w``, its biases and peepholes."""
+    w = [b.one("transpose", g, perm=(1, 0)) for g in _pieces(b, _row(b, W, d), gates, 0)]
+    r = [b.one("transpose", g, perm=(1, 0)) for g in _pieces(b, _row(b, R, d), gates, 0)]
+    biases = _pieces(b, _row(b, B, d), 2 * gates, 0) if B is not None else [None] * (2 * gates)
+    peep = _pieces(b, _row(b, P, d), 3, 0) if P is not None else None
+    return w, r, biases, peep
+
+
+@dataclass
+class _Layer:
+    """What every step of a layer shares: its kind, sizes, activations per direction."""
+    op: str
+    gates: int
+    hidden: int
+    act: list[list[str]]
+    linear_before_reset: bool
+
+
+def _looped(b: Builder, layer: _Layer, dirs: list[bool], X: Value, W: Value, R: Value, B: Value | None,
+            lens: Value | None, h0: Value | None, c0: Value | None, P: Value | None, layout: int) -> list[Value]:
+    """The layer over a symbolic sequence length: per direction one ``loop`` (minic/ir/ops/control.py)
+    whose body is one step of the cell, built once; it runs at run time as many times as X has steps."""
+    op, hidden, batch = layer.op, layer.hidden, X.type.shape[1]
+    zero = b.one("expand", b.const(np.zeros((), X.type.dtype.numpy)), shape=(batch, hidden))
+    length = b.one("reshape", b.one("cast", lens, dtype=DType.i64), shape=(batch, 1)) if lens is not None else None
+    state = TensorType((batch, hidden), X.type.dtype)
+    ys, hs, cs = [], [], []
+    for d, backward in enumerate(dirs):
+        h = _row(b, h0, d) if h0 is not None else zero
+        c = (_row(b, c0, d) if c0 is not None else zero) if op == "LSTM" else None
+        own = [("t", scalar(DType.i64)), ("h", state)] + ([("c", state)] if c is not None else []) + \
+              [("x_t", TensorType(X.type.shape[1:], X.type.dtype))]
+        body = Body.start(b, f"{op.lower()}_step", own)
+        s = body.b
+        t, h_in, x_t = body.own[0], body.own[1], body.own[-1]
+        c_in = body.own[2] if c is not None else None
+        w, r, biases, peep = _weights(s, layer.gates, *(body.capture(v) if v is not None else None
+                                                        for v in (W, R, B, P)), d)
+        step = _Step(s, x_t, h_in, h_in, c_in, w, r, biases[:layer.gates], biases[layer.gates:], peep,
+                     layer.act[d], layer.linear_before_reset)
+        h_new, c_new = _CELLS[op](step)
+        y = h_new
+        if length is not None:                  # past a sequence's end: state kept, output 0 (forward only)
+            live = s.one("lt", t, body.capture(length))
+            y = s.one("where", live, h_new, s.one("expand", s.const(np.zeros((), X.type.dtype.numpy)),
+                                                   shape=(batch, hidden)))
+            h_new = s.one("where", live, h_new, h_in)
+            c_new = s.one("where", live, c_new, c_in) if c_new is not None else None
+        carried = [h_new] + ([c_new] if c_new is not None else [])
+        results = emit_loop(b, body, carried + [y], [h] + ([c] if c is not None else []) + [X],
+                            carried=len(carried), scanned=1, reverse_in=(backward,), reverse_out=(backward,))
+        hs.append(results[0])
+        cs.append(results[1] if c is not None else None)
+        ys.append(b.one("unsqueeze", results[-1], axes=(1,)))               # [T, 1, B, H]
+    out = []
+    if b.node.output and b.node.output[0]:
+        y = b.one("concat", *ys, axis=1)                                     # [T, D, B, H]
+        out.append(b.one("transpose", y, perm=(2, 0, 1, 3)) if layout else y)
+    else:
+        out.append(None)
+    for states in (hs, cs)[:2 if op == "LSTM" else 1]:
+        s_ = b.one("concat", *[b.one("unsqueeze", v, axes=(0,)) for v in states], axis=0)       # [D, B, H]
+        out.append(b.one("transpose", s_, perm=(1, 0, 2)) if layout else s_)
+    return out
+
+
 @converts("RNN", "GRU", "LSTM")
 def _recurrent(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return unroll(b, b.node.op_type, x, a)
@@ -129,25 +199,26 @@ def unroll(b: Builder, op: str, x: list[Value | None], a: dict,
         h0 = b.one("transpose", h0, perm=(1, 0, 2)) if h0 is not None else None
         c0 = b.one("transpose", c0, perm=(1, 0, 2)) if c0 is not None else None
     steps, batch = X.type.shape[0], X.type.shape[1]
+    layer = _Layer(op, gates, hidden, [[_ACTIVATIONS[n] for n in names[d * per_dir:(d + 1) * per_dir]]
+                                       for d in range(len(dirs))], bool(a.get("linear_before_reset", 0)))
     if not isinstance(steps, int):
-        raise UnsupportedError(f"{b.where}: minic unrolls {op} and needs a static sequence length, got {steps}")
+        if weigh_state is not None or (lens is not None and any(dirs)):
+            raise UnsupportedError(f"{b.where}: minic unrolls {op} here and needs a static sequence length, "
+                                   f"got {steps}")
+        return _looped(b, layer, dirs, X, W, R, B, lens, h0, c0, P, layout)
     xs = [b.one("squeeze", p, axes=(0,)) for p in _pieces(b, X, steps, 0)] if steps else []
     zero = b.one("expand", b.const(np.zeros((), X.type.dtype.numpy)), shape=(batch, hidden))
     length = b.one("reshape", b.one("cast", lens, dtype=DType.i64), shape=(batch, 1)) if lens is not None else None
     ys, hs, cs = [], [], []
     for d, backward in enumerate(dirs):
-        w = [b.one("transpose", g, perm=(1, 0)) for g in _pieces(b, _row(b, W, d), gates, 0)]
-        r = [b.one("transpose", g, perm=(1, 0)) for g in _pieces(b, _row(b, R, d), gates, 0)]
-        biases = _pieces(b, _row(b, B, d), 2 * gates, 0) if B is not None else [None] * (2 * gates)
-        peep = _pieces(b, _row(b, P, d), 3, 0) if P is not None else None
+        w, r, biases, peep = _weights(b, gates, W, R, B, P, d)
         h = _row(b, h0, d) if h0 is not None else zero
         c = (_row(b, c0, d) if c0 is not None else zero) if op == "LSTM" else None
         out: list[Value | None] = [None] * steps
         for t in (reversed(range(steps)) if backward else range(steps)):
             weighed = weigh_state(h) if weigh_state else h
             step = _Step(b, xs[t], h, weighed, c, w, r, biases[:gates], biases[gates:], peep,
-                         [_ACTIVATIONS[n] for n in names[d * per_dir:(d + 1) * per_dir]],
-                         bool(a.get("linear_before_reset", 0)))
+                         layer.act[d], layer.linear_before_reset)
             h_new, c_new = _CELLS[op](step)
             if length is not None:              # past a sequence's end: state kept, output 0
                 live = b.one("lt", b.const(np.asarray(t, np.int64)), length)

@@ -14,6 +14,7 @@ from minic.errors import DataError, UserError
 from minic.limits import contiguous, ensure_values_fit
 from minic.ir import ops
 from minic.ir.graph import Graph, Value, attr_items
+from minic.ir.ops.control import LoopAttrs, run_loop
 from minic.ir.ops.data_sized import sized_outputs
 from minic.ir.types import dim_eval, symbols
 
@@ -51,7 +52,8 @@ def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
 
 def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on numpy ``arrays``; return its outputs.  An op whose output size is
-    decided by the data (ops/data_sized.py) binds its size symbol from its result."""
+    decided by the data (ops/data_sized.py) binds its size symbol from its result; a ``loop``
+    (ops/control.py) runs its body graph, interpreted, once per iteration."""
     arrays = contiguous(arrays)
     env = bind_symbols(graph.inputs, arrays)
     sized = [v for node in graph.nodes for v in node.outputs
@@ -62,7 +64,12 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     for i, node in enumerate(graph.nodes):
         op = ops.get(node.op)
         try:
-            result = op.reference(resolve(node.attrs, env), *(memory[v] for v in node.inputs))
+            args = [memory[v] for v in node.inputs]
+            if isinstance(node.attrs, LoopAttrs):
+                body = node.attrs.body
+                result = run_loop(node.attrs, args, lambda *a: tuple(interpret(body, a)))
+            else:
+                result = op.reference(resolve(node.attrs, env), *args)
         except DataError as e:                   # name the node, as compiled code does
             raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)

@@ -86,6 +86,9 @@ def print_graph(graph: Graph, npz_path: str | os.PathLike | None = None, inline_
         buffer = io.BytesIO()
         np.savez(buffer, **side)
         write_atomic(Path(npz_path), buffer.getvalue())
+    bodies = [v for node in graph.nodes for _, v in shown_attr_items(node.attrs) if isinstance(v, Graph)]
+    for body in bodies:                  # a loop's body (ops/control.py), after the graph: for reading only
+        lines += ["", print_graph(body, inline_limit=inline_limit, elide=True).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -123,6 +126,8 @@ def _attr_text(v: Any, in_list: bool = False) -> str:
         return v if in_list else json.dumps(v)     # in a list a str is a dim: B*T
     if isinstance(v, (tuple, list)):
         return "[" + ", ".join(_attr_text(x, in_list=True) for x in v) + "]"
+    if isinstance(v, Graph):             # a loop's body, printed after the graph
+        return "@" + _name(v.name)
     raise TypeError(f"cannot print attribute value {v!r} of type {type(v).__name__}")
 
 

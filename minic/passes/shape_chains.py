@@ -15,7 +15,7 @@ from minic.passes.fold_constants import evaluate, foldable
 from minic.passes.rewrite import Match, rule
 
 # The ops of a shape program: each maps vectors of entries to a vector of entries.
-CHAIN_OPS = {"shape", "gather", "unsqueeze", "squeeze", "concat", "slice", "identity", "cast",
+CHAIN_OPS = {"shape", "gather", "unsqueeze", "squeeze", "concat", "slice", "identity", "cast", "reshape",
              "mul", "div", "add", "sub"}
 
 
@@ -62,7 +62,7 @@ class ShapeValues:
             return args[0][start:end:step] if isinstance(start, int) and isinstance(end, int) else None
         if node.op == "concat" and all(a is not None for a in args):
             return [e for a in args for e in a]
-        if node.op in ("unsqueeze", "squeeze", "identity", "cast"):   # same entries, other shape
+        if node.op in ("unsqueeze", "squeeze", "identity", "cast", "reshape"):   # same entries, other shape
             return args[0]
         if node.op in ("mul", "div", "add", "sub") and all(a is not None for a in args):
             a, b = args

@@ -1,5 +1,6 @@
 """A graph with ops whose output size is decided by the data (``nonzero``, ``unique``,
-``non_max_suppression``: minic/ir/ops/data_sized.py), compiled as parts:
+``non_max_suppression``: minic/ir/ops/data_sized.py) or that loop at run time (``loop``:
+minic/ir/ops/control.py), compiled as parts:
 
     part 0 (compiled)  ->  nonzero (on the host)  ->  part 1 (compiled for the symbol nonzero_3)
 
@@ -8,7 +9,10 @@ inputs are the values it reads that the caller or an earlier step made, its outp
 values a later step or the caller reads.  A part after a cut has the op's count symbol
 in its input types and compiles like any model with a symbolic dim: once, with the
 symbol kept, where its ops allow; else once per size seen (``specialize.Specialized``).
-The data-sized op runs its numpy reference, as the interpreter does.  Production
+The data-sized op runs its numpy reference, as the interpreter does.  A ``loop`` runs on the
+host too: its body is compiled once, as a model of its own whose inputs are the iteration,
+the carried values, one slice of each scanned input and the captured values, and called
+once per iteration (``run_loop``).  Production
 compilers keep one compiled program and allocate such a result at run time inside it
 (TVM Relax's VM, IREE's HAL); here the cut is visible, and each part is ordinary minic.
 """
@@ -24,6 +28,7 @@ from minic.errors import DataError, MinicError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import bind_symbols
+from minic.ir.ops.control import LoopAttrs, run_loop
 from minic.ir.types import symbols
 
 
@@ -95,30 +100,40 @@ class SplitModel:
 
 
 def compile_split(graph: Graph, build: Callable[[Graph], Runner]) -> SplitModel:
-    """``graph`` cut at its data-sized ops, each part compiled by ``build``."""
-    from minic.runtime.specialize import Specialized
+    """``graph`` cut at its data-sized ops and loops, each part (and loop body) compiled by ``build``."""
     steps = []
     for piece in cut(graph):
         if isinstance(piece, Node):
-            steps.append(Step(list(piece.inputs), piece.outputs, _host(graph, piece), node=piece))
+            steps.append(Step(list(piece.inputs), piece.outputs, _host(graph, piece, build), node=piece))
             continue
-        try:
-            run = build(piece)
-        except MinicError:
-            if not any(symbols(d) for v in piece.inputs for d in v.type.shape):
-                raise
-            # an op of the part needs the count's value: compiled per size, on first sight of each
-            run = Specialized(ModelSource(piece.name, (), graph=piece), build, piece.inputs, frozenset())
-        steps.append(Step(piece.inputs, piece.outputs, run, part=piece))
+        steps.append(Step(piece.inputs, piece.outputs, _part(piece, build), part=piece))
     return SplitModel(graph, steps)
 
 
-def _host(graph: Graph, node: Node) -> Callable[..., object]:
+def _part(part: Graph, build: Callable[[Graph], Runner]) -> Runner:
+    """``build(part)``; where an op of the part needs a size its inputs leave symbolic (a count,
+    a sequence length), a model compiled per size, on first sight of each."""
+    from minic.runtime.specialize import Specialized
+    try:
+        return build(part)
+    except MinicError:
+        if not any(symbols(d) for v in part.inputs for d in v.type.shape):
+            raise
+        return Specialized(ModelSource(part.name, (), graph=part), build, part.inputs, frozenset())
+
+
+def _host(graph: Graph, node: Node, build: Callable[[Graph], Runner]) -> Callable[..., object]:
+    """The node run on the host: a data-sized op's reference, or a loop over its body compiled once."""
     op, where = ops.get(node.op), node.describe(graph.nodes.index(node))
+    if isinstance(node.attrs, LoopAttrs):
+        body, attrs = _part(node.attrs.body, build), node.attrs
+        reference = lambda _, *arrays: run_loop(attrs, arrays, body)           # noqa: E731
+    else:
+        reference = op.reference
 
     def run(*arrays: np.ndarray):
         try:
-            return op.reference(node.attrs, *arrays)
+            return reference(node.attrs, *arrays)
         except DataError as e:
             raise DataError(f"{graph.name}: {where}: {e}") from None
     return run

@@ -275,3 +275,38 @@ def test_ops_sized_by_data():
     kept = run_op("non_max_suppression", [boxes, scores, np.array([3], np.int64), np.array([0.5], np.float32),
                                           np.array([0.0], np.float32)], count="k")[0]
     np.testing.assert_array_equal(kept, [[0, 0, 3], [0, 0, 2]])    # 3 (the flipped first box) suppresses 0 and 1
+
+
+def _running_sum_body() -> Graph:
+    """(i, s: f32[N], x_t: f32[N]) -> (s + x_t, s + x_t): one step of a cumulative sum."""
+    i, s, x = (Value("i", TensorType((), DType.i64)), Value("s", TensorType(("N",), DType.f32)),
+               Value("x_t", TensorType(("N",), DType.f32)))
+    total = Value("total", TensorType(("N",), DType.f32))
+    return verify(Graph("step", [i, s, x], [total, total], [Node("add", [s, x], [total], ops.get("add").make_attrs())]))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_loop_runs_its_body_per_slice(reverse):
+    """``loop`` (ops/control.py) over the rows of x, carrying a running sum: torch's cumsum."""
+    x = rand((5, 3))
+    final, stacked = run_op("loop", [np.zeros(3, np.float32), x], body=_running_sum_body(), carried=1, scanned=1,
+                            reverse_in=(reverse,), reverse_out=(reverse,))
+    want = torch.cumsum(t(x).flip(0), 0).flip(0) if reverse else torch.cumsum(t(x), 0)
+    close(stacked, want)
+    close(final, want[0] if reverse else want[-1])
+
+
+def test_loop_with_a_trip_count_and_a_negative_one():
+    body = _running_sum_body()
+    body.inputs[2:] = []                                 # no scanned input: a captured x instead
+    x = Value("x", TensorType(("N",), DType.f32))
+    body.inputs.append(x)
+    body.nodes[0].inputs[1] = x
+    verify(body)
+    x0 = rand((3,))
+    final, stacked = run_op("loop", [np.array(4), np.zeros(3, np.float32), x0], body=body, carried=1, trip=True,
+                            count="k")
+    close(stacked, torch.stack([t(x0) * k for k in range(1, 5)]))
+    close(final, t(x0) * 4)
+    with pytest.raises(DataError, match="the trip count is negative"):
+        run_op("loop", [np.array(-1), np.zeros(3, np.float32), x0], body=body, carried=1, trip=True, count="k")

@@ -133,9 +133,9 @@ class Recurrent(torch.nn.Module):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_lstm_over_a_dynamic_time_axis_at_three_lengths(backend, tmp_path):
-    """Refused before ("minic unrolls LSTM and needs a static sequence length"); now each
-    length is a specialization (unrolled to that length: a loop at run time is issue 32's
-    item 2)."""
+    """Refused at first ("minic unrolls LSTM and needs a static sequence length"), then each
+    length was a specialization (unrolled to that length); now the LSTM is a loop at run
+    time (minic/ir/ops/control.py): one model serves every length."""
     torch.manual_seed(5)
     path = tmp_path / "lstm.onnx"
     torch.onnx.export(Recurrent().eval(), (torch.randn(2, 5, 8),), str(path), input_names=["x"],
@@ -146,6 +146,7 @@ def test_an_lstm_over_a_dynamic_time_axis_at_three_lengths(backend, tmp_path):
     for shape in [(2, 5, 8), (1, 9, 8), (3, 3, 8)]:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(run(x), _ort(path, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert not isinstance(run, Specialized)
 
 
 def test_the_command_line_runs_a_dynamic_file_at_the_sizes_of_the_inputs_given(cnn_ceil, tmp_path, capsys,
@@ -347,6 +348,7 @@ def test_a_loop_whose_trip_count_is_a_graph_input(tmp_path):
     model = minic.compile(path, [x, np.array(3)])
     for m in (3, 0, 5):
         np.testing.assert_array_equal(model(x, np.array(m)), _ort(path, {"x": x, "m": np.array(m)})[0])
+    assert not isinstance(model, Specialized)          # a loop at run time, not a compilation per value
 
 
 def test_a_value_computed_from_a_large_input_is_refused_by_name(tmp_path):

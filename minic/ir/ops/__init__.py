@@ -1,6 +1,6 @@
 """The op registry: every op of the tensor IR, declared once, in the file of its
 family (elementwise.py, reduce.py, normalize.py, window.py, contraction.py,
-layout.py, dynamic.py, data_sized.py ...), with everything minic knows about it:
+layout.py, dynamic.py, data_sized.py, control.py ...), with everything minic knows about it:
 
 * its typed attributes, its shape/dtype inference and its numpy reference --
   the semantics: the interpreter runs them, constant folding reuses them, and
@@ -187,4 +187,4 @@ def names() -> list[str]:
 
 # Importing the families fills the registry.
 from minic.ir.ops import (elementwise, reduce, normalize, window, contraction, layout, dynamic, indexing, scan,  # noqa: E402,F401
-                          data_sized)
+                          data_sized, control)

@@ -16,6 +16,7 @@ symbol"; TVM Relax and IREE allocate the result at run time inside compiled code
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -44,13 +45,13 @@ class NmsAttrs(CountAttrs):
     center_point_box: bool = False     # boxes as [x_center, y_center, width, height], else two corners
 
 
-def sized_outputs(attrs: CountAttrs, types: list[TensorType], results: tuple[np.ndarray, ...]) -> dict[str, int]:
+def sized_outputs(attrs: CountAttrs | Any, types: list[TensorType], results: tuple[np.ndarray, ...]) -> dict[str, int]:
     """The data-decided size of a node's results: {count symbol: its value}."""
     for t, r in zip(types, results):
         for d, n in zip(t.shape, r.shape):
             if d == attrs.count:
                 return {d: n}
-    return {attrs.count: 0}
+    return {}                          # no result carries it (a loop without stacked outputs)
 
 
 # --- nonzero ------------------------------------------------------------------------
