@@ -156,3 +156,26 @@ def test_integer_conv_is_exact(features, case):
     want = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(130))
     got = compile_graph(g, CompileOptions(features=features, num_threads=1, use_cache=False))(x, w.astype(np.int8))
     np.testing.assert_array_equal(got, want)
+
+
+def test_qlinearconv_with_a_scale_per_channel_runs_on_integers_and_equals_onnxruntime(tmp_path, cache):
+    # minic imports QLinearConv as dequantize · dequantize -> conv2d (+ the i32 bias) -> quantize: the rule's pattern
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    c, o = 16, 24
+    consts = {"xs": np.float32(0.02), "xz": np.uint8(120), "w": rng.integers(-128, 128, (o, c, 3, 3)).astype(np.int8),
+              "ws": (0.002 * (1 + np.arange(o) / o)).astype(np.float32), "wz": np.zeros(o, np.int8),
+              "ys": np.float32(0.5), "yz": np.uint8(128), "b": rng.integers(-5000, 5000, o).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[1, 1, 1, 1], strides=[2, 2])
+    graph = helper.make_graph([node], "qlinearconv", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, c, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, o, 5, 5])],
+                              [numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items()])
+    path = tmp_path / "qlinearconv.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+    ops = Counter(n.op for n in optimize(graph_of(load(str(path)))).nodes)
+    assert ops["conv2d_integer"] == 1 and not ops["conv2d"], ops
+    x = rng.integers(0, 256, (2, c, 9, 9)).astype(np.uint8)
+    want = session(path).run(None, {"x": x})[0]
+    got = minic.compile(str(path), [x], backend="minic", cache_dir=cache)(x)
+    assert np.abs(got.astype(np.int32) - want).max() <= INT8_QUANTA_PER_LAYER     # measured: equal
