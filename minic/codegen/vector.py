@@ -21,7 +21,8 @@ window) reads the (L - 1) * s + 1 elements from its first lane's to its last
 lane's, with a masked vector load (nothing past the last lane is touched), and
 a shuffle keeps every s-th.  Any other access that uses ``j`` is gathered
 (scattered) lane by lane.  Math calls without a vector instruction (exp, erf ...)
-and casts also run lane by lane, except exp and erf (polynomials: ``VectorLoop.exp``,
+and casts also run lane by lane, except f32 <-> 8-bit integers (``VectorLoop.byte_cast``:
+int8's quantize and dequantize) and exp and erf (polynomials: ``VectorLoop.exp``,
 ``VectorLoop.erf``; GELU's erf lane by lane was a libm call per element).
 Multiplies and adds may contract into fused multiply-adds (``contract``), as BLAS
 and ONNX Runtime do: the last bit may differ from the interpreter.  Two terms of a
@@ -155,10 +156,22 @@ class VectorLoop:
                 # bf16 <-> f32 on the whole vector: a shift up; rounding down is one vcvtneps2bf16
                 # with AVX512-BF16 (emit.py's bf16_of_f32)
                 return self.e.cast(self.splat(v), x.value.dtype, x.to)
+            if {x.value.dtype, x.to} in ({DType.f32, DType.u8}, {DType.f32, DType.i8}):
+                return self.byte_cast(self.splat(v), x.value.dtype, x.to)
             return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
         if isinstance(x, BitCast):
             return self.e.bitcast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
         raise TypeError(f"not a Loop IR expression: {x!r}")
+
+    def byte_cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """f32 <-> u8 or i8 on the whole vector, as ``Emitter.cast`` converts one lane (f32 to 8 bits
+        through i64, so -1.0 -> 255 as u8): int8 activations quantized and read back (a QuantizeLinear's
+        cast, a DequantizeLinear's; docs/int8.md), one instruction or two where lane by lane each
+        took a conversion and an insert."""
+        b = self.b
+        if dst == DType.f32:
+            return (b.uitofp if src == DType.u8 else b.sitofp)(v, self.vec(F32))
+        return b.trunc(b.fptosi(v, self.vec(I64)), self.vec(I8))       # out of range: wraps, as numpy does
 
     def reads(self, x: Expr) -> bool:
         """Whether ``x`` loads a vector (a load whose index moves with the lanes)."""

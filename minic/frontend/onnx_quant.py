@@ -7,8 +7,9 @@ elements along it (blocked).  The integer contractions (``MatMulInteger``,
 ``ConvInteger``, ``QLinearMatMul``, ``QLinearConv``) run as minic's float
 matmul and conv2d on the zero-point-shifted integers: exact while every sum
 stays below 2^24 in magnitude (an 8-bit K-sum does up to K = 258); then the
-result is cast (integer outputs) or requantized.  minic has no integer
-matmul kernel yet.
+result is cast (integer outputs) or requantized.  The pass
+``fake-quantization-to-integer`` puts them on integers (``matmul_integer``,
+``conv2d_integer``: exact i32 sums; docs/int8.md).
 """
 from __future__ import annotations
 
@@ -162,9 +163,8 @@ def _qlinear_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     left = dequantize(b, xv, x_scale, x_zp, dtype=DType.f32)
     weight = dequantize(b, w, w_scale, w_zp, axis=0, dtype=DType.f32)
     inputs = [left, weight]
-    if bias is not None:          # an i32 bias in units of x_scale · w_scale
+    if bias is not None:          # an i32 bias in units of x_scale · w_scale (a scalar, or one per output channel)
         inputs.append(b.one("mul", _float(b, bias, DType.f32),
-                            b.one("reshape", b.one("mul", _float(b, x_scale, DType.f32), _float(b, w_scale, DType.f32)),
-                                  shape=(-1,)) if w_scale.type.rank else b.one("mul", x_scale, w_scale)))
+                            b.one("mul", _float(b, x_scale, DType.f32), _float(b, w_scale, DType.f32))))
     y = onnx_windows.CONVERTERS["Conv"](b, inputs, a)[0]
     return [quantize(b, y, y_scale, y_zp, y_zp.type.dtype if y_zp is not None else DType.u8)]

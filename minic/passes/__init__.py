@@ -3,7 +3,8 @@
 Read them in pipeline order (the order of ``LEVELS[2]``):
 
   quantized.py       fake-quantization-to-integer  matmul(dequantize(x), dequantize(@w)) -> matmul_integer(x, @w)·s,
-                                                   MatMulInteger's cast(matmul(x - zx, @w - zw), i32) alike
+                                                   conv2d alike (conv2d_integer); MatMulInteger's and ConvInteger's
+                                                   cast(matmul(x - zx, @w - zw), i32) alike
   shape_chains.py    fold-constant-gather      gather(@c, @i) -> @c[i]; shape programs -> static reshapes
   fold_constants.py  fold-constants            op(@c...) -> @op(c...)
   identity.py        eliminate-identity        identity(x) -> x, no-op reshape/transpose/cast/... -> x
@@ -13,7 +14,7 @@ Read them in pipeline order (the order of ``LEVELS[2]``):
   matmul_bias.py     fuse-matmul-bias          add(matmul(x, w), b) -> gemm(x, w, b)
   cse.py             eliminate-common-subexpr  op(x) twice -> once
   dead_code.py       eliminate-dead-code       unused y = op(x) -> nothing
-  padding.py         explicit-padding          conv2d(x){padding=p} -> conv2d(pad(x, p)){padding=0}
+  padding.py         explicit-padding          conv2d(x){padding=p} -> conv2d(pad(x, p)){padding=0} (int8's pad zx)
   fuse_groups.py     fuse-groups               marks which nodes lowering makes into one kernel
 
 and passes in no level, run when asked for (CompileOptions.precision; the backends' precision="int8"):

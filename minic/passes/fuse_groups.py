@@ -17,7 +17,10 @@ producers (so a chain grows backwards from its last op):
   (a row statistic used across its row), never along leading ones.
 * Into a contraction or pooling window, which reads each input element many
   times, only data movement fuses (a transpose or reshape feeding a matmul);
-  arithmetic would be recomputed once per read.
+  arithmetic would be recomputed once per read.  A cast to 8-bit integers (a
+  QuantizeLinear's, read by an int8 matmul or conv) counts as arithmetic: it ends
+  its producer's kernel, which stores bytes, a quarter of the f32 it would store,
+  and the micro-kernel reads them as they are (docs/int8.md).
 * Nor does a concat of values computed for it alone (arithmetic that the concat is the
   one reader of: RoPE's two rotated halves).  In the contraction it would choose between
   its inputs at every read, and each input, arithmetic, would be a kernel of its own; as
@@ -47,6 +50,7 @@ from dataclasses import replace
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.ops import OpKind
+from minic.ir.types import DType
 from minic.passes.rewrite import clone, fresh_name
 
 ANCHORS = (OpKind.REDUCTION, OpKind.NORMALIZE, OpKind.CONTRACTION, OpKind.WINDOW)
@@ -67,6 +71,11 @@ def _stores_padded(node: Node) -> bool:
 
 def _moves_data(node: Node) -> bool:
     return _kind(node) == OpKind.LAYOUT or node.op in ("identity", "dropout", "cast")
+
+
+def _to_bytes(node: Node) -> bool:
+    """A cast to u8 or i8: int8 activations, stored as such (not recomputed at every read)."""
+    return node.op == "cast" and node.attrs.dtype in (DType.u8, DType.i8)
 
 
 def _joins_computed(node: Node, producer: dict, users: dict, outputs: set) -> bool:
@@ -133,7 +142,8 @@ def fuse_groups(graph: Graph) -> Graph:
                 continue
             has_anchor[target] = True
         elif _kind(consumer) in MANY_READS or id(consumer) in many_reads:     # it would be re-read
-            if not _moves_data(node) or _stores_padded(node) or _joins_computed(node, producer, users, outputs):
+            if (not _moves_data(node) or _to_bytes(node) or _stores_padded(node)
+                    or _joins_computed(node, producer, users, outputs)):
                 continue
             many_reads.add(id(node))
         group[id(node)] = target

@@ -28,7 +28,7 @@ def applying(*rules: Rule) -> Pass:
 
 
 PASSES: dict[str, Pass] = {
-    "fake-quantization-to-integer": applying(quantized.integer_matmul, quantized.integer_sums),
+    "fake-quantization-to-integer": applying(quantized.integer_contraction, quantized.integer_sums),
     "fold-constant-gather": applying(shape_chains.static_target, shape_chains.constant_gather,
                                      shape_chains.static_entries),
     "fold-constants": applying(fold_constants.fold),

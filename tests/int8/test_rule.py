@@ -12,7 +12,7 @@ from minic.ir.interpret import interpret
 from minic.ir.text import parse_graph
 from minic.ir.verify import verify
 from minic.passes import PASSES, optimize
-from minic.passes.quantized import IntegerMatmul, Refusal, plan
+from minic.passes.quantized import IntegerContraction, Refusal, plan
 from minic.passes.rewrite import Match
 
 RNG = np.random.default_rng(0)
@@ -47,7 +47,7 @@ def qdq_matmul(w: np.ndarray, zw, sw, x_type: str = "u8", zx: int = 7) -> str:
 }}"""
 
 
-def planned(text: str) -> IntegerMatmul | Refusal | None:
+def planned(text: str) -> IntegerContraction | Refusal | None:
     g = verify(parse_graph(text))
     node = next(n for n in g.nodes if n.op in ("matmul", "gemm"))
     return plan(Match(g, node, g.producers()))
@@ -63,7 +63,7 @@ def test_per_channel_scales_and_nonzero_zero_points_are_handled(x_type):
     w = RNG.integers(-100, 100, (16, 3)).astype(np.int8)
     text = qdq_matmul(w, zw=[3, -5, 0], sw=[0.02, 0.5, 0.001], x_type=x_type, zx=-9 if x_type == "i8" else 200)
     p = planned(text)
-    assert isinstance(p, IntegerMatmul) and p.flip == (x_type == "i8")
+    assert isinstance(p, IntegerContraction) and p.flip == (x_type == "i8")
     np.testing.assert_array_equal(p.w, w.astype(np.int32) - [3, -5, 0])          # zero points out at compile time
     g = parse_graph(text)
     h = verify(PASSES["fake-quantization-to-integer"](g))
@@ -81,7 +81,7 @@ def test_per_channel_scales_and_nonzero_zero_points_are_handled(x_type):
 def test_u8_weights_with_their_zero_point_become_s8():
     w = RNG.integers(0, 256, (16, 3)).astype(np.uint8)
     p = planned(qdq_matmul(w, zw=128, sw=0.01))
-    assert isinstance(p, IntegerMatmul) and p.w.dtype == np.int8
+    assert isinstance(p, IntegerContraction) and p.w.dtype == np.int8
     np.testing.assert_array_equal(p.w, w.astype(np.int32) - 128)
 
 

@@ -72,3 +72,21 @@ def test_integer_matmul_is_exact(k, features, threads):
     y = compile_graph(matmul_integer(k, 40), CompileOptions(features=features, num_threads=threads,
                                                             use_cache=False))(x, w)
     np.testing.assert_array_equal(y, x.astype(np.int64) @ w.astype(np.int64))
+
+
+@pytest.mark.parametrize("dtype", ["u8", "i8"])
+def test_casts_between_f32_and_bytes_run_on_whole_vectors_and_wrap_as_numpy(dtype):
+    # a QuantizeLinear's cast to bytes and a DequantizeLinear's back, in a kernel's epilogue:
+    # one conversion per vector (VectorLoop.byte_cast), not one per lane; out of range wraps
+    g = parse_graph(f"""graph @g(%x: f32[4, 64]) -> (f32[4, 64]) {{
+  %q = cast(%x) {{dtype = {dtype}}} : {dtype}[4, 64]
+  %y = cast(%q) {{dtype = f32}} : f32[4, 64]
+  return %y
+}}""")
+    x = np.round(np.random.default_rng(0).uniform(-300, 300, (4, 64))).astype(np.float32)
+    x[0, :4] = [-1.0, -0.5, 255.9, 127.5]
+    options = CompileOptions(use_cache=False, num_threads=1)
+    want = x.astype(np.int64).astype(getattr(np, "uint8" if dtype == "u8" else "int8")).astype(np.float32)
+    np.testing.assert_array_equal(compile_graph(g, options)(x), want)
+    if host_has_avx512_vnni():                    # AVX-512 (DQ): vcvttps2qq then vpmovqb, 8 lanes each
+        assert "vcvttss2si" not in pipeline.run(g, "asm", options)

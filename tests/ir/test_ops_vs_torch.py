@@ -144,6 +144,17 @@ def test_matmul_integer():
     np.testing.assert_array_equal(y, torch.matmul(t(x).to(torch.int64), t(w).to(torch.int64)).to(torch.int32).numpy())
 
 
+def test_conv2d_integer():
+    rng = np.random.default_rng(0)
+    x, w = rng.integers(0, 256, (2, 8, 7, 9)).astype(np.uint8), rng.integers(-128, 128, (6, 4, 3, 3)).astype(np.int8)
+    attrs = dict(stride=(2, 1), padding=(1, 0, 1, 2), groups=2)
+    y = run_op("conv2d_integer", [x, w, np.array(77, np.uint8)], **attrs)[0]     # the padding reads 77
+    assert y.dtype == np.int32
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (0, 2)), constant_values=77)
+    want = torch.nn.functional.conv2d(t(padded), t(w.astype(np.float64)), stride=(2, 1), groups=2)
+    np.testing.assert_array_equal(y, want.to(torch.int32).numpy())
+
+
 def test_gemm():
     a, b, c = rand((4, 3)), rand((5, 3), 1), rand((5,), 2)
     close(run_op("gemm", [a, b, c], trans_b=True, alpha=0.5, beta=2.0)[0], 0.5 * t(a) @ t(b).T + 2 * t(c), 1e-5)

@@ -124,6 +124,12 @@ CASES.update({
                                     rng, padding=(1, 1, 1, 1)),
     "conv2d_strided": lambda d, rng: one_op("conv2d", [f32(1, 2 * d[1], d[2] + 3, d[3] + 4), const(2 * d[0], d[1], 2, 3)],
                                             rng, stride=(2, 2), dilation=(1, 2), padding=(0, 1, 2, 0), groups=2),
+    "conv2d_integer": lambda d, rng: one_op(
+        "conv2d_integer", [((2, 4 * d[1], d[2] + 2, d[3] + 3), "u8", "in"), ((d[2], 4 * d[1], 3, 2), "i8", "const"),
+                           ((), "u8", "const")], rng,
+        data={0: rng.integers(0, 256, (2, 4 * d[1], d[2] + 2, d[3] + 3)).astype(np.uint8),
+              1: rng.integers(-128, 128, (d[2], 4 * d[1], 3, 2)).astype(np.int8), 2: np.array(201, np.uint8)},
+        stride=(1, 2), padding=(1, 0, 2, 1)),
     "reshape": lambda d, rng: one_op("reshape", [f32(d[0], d[1], d[2] * 2)], rng, shape=(d[0] * d[1], 2, d[2])),
     "reshape_odd": lambda d, rng: one_op("reshape", [f32(2, 3 * d[0])], rng, shape=(3, 2 * d[0])),
     "flatten": lambda d, rng: one_op("flatten", [f32(d[0], d[1], d[2])], rng, axis=1),

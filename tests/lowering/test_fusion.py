@@ -144,3 +144,26 @@ def test_a_wide_concat_is_stored_one_nest_per_input_not_fused_into_its_reader():
     first = lower_graph(fuse_groups(b.graph(y))).kernels[0]
     assert not any(isinstance(x, Select) for s in walk_stmts(first.body) for e in stmt_exprs(s) for x in walk(e))
     assert len(first.body.stmts) == WIDE_CONCAT + 1 and all(isinstance(s, For) for s in first.body.stmts)
+
+
+def test_int8_activations_are_stored_as_bytes_for_the_contraction_that_reads_them():
+    # QuantizeLinear's clamp then cast to u8, read by an int8 matmul: the cast ends the clamp's
+    # kernel, which stores bytes, instead of being recomputed from f32 at each of the matmul's reads
+    from minic.ir.text import parse_graph
+    g = parse_graph("""graph @g(%x: f32[8, 16]) -> (i32[8, 4]) {
+  const @w : i8[16, 4] = dense<1>
+  const @lo : f32[] = dense<0.0>
+  const @hi : f32[] = dense<255.0>
+  %r = round(%x) : f32[8, 16]
+  %c = max(%r, @lo) : f32[8, 16]
+  %d = min(%c, @hi) : f32[8, 16]
+  %q = cast(%d) {dtype = u8} : u8[8, 16]
+  %y = matmul_integer(%q, @w) : i32[8, 4]
+  return %y
+}""")
+    fused = fuse_groups(g)
+    group = {n.outputs[0].name: n.group for n in fused.nodes}
+    assert group["q"] == group["d"] == group["r"] != group["y"]
+    program = verify_program(lower_graph(fused))
+    x = (60 * RNG.standard_normal((8, 16))).astype(np.float32)
+    np.testing.assert_array_equal(run_program(program, [x])[0], interpret(g, [x])[0])

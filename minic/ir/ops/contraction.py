@@ -1,4 +1,5 @@
-"""Contractions: matmul (batched, broadcasting), matmul_integer (8-bit operands, i32 sums), gemm, conv2d.  Each output element
+"""Contractions: matmul (batched, broadcasting), matmul_integer (8-bit operands, i32 sums), gemm, conv2d,
+conv2d_integer (8-bit operands, i32 sums).  Each output element
 is a sum over the contracted axes, so a fused epilogue (bias, activation,
 residual) applies to the accumulator before the single store."""
 from __future__ import annotations
@@ -159,21 +160,29 @@ def _conv_infer(attrs: Conv2dAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType((x.shape[0], o, oh, ow), x.dtype)]
 
 
-def conv2d(attrs: Conv2dAttrs, x, w, b=None) -> np.ndarray:
+def _window_sums(attrs: Conv2dAttrs, x: np.ndarray, w: np.ndarray, pad: int | float = 0) -> np.ndarray:
+    """sum_{c,p,q} x[n, c, i·s + p·d, j·s + q·d] · w[o, c, p, q] per group, x padded with ``pad``."""
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     g = attrs.groups
     out = out_hw(attrs, x.shape[2], x.shape[3], (kh, kw))
-    xp = np.pad(x, ((0, 0), (0, 0), attrs.padding[0::2], attrs.padding[1::2]))    # rows, then columns
+    xp = np.pad(x, ((0, 0), (0, 0), attrs.padding[0::2], attrs.padding[1::2]), constant_values=pad)  # rows, columns
     cols = windows(xp, (kh, kw), attrs.stride, attrs.dilation, out).reshape(n, g, cg, kh, kw, *out)
     y = np.einsum("ngcijyx,gocij->ngoyx", cols, w.reshape(g, o // g, cg, kh, kw), optimize=True)
-    y = y.reshape(n, o, *out)
+    return y.reshape(n, o, *out)
+
+
+def conv2d(attrs: Conv2dAttrs, x, w, b=None) -> np.ndarray:
+    y = _window_sums(attrs, x, w)
     if b is not None:
         y = y + b.reshape(1, -1, 1, 1)
     return y.astype(x.dtype)
 
 
-def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+def _window_sum(site: Site, index: tuple[Expr, ...], pad: Expr, integer: bool) -> Reduce:
+    """conv2d's sum over the window at ``index`` (taps in the padding read ``pad``).  An integer one
+    widens its 8-bit factors to i32 and runs its input channels innermost: the reduction the int8
+    micro-kernel takes four terms a step (``schedule.templates.quad_products``)."""
     x, w = site.inputs[:2]
     attrs = site.attrs
     n, o, oy, ox = index
@@ -182,12 +191,20 @@ def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
     c, p, q = site.fresh.var("c"), site.fresh.var("p"), site.fresh.var("q")
     channel = c if attrs.groups == 1 else BinOp("add", BinOp("mul", BinOp("div", o, const(per_group)), const(cg)), c)
     _, _, inside, pixel = taps(attrs, x, (n, channel, oy, ox), p, q)
-    if any(attrs.padding):     # taps in the zero padding contribute nothing
-        pixel = Select(inside, pixel, const(0.0, x.type.dtype))
-    loops = ((c, const(cg)), (p, const(kh)), (q, const(kw)))
-    y: Expr = Reduce("sum", loops, BinOp("mul", pixel, w.at((o, c, p, q))))
+    if any(attrs.padding):
+        pixel = Select(inside, pixel, pad)
+    weight = w.at((o, c, p, q))
+    if integer:
+        pixel, weight = Cast(DType.i32, pixel), Cast(DType.i32, weight)
+    loops = ((p, const(kh)), (q, const(kw)), (c, const(cg))) if integer else ((c, const(cg)), (p, const(kh)), (q, const(kw)))
+    return Reduce("sum", loops, BinOp("mul", pixel, weight))
+
+
+def conv2d_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    # taps in the zero padding contribute nothing
+    y: Expr = _window_sum(site, index, const(0.0, site.inputs[0].type.dtype), integer=False)
     if len(site.inputs) == 3:
-        y = BinOp("add", y, site.inputs[2].at((o,)))
+        y = BinOp("add", y, site.inputs[2].at((index[1],)))
     return y
 
 
@@ -195,3 +212,40 @@ define("conv2d", OpKind.CONTRACTION, _conv_infer, conv2d, conv2d_rule, Conv2dAtt
        doc="conv2d(x, w, b?)[n,o,i,j] = b[o] + sum_{c,p,q} x[n,c,i·s+p·d,j·s+q·d] · w[o,c,p,q] (per group)",
        torch=lambda t, x, w, b=None: t.F.conv2d(x, w, b, t.attrs.stride, symmetric(t.attrs.padding, "conv2d"),
                                                 t.attrs.dilation, t.attrs.groups))
+
+
+def _conv_integer_infer(attrs: Conv2dAttrs, ts: list[TensorType]) -> list[TensorType]:
+    x, w = ts[0], ts[1]
+    eight = (DType.u8, DType.i8)
+    require(x.dtype in eight and w.dtype in eight, f"conv2d_integer needs u8 or i8 inputs, got {x} and {w}")
+    require(len(ts) == 2 or (ts[2].rank == 0 and ts[2].dtype == x.dtype),
+            f"conv2d_integer: the padding value must be a scalar {x.dtype.value}, got {ts[-1]}")
+    y = _conv_infer(attrs, [TensorType(x.shape, DType.f32), TensorType(w.shape, DType.f32)])[0]
+    return [TensorType(y.shape, DType.i32)]
+
+
+def conv2d_integer(attrs: Conv2dAttrs, x, w, z=None) -> np.ndarray:
+    pad = 0 if z is None else int(z)
+    return _window_sums(attrs, x.astype(np.int64), w.astype(np.int64), pad).astype(np.int32)
+
+
+def conv2d_integer_rule(site: Site, index: tuple[Expr, ...]) -> Expr:
+    x = site.inputs[0]
+    pad = site.inputs[2].at(()) if len(site.inputs) == 3 else const(0, x.type.dtype)
+    return _window_sum(site, index, pad, integer=True)
+
+
+def _torch_pads(padding: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    """(left, right, top, bottom): torch's F.pad order for minic's (top, left, bottom, right)."""
+    top, left, bottom, right = padding
+    return left, right, top, bottom
+
+
+define("conv2d_integer", OpKind.CONTRACTION, _conv_integer_infer, conv2d_integer, conv2d_integer_rule, Conv2dAttrs,
+       arity=(2, 3),
+       doc="conv2d_integer(x, w, z?)[n,o,i,j] = sum_{c,p,q} i32(x[n,c,i·s+p·d,j·s+q·d]) · i32(w[o,c,p,q]) (per "
+           "group): 8-bit operands, exact i32 sums, taps in the padding read z (0 if absent; ONNX's ConvInteger "
+           "pads with x's zero point and subtracts it; minic subtracts it after: docs/int8.md)",
+       torch=lambda t, x, w, z=None: t.F.conv2d(
+           t.F.pad(x.to(t.torch.float64), _torch_pads(t.attrs.padding), value=0 if z is None else float(z)),
+           w.to(t.torch.float64), None, t.attrs.stride, 0, t.attrs.dilation, t.attrs.groups).to(t.torch.int32))

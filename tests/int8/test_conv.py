@@ -1,0 +1,182 @@
+"""Convolutions on integers: a small torch CNN quantized by ONNX Runtime (statically, QDQ, a scale
+per tensor or per output channel; dynamically, ConvInteger), compiled by minic with every conv
+as ``conv2d_integer`` (``fake-quantization-to-integer``), against ONNX Runtime on the same file;
+the conv kernel's reduction in vpdpbusd (AVX512-VNNI), asserted from the assembly."""
+from __future__ import annotations
+
+import collections
+import re
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+
+import minic
+from minic import pipeline
+from minic.api import graph_of, load
+from minic.ir.text import parse_graph
+from minic.options import CompileOptions
+from minic.passes import optimize
+from minic.runtime import compile_graph
+from minic.runtime.specialize import one_graph
+from minic.verify.tolerance import F32, INT8_QUANTA_PER_LAYER, int8_quanta
+from tests.int8.qdq_models import CNN_SHAPE, quantized_cnn
+from tests.int8.test_qdq_onnxruntime import output_scale
+from tests.int8.test_vnni import SPR, host_has_avx512_vnni
+
+ort = pytest.importorskip("onnxruntime")
+
+CONVS = 4                                   # the CNN's: 3 -> 16, 16 -> 32 stride 2, depthwise, 1x1
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cnn")
+    return {mode: quantized_cnn(folder, mode) for mode in ("per-tensor", "per-channel", "dynamic")}
+
+
+def session(path):
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("mode", ["per-tensor", "per-channel", "dynamic"])
+def test_every_conv_of_a_quantized_cnn_runs_on_integers_and_matches_onnxruntime(models, cache, mode):
+    f32, path = models[mode]
+    ops = Counter(n.op for n in optimize(graph_of(load(str(path)))).nodes)
+    assert ops["conv2d_integer"] == CONVS and not ops["conv2d"], ops
+    assert ops["matmul_integer"] == 1 and not ops["matmul"] and not ops["gemm"], ops
+    rng = np.random.default_rng(5)
+    for spread in (1.0, 1.5):                                          # past the calibrated range too
+        x = (spread * rng.standard_normal(CNN_SHAPE)).astype(np.float32)
+        want = session(path).run(None, {"x": x})[0]
+        compiled = minic.compile(str(path), [x], backend="minic", cache_dir=cache)(x)
+        interpreted = minic.compile(str(path), [x], backend="interp")(x)    # the float form, as imported
+        if mode == "dynamic":
+            # the i32 sums are equal; the scaling after them is float code, as a dynamic model's is
+            bound = F32 * np.max(np.abs(want))
+            assert np.max(np.abs(compiled - want)) <= bound and np.max(np.abs(interpreted - want)) <= bound
+            continue
+        # five requantized layers; measured: 0 quanta (every output equal)
+        scale = output_scale(path)
+        assert int8_quanta(compiled, want, scale) <= 5 * INT8_QUANTA_PER_LAYER
+        assert int8_quanta(interpreted, want, scale) <= 5 * INT8_QUANTA_PER_LAYER
+        assert np.mean(compiled == want) > 0.99
+
+
+def conv_integer_model(path, k: int, pads: tuple[int, int, int, int], zero: int) -> None:
+    from onnx import TensorProto, helper, numpy_helper
+    node = helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], pads=list(pads), strides=[2, 1])
+    graph = helper.make_graph([node], "convinteger",
+                              [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, k, 9, 8]),
+                               helper.make_tensor_value_info("w", TensorProto.INT8, [32, k, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                              [numpy_helper.from_array(np.array(zero, np.uint8), "xz")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_the_i32_sums_and_the_padding_equal_onnxruntimes_convinteger(tmp_path):
+    # ONNX Runtime pads with x's zero point (a real 0); conv2d_integer's third input says so
+    k, pads, zero = 116, (1, 2, 0, 1), 201                 # 9 · 116 · 255 · 128 > 2^24: a float sum could round
+    conv_integer_model(tmp_path / "ci.onnx", k, pads, zero)
+    rng = np.random.default_rng(0)
+    x = rng.integers(200, 256, (2, k, 9, 8)).astype(np.uint8)
+    w = rng.integers(100, 128, (32, k, 3, 3)).astype(np.int8)
+    w[1::2] = -128
+    want = session(tmp_path / "ci.onnx").run(None, {"x": x, "w": w})[0]
+    top, left, bottom, right = pads
+    g = parse_graph(f"""graph @g(%x: u8[2, {k}, 9, 8], %w: i8[32, {k}, 3, 3]) -> (i32[2, 32, 4, 9]) {{
+  const @z : u8[] = dense<{zero}>
+  %y = conv2d_integer(%x, %w, @z) {{stride = [2, 1], padding = [{top}, {left}, {bottom}, {right}], dilation = [1, 1], groups = 1}} : i32[2, 32, 4, 9]
+  return %y
+}}""")
+    # ONNX Runtime's sums are of x - zero; conv2d_integer's of x, the correction after it
+    correction = zero * w.astype(np.int64).sum(axis=(1, 2, 3)).reshape(-1, 1, 1)
+    for threads in (1, 2):
+        got = compile_graph(g, CompileOptions(use_cache=False, num_threads=threads))(x, w)
+        assert got.dtype == np.int32 and np.abs(got).max() > 2 ** 24
+        np.testing.assert_array_equal(got - correction, want)
+
+
+def vnni_per_kernel(asm: str) -> dict[str, int]:
+    """vpdpbusd instructions per kernel of an assembly listing."""
+    kernel, found = None, collections.Counter()
+    for line in asm.splitlines():
+        if re.match(r"^k\d+\w*:", line):
+            kernel = line[:-1]
+            found[kernel] += 0
+        if "vpdpbusd" in line:
+            found[kernel] += 1
+    return dict(found)
+
+
+@pytest.mark.skipif(not host_has_avx512_vnni(), reason="this CPU lacks avx512_vnni (see /proc/cpuinfo), so "
+                    "minic multiplies widened i32 lanes instead of with vpdpbusd")
+@pytest.mark.parametrize("mode", ["per-channel", "dynamic"])
+def test_the_conv_kernels_multiply_with_vpdpbusd(models, mode):
+    # vpdpbusd takes four input channels a step, the same pixel on every lane (output channel):
+    # the convs of groups = 1, their input channels a multiple of 4 (the image's 3 padded to 4
+    # by explicit-padding, where its zero point is known now).  The depthwise conv multiplies
+    # widened i32 lanes (exact too).
+    graph = optimize(graph_of(load(str(models[mode][1]))))
+    fits = [n for n in graph.nodes if n.op == "conv2d_integer" and n.attrs.groups == 1
+            and n.inputs[1].type.shape[1] % 4 == 0]
+    assert len(fits) == (3 if mode == "per-channel" else 2)
+    found = vnni_per_kernel(pipeline.run(one_graph(load(str(models[mode][1]))), "asm",
+                                         CompileOptions(use_cache=False, num_threads=1)))
+    conv_kernels = {k: n for k, n in found.items() if "conv2d_integer" in k}
+    assert sum(n > 0 for n in conv_kernels.values()) == len(fits), found
+
+
+def test_vpdpbusd_in_a_conv_only_where_the_target_has_avx512_vnni():
+    g = parse_graph("""graph @g(%x: u8[1, 16, 8, 8]) -> (i32[1, 32, 8, 8]) {
+  const @w : i8[32, 16, 3, 3] = dense<3>
+  const @z : u8[] = dense<9>
+  %y = conv2d_integer(%x, @w, @z) {stride = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1} : i32[1, 32, 8, 8]
+  return %y
+}""")
+    assert "vpdpbusd" in pipeline.run(g, "asm", CompileOptions(cpu="sapphirerapids", features=SPR, use_cache=False))
+    assert "vpdpbusd" not in pipeline.run(g, "asm", CompileOptions(features="+avx2,+fma", use_cache=False))
+
+
+@pytest.mark.parametrize("features", ["", "+avx2,+fma"])
+@pytest.mark.parametrize("case", [(16, 1, 1, 1), (12, 2, 0, 1), (8, 1, 1, 2), (3, 1, 1, 1)],
+                         ids=["3x3-pad", "stride2", "grouped", "three-channels"])
+def test_integer_conv_is_exact(features, case):
+    c, stride, pad, groups = case
+    rng = np.random.default_rng(c)
+    x, w = rng.integers(0, 256, (2, c, 9, 11)).astype(np.uint8), rng.integers(-128, 128, (24, c // groups, 3, 3))
+    x[0, :, 0], w[0] = 255, -128                              # the extremes: 255 · -128 in every product
+    oh, ow = (9 + 2 * pad - 3) // stride + 1, (11 + 2 * pad - 3) // stride + 1
+    g = parse_graph(f"""graph @g(%x: u8[2, {c}, 9, 11], %w: i8[24, {c // groups}, 3, 3]) -> (i32[2, 24, {oh}, {ow}]) {{
+  const @z : u8[] = dense<130>
+  %y = conv2d_integer(%x, %w, @z) {{stride = [{stride}, {stride}], padding = [{pad}, {pad}, {pad}, {pad}], dilation = [1, 1], groups = {groups}}} : i32[2, 24, {oh}, {ow}]
+  return %y
+}}""")
+    from minic.ir import ops
+    want = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(130))
+    got = compile_graph(g, CompileOptions(features=features, num_threads=1, use_cache=False))(x, w.astype(np.int8))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_qlinearconv_with_a_scale_per_channel_runs_on_integers_and_equals_onnxruntime(tmp_path, cache):
+    # minic imports QLinearConv as dequantize · dequantize -> conv2d (+ the i32 bias) -> quantize: the rule's pattern
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    c, o = 16, 24
+    consts = {"xs": np.float32(0.02), "xz": np.uint8(120), "w": rng.integers(-128, 128, (o, c, 3, 3)).astype(np.int8),
+              "ws": (0.002 * (1 + np.arange(o) / o)).astype(np.float32), "wz": np.zeros(o, np.int8),
+              "ys": np.float32(0.5), "yz": np.uint8(128), "b": rng.integers(-5000, 5000, o).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[1, 1, 1, 1], strides=[2, 2])
+    graph = helper.make_graph([node], "qlinearconv", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, c, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, o, 5, 5])],
+                              [numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items()])
+    path = tmp_path / "qlinearconv.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+    ops = Counter(n.op for n in optimize(graph_of(load(str(path)))).nodes)
+    assert ops["conv2d_integer"] == 1 and not ops["conv2d"], ops
+    x = rng.integers(0, 256, (2, c, 9, 9)).astype(np.uint8)
+    want = session(path).run(None, {"x": x})[0]
+    got = minic.compile(str(path), [x], backend="minic", cache_dir=cache)(x)
+    assert np.abs(got.astype(np.int32) - want).max() <= INT8_QUANTA_PER_LAYER     # measured: equal
