@@ -4,21 +4,24 @@ ONNX Runtime's ``quantize_static`` writes a QDQ model; this is the same recipe d
 minic on its own graph (``precision="int8"`` of the minic and interp backends), so the
 two can be compared -- and with the QNN leg, which quantizes the same way:
 
+    0. the float graph as quantization should see it (``PREPARE``): batch norms folded
+       into their convolutions, constants folded (ONNX Runtime's ``quant_pre_process``);
     1. calibrate: run the graph (the interpreter) on the calibration inputs -- the
        example inputs and seeded random ones like them (``minic.inputs.calibration_inputs``)
-       -- and keep the range [lo, hi] of every matmul's activations (min-max, 0 included,
-       so that zero is exact);
-    2. quantize: in front of each matmul or gemm with constant f32 weights, the QDQ pair
-       of its activations, and its weights as integers:
+       -- and keep the range [lo, hi] of every contraction's activations (min-max, 0
+       included, so that zero is exact);
+    2. quantize: in front of each matmul, gemm or conv2d with constant f32 weights, the
+       QDQ pair of its activations, and its weights as integers:
 
          x  ->  (f32(q) - zx) · sx      q = u8(clip(round(x / sx) + zx, 0, 255))
                                          sx = (hi - lo) / 255, zx = round(-lo / sx)
-         @w ->  f32(@q) · @sw           @q = i8(round(@w / @sw)), @sw = max|w| / 127 per column
+         @w ->  f32(@q) · @sw           @q = i8(round(@w / @sw)), @sw = max|w| / 127 per
+                                         output channel (a matmul's column, a conv's filter)
 
        u8 activations with a zero point and symmetric s8 weights, one scale per output
-       column: the pair x86's VNNI multiplies, and ONNX Runtime's defaults on x86;
+       channel: the pair x86's VNNI multiplies, and ONNX Runtime's defaults on x86;
     3. the ``-O2`` rule fake-quantization-to-integer (``quantized.py``) then finds the
-       pairs and runs each matmul on integers, exactly as for a QDQ file ONNX Runtime wrote.
+       pairs and runs each contraction on integers, exactly as for a QDQ file ONNX Runtime wrote.
 
 Only the contractions are quantized: norms, softmax and activations stay in f32, where
 quantizing them would cost accuracy for little speed (ONNX Runtime's ``op_types``).
@@ -36,7 +39,8 @@ from minic.ir.types import DType
 from minic.passes.quantized import dequantized, known
 from minic.passes.rewrite import Match, clone, rewrite, rule
 
-CONTRACTIONS = ("matmul", "gemm")
+CONTRACTIONS = ("matmul", "gemm", "conv2d")
+PREPARE = ["fold-constant-gather", "fold-constants", "eliminate-identity", "fold-batchnorm", "eliminate-dead-code"]
 
 
 def calibrate(graph: Graph, feeds: Sequence[Sequence[np.ndarray]]) -> dict[str, tuple[float, float]]:
@@ -57,27 +61,30 @@ def calibrate(graph: Graph, feeds: Sequence[Sequence[np.ndarray]]) -> dict[str, 
 
 
 def quantize_int8(graph: Graph, feeds: Sequence[Sequence[np.ndarray]]) -> Graph:
-    """``graph`` with each matmul's activations and constant weights quantized to 8 bits
+    """``graph`` with each contraction's activations and constant weights quantized to 8 bits
     (QDQ pairs, calibrated on ``feeds``), ready for the fake-quantization-to-integer rule."""
+    from minic.passes.manager import optimize
+    graph = optimize(graph, passes=PREPARE)
     return rewrite(graph, [_quantize_contraction(calibrate(graph, feeds))])
 
 
 def _quantize_contraction(ranges: dict[str, tuple[float, float]]):
     @rule(*CONTRACTIONS)
     def quantize_contraction(m: Match) -> Node | None:
-        """matmul(x, @w) -> matmul((f32(q(x)) - zx) · sx, f32(@q) · @sw)"""
+        """matmul(x, @w) -> matmul((f32(q(x)) - zx) · sx, f32(@q) · @sw);  gemm, conv2d alike"""
         node = m.node
         x, w = node.inputs[0], node.inputs[1]
-        if x.name not in ranges or dequantized(m, x) is not None or w.type.dtype != DType.f32 or w.type.rank != 2:
+        if (x.name not in ranges or dequantized(m, x) is not None or w.type.dtype != DType.f32
+                or w.type.rank != (4 if node.op == "conv2d" else 2)):
             return None
         if node.op == "gemm" and node.attrs.trans_a:
             return None
         data = known(m, w)
         if data is None:
             return None
-        trans = node.op == "gemm" and node.attrs.trans_b
+        contracted = (1, 2, 3) if node.op == "conv2d" else (1,) if node.op == "gemm" and node.attrs.trans_b else (0,)
         base = node.outputs[0].name
-        return m.rebuilt(node.op, [_activations(m, x, ranges[x.name], base), _weights(m, data, trans, base),
+        return m.rebuilt(node.op, [_activations(m, x, ranges[x.name], base), _weights(m, data, contracted, base),
                                    *node.inputs[2:]], **vars(node.attrs))
     return quantize_contraction
 
@@ -96,10 +103,10 @@ def _activations(m: Match, x: Value, bounds: tuple[float, float], base: str) -> 
     return m.emit("mul", [back, s], base + "_xdq")
 
 
-def _weights(m: Match, w: np.ndarray, trans: bool, base: str) -> Value:
-    """The constant weights as s8, symmetric, one scale per output column ([K, N]; [N, K] transposed)."""
-    axis = 1 if trans else 0                           # the contracted axis
-    peak = np.abs(w).max(axis=axis, keepdims=True).astype(np.float32)
+def _weights(m: Match, w: np.ndarray, contracted: tuple[int, ...], base: str) -> Value:
+    """The constant weights as s8, symmetric, one scale per output channel: the max over the
+    ``contracted`` axes (a matmul's K of [K, N], a gemm's transposed [N, K], a conv's C, kh, kw)."""
+    peak = np.abs(w).max(axis=contracted, keepdims=True).astype(np.float32)
     scale = np.where(peak > 0, peak / np.float32(127), np.float32(1)).astype(np.float32)
     q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
     f = m.emit("cast", [m.constant(base + "_wq", q)], base + "_wf", dtype=DType.f32)

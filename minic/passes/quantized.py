@@ -276,7 +276,8 @@ def integer_contraction(m: Match) -> Node | None:
     if p.bias is None:
         return m.rebuilt("mul", [y, scale])
     y = m.emit("mul", [y, scale], base + "_scaled")
-    bias = p.bias if node.op != "conv2d" else m.emit("reshape", [p.bias], base + "_bias", shape=(-1, 1, 1))
+    bias = p.bias if node.op != "conv2d" else m.emit("reshape", [p.bias], base + "_bias",
+                                                     shape=(*p.bias.type.shape, 1, 1))    # [O] -> [O, 1, 1]
     return m.rebuilt("add", [y, bias])
 
 

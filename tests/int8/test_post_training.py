@@ -22,7 +22,7 @@ def _first(out):
     return out[0] if isinstance(out, tuple) else out
 
 
-@pytest.mark.parametrize("name", ["mlp", "bert-base", "llama-tiny"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "resnet50", "bert-base", "llama-tiny"])
 def test_int8_is_within_the_8_bit_bound_and_its_integer_kernels_equal_the_fake_quantization(name, cache):
     source = load(name, size="small")
     ref = _first(backends.get("torch")(source)(*source.example_inputs))
@@ -33,15 +33,17 @@ def test_int8_is_within_the_8_bit_bound_and_its_integer_kernels_equal_the_fake_q
     assert np.abs(compiled - fake).max() / scale <= F32               # integer sums = the QDQ pairs' arithmetic
 
 
-@pytest.mark.parametrize("name, on_integers", [("mlp", 2), ("bert-base", 12), ("llama-tiny", 15)])
-def test_every_matmul_with_constant_weights_runs_on_integers(name, on_integers):
-    """bert-base's other 4 matmuls (q·k, p·v) multiply two activations: they stay f32."""
+@pytest.mark.parametrize("name, on_integers", [("mlp", 2), ("cnn", 3), ("resnet50", 18), ("bert-base", 12),
+                                                ("llama-tiny", 15)])
+def test_every_contraction_with_constant_weights_runs_on_integers(name, on_integers):
+    """Convolutions (their batch norms folded first) and matmuls; bert-base's other 4 matmuls
+    (q·k, p·v) multiply two activations: they stay f32."""
     source = load(name, size="small")
     graph = optimize(backends.quantized_int8(source).graph)
     ops = Counter(n.op for n in graph.nodes)
-    assert ops["matmul_integer"] == on_integers
-    assert ops["matmul"] + ops["gemm"] == sum(n.op in ("matmul", "gemm") for n in backends.graph_of(source).nodes) \
-        - on_integers
+    assert ops["matmul_integer"] + ops["conv2d_integer"] == on_integers and not ops["batch_norm"]
+    contractions = sum(n.op in ("matmul", "gemm", "conv2d") for n in backends.graph_of(source).nodes)
+    assert ops["matmul"] + ops["gemm"] + ops["conv2d"] == contractions - on_integers
 
 
 GRAPH = """graph @g(%x: f32[2, 4]) -> (f32[2, 3]) {
