@@ -23,7 +23,9 @@ for every path that has them), each where the engine is at its best:
 * a *recipe* that changes the model (``minic.backends.recipe``): ``int8`` is the model
   quantized statically by ONNX Runtime's quantizer (QDQ, u8 activations calibrated on the
   example inputs and seeded random ones, s8 weights per channel), ``int8-dynamic`` by its
-  ``quantize_dynamic``; every engine that reads ONNX runs that same file.
+  ``quantize_dynamic``; every engine that reads ONNX runs that same file;
+* ``int8-own``: the engine's own post-training quantization of the f32 model (minic's
+  ``precision="int8"``, minic/passes/post_training.py: the same recipe, on minic's graph).
 
 Each precision is judged against the f32 reference by its own bound (``TOLERANCE``).
 """
@@ -38,8 +40,8 @@ from minic.verify.precision import TOLERANCE as OWN_TOLERANCE
 from minic.verify.tolerance import QDQ8
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TVM_NUM_THREADS", "NUM_CPU_THREADS")
-PRECISIONS = ("f32", "bf16", "int8", "int8-dynamic")
-TOLERANCE = {**OWN_TOLERANCE, "int8-dynamic": QDQ8}                    # against the f32 reference
+PRECISIONS = ("f32", "bf16", "int8", "int8-dynamic", "int8-own")
+TOLERANCE = {**OWN_TOLERANCE, "int8-dynamic": QDQ8, "int8-own": QDQ8}   # against the f32 reference
 INT8 = {"int8": {}, "int8-dynamic": {}}                                 # recipes: the model changes, not the options
 
 
@@ -94,7 +96,7 @@ register(BenchPath("tvm", "tvm"))
 register(BenchPath("tinygrad", "tinygrad"))
 # No disk cache: the build's time and memory are a compile's, as they are for every other path.
 register(BenchPath("minic", "minic", {"use_cache": False}, threads_option="num_threads",
-                   precisions={"f32": {}, "bf16": {"precision": "bf16"}, **INT8}))
+                   precisions={"f32": {}, "bf16": {"precision": "bf16"}, **INT8, "int8-own": {"precision": "int8"}}))
 register(BenchPath("iree", "iree", threads_option="threads"))
 for _via in ("stablehlo", "linalg", "turbine"):
     register(BenchPath(f"iree-{_via}", "iree", {"via": _via}, threads_option="threads"))

@@ -41,7 +41,8 @@ def register(sub) -> None:
     p.add_argument("--precision", default="f32", help="precisions, comma-separated: each path at each one it "
                    "has (f32; bf16: minic, OpenVINO, Inductor under autocast; int8, int8-dynamic: the model "
                    "quantized by ONNX Runtime's quantize_static (QDQ) or quantize_dynamic, run by minic, ONNX "
-                   "Runtime and OpenVINO), judged by each precision's accuracy bound; the summary compares "
+                   "Runtime and OpenVINO; int8-own: minic's own post-training quantization), judged by each "
+                   "precision's accuracy bound; the summary compares "
                    "each engine at its fastest (default: %(default)s)")
     p.add_argument("--batch", default="1", help="batch sizes, comma-separated (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=5, help="rounds: one block per path each (default: %(default)s)")

@@ -158,6 +158,7 @@ def test_precisions_expand_each_path_to_the_modes_it_has():
                      "minic", "minic:bf16", "minic:int8"]          # torch: the f32 reference only
     assert resolve("openvino:bf16").options == {"precision": "bf16"}
     assert resolve("minic:bf16").options_for(1) == {"use_cache": False, "precision": "bf16", "num_threads": 1}
+    assert resolve("minic:int8-own").options == {"use_cache": False, "precision": "int8"}   # minic's own PTQ
     assert [p.name for p in parse("openvino:bf16", ("f32", "int8"))] == ["torch", "openvino:bf16", "minic", "minic:int8"]
     with pytest.raises(UserError, match="runs at f32, int8, int8-dynamic, not 'bf16'"):
         resolve("onnxruntime:bf16")
