@@ -13,9 +13,10 @@ import numpy as np
 
 from minic.errors import UnsupportedError, UserError
 from minic.ir import ops
+from minic.ir.build import make_node
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import DType
-from minic.limits import check_dims, ensure_values_fit
+from minic.limits import ensure_values_fit
 from minic.registry import Registry
 
 
@@ -85,16 +86,11 @@ class Builder:
         return f"{hint}.{self.counter}"
 
     def emit(self, op: str, inputs: list[Value], **attrs: Any) -> list[Value]:
-        """Append one minic node; its output types come from the op's inference."""
-        opdef = ops.get(op)
+        """Append one minic node (``make_node``: its outputs named ``op.N``); errors name the ONNX node."""
         try:
-            attr_obj = opdef.make_attrs(**attrs)
-            types = opdef.infer(attr_obj, [v.type for v in inputs])
-            for t in types:
-                check_dims(t.shape, f"{op} gives {t}:")
+            node = make_node(op, inputs, attrs, names=lambda _: self.fresh(op))
         except UserError as e:
             raise OnnxImportError(f"{self.where}: {e}") from None
-        node = Node(op, list(inputs), [Value(self.fresh(op), t) for t in types], attr_obj)
         self.graph.nodes.append(node)
         self.producer.update((v, node) for v in node.outputs)
         return node.outputs

@@ -40,9 +40,9 @@ from minic.frontend import torch_attention, torch_ops, torch_ops_core, torch_ops
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
 from minic.frontend.torch_ops import Handler, fold
 from minic.ir import ops
+from minic.ir.build import make_node
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.types import Dim, DType, TensorType, dim_floordiv, dim_prod, dim_sum
-from minic.ir.verify import infer_node
 from minic.registry import Registry
 
 aten = torch.ops.aten
@@ -358,16 +358,12 @@ class Converter:
 
     def emit(self, op: str, inputs: list[Value], attrs: Any = None, name: str | None = None,
              many: bool = False) -> Any:
-        """Append one minic node; its output types come from the op registry.
+        """Append one minic node (``make_node``), with the FX node's source line and module scope.
         The last node emitted for an FX node carries that node's name.  Returns
         the output Value, or the tuple of outputs when ``many``."""
-        opdef = ops.get(op)
-        attrs = opdef.attrs() if attrs is None else attrs
-        node = Node(op, list(inputs), [], attrs, source=source_of(self.current), scope=scope_of(self.current))
-        types = infer_node(node)
         base = name or self.current.name
-        node.outputs = [Value(self.fresh(base if not many else f"{base}_{i}"), t)
-                        for i, t in enumerate(types)]
+        node = make_node(op, inputs, attrs, names=lambda i: self.fresh(base if not many else f"{base}_{i}"),
+                         source=source_of(self.current), scope=scope_of(self.current))
         self.nodes.append(node)
         return tuple(node.outputs) if many else node.outputs[0]
 
@@ -381,7 +377,7 @@ class Converter:
         return self.current.name
 
     def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
-        return self.emit(op, list(inputs), self.attrs(op, **attrs))
+        return self.emit(op, list(inputs), attrs)
 
     def const(self, data: Any, like: Value | None = None) -> Value:
         """A new constant; with ``like``, of that value's dtype."""

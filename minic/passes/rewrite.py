@@ -23,7 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
-from minic.ir import ops
+from minic.ir.build import make_node
 from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.rules import Rule, Rules, rule  # noqa: F401 - the passes import rule from here
 
@@ -117,18 +117,26 @@ class Match:
         self.graph.constants.extend(made)
         return made
 
+    def made(self, op: str, inputs: list[Value], attrs: dict, names) -> Node:
+        """``make_node`` with the matched node's group, source and scope."""
+        n = self.node
+        return make_node(op, inputs, attrs, names=names, source=n.source, scope=n.scope, group=n.group)
+
     def rebuilt(self, op: str, inputs: list[Value], **attrs) -> Node:
         """A new node ``op(inputs){attrs}`` computing the matched node's outputs: its replacement."""
-        return replace(self.node, op=op, inputs=inputs, attrs=ops.get(op).make_attrs(**attrs))
+        node = self.made(op, inputs, attrs, [v.name for v in self.node.outputs])
+        if [v.type for v in node.outputs] != [v.type for v in self.node.outputs]:
+            raise AssertionError(f"{op} gives {[str(v.type) for v in node.outputs]} in place of "
+                                 f"{self.node.describe(self.graph.nodes.index(self.node))}")
+        node.outputs = self.node.outputs
+        return node
 
     def emit(self, op: str, inputs: list[Value], base: str, **attrs) -> Value:
         """A new one-output node ``op(inputs){attrs}`` before the matched one, its type inferred."""
-        node = self.rebuilt(op, inputs, **attrs)                 # the matched node's group, source, scope
-        out = Value(fresh_name(self.graph, base), ops.get(op).infer(node.attrs, [v.type for v in inputs])[0])
-        node.outputs = [out]
+        node = self.made(op, inputs, attrs, [fresh_name(self.graph, base)])
         self.graph.nodes.insert(self.graph.nodes.index(self.node), node)
-        self.producers[out] = node
-        return out
+        self.producers[node.outputs[0]] = node
+        return node.outputs[0]
 
     def retire(self, *items: Node | Value) -> None:
         """Nodes and constants the replacement no longer reads: dropped at the end unless read."""

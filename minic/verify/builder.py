@@ -1,5 +1,5 @@
 """The growing graph of the random-graph generator: a pool of typed values and
-the one way to add a node (``emit``), which lets the op's own inference judge it.
+its way to add a node (``emit``, over ``minic.ir.build.make_node``: the op's own inference judges it).
 
 Besides its type, every value in the pool carries two facts the generator needs
 to keep the numbers well behaved on every path:
@@ -19,10 +19,9 @@ from typing import Callable
 
 import numpy as np
 
-from minic.ir import ops
+from minic.ir.build import make_node
 from minic.ir.graph import Node, Value, constant
 from minic.ir.types import DType, Dim, TensorType
-from minic.ir.verify import infer_node
 
 # Ops whose result is exactly one of their input elements (or a sign/rounding of
 # one): exact inputs give an exact result.
@@ -179,13 +178,11 @@ class Builder:
     # --- nodes ---------------------------------------------------------------------
 
     def emit(self, op: str, inputs: list[Slot], bound: float, **attrs) -> list[Slot]:
-        """Add ``op(inputs) {attrs}``; its output types come from the op's own
-        inference (a UserError there means this combination is invalid)."""
-        node = Node(op, [s.value for s in inputs], [], ops.get(op).make_attrs(**attrs))
-        types = infer_node(node)
-        if any(0 in t.shape for t in types):
-            raise Reject(f"{op} would give an empty tensor")
-        node.outputs = [Value(self.name("v"), t) for t in types]
+        """Add ``op(inputs) {attrs}`` (``make_node``: a UserError there means this combination
+        is invalid)."""
+        node = make_node(op, [s.value for s in inputs], attrs, names=lambda _: self.name("v"))
+        if any(0 in v.type.shape for v in node.outputs):
+            raise Reject(f"{op} would give an empty tensor")     # restore() takes back the names
         self.nodes.append(node)
         for s in inputs:
             s.uses += 1
