@@ -30,7 +30,6 @@ DENYLIST: list[Denied] = [
     Denied(r"^test_dft_inverse(_opset19)?$", _F32_FFT_NOISE, outcome="wrong"),
     # --- refused ---
     Denied(r"^test_(flexattention$|flexattention_causal_mask$|flexattention_diff_head_sizes$|flexattention_double$|flexattention_fp16$|flexattention_gqa$|flexattention_prob_mod$|flexattention_relative_positional$|flexattention_scaled$|flexattention_score_mod$|flexattention_soft_cap$)", 'ONNX has no FlexAttention at opset 26'),
-    Denied(r"^test_resize_downsample_sizes_nearest_not_smaller(_|$)", 'Resize to 2 along axis 2 with keep_aspect_ratio_policy is not reproducible one axis at a time (its c'),
     Denied(r"^test_cast_e8m0(_|$)", 'element type FLOAT8E8M0'),
     Denied(r"^test_(ai_onnx_ml_label(_|$)|equal_string(_|$)|regex(_|$)|string(_|$)|strnormalizer(_|$))", 'element type STRING'),
     Denied(r"^test_image(_|$)", 'op ImageDecoder: not in minic'),

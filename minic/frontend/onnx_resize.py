@@ -1,21 +1,18 @@
-"""ONNX Resize (and the older Upsample) as one linear map per resized axis.
-
-Resize is separable: ONNX's own reference resizes one axis at a time, and along
-one axis every mode is linear in the input, plus a constant where an output
-position falls outside the region of interest (``extrapolation_value``).  So
-along axis ``a`` the result is ``x @ R + e`` with ``R`` of shape [in, out]:
-row k of ``R`` is the resized unit vector e_k, ``e`` the resized zero vector.
-Both come from ONNX's reference implementation run on those basis vectors at
-import time (the interpolation weights, exactly as the spec computes them);
-minic then computes the map: a gather for nearest modes (any element type),
-a matmul with the constant ``R`` for linear and cubic ones.
+"""ONNX Resize (and the older Upsample) as one linear map per resized axis: the attributes
+read, the axes planned (scales or sizes, axes, roi, keep_aspect_ratio_policy), the weights
+computed and applied by the composition torch's interpolate shares
+(``minic.frontend.compose_resample``): a gather for nearest modes (any element type), a
+matmul with a constant [out, in] map for linear and cubic ones.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
+from minic.frontend.compose_resample import Axis, Resampling, resample, resample_map
 from minic.frontend.onnx_builder import Builder, OnnxImportError, axes_in_range, converter_table
 from minic.limits import check_size
 from minic.ir.graph import Value
@@ -23,39 +20,22 @@ from minic.ir.graph import Value
 CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
-_ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-          "nearest_mode", "antialias")
+
+def _resampling(a: dict) -> Resampling:
+    """The node's attributes as a Resampling (ONNX's defaults)."""
+    return Resampling(a.get("mode", "nearest"), a.get("coordinate_transformation_mode", "half_pixel"),
+                      a.get("nearest_mode", "round_prefer_floor"), float(a.get("cubic_coeff_a", -0.75)),
+                      bool(a.get("exclude_outside", 0)), bool(a.get("antialias", 0)),
+                      float(a.get("extrapolation_value", 0.0)))
 
 
-def _response(a: dict, rows: np.ndarray, scale: float, out: int | None, roi: tuple[float, float] | None) -> np.ndarray:
-    """ONNX's Resize of each row of ``rows`` (the last axis only): [k, in] -> [k, out]."""
-    import onnx
-    from onnx import TensorProto, helper
-    from onnx.reference import ReferenceEvaluator
-    attrs = {k: a[k] for k in _ATTRS if k in a}
-    inputs = ["x", "roi" if roi is not None else "", "scales" if out is None else "", "sizes" if out is not None else ""]
-    while inputs[-1] == "":
-        inputs.pop()
-    node = helper.make_node("Resize", inputs, ["y"], axes=[1], **attrs)
-    inits = []
-    if roi is not None:
-        inits.append(helper.make_tensor("roi", TensorProto.FLOAT, [2], list(roi)))
-    if out is None:
-        inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [1], [scale]))
-    else:
-        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [1], [out]))
-    graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, rows.shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
-    return np.asarray(ReferenceEvaluator(model).run(None, {"x": rows.astype(np.float32)})[0], np.float64)
-
-
-def _sources(b: Builder, a: dict, n: int, scale: float) -> np.ndarray:
+def _sources(b: Builder, how: Resampling, n: int, scale: float) -> np.ndarray:
     """The input index each output of a nearest Resize of an axis of ``n`` reads (-1: none)."""
-    check_size([n, max(int(n * scale), 1)], np.float64, f"{b.where}: the weights of an axis of {n} resized {scale}x")
-    w = _response(a, np.eye(n), scale, None, None)
-    one_hot = (np.sort(w, axis=0)[-1] == 1) & (np.abs(w).sum(axis=0) == 1)
-    return np.where(one_hot, w.argmax(axis=0), -1)
+    out = int(np.floor(n * scale))
+    check_size([n, max(out, 1)], np.float64, f"{b.where}: the weights of an axis of {n} resized {scale}x")
+    w, _ = resample_map(Axis(n, out, scale), how)
+    one_hot = (np.sort(w, axis=1)[:, -1] == 1) & (np.abs(w).sum(axis=1) == 1)
+    return np.where(one_hot, w.argmax(axis=1), -1)
 
 
 def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, float, int | None, tuple | None]]:
@@ -65,7 +45,7 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
     axes = list(axes_in_range(b, a.get("axes", range(rank)), rank, "attribute 'axes'"))
     crop = a.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     if roi is not None and crop:
-        roi = [float(r) for r in roi.reshape(-1)]
+        roi = [np.float32(r) for r in roi.reshape(-1)]       # the spec's roi arithmetic is in f32
         roi = {ax: (roi[i], roi[i + len(axes)]) for i, ax in enumerate(axes)}
     else:
         roi = {}
@@ -93,61 +73,45 @@ def _plan(b: Builder, v: Value, a: dict, roi, scales, sizes) -> list[tuple[int, 
         if not all(np.isfinite(f) and f > 0 for f in factors):
             raise OnnxImportError(f"{b.where}: scales must be finite and > 0, got {factors}")
         plan = [(ax, factors[i], None, roi.get(ax)) for i, ax in enumerate(axes)]
-    return [p for p in plan if not (p[1] == 1.0 and p[3] is None and (p[2] is None or p[2] == shape[p[0]]))]
+    return [p for p in plan if not (p[3] is None and _unchanged(shape[p[0]], p[1], p[2]))]
+
+
+def _unchanged(n, scale: float, out: int | None) -> bool:
+    """An axis the Resize leaves as it is: a scale of 1 (as ONNX's reference decides: within
+    rounding, the output size that of the input)."""
+    if scale == 1.0:
+        return out is None or out == n
+    return math.isclose(scale, 1.0) and isinstance(n, int) and (out if out is not None else math.floor(n * scale)) == n
 
 
 def _resize(b: Builder, v: Value, a: dict, roi, scales, sizes) -> Value:
-    nearest = a.get("mode", "nearest") == "nearest"
+    how = _resampling(a)
+    nearest = how.mode == "nearest"
     if not nearest and not v.type.dtype.is_float:
-        raise UnsupportedError(f"{b.where}: {a.get('mode')} Resize of {v.type.dtype.value} is not supported")
-    crop = a.get("coordinate_transformation_mode") == "tf_crop_and_resize"
-    stretch = a.get("keep_aspect_ratio_policy", "stretch") == "stretch"
+        raise UnsupportedError(f"{b.where}: {how.mode} Resize of {v.type.dtype.value} is not supported")
+    crop = how.coordinates == "tf_crop_and_resize"
     changed = False
     plan = _plan(b, v, a, roi, scales, sizes)
     shape = list(v.type.shape)
-    for axis, scale, out, pair in plan:              # sizes checked before ONNX's reference computes any
+    for axis, scale, out, pair in plan:              # sizes checked before any weights are computed
         n = v.type.shape[axis]
         if isinstance(n, int):
             shape[axis] = out if out is not None else int(np.floor(n * scale))
             check_size([n, max(shape[axis], 1)], np.float64, f"{b.where}: the weights of axis {axis}")
     if all(isinstance(d, int) for d in shape):
         check_size(shape, v.type.dtype.numpy, f"{b.where}: the result {shape}")
-    repeat = {axis: compose.whole_factor(lambda n: _sources(b, a, n, scale), scale)
+    repeat = {axis: compose.whole_factor(lambda n: _sources(b, how, n, scale), scale)
               if nearest and out is None and pair is None and not crop else None for axis, scale, out, pair in plan}
     for axis, scale, out, pair in plan:
         if repeat[axis]:                           # each element repeated: any size, symbolic too
             v, changed = compose.repeat_each(b, v, axis, repeat[axis]), True
             continue
         n = compose.static(b, v, axis, "a Resize that is not a nearest one by a whole factor")
-        pair = pair if pair is not None or not crop else (0.0, 1.0)
-        size = out if stretch else None                    # else the common scale decides, as in ONNX
-        offset = _response(a, np.zeros((1, n)), scale, size, pair)[0]
-        if out is not None and len(offset) != out:
-            raise UnsupportedError(f"{b.where}: Resize to {out} along axis {axis} with keep_aspect_ratio_policy "
-                                   "is not reproducible one axis at a time (its common scale makes another size)")
-        weights = _response(a, np.eye(n), scale, size, pair) - offset
-        v, changed = _along(b, v, axis, weights, offset, nearest), True
+        pair = pair if pair is not None else (np.float32(0.0), np.float32(1.0))
+        size = out if out is not None else int(np.floor(n * scale))
+        weights, offset = resample_map(Axis(n, size, scale, pair), how)
+        v, changed = resample(b, v, axis, weights, offset, nearest), True
     return v if changed else b.one("identity", v)
-
-
-def _along(b: Builder, v: Value, axis: int, weights: np.ndarray, offset: np.ndarray, nearest: bool) -> Value:
-    rank = v.type.rank
-    outside = np.abs(weights).sum(axis=0) == 0               # only the extrapolation value reaches there
-    if nearest and np.all((weights == 0) | (weights == 1)) and np.all(weights.sum(axis=0) <= 1):
-        y = compose.pick(b, v, axis, weights.argmax(axis=0))
-    else:
-        y = compose.along(b, v, axis, weights.T)
-        outside = np.zeros_like(outside)
-        if np.any(offset):
-            shape = [1] * rank
-            shape[axis] = len(offset)
-            return b.one("add", y, b.const(offset.reshape(shape).astype(v.type.dtype.numpy)))
-        return y
-    if np.any(outside):
-        shape = [1] * rank
-        shape[axis] = len(offset)
-        y = b.one("where", b.const(outside.reshape(shape)), b.const(offset.reshape(shape).astype(v.type.dtype.numpy)), y)
-    return y
 
 
 @converts("Resize")

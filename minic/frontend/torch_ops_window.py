@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import operator
 
-import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
+from minic.frontend.compose_resample import Axis, Resampling, resample, resample_map
 from minic.frontend.torch_ops import aten, ints, handler_table
 
 HANDLERS = handler_table()
@@ -130,36 +130,31 @@ def _scales(a, sizes, out_size) -> tuple[list[int], list[float | None]]:
     return [int(math.floor(s * f)) for s, f in zip(sizes, factors)], [float(f) for f in factors]
 
 
-def nearest_sources(n_in: int, n_out: int, factor: float | None) -> np.ndarray:
-    """torch's nearest: floor(i · scale) in float32, scale = 1/factor or in/out, clamped to in - 1."""
-    scale = np.float32(1.0 / factor if factor else n_in / n_out)
-    return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * scale).astype(np.int64), n_in - 1)
+def _resampling(node, a) -> Resampling:
+    """torch's interpolate as a resampling: ATen's coordinate maps (``compose_resample``)."""
+    if node.target == aten.upsample_nearest2d.vec:
+        return Resampling("nearest", "torch_nearest", "floor")
+    return Resampling("linear", "torch_align_corners" if a["align_corners"] else "torch_half_pixel")
 
 
-def linear_weights(n_in: int, n_out: int, align_corners: bool, factor: float | None) -> np.ndarray:
-    """torch's linear interpolation as an [out, in] map (area_pixel_compute_source_index)."""
-    i = np.arange(n_out, dtype=np.float64)
-    if align_corners:
-        src = i * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-    else:
-        scale = 1.0 / factor if factor else n_in / n_out
-        src = np.maximum((i + 0.5) * scale - 0.5, 0.0)
-    lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-    hi = np.minimum(lo + 1, n_in - 1)
-    frac = src - lo
-    w = np.zeros((n_out, n_in), np.float64)
-    np.add.at(w, (np.arange(n_out), lo), 1.0 - frac)
-    np.add.at(w, (np.arange(n_out), hi), frac)
-    return w
+def _axis(how: Resampling, n_in: int, n_out: int, factor: float | None) -> Axis:
+    """An axis as ATen resamples it: its step (in per out) is 1 / the scale factor when one is
+    given, else in / out; nearest takes every other input where the output is twice the input."""
+    step = 1.0 / factor if factor else n_in / n_out
+    if how.mode == "nearest" and n_out == 2 * n_in:
+        step = 0.5
+    return Axis(n_in, n_out, n_out / n_in, step=step)
 
 
 @handles(aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec)
 def _upsample(cx, node, a):
     x = cx.value(a["input"])
-    nearest = node.target == aten.upsample_nearest2d.vec
+    how = _resampling(node, a)
+    nearest = how.mode == "nearest"
     factors = a.get("scale_factors")
     if nearest and a.get("output_size") is None and factors is not None:
-        whole = [compose.whole_factor(lambda n: nearest_sources(n, int(n * f), f), f) for f in factors]
+        sources = lambda f: lambda n: resample_map(_axis(how, n, int(n * f), f), how)[0].argmax(axis=1)
+        whole = [compose.whole_factor(sources(f), f) for f in factors]
         if all(whole):                              # each element repeated: any size, symbolic too
             y = x
             for k, times in enumerate(whole):
@@ -169,11 +164,8 @@ def _upsample(cx, node, a):
     out, factors = _scales(a, sizes, a.get("output_size"))
     y = x
     for k, (s, o, f) in enumerate(zip(sizes, out, factors)):
-        if nearest:
-            if s != o or f not in (None, 1.0):
-                y = compose.pick(cx, y, 2 + k, nearest_sources(s, o, f))
-        else:
-            y = compose.along(cx, y, 2 + k, linear_weights(s, o, bool(a["align_corners"]), f))
+        if s != o:                                  # ATen copies an axis that keeps its size, whatever the scale
+            y = resample(cx, y, 2 + k, *resample_map(_axis(how, s, o, f), how), nearest)
     return y if y is not x else cx.emit("identity", [x])
 
 

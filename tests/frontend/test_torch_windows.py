@@ -30,6 +30,9 @@ CASES = {
     "bilinear": (lambda x: F.interpolate(x, size=(5, 3), mode="bilinear"), (2, 3, 4, 4)),
     "bilinear_corners": (lambda x: F.interpolate(x, size=(7, 9), mode="bilinear", align_corners=True), (1, 2, 4, 5)),
     "bilinear_scale": (lambda x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="bilinear"), (1, 2, 5, 6)),
+    # A scale that leaves an axis's size as it was (3 · 1.3 -> 3): ATen copies that axis, whatever the scale.
+    "nearest_scale_same_size": (lambda x: F.interpolate(x, scale_factor=(1.3, 2.5), mode="nearest"), (1, 2, 3, 9)),
+    "bilinear_scale_same_size": (lambda x: F.interpolate(x, scale_factor=(1.3, 2.5), mode="bilinear"), (1, 2, 3, 9)),
     **{f"grid_sample_{mode}_{pad}": (lambda x, mode=mode, pad=pad: F.grid_sample(
         x, 1.3 * x[:, :2].permute(0, 2, 3, 1).tanh(), mode=mode, padding_mode=pad, align_corners=pad == "border"),
         (2, 3, 5, 4)) for mode, pad in (("bilinear", "zeros"), ("nearest", "border"), ("bicubic", "reflection"))},
