@@ -92,42 +92,75 @@ def _sign(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [compose.sign(b, x[0])]
 
 
-@converts("LeakyRelu", "ThresholdedRelu", "Elu", "Celu", "Selu", "PRelu")
-def _rectifiers(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v, op = x[0], b.node.op_type
-    # the negative branch where x < 0, as the spec and ONNX Runtime write it (x <= 0 for Selu)
-    if op in ("LeakyRelu", "PRelu"):
-        return [compose.leaky_relu(b, v, x[1] if op == "PRelu" else a.get("alpha", 0.01))]
-    if op == "ThresholdedRelu":
-        return [b.one("where", b.one("gt", v, b.const(a.get("alpha", 1.0), like=v)), v, b.const(0, like=v))]
-    alpha = a.get("alpha", {"Elu": 1.0, "Celu": 1.0, "Selu": 1.67326319217681884765625}[op])
-    if op == "Selu":
-        return [compose.elu(b, v, alpha, scale=a.get("gamma", 1.05070102214813232421875), negative_at_zero=True)]
-    return [compose.elu(b, v, alpha, input_scale=1.0 / alpha if op == "Celu" else 1.0)]
+# The negative branches where x < 0, as the spec and ONNX Runtime write them (x <= 0 for Selu).
+
+@converts("LeakyRelu")
+def _leaky_relu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [compose.leaky_relu(b, x[0], a.get("alpha", 0.01))]
 
 
-@converts("HardSigmoid", "HardSwish")
-def _hard(b: Builder, x: list[Value], a: dict) -> list[Value]:
+@converts("PRelu")
+def _prelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [compose.leaky_relu(b, x[0], x[1])]
+
+
+@converts("ThresholdedRelu")
+def _thresholded_relu(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    alpha, beta = (a.get("alpha", 0.2), a.get("beta", 0.5)) if b.node.op_type == "HardSigmoid" else (1 / 6, 0.5)
+    return [b.one("where", b.one("gt", v, b.const(a.get("alpha", 1.0), like=v)), v, b.const(0, like=v))]
+
+
+@converts("Elu")
+def _elu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [compose.elu(b, x[0], a.get("alpha", 1.0))]
+
+
+@converts("Celu")
+def _celu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    alpha = a.get("alpha", 1.0)
+    return [compose.elu(b, x[0], alpha, input_scale=1.0 / alpha)]
+
+
+@converts("Selu")
+def _selu(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [compose.elu(b, x[0], a.get("alpha", 1.67326319217681884765625),
+                        scale=a.get("gamma", 1.05070102214813232421875), negative_at_zero=True)]
+
+
+def _hard_sigmoid_of(b: Builder, v: Value, alpha: float, beta: float) -> Value:
     lin = b.one("add", b.one("mul", v, b.const(alpha, like=v)), b.const(beta, like=v))
-    hs = b.one("max", b.const(0, like=v), b.one("min", b.const(1, like=v), lin))
-    return [hs if b.node.op_type == "HardSigmoid" else b.one("mul", v, hs)]
+    return b.one("max", b.const(0, like=v), b.one("min", b.const(1, like=v), lin))
 
 
-def _softplus(b: Builder, v: Value) -> Value:
+@converts("HardSigmoid")
+def _hard_sigmoid(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [_hard_sigmoid_of(b, x[0], a.get("alpha", 0.2), a.get("beta", 0.5))]
+
+
+@converts("HardSwish")
+def _hard_swish(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("mul", x[0], _hard_sigmoid_of(b, x[0], 1 / 6, 0.5))]
+
+
+def _softplus_of(b: Builder, v: Value) -> Value:
     # log(1 + e^x) = max(x, 0) + log(1 + e^-|x|): no overflow for large x.
     return b.one("add", b.one("relu", v), b.one("log", b.one("add", b.const(1, like=v),
                                                             b.one("exp", b.one("neg", b.one("abs", v))))))
 
 
-@converts("Softplus", "Softsign", "Mish")
-def _smooth(b: Builder, x: list[Value], a: dict) -> list[Value]:
+@converts("Softplus")
+def _softplus(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [_softplus_of(b, x[0])]
+
+
+@converts("Mish")
+def _mish(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("mul", x[0], b.one("tanh", _softplus_of(b, x[0])))]
+
+
+@converts("Softsign")
+def _softsign(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    if b.node.op_type == "Softplus":
-        return [_softplus(b, v)]
-    if b.node.op_type == "Mish":
-        return [b.one("mul", v, b.one("tanh", _softplus(b, v)))]
     return [b.one("div", v, b.one("add", b.const(1, like=v), b.one("abs", v)))]
 
 
