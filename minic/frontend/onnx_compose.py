@@ -5,7 +5,7 @@
 - ``Einsum``: every operand transposed and unsqueezed onto the equation's
   letters, multiplied, summed over the letters the output drops; a letter
   repeated in one operand (a diagonal) is an identity mask and a sum.
-- ``Col2Im`` and ``ConvTranspose``: ``compose.col2im`` / ``compose.conv_transpose`` once the
+- ``Col2Im`` and ``ConvTranspose``: ``compose_windows.col2im`` / ``compose_windows.conv_transpose`` once the
   attributes are resolved (shared with torch's fold and transposed convolutions).
 - ``Shrink``, ``LpNormalization``, ``Compress``
   (the kept indices, once the condition is known), ``ReverseSequence`` (indices
@@ -21,7 +21,7 @@ import re
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend import compose
+from minic.frontend import compose, compose_windows
 from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
@@ -102,19 +102,19 @@ def _col2im(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
     image, block = ints(b.need_known(x[1], "image_shape")), ints(b.need_known(x[2], "block_shape"))
     d = len(image)
-    window = compose.Window(image, block, ints(a.get("strides", (1,) * d)), ints(a.get("dilations", (1,) * d)),
+    window = compose_windows.Window(image, block, ints(a.get("strides", (1,) * d)), ints(a.get("dilations", (1,) * d)),
                             ints(a.get("pads", (0,) * 2 * d)))
     k = int(np.prod(block))
     if v.type.shape[2] != window.positions or v.type.shape[1] % k:
         raise OnnxImportError(f"{b.where}: input {list(v.type.shape)} does not fit blocks {list(block)} "
                               f"over image {list(image)}")
-    return [compose.col2im(b, v, window)]
+    return [compose_windows.col2im(b, v, window)]
 
 
 @converts("ConvTranspose")
 def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """ONNX's attributes resolved to explicit pads (output_shape and auto_pad decide them), then
-    ``compose.conv_transpose``."""
+    ``compose_windows.conv_transpose``."""
     v, w = x[0], x[1]
     spatial = v.type.rank - 2
     if spatial < 1 or any(not isinstance(d, int) for d in v.type.shape[1:]):
@@ -134,9 +134,9 @@ def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
     else:
         image = ints(a["output_shape"]) if "output_shape" in a else \
             tuple(inside[i] * strides[i] for i in range(spatial))
-        pads = compose.split_pads([span[i] - image[i] for i in range(spatial)], upper=auto == "SAME_UPPER")
+        pads = compose_windows.split_pads([span[i] - image[i] for i in range(spatial)], upper=auto == "SAME_UPPER")
     bias = x[2] if len(x) > 2 else None
-    return [compose.conv_transpose(b, v, w, bias, strides, pads, dil, extra, int(a.get("group", 1)))]
+    return [compose_windows.conv_transpose(b, v, w, bias, strides, pads, dil, extra, int(a.get("group", 1)))]
 
 
 @converts("Einsum")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend import compose
+from minic.frontend import compose_windows
 from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
 from minic.ir.types import DType
 from minic.ir.graph import Value
@@ -36,7 +36,7 @@ def _window(b: Builder, a: dict, sizes, kernel=None) -> tuple[tuple[int, ...], .
     elif auto == "VALID":
         pads = (0,) * 2 * m
     elif auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = compose.same_pads(sizes, kernel, strides, dil, upper=auto == "SAME_UPPER")
+        pads = compose_windows.same_pads(sizes, kernel, strides, dil, upper=auto == "SAME_UPPER")
     else:
         raise UnsupportedError(f"{b.where}: auto_pad '{auto}' is not supported")
     return kernel, strides, dil, pads
@@ -48,7 +48,7 @@ def max_pool_indices(b: Builder, v: Value, y: Value, a: dict) -> Value:
     sizes = v.type.shape[2:]
     if any(not isinstance(d, int) for d in v.type.shape):
         raise UnsupportedError(f"{b.where}: MaxPool's Indices need static sizes, got {list(v.type.shape)}")
-    in_plane = compose.max_pool_indices(b, v, y, *_window(b, a, sizes), bool(a.get("ceil_mode", 0)),
+    in_plane = compose_windows.max_pool_indices(b, v, y, *_window(b, a, sizes), bool(a.get("ceil_mode", 0)),
                                         column_major=bool(a.get("storage_order", 0)))
     n, c = v.type.shape[:2]
     planes = (np.arange(n * c, dtype=np.int64) * int(np.prod(sizes))).reshape((n, c) + (1,) * len(sizes))
@@ -60,7 +60,7 @@ def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, w = x[0], x[1]
     bias = x[2] if len(x) > 2 else None
     _, strides, dilations, pads = _window(b, a, v.type.shape[2:], w.type.shape[2:])
-    return [compose.conv(b, v, w, bias, strides, pads, dilations, int(a.get("group", 1)))]
+    return [compose_windows.conv(b, v, w, bias, strides, pads, dilations, int(a.get("group", 1)))]
 
 
 @converts("MaxPool", "AveragePool")
@@ -80,7 +80,7 @@ def _pool_values(b: Builder, v: Value, a: dict) -> Value:
         return b.one("cast", wide, dtype=v.type.dtype)
     if v.type.rank < 3:
         raise UnsupportedError(f"{b.where}: a window needs (N, C, spatial...) input, got {v.type}")
-    return compose.pool(b, v, "max" if b.node.op_type == "MaxPool" else "avg", *_window(b, a, v.type.shape[2:]),
+    return compose_windows.pool(b, v, "max" if b.node.op_type == "MaxPool" else "avg", *_window(b, a, v.type.shape[2:]),
                         bool(a.get("ceil_mode", 0)), bool(a.get("count_include_pad", 0)))
 
 
@@ -90,6 +90,6 @@ def _lp_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, p = x[0], float(a.get("p", 2))
     kernel, strides, dil, pads = _window(b, a, v.type.shape[2:])
     powered = b.one("pow", b.one("abs", v), b.const(p, like=v))
-    mean = compose.pool(b, powered, "avg", kernel, strides, dil, pads, bool(a.get("ceil_mode", 0)), True)
+    mean = compose_windows.pool(b, powered, "avg", kernel, strides, dil, pads, bool(a.get("ceil_mode", 0)), True)
     total = b.one("mul", mean, b.const(float(np.prod(kernel)), like=mean))
     return [b.one("pow", total, b.const(1.0 / p, like=total))]

@@ -19,7 +19,7 @@ import torch
 from torch import fx
 
 from minic.errors import UnsupportedError, UserError
-from minic.frontend import compose
+from minic.frontend import compose, compose_windows
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.ir.types import DType
@@ -219,16 +219,16 @@ def _linear(cx, node, a):
 
 @handles(aten.convolution.default)
 def _convolution(cx, node, a):
-    """Any number of spatial axes, plain or transposed (``compose.conv`` / ``compose.conv_transpose``)."""
+    """Any number of spatial axes, plain or transposed (``compose_windows.conv`` / ``compose_windows.conv_transpose``)."""
     x, w = cx.value(a["input"]), cx.value(a["weight"])
     bias = cx.value(a["bias"]) if a["bias"] is not None else None
     spatial = x.type.rank - 2
     strides, dilations = ints(a["stride"], spatial), ints(a["dilation"], spatial)
     pads = ints(a["padding"], spatial) * 2                       # torch pads both ends alike
     if a["transposed"]:
-        return compose.conv_transpose(cx, x, w, bias, strides, pads, dilations, ints(a["output_padding"], spatial),
+        return compose_windows.conv_transpose(cx, x, w, bias, strides, pads, dilations, ints(a["output_padding"], spatial),
                                       int(a["groups"]))
-    return compose.conv(cx, x, w, bias, strides, pads, dilations, int(a["groups"]))
+    return compose_windows.conv(cx, x, w, bias, strides, pads, dilations, int(a["groups"]))
 
 
 # --- normalisations -----------------------------------------------------------------

@@ -12,7 +12,7 @@ import operator
 
 
 from minic.errors import UserError
-from minic.frontend import compose
+from minic.frontend import compose, compose_windows
 from minic.frontend.compose_resample import Axis, Resampling, resample, resample_map
 from minic.frontend.torch_ops import aten, ints, handler_table
 
@@ -62,12 +62,12 @@ def _pool_window(node, a) -> tuple[tuple[int, ...], ...]:
 def _max_pool(cx, node, a, x):
     kernel, stride, dilation, pads = _pool_window(node, a)
     ceil = bool(a["ceil_mode"])
-    out = compose.pool(cx, x, "max", kernel, stride, dilation, pads, ceil)
+    out = compose_windows.pool(cx, x, "max", kernel, stride, dilation, pads, ceil)
     if node.target == aten.max_pool2d.default:
         return out
     if not _wants_indices(node):
         return (out, None)
-    return (out, compose.max_pool_indices(cx, x, out, kernel, stride, dilation, pads, ceil))
+    return (out, compose_windows.max_pool_indices(cx, x, out, kernel, stride, dilation, pads, ceil))
 
 
 @handles(aten.avg_pool1d.default, aten.avg_pool2d.default, aten.avg_pool3d.default)
@@ -75,15 +75,15 @@ def _max_pool(cx, node, a, x):
 def _avg_pool(cx, node, a, x):
     kernel, stride, dilation, pads = _pool_window(node, a)
     divisor = a.get("divisor_override")
-    y = compose.pool(cx, x, "avg", kernel, stride, dilation, pads, bool(a["ceil_mode"]),
+    y = compose_windows.pool(cx, x, "avg", kernel, stride, dilation, pads, bool(a["ceil_mode"]),
                      bool(a["count_include_pad"]) and divisor is None)
     if divisor is None:
         return y
     # The window sums over the input's cells, divided by the override: the mean over those
     # cells times their count (a box: the product of each axis's count) over the divisor.
     sizes = [compose.static(cx, x, 2 + k, "avg_pool with divisor_override") for k in range(len(kernel))]
-    geom = compose.pool_geometry(cx, sizes, kernel, stride, dilation, pads, bool(a["ceil_mode"]))
-    counts = compose.pool_counts(geom, sizes, kernel, stride, dilation, include_pad=False)
+    geom = compose_windows.pool_geometry(cx, sizes, kernel, stride, dilation, pads, bool(a["ceil_mode"]))
+    counts = compose_windows.pool_counts(geom, sizes, kernel, stride, dilation, include_pad=False)
     return cx.one("mul", y, cx.const(counts / float(divisor), like=x))
 
 
@@ -102,7 +102,7 @@ def _adaptive_avg_pool(cx, node, a, x):
     sizes = [compose.static(cx, x, 2 + k, "adaptive_avg_pool") for k in range(rank)]
     if all(s % o == 0 for s, o in zip(sizes, out)):
         kernel = tuple(s // o for s, o in zip(sizes, out))
-        return compose.pool(cx, x, "avg", kernel, kernel, (1,) * rank, (0,) * 2 * rank)
+        return compose_windows.pool(cx, x, "avg", kernel, kernel, (1,) * rank, (0,) * 2 * rank)
     y = x
     for k, (s, o) in enumerate(zip(sizes, out)):
         if s != o:
@@ -169,24 +169,24 @@ def _upsample(cx, node, a):
     return y if y is not x else cx.emit("identity", [x])
 
 
-def _window(a, image) -> compose.Window:
+def _window(a, image) -> compose_windows.Window:
     d = len(image)
-    return compose.Window(tuple(image), ints(a["kernel_size"], d), ints(a["stride"], d), ints(a["dilation"], d),
+    return compose_windows.Window(tuple(image), ints(a["kernel_size"], d), ints(a["stride"], d), ints(a["dilation"], d),
                           ints(a["padding"], d) * 2)
 
 
 @handles(aten.col2im.default)
 @batched
 def _col2im(cx, node, a, x):
-    """fold: each column cell added into the output position its window places it at (``compose.col2im``)."""
-    return compose.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
+    """fold: each column cell added into the output position its window places it at (``compose_windows.col2im``)."""
+    return compose_windows.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
 
 
 @handles(aten.im2col.default)
 @batched
 def _im2col(cx, node, a, x):
-    """unfold (nn.Unfold): each block's cells gathered (``compose.im2col``)."""
-    return compose.im2col(cx, x, _window(a, tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))))
+    """unfold (nn.Unfold): each block's cells gathered (``compose_windows.im2col``)."""
+    return compose_windows.im2col(cx, x, _window(a, tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))))
 
 
 @handles(aten.grid_sampler_2d.default)
