@@ -159,16 +159,7 @@ def _looped(b: Builder, layer: _Layer, dirs: list[bool], X: Value, W: Value, R: 
         hs.append(results[0])
         cs.append(results[1] if c is not None else None)
         ys.append(b.one("unsqueeze", results[-1], axes=(1,)))               # [T, 1, B, H]
-    out = []
-    if b.node.output and b.node.output[0]:
-        y = b.one("concat", *ys, axis=1)                                     # [T, D, B, H]
-        out.append(b.one("transpose", y, perm=(2, 0, 1, 3)) if layout else y)
-    else:
-        out.append(None)
-    for states in (hs, cs)[:2 if op == "LSTM" else 1]:
-        s_ = b.one("concat", *[b.one("unsqueeze", v, axes=(0,)) for v in states], axis=0)       # [D, B, H]
-        out.append(b.one("transpose", s_, perm=(1, 0, 2)) if layout else s_)
-    return out
+    return _outputs(b, lambda: b.one("concat", *ys, axis=1), hs, cs, op, layout)     # Y: [T, D, B, H]
 
 
 @converts("RNN", "GRU", "LSTM")
@@ -231,11 +222,19 @@ def unroll(b: Builder, op: str, x: list[Value | None], a: dict,
         ys.append(out)
         hs.append(h)
         cs.append(c)
-    results = []
-    if b.node.output and b.node.output[0]:
+    def y_of() -> Value:
         frames = [b.one("concat", *[b.one("unsqueeze", ys[d][t], axes=(0,)) for d in range(len(dirs))], axis=0)
                   for t in range(steps)]                                   # each [D, B, H]
-        y = b.one("concat", *[b.one("unsqueeze", f, axes=(0,)) for f in frames], axis=0)   # [T, D, B, H]
+        return b.one("concat", *[b.one("unsqueeze", f, axes=(0,)) for f in frames], axis=0)   # [T, D, B, H]
+    return _outputs(b, y_of, hs, cs, op, layout)
+
+
+def _outputs(b: Builder, y_of, hs: list, cs: list, op: str, layout: int) -> list[Value | None]:
+    """Y ([T, D, B, H], built by ``y_of`` only when the node's first output is wanted), Y_h and
+    (LSTM) Y_c from each direction's last states, in the node's layout."""
+    results: list[Value | None] = []
+    if b.node.output and b.node.output[0]:
+        y = y_of()
         results.append(b.one("transpose", y, perm=(2, 0, 1, 3)) if layout else y)
     else:
         results.append(None)
