@@ -20,11 +20,12 @@ from minic.passes.to_f16 import store_as, to_bf16
 from minic.runtime import compile_graph
 from minic.runtime.specialize import one_graph
 from minic.verify.precision import TOLERANCE, judge, precision_table, source
-from minic.verify.tolerance import BF16, F16
+from minic.verify.tolerance import BF16, F16, QDQ8
 
 
 def test_every_precision_names_its_storage_and_accumulator():
-    assert set(MODES) == set(PRECISIONS) == set(TOLERANCE)
+    assert set(MODES) == set(PRECISIONS) == set(TOLERANCE) - {"int8"}    # int8 quantizes the graph, stores f32
+    assert TOLERANCE["int8"] == QDQ8
     assert MODES["bf16"] == (DType.bf16, DType.f32)
     assert BF16 == F16 * 8                    # unit roundoff 2^-8 against f16's 2^-11
 

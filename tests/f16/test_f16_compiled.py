@@ -70,7 +70,7 @@ def test_bad_precisions_are_user_errors(capsys):
     src = source("long-sum")
     with pytest.raises(UserError, match="unknown precision 'f64'"):
         compile_graph(src.graph, CompileOptions(precision="f64", use_cache=False))
-    with pytest.raises(UserError, match="interp: precision must be f32, f16 or bf16"):
+    with pytest.raises(UserError, match="interp: precision must be f32, f16, bf16 or int8"):
         backends.get("interp")(src, precision="f16-acc")
     assert main(["verify", "--precision", "f16", "--backends", "torch", "long-sum"]) == 1
     assert "has no precision option" in capsys.readouterr().err
