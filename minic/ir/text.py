@@ -35,11 +35,12 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
 from minic.errors import UserError
 from minic.ir import ops
+from minic.ir.build import make_node
 from minic.ir.graph import Graph, Node, Value, shown_attr_items
 from minic.ir.ops.layout import END
 from minic.files import write_atomic
 from minic.ir.types import DType, Dim, TensorType, canon
-from minic.ir.verify import VerifyError, infer_node, verify
+from minic.ir.verify import VerifyError, verify
 from minic.limits import ensure_array_fits, fewer_collections
 
 
@@ -434,18 +435,20 @@ class _Builder:
         declared = [self.type(t) for t in type_trees]
         if len(declared) != len(results.children):
             self.fail(results, f"{len(results.children)} results but {len(declared)} types")
-        node = Node(op.name, inputs, [], attrs, int(group) if group is not None else None)
+        # Names as a function, not a list: a count that differs is this parser's error, told below.
+        names = [tok[1:] for tok in results.children]
         try:
-            inferred = infer_node(node)
+            node = make_node(op.name, inputs, attrs, names=lambda k: names[k] if k < len(names) else "",
+                             group=int(group) if group is not None else None)
         except UserError as e:
             reason = str(e)
             self.fail(op_name, reason if reason.startswith(op.name) else f"{op.name}: {reason}")
-        if len(inferred) != len(declared):
-            self.fail(results, f"{op.name} gives {len(inferred)} results, the node names {len(declared)}")
-        for token, type_tree, d, t in zip(results.children, type_trees, declared, inferred):
-            if d != t:
-                self.fail(type_tree, f"type mismatch: {token} is declared {d} but {op.name} gives {t}")
-        node.outputs = [self.define(tok, Value(tok[1:], d)) for tok, d in zip(results.children, declared)]
+        if len(node.outputs) != len(declared):
+            self.fail(results, f"{op.name} gives {len(node.outputs)} results, the node names {len(declared)}")
+        for token, type_tree, d, v in zip(results.children, type_trees, declared, node.outputs):
+            if d != v.type:
+                self.fail(type_tree, f"type mismatch: {token} is declared {d} but {op.name} gives {v.type}")
+        node.outputs = [self.define(tok, v) for tok, v in zip(results.children, node.outputs)]
         return node
 
     def attrs(self, op: ops.OpDef, tree: Tree | None, at: Token) -> Any:
