@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minic.ir.build import make_node
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.ops.elementwise import CastAttrs
 from minic.ir.types import DType, TensorType
@@ -41,9 +42,9 @@ def store_as(graph: Graph, storage: DType) -> Graph:
     suffix = "_" + storage.value
     g = clone(graph)
     # an f32 input -> the narrow value nodes read instead, cast where it enters
-    narrow = {v: Value(fresh_name(g, v.name + suffix), _narrow(v.type, storage))
-              for v in g.inputs if v.type.dtype == DType.f32}
-    entry = [Node("cast", [v], [n], CastAttrs(storage)) for v, n in narrow.items()]
+    entry = {v: make_node("cast", [v], CastAttrs(storage), names=[fresh_name(g, v.name + suffix)])
+             for v in g.inputs if v.type.dtype == DType.f32}
+    narrow = {v: node.outputs[0] for v, node in entry.items()}
     for c in g.constants:
         if c.type.dtype == DType.f32:
             with np.errstate(over="ignore"):         # past ±65504 is inf: that is what f16 stores
@@ -56,14 +57,13 @@ def store_as(graph: Graph, storage: DType) -> Graph:
         if node.op == "cast" and node.attrs.dtype == DType.f32:
             node.attrs = CastAttrs(storage)
     # Results: a narrow value that was f32 leaves through a cast back, under its own name.
-    back: dict[Value, Value] = {}
+    exits: dict[Value, Node] = {}
     for old, v in zip(graph.outputs, g.outputs):
-        if old.type.dtype == DType.f32 and v.type.dtype == storage and v not in back:
-            back[v] = Value(v.name, old.type)
+        if old.type.dtype == DType.f32 and v.type.dtype == storage and v not in exits:
+            exits[v] = make_node("cast", [v], CastAttrs(DType.f32), names=[v.name])   # f32, as `old` was
             v.name = fresh_name(g, v.name + suffix)
-    exits = [Node("cast", [v], [f32], CastAttrs(DType.f32)) for v, f32 in back.items()]
-    g.nodes = entry + g.nodes + exits
-    g.outputs = [back.get(v, v) for v in g.outputs]
+    g.nodes = list(entry.values()) + g.nodes + list(exits.values())
+    g.outputs = [exits[v].outputs[0] if v in exits else v for v in g.outputs]
     return g
 
 
