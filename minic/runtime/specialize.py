@@ -33,8 +33,8 @@ import numpy as np
 
 from minic.backends import ModelSource, Runner, graph_of
 from minic.errors import MinicError, UserError
-from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value
+from minic.ir.build import make_node
+from minic.ir.graph import Graph, Value
 from minic.ir.interpret import bind_symbols
 from minic.ir.types import Dim, TensorType, dim_bind, symbols
 
@@ -319,12 +319,11 @@ def bind_graph(graph: Graph, sizes: Mapping[str, int]) -> Graph:
         inputs.append(new[v])
     nodes = []
     for node in graph.nodes:
-        attrs = _bound_attrs(node.attrs, sizes)
-        args = [None if v is None else new[v] for v in node.inputs]
-        types = ops.get(node.op).infer(attrs, [None if v is None else v.type for v in args])
-        outs = [Value(o.name, t) for o, t in zip(node.outputs, types)]
-        new.update(zip(node.outputs, outs))
-        nodes.append(Node(node.op, args, outs, attrs, node.group, node.source, node.scope))
+        made = make_node(node.op, [new[v] for v in node.inputs], _bound_attrs(node.attrs, sizes),
+                         names=[o.name for o in node.outputs], group=node.group, source=node.source,
+                         scope=node.scope)
+        new.update(zip(node.outputs, made.outputs))
+        nodes.append(made)
     return Graph(graph.name, inputs, [new[v] for v in graph.outputs], nodes, list(graph.constants))
 
 
