@@ -39,6 +39,7 @@ from minic.debug.expose import all_outputs, graph_source
 from minic.debug.paths import Chosen
 from minic.debug.stats import diff
 from minic.errors import MinicError, UnsupportedError
+from minic.ir.build import make_node
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import bind_symbols, interpret, resolve
 from minic.ir.types import TensorType
@@ -134,10 +135,13 @@ def cut(graph: Graph, nodes: list[Node], env: dict[str, int]) -> tuple[Graph, di
     made, outs, origin = [], [], {}
     taken: set[str] = set()
 
-    def fresh(v: Value, suffix: str) -> Value:
+    def fresh_name(v: Value, suffix: str) -> str:
         name = v.name if v.name not in taken else f"{v.name}_{suffix}"
         taken.add(name)
-        origin[copy := Value(name, TensorType(v.type.concrete(env), v.type.dtype))] = v
+        return name
+
+    def fresh(v: Value, suffix: str) -> Value:
+        origin[copy := Value(fresh_name(v, suffix), TensorType(v.type.concrete(env), v.type.dtype))] = v
         return copy
     for n in nodes:
         # A node of constants only would be folded away by an exporter before the path sees it:
@@ -145,9 +149,11 @@ def cut(graph: Graph, nodes: list[Node], env: dict[str, int]) -> tuple[Graph, di
         folded = all(v.is_constant for v in n.inputs)
         args = [v if v.is_constant and not (folded and i == 0) else inputs.setdefault(v, fresh(v, "in"))
                 for i, v in enumerate(n.inputs)]
-        results = [fresh(v, "out") for v in n.outputs]
-        made.append(Node(n.op, args, results, resolve(n.attrs, env), source=n.source, scope=n.scope))
-        outs += results
+        node = make_node(n.op, args, resolve(n.attrs, env), names=[fresh_name(v, "out") for v in n.outputs],
+                         source=n.source, scope=n.scope)
+        origin.update(zip(node.outputs, n.outputs))
+        made.append(node)
+        outs += node.outputs
     consts = list(dict.fromkeys(v for n in made for v in n.inputs if v.is_constant))
     return verify(Graph(f"{graph.name}_{nodes[0].op}", list(inputs.values()), outs, made, consts)), origin
 
