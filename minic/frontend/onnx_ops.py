@@ -8,6 +8,8 @@ importer legalizes them (LeakyRelu = where(x < 0, alpha·x, x), ...).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from minic.errors import UnsupportedError
@@ -189,23 +191,31 @@ def _is_special(b: Builder, x: list[Value], a: dict) -> list[Value]:
                                bool(a.get("detect_negative", 1)))]
 
 
-@converts("Cast", "CastLike")
+def _cast_to(b: Builder, v: Value, target: DType | Storage, saturate: bool) -> Value:
+    """``v`` converted to ``target``: a plain cast, or through a storage type (fp8, int4...) either side."""
+    source = b.storage.get(v)
+    if source is None and isinstance(target, DType):
+        return b.one("cast", v, dtype=target)
+    out = storage_convert(b, v, source, target, saturate=saturate)
+    if isinstance(target, Storage):
+        b.storage[out] = target
+    return out
+
+
+@converts("Cast")
 def _cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    if b.node.op_type == "CastLike":
-        target = b.storage.get(x[1]) or x[1].type.dtype
-    elif a["to"] in STORAGE:
+    if a["to"] in STORAGE:
         target = STORAGE[a["to"]]
     elif a["to"] not in ONNX_DTYPES:
         raise UnsupportedError(f"{b.where}: cast to ONNX type {a['to']} is not supported")
     else:
         target = ONNX_DTYPES[a["to"]]
-    source = b.storage.get(x[0])
-    if source is None and isinstance(target, DType):
-        return [b.one("cast", x[0], dtype=target)]
-    out = storage_convert(b, x[0], source, target, saturate=bool(a.get("saturate", 1)))
-    if isinstance(target, Storage):
-        b.storage[out] = target
-    return [out]
+    return [_cast_to(b, x[0], target, bool(a.get("saturate", 1)))]
+
+
+@converts("CastLike")
+def _cast_like(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [_cast_to(b, x[0], b.storage.get(x[1]) or x[1].type.dtype, bool(a.get("saturate", 1)))]
 
 
 @converts("BitCast")
@@ -232,11 +242,12 @@ def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 # --- reductions and normalisations ------------------------------------------------------
 
-@converts("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
-          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
-def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v, op = x[0], b.node.op_type
-    axes_from_input = b.opset >= 18 or (op == "ReduceSum" and b.opset >= 13)
+def _reduction(b: Builder, x: list[Value], a: dict, reduce: Callable[[Value, tuple[int, ...], bool], Value],
+               axes_input_since: int = 18) -> list[Value]:
+    """What every Reduce* shares: the axes (an attribute; an input from ``axes_input_since``),
+    noop_with_empty_axes, keepdims, a scalar passed through.  ``reduce(v, axes, keep)`` is the op's own part."""
+    v = x[0]
+    axes_from_input = b.opset >= axes_input_since
     axes = ints(b.need_known(x[1], "axes")) if axes_from_input and len(x) > 1 and x[1] is not None else ints(a.get("axes", ()))
     if not axes:
         if a.get("noop_with_empty_axes", 0):
@@ -245,38 +256,95 @@ def _reduce(b: Builder, x: list[Value], a: dict) -> list[Value]:
     keep = bool(a.get("keepdims", 1))
     if v.type.rank == 0:
         return [b.one("identity", v)]
+    return [reduce(v, axes, keep)]
 
-    def red(kind: str, t: Value, keepdims: bool = keep) -> Value:
-        return b.one(kind, t, axes=axes, keepdims=keepdims)
-    if v.type.dtype == DType.bool and op in ("ReduceMax", "ReduceMin"):      # any / all
-        return [compose.any_all(b, v, axes, keep, every=op == "ReduceMin")]
-    if op in ("ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin"):
-        return [red({"ReduceSum": "reduce_sum", "ReduceProd": "reduce_prod", "ReduceMean": "reduce_mean",
-                     "ReduceMax": "reduce_max", "ReduceMin": "reduce_min"}[op], v)]
-    if op in ("ReduceL1", "ReduceL2"):
-        return [compose.vector_norm(b, v, 1 if op == "ReduceL1" else 2, axes, keep)]
-    if op == "ReduceSumSquare":
-        return [red("reduce_sum", b.one("mul", v, v))]
-    if op == "ReduceLogSum":
-        return [b.one("log", red("reduce_sum", v))]
-    m = red("reduce_max", v, True)                       # log-sum-exp, shifted by the max for stability
-    s = red("reduce_sum", b.one("exp", b.one("sub", v, m)))
+
+def _reduce_with(b: Builder, kind: str) -> Callable[[Value, tuple[int, ...], bool], Value]:
+    """``kind`` (reduce_sum, reduce_max...) over the axes: the whole of most Reduce* ops."""
+    return lambda v, axes, keep: b.one(kind, v, axes=axes, keepdims=keep)
+
+
+@converts("ReduceSum")
+def _reduce_sum(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, _reduce_with(b, "reduce_sum"), axes_input_since=13)
+
+
+@converts("ReduceProd")
+def _reduce_prod(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, _reduce_with(b, "reduce_prod"))
+
+
+@converts("ReduceMean")
+def _reduce_mean(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, _reduce_with(b, "reduce_mean"))
+
+
+@converts("ReduceMax")
+def _reduce_max(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if x[0].type.dtype == DType.bool:                                        # any
+        return _reduction(b, x, a, lambda v, axes, keep: compose.any_all(b, v, axes, keep, every=False))
+    return _reduction(b, x, a, _reduce_with(b, "reduce_max"))
+
+
+@converts("ReduceMin")
+def _reduce_min(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    if x[0].type.dtype == DType.bool:                                        # all
+        return _reduction(b, x, a, lambda v, axes, keep: compose.any_all(b, v, axes, keep, every=True))
+    return _reduction(b, x, a, _reduce_with(b, "reduce_min"))
+
+
+@converts("ReduceL1")
+def _reduce_l1(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, lambda v, axes, keep: compose.vector_norm(b, v, 1, axes, keep))
+
+
+@converts("ReduceL2")
+def _reduce_l2(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, lambda v, axes, keep: compose.vector_norm(b, v, 2, axes, keep))
+
+
+@converts("ReduceSumSquare")
+def _reduce_sum_square(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, lambda v, axes, keep: _reduce_with(b, "reduce_sum")(b.one("mul", v, v), axes, keep))
+
+
+@converts("ReduceLogSum")
+def _reduce_log_sum(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, lambda v, axes, keep: b.one("log", _reduce_with(b, "reduce_sum")(v, axes, keep)))
+
+
+def _log_sum_exp(b: Builder, v: Value, axes: tuple[int, ...], keep: bool) -> Value:
+    m = b.one("reduce_max", v, axes=axes, keepdims=True)     # shifted by the max for stability
+    s = b.one("reduce_sum", b.one("exp", b.one("sub", v, m)), axes=axes, keepdims=keep)
     m_out = m if keep else b.one("squeeze", m, axes=axes)
-    return [b.one("add", b.one("log", s), m_out)]
+    return b.one("add", b.one("log", s), m_out)
 
 
-@converts("Softmax", "LogSoftmax")
+@converts("ReduceLogSumExp")
+def _reduce_log_sum_exp(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return _reduction(b, x, a, lambda v, axes, keep: _log_sum_exp(b, v, axes, keep))
+
+
+@converts("Softmax")
 def _softmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    v = x[0]
-    op = "softmax" if b.node.op_type == "Softmax" else "log_softmax"
+    return [_softmax_of(b, x[0], a, "softmax")]
+
+
+@converts("LogSoftmax")
+def _log_softmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [_softmax_of(b, x[0], a, "log_softmax")]
+
+
+def _softmax_of(b: Builder, v: Value, a: dict, op: str) -> Value:
+    """``op`` (softmax or log_softmax) of ``v`` at the node's axis, as the node's opset defines it."""
     if b.opset >= 13:
         if v.type.dtype.is_storage_float:
-            return [_softmax_in_storage(b, v, a.get("axis", -1), op == "log_softmax")]
-        return [b.one(op, v, axis=a.get("axis", -1))]
+            return _softmax_in_storage(b, v, a.get("axis", -1), op == "log_softmax")
+        return b.one(op, v, axis=a.get("axis", -1))
     # Before opset 13 the input is flattened to 2-D at `axis` and normalised per row.
     axis = a.get("axis", 1) % max(v.type.rank, 1)
     flat = b.one("flatten", v, axis=axis)
-    return [b.one("reshape", b.one(op, flat, axis=1), shape=v.type.shape)]
+    return b.one("reshape", b.one(op, flat, axis=1), shape=v.type.shape)
 
 
 # A bf16 sum longer than this is accumulated in f32 (rounded once) rather than left to right in bf16.
@@ -331,11 +399,14 @@ def _gemm(b: Builder, x: list[Value], a: dict) -> list[Value]:
                   trans_b=bool(a.get("transB", 0)), alpha=float(a.get("alpha", 1.0)), beta=float(a.get("beta", 1.0)))]
 
 
-@converts("GlobalAveragePool", "GlobalMaxPool")
-def _global_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+@converts("GlobalAveragePool")
+def _global_average_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [b.one("global_avg_pool", x[0])]
+
+
+@converts("GlobalMaxPool")
+def _global_max_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    if b.node.op_type == "GlobalAveragePool":
-        return [b.one("global_avg_pool", v)]
     return [b.one("reduce_max", v, axes=tuple(range(2, v.type.rank)), keepdims=True)]
 
 
