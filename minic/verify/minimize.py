@@ -58,6 +58,9 @@ def without(graph: Graph, node: Node) -> Graph | None:
     outputs = [v for v in dict.fromkeys(outputs) if v in computed]
     if not outputs:
         return None
+    # Rewired, not made: each node keeps its own output values (``outputs`` above names them) and reads
+    # a value of the same type in place of a removed one, so there is nothing to infer (make_node would
+    # give new output values).
     nodes = [Node(n.op, [replace.get(v, v) for v in n.inputs], n.outputs, n.attrs, n.group)
              for n in graph.nodes if n is not node]
     candidate = prune(Graph(graph.name, new_inputs, outputs, nodes, graph.constants))
