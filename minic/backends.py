@@ -64,8 +64,8 @@ def graph_of(source: ModelSource):
 
 
 def quantized_int8(source: ModelSource, seed: int = 0) -> ModelSource:
-    """``source`` with its graph's matmuls quantized to 8 bits by minic's post-training
-    quantization, calibrated on its example inputs and seeded random ones
+    """``source`` with its graph's contractions (matmul, gemm, conv2d) quantized to 8 bits by
+    minic's post-training quantization, calibrated on its example inputs and seeded random ones
     (``precision="int8"`` of the minic and interp backends; minic/passes/post_training.py)."""
     from dataclasses import replace
     from minic.inputs import calibration_inputs

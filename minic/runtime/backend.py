@@ -13,7 +13,7 @@ from minic.runtime import CompileOptions, CompiledModel, compile_graph, speciali
 def compile(source: ModelSource, dynamic=None, **options) -> CompiledModel:
     """Compile ``source`` with minic; ``options`` are CompileOptions fields, ``dynamic``
     says which symbolic dims stay symbolic (the others are specialized: specialize.py).
-    ``precision="int8"`` first quantizes the graph's matmuls (post-training, calibrated on
+    ``precision="int8"`` first quantizes the graph's contractions (post-training, calibrated on
     the example inputs: minic/passes/post_training.py), which -O2 then runs on integers."""
     if options.get("precision") == "int8":
         source, options = backends.quantized_int8(source), {**options, "precision": "f32"}

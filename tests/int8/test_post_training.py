@@ -73,7 +73,7 @@ def test_calibration_inputs_are_the_examples_then_seeded_look_alikes():
     image = np.linspace(-1, 3, 24, dtype=np.float32).reshape(2, 3, 4)
     feeds = calibration_inputs((ids, image), seed=3, count=4)
     again = calibration_inputs((ids, image), seed=3, count=4)
-    assert len(feeds) == 4 and feeds[0][0] is not None and (feeds[0][0] == ids).all()
+    assert len(feeds) == 4 and (feeds[0][0] == ids).all() and (feeds[0][1] == image).all()
     for (i, x), (i2, x2) in zip(feeds, again):
         assert (i == i2).all() and (x == x2).all()                   # seeded
         assert set(i.ravel()) <= {5, 7, 9} and i.dtype == np.int64    # token ids stay ids the model takes
@@ -100,3 +100,29 @@ def test_bisect_across_precisions_names_where_quantization_hurts_most():
     worst = max(result.steps, key=lambda s: s.diff.max_rel)
     assert worst.node.op == "matmul" and worst.diff.max_rel > 1e-3
     assert "the largest difference is at" in result.text() and worst.value.name in result.text()
+
+
+@pytest.mark.parametrize("name", ["convnext", "wav2vec2"])
+def test_int8_on_corpus_models_it_was_not_written_for(name):
+    """Depthwise convs and LayerNorms (convnext), a conv feature encoder and a transformer
+    (wav2vec2), with weights large enough that every block matters: every contraction with
+    constant weights on integers, within the 8-bit bound, the integer kernels equal to the
+    fake quantization."""
+    import torch
+    from minic.models import corpus
+    module, example = corpus.get(name)
+    torch.manual_seed(0)
+    for p in module.parameters():
+        if p.dim() > 1:
+            torch.nn.init.normal_(p, 0, 0.2)
+    x = [t.numpy() for t in example]
+    source = load(module, x)
+    ref = _first(backends.get("torch")(source)(*x))
+    compiled = _first(backends.get("minic")(source, precision="int8", use_cache=False)(*x))
+    fake = _first(backends.get("interp")(source, precision="int8")(*x))
+    scale = np.abs(ref).max()
+    assert 1e-4 < np.abs(compiled - ref).max() / scale <= QDQ8
+    assert np.abs(compiled - fake).max() / scale <= F32
+    ops = Counter(n.op for n in optimize(backends.quantized_int8(source).graph).nodes)
+    assert ops["conv2d_integer"] >= 1 and ops["matmul_integer"] >= 1 and not ops["conv2d"]
+
