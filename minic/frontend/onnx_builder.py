@@ -85,6 +85,10 @@ class Builder:
         self.counter += 1
         return f"{hint}.{self.counter}"
 
+    def fresh_symbol(self, hint: str) -> str:
+        """A fresh dim symbol for a size only the data decides (nonzero's count, a loop's iterations)."""
+        return self.fresh(hint).replace(".", "_")
+
     def emit(self, op: str, inputs: list[Value], **attrs: Any) -> list[Value]:
         """Append one minic node (``make_node``: its outputs named ``op.N``); errors name the ONNX node."""
         try:

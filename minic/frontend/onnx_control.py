@@ -179,11 +179,6 @@ def _tensors_only(b: Builder, values: list) -> None:
         raise UnsupportedError(f"{b.where}: a loop at run time carries tensors only, not sequences or optionals")
 
 
-def count_symbol(b: Builder) -> str:
-    """A fresh symbol for a number of iterations only the data decides."""
-    return b.fresh("loop").replace(".", "_")
-
-
 def scalar(dtype: DType) -> TensorType:
     return TensorType((), dtype)
 
@@ -360,7 +355,7 @@ def _run_time_loop(b: Builder, body, trip: Value | None, cond: Value | None, car
         inputs.append(b.const(np.asarray(True)) if cond is None else one(cond))
     stacked = len(body.output) - 1 - n
     return emit_loop(b, step, outs if not always else outs[1:], inputs + carried, carried=n, trip=trip is not None,
-                     condition=not always, count=count_symbol(b) if stacked else None)
+                     condition=not always, count=b.fresh_symbol("loop") if stacked else None)
 
 
 def _true(known: np.ndarray | None) -> bool:

@@ -212,18 +212,14 @@ def _max_unpool(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 # --- outputs sized by the data (minic/ir/ops/data_sized.py): a fresh count symbol each ---
 
-def _count(b: Builder) -> str:
-    return b.fresh(b.node.op_type.lower()).replace(".", "_")
-
-
 @converts("NonZero")
 def _nonzero(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("nonzero", x[0], count=_count(b))]
+    return [b.one("nonzero", x[0], count=b.fresh_symbol(b.node.op_type.lower()))]
 
 
 @converts("Unique")
 def _unique(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return b.emit("unique", [x[0]], count=_count(b), axis=a.get("axis"), sorted=bool(a.get("sorted", 1)))
+    return b.emit("unique", [x[0]], count=b.fresh_symbol(b.node.op_type.lower()), axis=a.get("axis"), sorted=bool(a.get("sorted", 1)))
 
 
 @converts("NonMaxSuppression")
@@ -234,4 +230,4 @@ def _non_max_suppression(b: Builder, x: list[Value], a: dict) -> list[Value]:
         given.pop()
     defaults = [None, None, np.zeros(1, np.int64), np.zeros(1, np.float32)]
     inputs = [b.const(defaults[k]) if v is None else v for k, v in enumerate(given)]
-    return [b.one("non_max_suppression", *inputs, count=_count(b), center_point_box=bool(a.get("center_point_box", 0)))]
+    return [b.one("non_max_suppression", *inputs, count=b.fresh_symbol(b.node.op_type.lower()), center_point_box=bool(a.get("center_point_box", 0)))]

@@ -16,7 +16,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 import minic
-from minic.errors import DataError
+from minic.errors import DataError, UserError
 from minic.frontend.onnx import from_onnx_file
 from minic.runtime.specialize import Specialized
 from minic.runtime.split import SplitModel
@@ -99,6 +99,29 @@ def test_a_loop_over_a_trip_count_given_at_run_time_compiles_once(backend, tmp_p
     np.testing.assert_array_equal(y, x)
     assert ys.shape == (0, 4, 3)
     _check_compiled_once(run, backend, compilations, before)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_that_runs_zero_times_returns_fresh_arrays(backend, tmp_path):
+    """The carried values come back as they went in, but as copies: writing into the result
+    must change neither the caller's input nor anything the model keeps."""
+    run = _compile(_loop_file(tmp_path), [np.zeros((2, 3), np.float32), np.array(3)], backend, tmp_path)
+    x = np.ones((2, 3), np.float32)
+    y, _ = run(x, np.array(0))
+    assert (y == x).all() and not np.shares_memory(y, x)
+
+
+def test_a_loop_refuses_a_trip_count_beside_scanned_inputs():
+    """Its stacked outputs are typed as long as the scanned inputs: a trip count that stopped
+    it earlier would give a shorter array than its type says."""
+    from minic.ir.graph import Graph, Value
+    from minic.ir.ops.control import LoopAttrs
+    from minic.ir.types import DType, TensorType
+    body = Graph("b", [Value("i", TensorType((), DType.i64)), Value("s", TensorType((3,), DType.f32))],
+                 [], [], [])
+    body.outputs = [body.inputs[1]]
+    with pytest.raises(UserError, match="a trip count or condition with them is not supported"):
+        LoopAttrs(body, carried=0, scanned=1, trip=True).check()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -59,6 +59,9 @@ class LoopAttrs:
         require(self.carried >= 0 and self.scanned >= 0, "loop: carried and scanned are counts")
         require(len(self.reverse_in) in (0, self.scanned), f"loop: reverse_in needs one flag per scanned input "
                                                            f"({self.scanned}), got {len(self.reverse_in)}")
+        # the stacked outputs are as long as the scanned inputs: nothing may stop the loop before their end
+        require(not (self.scanned and (self.trip or self.condition)),
+                "loop: scanned inputs run to their end; a trip count or condition with them is not supported")
         require(self.count is None or self.count.isidentifier(),
                 f"loop: the count symbol must be an identifier, got {self.count!r}")
 
@@ -153,6 +156,8 @@ def run_loop(attrs: LoopAttrs, arrays: Sequence[np.ndarray], run_body: RunBody) 
         for frame, r in zip(frames, results[c:]):
             frame.append(np.asarray(r))
         t += 1
+    if t == 0:                          # no iteration: the results are fresh arrays, never the caller's own
+        carried = [np.array(a) for a in carried]
     return tuple(carried) + tuple(_stacked(attrs, j, f, arrays) for j, f in enumerate(frames))
 
 
