@@ -58,7 +58,6 @@ from minic.passes.rewrite import Match, rule
 
 EIGHT_BITS = (DType.u8, DType.i8)
 I32_MAX = np.iinfo(np.int32).max
-INTEGER_OP = {"matmul": "matmul_integer", "gemm": "matmul_integer", "conv2d": "conv2d_integer"}
 
 
 @dataclass(frozen=True)
@@ -254,7 +253,7 @@ def integer_op(m: Match, float_op: Node, x: Value, w: np.ndarray, zero: int | Va
     return m.emit("conv2d_integer", inputs, base + "_i32", **asdict(float_op.attrs))
 
 
-def per_channel(m: Match, float_op: Node, base: str, a: np.ndarray) -> Value:
+def channel_constant(m: Match, float_op: Node, base: str, a: np.ndarray) -> Value:
     """A constant of one value per output channel, shaped to broadcast against the output: [N]
     after a matmul, [O, 1, 1] after a conv2d (NCHW)."""
     return m.constant(base, a.reshape(-1, 1, 1) if float_op.op == "conv2d" and a.size > 1 else a)
@@ -270,9 +269,9 @@ def integer_contraction(m: Match) -> Node | None:
     m.retire(*p.retired)
     y = integer_op(m, node, p.x, p.w, p.zero)
     if p.correction.any():
-        y = m.emit("sub", [y, per_channel(m, node, base + "_zero", p.correction)], base + "_i32")
+        y = m.emit("sub", [y, channel_constant(m, node, base + "_zero", p.correction)], base + "_i32")
     y = m.emit("cast", [y], base + "_f32", dtype=DType.f32)
-    scale = per_channel(m, node, base + "_scale", p.scale)
+    scale = channel_constant(m, node, base + "_scale", p.scale)
     if p.bias is None:
         return m.rebuilt("mul", [y, scale])
     y = m.emit("mul", [y, scale], base + "_scaled")
@@ -307,9 +306,9 @@ def integer_sums(m: Match) -> Value | None:
     if known_zero:                               # zx known now: zx · sum_k w, one constant
         if not (zx * sums).any():
             return y
-        return m.rebuilt("sub", [y, per_channel(m, op, base + "_zero", (zx * sums).astype(np.int32))])
+        return m.rebuilt("sub", [y, channel_constant(m, op, base + "_zero", (zx * sums).astype(np.int32))])
     zx = m.emit("cast", [a.zero], base + "_zx", dtype=DType.i32)      # zx at run time
     if flip:
         zx = m.emit("add", [zx, m.constant(base + "_128", np.array(128, np.int32))], base + "_zx")
-    zero = m.emit("mul", [zx, per_channel(m, op, base + "_sums", sums.astype(np.int32))], base + "_zero")
+    zero = m.emit("mul", [zx, channel_constant(m, op, base + "_sums", sums.astype(np.int32))], base + "_zero")
     return m.rebuilt("sub", [y, zero])
