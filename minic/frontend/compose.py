@@ -2,7 +2,7 @@
 minic has no single op for, spelled in the ones it has.
 
 Every function takes a builder ``b`` with three things, which both importers have:
-``b.one(op, *inputs, **attrs)`` adds one node and returns its output,
+``b.one(op, *inputs, **attrs)`` adds one node and returns its output (``b.many``: all of them),
 ``b.const(data, like=None)`` adds a constant (of ``like``'s dtype), and ``b.where``
 names the node being converted, for messages.
 
@@ -18,6 +18,7 @@ names the node being converted, for messages.
   scaled_dot_product_attention, ONNX Runtime's Attention, MultiHeadAttention, GroupQueryAttention.
 - ``sorted_along``: sort/topk by ranks, stable, NaN ordered as the largest value.
 - ``grid_sample``: ONNX's GridSample, torch's grid_sample, from elementwise ops and gathers.
+- Recurrent layers (``compose_recurrent.py``): RNN, GRU, LSTM, unrolled or a loop at run time.
 """
 from __future__ import annotations
 

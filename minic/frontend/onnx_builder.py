@@ -102,6 +102,9 @@ class Builder:
     def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
         return self.emit(op, list(inputs), **attrs)[0]
 
+    def many(self, op: str, *inputs: Value, **attrs: Any) -> list[Value]:
+        return self.emit(op, list(inputs), **attrs)
+
     def const(self, data: Any, like: Value | None = None) -> Value:
         """A new constant; with ``like``, of that value's dtype."""
         array = np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None)

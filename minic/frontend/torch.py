@@ -36,7 +36,7 @@ from torch import fx
 from torch.utils._sympy.functions import FloorDiv
 
 from minic.errors import UnsupportedError, UserError
-from minic.frontend import torch_attention, torch_ops, torch_ops_core, torch_ops_index, torch_ops_window
+from minic.frontend import torch_attention, torch_ops, torch_ops_core, torch_ops_index, torch_ops_window, torch_recurrent
 from minic.frontend.torch_arrays import numpy_of, tensor_of  # noqa: F401  (re-exported)
 from minic.frontend.torch_ops import Handler, fold
 from minic.ir import ops
@@ -50,7 +50,7 @@ aten = torch.ops.aten
 # Every family's handlers in one table (an op in two families is refused); ``handles`` adds
 # one at run time (an op of your own: docs/09-adding-an-op.md).
 HANDLERS = Registry.merged("ATen op", [f.HANDLERS for f in (
-    torch_ops, torch_ops_core, torch_ops_index, torch_ops_window, torch_attention)], UnsupportedError)
+    torch_ops, torch_ops_core, torch_ops_index, torch_ops_window, torch_attention, torch_recurrent)], UnsupportedError)
 handles = HANDLERS.add
 
 
@@ -117,7 +117,7 @@ def _export(module: torch.nn.Module, inputs: tuple, dynamic_axes) -> torch.expor
     table = torch.export.default_decompositions()
     for op in KEEP:
         table.pop(op, None)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), torch_recurrent.keep_recurrent():
         # torch 2.13 warns about its own pytree internals (LeafSpec); not the user's concern.
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
         try:
@@ -378,6 +378,9 @@ class Converter:
 
     def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
         return self.emit(op, list(inputs), attrs)
+
+    def many(self, op: str, *inputs: Value, **attrs: Any) -> list[Value]:
+        return list(self.emit(op, list(inputs), attrs, many=True))
 
     def const(self, data: Any, like: Value | None = None) -> Value:
         """A new constant; with ``like``, of that value's dtype."""

@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from minic.errors import UserError
 from minic.ir import ops
-from minic.ir.graph import Node, Value
+from minic.ir.graph import Graph, Node, Value, constant
 from minic.ir.verify import infer_node
 from minic.limits import check_dims
 
@@ -45,3 +47,34 @@ def make_node(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | Any =
         names = list(names).__getitem__
     node.outputs = [Value(names(k), t) for k, t in enumerate(types)]
     return node
+
+
+class GraphBuilder:
+    """A Graph built node by node through ``make_node``, with the builder face the shared
+    decompositions use (minic/frontend/compose.py: ``one``, ``many``, ``const``, ``where``):
+    for a graph no importer walks, such as a loop body a recurrent layer builds."""
+
+    def __init__(self, graph: Graph, where: str = "", source: str = "", scope: str = ""):
+        self.graph, self.where, self.source, self.scope = graph, where, source, scope
+        self.counter = 0
+
+    def fresh(self, hint: str) -> str:
+        self.counter += 1
+        return f"{hint}.{self.counter}"
+
+    def many(self, op: str, *inputs: Value, **attrs: Any) -> list[Value]:
+        try:
+            node = make_node(op, inputs, attrs, names=lambda _: self.fresh(op), source=self.source, scope=self.scope)
+        except UserError as e:
+            raise UserError(f"{self.where}: {e}") from None
+        self.graph.nodes.append(node)
+        return node.outputs
+
+    def one(self, op: str, *inputs: Value, **attrs: Any) -> Value:
+        return self.many(op, *inputs, **attrs)[0]
+
+    def const(self, data: Any, like: Value | None = None) -> Value:
+        """A new constant; with ``like``, of that value's dtype."""
+        v = constant(self.fresh("c"), np.asarray(data, dtype=like.type.dtype.numpy if like is not None else None))
+        self.graph.constants.append(v)
+        return v

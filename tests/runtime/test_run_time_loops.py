@@ -255,3 +255,60 @@ def test_static_trip_counts_and_lengths_still_unroll(tmp_path):
         torch.onnx.export(torch.nn.LSTM(4, 5).eval(), (torch.randn(3, 2, 4),), str(path), dynamo=False)
     for file in (tmp_path / "static_loop.onnx", path):
         assert "loop" not in {n.op for n in from_onnx_file(file).nodes}
+
+
+class TorchRecurrent(torch.nn.Module):
+    """A recurrent layer of torch.nn over (B, T, 6), its output and last states returned."""
+
+    def __init__(self, make):
+        super().__init__()
+        torch.manual_seed(5)
+        self.rnn = make()
+
+    def forward(self, x):
+        out, state = self.rnn(x)
+        return (out, *state) if isinstance(state, tuple) else (out, state)
+
+
+TORCH_LAYERS = {
+    "lstm_2_layers_bidirectional": lambda: torch.nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True),
+    "lstm_projected_no_bias": lambda: torch.nn.LSTM(6, 8, proj_size=3, bias=False, batch_first=True),
+    "gru_bidirectional": lambda: torch.nn.GRU(6, 8, bidirectional=True, batch_first=True),
+    "rnn_relu_2_layers": lambda: torch.nn.RNN(6, 8, num_layers=2, nonlinearity="relu", batch_first=True),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layer", sorted(TORCH_LAYERS))
+def test_torch_recurrent_modules_over_a_dynamic_time_axis_compile_once(layer, backend, tmp_path, compilations):
+    """nn.LSTM / GRU / RNN from PyTorch itself (no ONNX file) with T dynamic: one loop per layer and
+    direction, compiled once, right at three lengths.  torch.export alone specializes T (its
+    decomposition of aten.lstm loops over the steps in Python): minic keeps the layer whole."""
+    model = TorchRecurrent(TORCH_LAYERS[layer]).eval()
+    options = {"cache_dir": tmp_path / "cache"} if backend == "minic" else {}
+    run = minic.compile(model, [torch.zeros(2, 5, 6)], backend=backend, dynamic={"x": {1: "T"}}, **options)
+    before = compilations[0]
+    rng = np.random.default_rng(4)
+    for steps in (5, 2, 11):
+        x = rng.standard_normal((2, steps, 6)).astype(np.float32)
+        with torch.no_grad():
+            want = [t.numpy() for t in model(torch.from_numpy(x))]
+        got = run(x)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    _check_compiled_once(run, backend, compilations, before)
+
+
+def test_a_static_torch_lstm_is_unrolled_by_the_same_driver():
+    """At a static length the custom op converts to the unrolled steps: no loop, eager's answer."""
+    from minic.frontend.torch import from_torch
+    from minic.ir.interpret import interpret
+    model = TorchRecurrent(TORCH_LAYERS["lstm_2_layers_bidirectional"]).eval()
+    x = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(1))
+    graph = from_torch(model, (x,))
+    assert "loop" not in {n.op for n in graph.nodes}
+    with torch.no_grad():
+        want = [t.numpy() for t in model(x)]
+    for g, w in zip(interpret(graph, [x.numpy()]), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
