@@ -76,17 +76,15 @@ class Result:
     cs: list[Value | None]
 
 
+# Maps h, with a builder, to what R multiplies (ONNX Runtime's DynamicQuantizeLSTM rounds it to 8 bits).
+WeighState = Callable[[Any, Value], Value]
+
+
 def layer(b: Any, spec: Layer, X: Value, directions: list[Direction], lengths: Value | None = None,
-          weigh_state: Callable[[Value], Value] | None = None) -> Result:
-    """The layer over X [T, B, I]; ``weigh_state`` maps h to what R multiplies (ONNX Runtime's
-    DynamicQuantizeLSTM rounds it to 8 bits; default h itself)."""
-    steps = X.type.shape[0]
-    if isinstance(steps, int):
-        return _unrolled(b, spec, X, directions, lengths, weigh_state)
-    if weigh_state is not None or (lengths is not None and any(d.backward for d in directions)):
-        raise UnsupportedError(f"{b.where}: minic unrolls {spec.cell} here and needs a static sequence length, "
-                               f"got {steps}")
-    return _looped(b, spec, X, directions, lengths)
+          weigh_state: WeighState | None = None) -> Result:
+    """The layer over X [T, B, I], unrolled over a static T, a loop per direction over a symbolic one."""
+    run = _unrolled if isinstance(X.type.shape[0], int) else _looped
+    return run(b, spec, X, directions, lengths, weigh_state)
 
 
 @dataclass
@@ -146,9 +144,9 @@ _CELLS = {"RNN": _rnn, "GRU": _gru, "LSTM": _lstm}
 
 
 def _step(b: Any, spec: Layer, d: int, w: Weights, x: Value, h: Value, c: Value | None, t: Value,
-          lengths: Value | None, weigh_state: Callable[[Value], Value] | None) -> tuple[Value, Value, Value | None]:
-    """One step at iteration ``t``: (its output, the next h, the next c)."""
-    s = _Step(b, x, h, weigh_state(h) if weigh_state else h, c, w, spec.activations[d], spec.linear_before_reset)
+          lengths: Value | None, weigh_state: WeighState | None) -> tuple[Value, Value, Value | None]:
+    """One step at time ``t``: (its output, the next h, the next c)."""
+    s = _Step(b, x, h, weigh_state(b, h) if weigh_state else h, c, w, spec.activations[d], spec.linear_before_reset)
     h_new, c_new = _CELLS[spec.cell](s)
     if lengths is None:
         return h_new, h_new, c_new
@@ -163,7 +161,7 @@ def _stack(b: Any, frames: list[Value]) -> Value:
 
 
 def _unrolled(b: Any, spec: Layer, X: Value, directions: list[Direction], lengths: Value | None,
-              weigh_state: Callable[[Value], Value] | None) -> Result:
+              weigh_state: WeighState | None) -> Result:
     steps = X.type.shape[0]
     if steps == 0:
         raise UnsupportedError(f"{b.where}: a sequence of length 0")
@@ -216,8 +214,12 @@ class _Body:
         return outer.many("loop", *inputs, *self.captured, body=self.graph, **attrs)
 
 
-def _looped(b: Any, spec: Layer, X: Value, directions: list[Direction], lengths: Value | None) -> Result:
+def _looped(b: Any, spec: Layer, X: Value, directions: list[Direction], lengths: Value | None,
+            weigh_state: WeighState | None) -> Result:
     result = Result([], [], [])
+    # A backward loop's iteration k is time T-1-k, which the lengths' mask needs: T, from X's shape.
+    last = b.one("sub", row(b, b.one("shape", X), 0), b.const(np.asarray(1, np.int64))) \
+        if lengths is not None and any(d.backward for d in directions) else None
     for d, direction in enumerate(directions):
         states = [("h", direction.h0.type)] + ([("c", direction.c0.type)] if direction.c0 is not None else [])
         body = _Body(b, f"{spec.cell.lower()}{'_backward' if direction.backward else ''}_step",
@@ -225,7 +227,8 @@ def _looped(b: Any, spec: Layer, X: Value, directions: list[Direction], lengths:
         t, h, *rest = body.own
         c, x_t = (rest[0], rest[1]) if direction.c0 is not None else (None, rest[0])
         w = direction.weights(body.b, body.capture)
-        y, h_new, c_new = _step(body.b, spec, d, w, x_t, h, c, t, body.capture(lengths), None)
+        time = body.b.one("sub", body.capture(last), t) if direction.backward and last is not None else t
+        y, h_new, c_new = _step(body.b, spec, d, w, x_t, h, c, time, body.capture(lengths), weigh_state)
         carried = [h_new] + ([c_new] if c_new is not None else [])
         results = body.loop(b, [*carried, y], [direction.h0] + ([direction.c0] if c is not None else []) + [X],
                             carried=len(carried), scanned=1, reverse_in=(direction.backward,),

@@ -262,7 +262,7 @@ def _dynamic_quantize_lstm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     X, W, R, B, lens, h0, c0, P, w_scale, w_zp, r_scale, r_zp = x
     lstm_inputs = [_rounded_u8(b, X), _dequantized_gates(b, W, w_scale, w_zp), _dequantized_gates(b, R, r_scale, r_zp),
                    B, lens, h0, c0, P]
-    return unroll(b, "LSTM", lstm_inputs, a, weigh_state=lambda h: _rounded_u8(b, h))
+    return unroll(b, "LSTM", lstm_inputs, a, weigh_state=_rounded_u8)
 
 
 # --- attention -----------------------------------------------------------------------------

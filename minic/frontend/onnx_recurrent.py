@@ -10,8 +10,6 @@ Runtime's DynamicQuantizeLSTM rounds the state to 8 bits).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from minic.errors import UnsupportedError
@@ -43,9 +41,9 @@ def _weights_of(W: Value, R: Value, B: Value | None, P: Value | None, gates: int
 
 
 def unroll(b: Builder, op: str, x: list[Value | None], a: dict,
-           weigh_state: Callable[[Value], Value] | None = None) -> list[Value | None]:
+           weigh_state: rec.WeighState | None = None) -> list[Value | None]:
     """The layer ``op`` (RNN, GRU, LSTM) of ONNX's inputs ``x`` and attributes ``a``;
-    ``weigh_state`` maps the state h to what R multiplies in ``h R^T`` (default: h itself)."""
+    ``weigh_state(builder, h)`` is what R multiplies in ``h R^T`` (default: h itself)."""
     x = x + [None] * (8 - len(x))
     X, W, R, B, lens, h0, c0, P = x
     gates, hidden = rec.GATES[op], int(a["hidden_size"])

@@ -312,3 +312,63 @@ def test_a_static_torch_lstm_is_unrolled_by_the_same_driver():
         want = [t.numpy() for t in model(x)]
     for g, w in zip(interpret(graph, [x.numpy()]), want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_bidirectional_lstm_with_sequence_lens_over_a_symbolic_length(backend, tmp_path, compilations):
+    """ONNX's LSTM, both directions, each batch entry as long as ``sequence_lens`` says: the
+    backward loop starts at each entry's own last step (its iteration k is time T-1-k, which the
+    mask compares with the length).  It used to be specialized per length."""
+    rng = np.random.default_rng(6)
+    hidden, size = 5, 3
+    inits = [h.make_tensor(n, T.FLOAT, v.shape, v.ravel()) for n, v in [
+        ("W", rng.standard_normal((2, 4 * hidden, size)).astype(np.float32) * 0.5),
+        ("R", rng.standard_normal((2, 4 * hidden, hidden)).astype(np.float32) * 0.5),
+        ("B", rng.standard_normal((2, 8 * hidden)).astype(np.float32) * 0.5)]]
+    node = h.make_node("LSTM", ["x", "W", "R", "B", "lens"], ["y", "y_h", "y_c"], hidden_size=hidden,
+                       direction="bidirectional")
+    path = _save(tmp_path, "lstm_lens", [node],
+                 [h.make_tensor_value_info("x", T.FLOAT, ["T", 2, size]), h.make_tensor_value_info("lens", T.INT32, [2])],
+                 [h.make_tensor_value_info("y", T.FLOAT, ["T", 2, 2, hidden])] +
+                 [h.make_tensor_value_info(n, T.FLOAT, [2, 2, hidden]) for n in ("y_h", "y_c")], inits)
+    run = _compile(path, [np.zeros((4, 2, size), np.float32), np.array([4, 2], np.int32)], backend, tmp_path)
+    before = compilations[0]
+    for steps, lens in [(4, [4, 2]), (7, [3, 7]), (2, [1, 2])]:
+        feeds = {"x": rng.standard_normal((steps, 2, size)).astype(np.float32), "lens": np.array(lens, np.int32)}
+        for got, want in zip(run(*feeds.values()), _ort(path, feeds)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _check_compiled_once(run, backend, compilations, before)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dynamically_quantized_lstm_over_a_dynamic_length(backend, tmp_path, compilations):
+    """quantize_dynamic's com.microsoft DynamicQuantizeLSTM over (B, T): the state rounded to u8 at
+    each step inside the loop's body; compiled once, against one-threaded ONNX Runtime."""
+    from onnxruntime.quantization import quantize_dynamic
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.LSTM(6, 12, batch_first=True)).eval()
+
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.fc = model[0], torch.nn.Linear(12, 4)
+
+        def forward(self, x):
+            return self.fc(self.lstm(x)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Tagger().eval(), (torch.randn(2, 5, 6),), str(tmp_path / "f32.onnx"), input_names=["x"],
+                          dynamic_axes={"x": {0: "B", 1: "T"}}, dynamo=False, opset_version=17)
+    path = tmp_path / "q.onnx"
+    quantize_dynamic(str(tmp_path / "f32.onnx"), str(path))
+    assert "DynamicQuantizeLSTM" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    run = _compile(path, [np.zeros((2, 5, 6), np.float32)], backend, tmp_path)
+    before = compilations[0]
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(7)
+    for shape in [(2, 5, 6), (1, 9, 6), (3, 2, 6)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(run(x), session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    _check_compiled_once(run, backend, compilations, before)
