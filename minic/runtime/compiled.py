@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,6 +58,20 @@ class Scratch:
         self.status = (ctypes.c_int64 * 2)()
 
 
+def _key(env: dict[str, int]) -> tuple:
+    return tuple(sorted(env.items()))
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A call's shape-dependent part, the same for every call with these input shapes."""
+    key: tuple                                 # the symbols' values (the scratch's key)
+    outputs: list[tuple[tuple[int, ...], type]]
+    sizes: ctypes.Array                        # the symbols' values as the entry reads them
+    plan: BufferPlan
+    free: list[Scratch]
+
+
 class CompiledModel:
     """A model compiled by minic; call it like a function of numpy arrays (from any thread)."""
 
@@ -72,6 +87,7 @@ class CompiledModel:
         self._temps = [s.name for s in layout.role(Role.TEMP)]
         # per shape (the symbols' values): its buffer plan and the scratch no call holds now
         self._scratch: dict[tuple, tuple[BufferPlan, list[Scratch]]] = {}
+        self._bound: dict[tuple, _Bound] = {}       # per input shape signature (``_bind``)
         self._new_shape = threading.Lock()
 
     def plan(self, env: dict[str, int]) -> BufferPlan:
@@ -79,7 +95,7 @@ class CompiledModel:
         return self._shape(env)[0]
 
     def _shape(self, env: dict[str, int]) -> tuple[BufferPlan, list[Scratch]]:
-        key = tuple(sorted(env.items()))
+        key = _key(env)
         known = self._scratch.get(key)
         if known is not None:
             return known
@@ -90,35 +106,53 @@ class CompiledModel:
                 p = plan(self.layout.temps(), env)
                 ensure_fits(p.arena_bytes, f"the temporaries of {self.layout.name}" + (f" for {env}" if env else ""))
                 if len(self._scratch) >= SHAPES_KEPT:
-                    self._scratch.pop(next(iter(self._scratch)))
+                    gone = next(iter(self._scratch))
+                    self._scratch.pop(gone)
+                    self._bound = {s: b for s, b in self._bound.items() if b.key != gone}
                 self._scratch[key] = (p, [])
             return self._scratch[key]
 
-    def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
-        arrays = contiguous(arrays)
+    def _bind(self, arrays: list[np.ndarray]) -> "_Bound":
+        """What a call with these input shapes needs, found once per shape signature: the
+        symbols bound and checked (``bind_symbols``), the output shapes, the sizes the entry
+        reads, the buffer plan and its free scratch."""
+        signature = tuple((a.shape, a.dtype) for a in arrays)
+        bound = self._bound.get(signature)
+        if bound is not None:
+            return bound
         env = bind_symbols(self._inputs, arrays)
         shapes = [tuple(dim_eval(d, env) for d in shape) for shape, _ in self._outputs]
         nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, (_, t) in zip(shapes, self._outputs))
-        if nbytes >= CHECK_ABOVE:            # the message is made only when it may be needed (hot path)
+        if nbytes >= CHECK_ABOVE:
             described = ", ".join(f"{np.dtype(t)}{list(sh)}" for sh, (_, t) in zip(shapes, self._outputs))
             ensure_fits(nbytes, f"the outputs of {self.layout.name} ({described})" + (f" for {env}" if env else ""))
-        outputs = [np.empty(sh, t) for sh, (_, t) in zip(shapes, self._outputs)]
         buffer_plan, free = self._shape(env)
+        sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
+        bound = _Bound(_key(env), [(sh, t) for sh, (_, t) in zip(shapes, self._outputs)], sizes, buffer_plan, free)
+        with self._new_shape:
+            if len(self._bound) >= 4 * SHAPES_KEPT:
+                self._bound.pop(next(iter(self._bound)), None)
+            self._bound[signature] = bound
+        return bound
+
+    def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        arrays = contiguous(arrays)
+        bound = self._bind(arrays)
+        outputs = [np.empty(sh, t) for sh, t in bound.outputs]
         try:                                 # list.pop and append are atomic: no lock on the hot path
-            scratch = free.pop()
+            scratch = bound.free.pop()
         except IndexError:
-            scratch = Scratch(buffer_plan, self._temps)
+            scratch = Scratch(bound.plan, self._temps)
         try:
             pointers = [a.ctypes.data for a in (*arrays, *outputs)] + self._constant_pointers + scratch.temps
             pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
-            sizes = (ctypes.c_int64 * max(1, len(self.layout.sizes)))(*(env[s] for s in self.layout.sizes))
             status = scratch.status
             status[0] = 0
-            self._entry(ctypes.addressof(pointer_array), ctypes.addressof(sizes), ctypes.addressof(status))
+            self._entry(ctypes.addressof(pointer_array), ctypes.addressof(bound.sizes), ctypes.addressof(status))
             if status[0]:
                 raise self.layout.data_error(*status)
         finally:
-            free.append(scratch)
+            bound.free.append(scratch)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self) -> str:
