@@ -223,7 +223,7 @@ def _run_time_if(b: Builder, cond: Value, then_proto, else_proto) -> list[Value]
         _rollback(b, marks)
         reason = str(e).removeprefix(f"{b.where}: ")
         raise NeedsConstantError(f"{b.where}: the condition is computed from values unknown at compile time, and "
-                                 f"the branches cannot be compiled to run at run time ({reason})",
+                                 f"its branches cannot be compiled for run time ({reason})",
                                  b.sources(cond)) from None
 
 
@@ -234,7 +234,7 @@ def _branches(b: Builder, cond: Value, then_proto, else_proto) -> list[Value]:
         body = Body.start(b, f"if{k}_{which}", [])
         outs = body.convert(proto, {})
         if not all(isinstance(v, Value) for v in outs):
-            raise UnsupportedError(f"{b.where}: a branch at run time returns tensors only, not sequences or optionals")
+            raise UnsupportedError(f"{b.where}: an if at run time returns tensors only, not sequences or optionals")
         bodies.append((body, outs))
     captured = list(dict.fromkeys(v for body, _ in bodies for v in body.captured))
     graphs = [_branch_graph(b, body, outs, captured) for body, outs in bodies]
