@@ -190,18 +190,18 @@ def test_branches_read_outer_values(backend, tmp_path, compilations):
 def test_an_if_inside_a_loop_body(backend, tmp_path, compilations):
     """acc = acc + x on even iterations, acc * 0.5 on odd ones, m iterations (a graph input): the
     loop's body holds an if on the iteration number, compiled once with the body."""
-    branch_of = lambda i_name: h.make_graph(  # noqa: E731
+    body = h.make_graph(
         [h.make_node("Mod", ["i", "two"], ["r"]), h.make_node("Equal", ["r", "zero"], ["even"]),
          h.make_node("If", ["even"], ["acc_out"],
                      then_branch=_branch("then", [h.make_node("Add", ["acc_in", "x"], ["t"])], "t"),
                      else_branch=_branch("else", [h.make_node("Mul", ["acc_in", "half"], ["e"])], "e")),
          h.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
-        [h.make_tensor_value_info(i_name, T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
          h.make_tensor_value_info("acc_in", T.FLOAT, ["N", 2])],
         [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, ["N", 2])],
         [h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("zero", T.INT64, [], [0]),
          h.make_tensor("half", T.FLOAT, [], [0.5])])
-    path = _save(tmp_path, "if_in_loop", [h.make_node("Loop", ["m", "", "acc0"], ["y"], body=branch_of("i"))],
+    path = _save(tmp_path, "if_in_loop", [h.make_node("Loop", ["m", "", "acc0"], ["y"], body=body)],
                  [h.make_tensor_value_info("acc0", T.FLOAT, ["N", 2]), h.make_tensor_value_info("x", T.FLOAT, ["N", 2]),
                   h.make_tensor_value_info("m", T.INT64, [])],
                  [h.make_tensor_value_info("y", T.FLOAT, ["N", 2])])

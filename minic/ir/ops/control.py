@@ -229,10 +229,14 @@ class IfAttrs:
     #                                                               in output order, then axis order
 
     def check(self) -> None:
-        require(all(s.isidentifier() for s in self.sizes), f"if: the size symbols must be identifiers, got {self.sizes}")
+        require(all(s.isidentifier() for s in self.sizes),
+                f"if: the size symbols must be identifiers, got {self.sizes}")
 
 
-def joined_outputs(then_branch: Graph, else_branch: Graph, given: list[TensorType]) -> list[tuple[tuple[Dim | None, ...], DType]]:
+Joined = list[tuple[tuple[Dim | None, ...], DType]]       # per output: its dims (None: the data decides), dtype
+
+
+def joined_outputs(then_branch: Graph, else_branch: Graph, given: list[TensorType]) -> Joined:
     """Each output of the two branches (both given ``given``) as its dims and dtype, a dim None where
     the branches differ or where it is a size of the branch's own (a count inside it): the data decides
     it.  Branches that differ in their number of outputs, a dtype or a rank are refused."""
@@ -244,13 +248,15 @@ def joined_outputs(then_branch: Graph, else_branch: Graph, given: list[TensorTyp
     for k, (a, b) in enumerate(zip(then_outs, else_outs)):
         require(a.dtype == b.dtype and a.rank == b.rank,
                 f"if: output {k} is {a} in the then branch and {b} in the else branch (they may differ in sizes only)")
-        joined.append((tuple(x if x == y and symbols(x) <= outer else None for x, y in zip(a.shape, b.shape)), a.dtype))
+        same = tuple(x if x == y and symbols(x) <= outer else None for x, y in zip(a.shape, b.shape))
+        joined.append((same, a.dtype))
     return joined
 
 
 def _infer_if(attrs: IfAttrs, ts: list[TensorType]) -> list[TensorType]:
     cond = ts[0]
-    require(cond.dtype == DType.bool and all(d == 1 for d in cond.shape), f"if: the condition must be one bool, got {cond}")
+    require(cond.dtype == DType.bool and all(d == 1 for d in cond.shape),
+            f"if: the condition must be one bool, got {cond}")
     joined = joined_outputs(attrs.then_branch, attrs.else_branch, ts[1:])
     differing = sum(d is None for shape, _ in joined for d in shape)
     require(differing == len(attrs.sizes), f"if: the branches' outputs differ in {differing} dims, and the node "
@@ -259,7 +265,8 @@ def _infer_if(attrs: IfAttrs, ts: list[TensorType]) -> list[TensorType]:
     return [TensorType(tuple(next(fresh) if d is None else d for d in shape), dtype) for shape, dtype in joined]
 
 
-def run_if(attrs: IfAttrs, arrays: Sequence[np.ndarray], run_then: RunBody, run_else: RunBody) -> tuple[np.ndarray, ...]:
+def run_if(attrs: IfAttrs, arrays: Sequence[np.ndarray], run_then: RunBody,
+           run_else: RunBody) -> tuple[np.ndarray, ...]:
     """The results of the branch that ``arrays[0]`` picks, run by ``run_then`` or ``run_else``
     (interpreted or compiled) on the captured values ``arrays[1:]``."""
     taken = bool(np.asarray(arrays[0]).reshape(-1)[0])
