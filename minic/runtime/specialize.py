@@ -349,6 +349,8 @@ def import_at_examples(source: ModelSource) -> Graph:
     try:
         graph = import_onnx(source, sizes, source.example_inputs)
     except UserError as e:
+        if not sizes:                    # a static file: there are no sizes to name
+            raise
         raise type(e)(f"{e} (at {', '.join(f'{k}={n}' for k, n in sizes.items())}, the example inputs' sizes)") from None
     graph.name = source.name
     return graph

@@ -38,10 +38,11 @@ def compilations(monkeypatch):
     return count
 
 
-def _save(tmp_path, name, nodes, inputs, outputs, initializers=()):
+def _save(tmp_path, name, nodes, inputs, outputs, initializers=(), check=True):
     model = h.make_model(h.make_graph(nodes, name, inputs, outputs, list(initializers)),
                          opset_imports=[h.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
+    if check:                     # (the checker wants a shape for every graph output)
+        onnx.checker.check_model(model)
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, str(path))
     return path
@@ -272,3 +273,20 @@ def test_branches_that_differ_in_rank_or_in_their_sizes_symbols_are_refused():
         make_node("if", [cond, x], {"then_branch": same, "else_branch": same, "sizes": ("k",)}, names=["y"])
     with pytest.raises(UserError, match=r"if: the condition must be one bool, got f32\[N, 4\]"):
         make_node("if", [x, x], {"then_branch": same, "else_branch": same}, names=["y"])
+
+
+def test_branches_of_different_ranks_over_an_image_are_refused_in_one_line(tmp_path):
+    """An if at run time needs branches that agree in ranks; this one (relu(x) or flatten(x)) falls back
+    to the condition's value, which an image cannot give: one line naming the node and both reasons."""
+    path = _save(tmp_path, "ranks",
+                 [h.make_node("ReduceSum", ["x"], ["total"], keepdims=0), h.make_node("Greater", ["total", "zero"], ["c"]),
+                  h.make_node("If", ["c"], ["y"], then_branch=_branch("then", [h.make_node("Relu", ["x"], ["t"])], "t"),
+                              else_branch=_branch("else", [h.make_node("Flatten", ["x"], ["e"], axis=0)], "e"))],
+                 [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 32, 32])], [h.make_tensor_value_info("y", T.FLOAT, None)],
+                 [h.make_tensor("zero", T.FLOAT, [], [0.0])], check=False)
+    with pytest.raises(UserError) as e:
+        minic.compile(path, [np.ones((1, 3, 32, 32), np.float32)], backend="interp")
+    assert "\n" not in str(e.value) and str(e.value).startswith("node #2 (If, opset 17): ")
+    assert r"output 0 is f32[1, 3, 32, 32] in the then branch and f32[1, 3072] in the else branch" in str(e.value)
+    assert str(e.value).endswith("computed from input 'x' (float32[1, 3, 32, 32]), and minic compiles in the values "
+                                 "of inputs of at most 1024 elements only")
