@@ -106,7 +106,7 @@ def _load_onnx(path: Path, example_inputs, seed: int) -> ModelSource:
     try:
         graph, symbolic = from_onnx_file(path), None
     except UserError as e:
-        # An import that needs input values (an If on a graph input) specializes on them too.
+        # An import that needs input values (a shape read from an input) specializes on them too.
         by_value = isinstance(e, NeedsConstantError) and bool(e.inputs)
         symbolic = None if isinstance(e, UnknownOpError) else specialize.onnx_inputs(path, static_too=by_value)
         if symbolic is None:

@@ -1,9 +1,12 @@
-"""ONNX's control flow (If, Scan, Loop), inlined at import: minic's graphs have no sub-graphs.
+"""ONNX's control flow (If, Scan, Loop): inlined at import where the import knows the way, else
+ops that carry their bodies as graphs of their own (``loop``, ``if``) and run them at run time.
 
 - ``If`` whose condition is known at import (a constant, or computed from
   constants and static shapes) becomes the nodes of its taken branch; a condition
-  computed from a graph input makes the backend specialise on that input's value
-  (``NeedsConstantError``), as for a shape-deciding input.
+  computed from a graph input makes one ``if`` op (minic/ir/ops/control.py) that carries
+  both branches, each converted once into a graph of its own (``Body``): the runtime picks.
+  Branches that make sequences or optionals make the backend specialise on the
+  condition's inputs' values instead (``NeedsConstantError``), as for a shape-deciding input.
 - ``Scan`` is unrolled over its static sequence length: each iteration converts
   the body with the states and the slices of the scan inputs bound, and the
   per-iteration outputs are stacked.
@@ -34,6 +37,7 @@ from minic.errors import UnsupportedError, UserError
 from minic.frontend.onnx_builder import (Builder, NeedsConstantError, OnnxImportError, clean_name, converter_table,
                                          tensor_array)
 from minic.ir.graph import Graph, Value, constant
+from minic.ir.ops.control import joined_outputs
 from minic.ir.types import DType, TensorType
 
 CONVERTERS = converter_table()
@@ -195,14 +199,58 @@ def _rollback(b: Builder, marks: tuple[int, int]) -> None:
 
 @converts("If")
 def _if(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    """The taken branch inlined where the condition is known at import; else an ``if`` at run time."""
     cond = b.known(x[0])
     if cond is None:
-        raise NeedsConstantError(f"{b.where}: the condition is computed from values unknown at compile time",
-                                 b.sources(x[0]))
+        return _run_time_if(b, x[0], a["then_branch"], a["else_branch"])
     if np.size(cond) != 1:
         raise OnnxImportError(f"{b.where}: the condition must hold one element, got shape {list(np.shape(cond))}")
     branch = a["then_branch"] if bool(np.asarray(cond).reshape(-1)[0]) else a["else_branch"]
     return inline(b, branch, {})
+
+
+def _run_time_if(b: Builder, cond: Value, then_proto, else_proto) -> list[Value]:
+    """One ``if`` op whose branches are converted once each, as graphs of their own that take the
+    outer values either reads.  Where minic cannot state the branches so (they make sequences or
+    optionals, or need a value at import), the condition's value is needed instead: the model is
+    specialized on the inputs it is computed from, as before (``NeedsConstantError``)."""
+    if cond.type.rank and all(isinstance(d, int) for d in cond.type.shape) and np.prod(cond.type.shape) != 1:
+        raise OnnxImportError(f"{b.where}: the condition must hold one element, got shape {list(cond.type.shape)}")
+    marks = _marks(b)
+    try:
+        return _branches(b, cond, then_proto, else_proto)
+    except UserError as e:
+        _rollback(b, marks)
+        reason = str(e).removeprefix(f"{b.where}: ")
+        raise NeedsConstantError(f"{b.where}: the condition is computed from values unknown at compile time, and "
+                                 f"its branches cannot be compiled for run time ({reason})",
+                                 b.sources(cond)) from None
+
+
+def _branches(b: Builder, cond: Value, then_proto, else_proto) -> list[Value]:
+    k = len(b.graph.nodes)
+    bodies = []
+    for which, proto in (("then", then_proto), ("else", else_proto)):
+        body = Body.start(b, f"if{k}_{which}", [])
+        outs = body.convert(proto, {})
+        if not all(isinstance(v, Value) for v in outs):
+            raise UnsupportedError(f"{b.where}: an if at run time returns tensors only, not sequences or optionals")
+        bodies.append((body, outs))
+    captured = list(dict.fromkeys(v for body, _ in bodies for v in body.captured))
+    graphs = [_branch_graph(b, body, outs, captured) for body, outs in bodies]
+    joined = joined_outputs(*graphs, [v.type for v in captured])
+    sizes = tuple(b.fresh_symbol("if") for shape, _ in joined for d in shape if d is None)
+    one = cond if cond.type.shape == () else b.one("reshape", cond, shape=())
+    return b.emit("if", [one] + captured, then_branch=graphs[0], else_branch=graphs[1], sizes=sizes)
+
+
+def _branch_graph(b: Builder, body: Body, outputs: list[Value], captured: list[Value]) -> Graph:
+    """The finished branch, taking every value in ``captured`` (the other branch's too) as an input."""
+    graph = body.graph(outputs)
+    graph.name = f"{b.graph.name}_{graph.name}"
+    inner = dict(zip(body.captured, body.inner))
+    graph.inputs = [inner[v] if v in inner else Value(body.b.fresh(v.name), v.type) for v in captured]
+    return graph
 
 
 def _slice(b: Builder, v: Value, axis: int, t: int) -> Value:

@@ -14,7 +14,7 @@ from minic.errors import DataError, UserError
 from minic.limits import contiguous, ensure_values_fit
 from minic.ir import ops
 from minic.ir.graph import Graph, Value, attr_items
-from minic.ir.ops.control import LoopAttrs, run_loop
+from minic.ir.ops.control import IfAttrs, LoopAttrs, run_if, run_loop
 from minic.ir.ops.data_sized import sized_outputs
 from minic.ir.types import dim_eval, symbols
 
@@ -53,7 +53,8 @@ def resolve(attrs: Any, env: Mapping[str, int]) -> Any:
 def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on numpy ``arrays``; return its outputs.  An op whose output size is
     decided by the data (ops/data_sized.py) binds its size symbol from its result; a ``loop``
-    (ops/control.py) runs its body graph, interpreted, once per iteration."""
+    (ops/control.py) runs its body graph, interpreted, once per iteration, an ``if`` the branch
+    its condition picks."""
     arrays = contiguous(arrays)
     env = bind_symbols(graph.inputs, arrays)
     sized = [v for node in graph.nodes for v in node.outputs
@@ -68,13 +69,18 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
             if isinstance(node.attrs, LoopAttrs):
                 body = node.attrs.body
                 result = run_loop(node.attrs, args, lambda *a: tuple(interpret(body, a)))
+            elif isinstance(node.attrs, IfAttrs):
+                then, other = node.attrs.then_branch, node.attrs.else_branch
+                result = run_if(node.attrs, args, lambda *a: tuple(interpret(then, a)),
+                                lambda *a: tuple(interpret(other, a)))
             else:
                 result = op.reference(resolve(node.attrs, env), *args)
         except DataError as e:                   # name the node, as compiled code does
             raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)
         if op.sized_by_data:
-            env.update(sized_outputs(node.attrs, [v.type for v in node.outputs], results))
+            decided = node.attrs.sizes if isinstance(node.attrs, IfAttrs) else (node.attrs.count,)
+            env.update(sized_outputs(decided, [v.type for v in node.outputs], results))
         memory.update((v, np.asarray(r, dtype=v.type.dtype.numpy)) for v, r in zip(node.outputs, results))
     # Each output an array of its own, as compiled code returns: not the caller's input, a
     # constant of the graph, a view of either (reshape), nor an output listed twice.

@@ -17,8 +17,8 @@ and compiled; the result is kept per shape signature, in memory (the last
 when the symbolic graph compiles and otherwise as many as compile (``_widest``); ``True`` insists on
 one symbolic compilation; ``False`` specializes every symbol; ``{"x": {0: "N"}}`` (or
 ``{"x": [0]}``) keeps the symbols of those dims and specializes the others.
-An ONNX import that needs an input's *value* (an ``If`` on a graph input, a ``Loop``
-trip count, a shape read from data) specializes the same way on that input's data
+An ONNX import that needs an input's *value* (a shape read from data, an ``If`` on a graph
+input whose branches make sequences) specializes the same way on that input's data
 (``import_onnx``; inputs of at most ``VALUE_LIMIT`` elements).
 A static model never comes here: it compiles to exactly the code it always did.
 See docs/dynamic.md (and compare torch.compile's guards, TensorRT's profiles).
@@ -132,7 +132,7 @@ def share_constants(graph: Graph, pool: dict[str, np.ndarray]) -> Graph:
 class Specialized:
     """A model compiled once per run-time signature, on first sight of each: the values of
     the symbols it specializes and, for an ONNX file whose import needs the values of some
-    inputs (``extra["value inputs"]``: an ``If`` on a graph input, a shape computed from
+    inputs (``extra["value inputs"]``: a shape computed from one, an ``If`` of sequences on
     one), those values, which the compiled model then holds as constants; the last
     ``CAPACITY`` are kept."""
 
@@ -349,6 +349,8 @@ def import_at_examples(source: ModelSource) -> Graph:
     try:
         graph = import_onnx(source, sizes, source.example_inputs)
     except UserError as e:
+        if not sizes:                    # a static file: there are no sizes to name
+            raise
         raise type(e)(f"{e} (at {', '.join(f'{k}={n}' for k, n in sizes.items())}, the example inputs' sizes)") from None
     graph.name = source.name
     return graph

@@ -1,6 +1,6 @@
 """A graph with ops whose output size is decided by the data (``nonzero``, ``unique``,
-``non_max_suppression``: minic/ir/ops/data_sized.py) or that loop at run time (``loop``:
-minic/ir/ops/control.py), compiled as parts:
+``non_max_suppression``: minic/ir/ops/data_sized.py) or that loop or branch at run time
+(``loop``, ``if``: minic/ir/ops/control.py), compiled as parts:
 
     part 0 (compiled)  ->  nonzero (on the host)  ->  part 1 (compiled for the symbol nonzero_3)
 
@@ -12,7 +12,9 @@ symbol kept, where its ops allow; else once per size seen (``specialize.Speciali
 The data-sized op runs its numpy reference, as the interpreter does.  A ``loop`` runs on the
 host too: its body is compiled once, as a model of its own whose inputs are the iteration,
 the carried values, one slice of each scanned input and the captured values, and called
-once per iteration (``run_loop``).  Production
+once per iteration (``run_loop``).  An ``if`` has both branches compiled, each once, as
+models whose inputs are the captured values; a call runs the one its condition picks
+(``run_if``).  Production
 compilers keep one compiled program and allocate such a result at run time inside it
 (TVM Relax's VM, IREE's HAL); here the cut is visible, and each part is ordinary minic.
 """
@@ -28,7 +30,7 @@ from minic.errors import DataError, MinicError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import bind_symbols
-from minic.ir.ops.control import LoopAttrs, run_loop
+from minic.ir.ops.control import IfAttrs, LoopAttrs, run_if, run_loop
 from minic.ir.types import symbols
 
 
@@ -100,7 +102,7 @@ class SplitModel:
 
 
 def compile_split(graph: Graph, build: Callable[[Graph], Runner]) -> SplitModel:
-    """``graph`` cut at its data-sized ops and loops, each part (and loop body) compiled by ``build``."""
+    """``graph`` cut at its data-sized ops, loops and ifs, each part (loop body, branch) compiled by ``build``."""
     steps = []
     for piece in cut(graph):
         if isinstance(piece, Node):
@@ -123,11 +125,16 @@ def _part(part: Graph, build: Callable[[Graph], Runner]) -> Runner:
 
 
 def _host(graph: Graph, node: Node, build: Callable[[Graph], Runner]) -> Callable[..., object]:
-    """The node run on the host: a data-sized op's reference, or a loop over its body compiled once."""
+    """The node run on the host: a data-sized op's reference, a loop over its body compiled once,
+    or an if between its two branches, each compiled once."""
     op, where = ops.get(node.op), node.describe(graph.nodes.index(node))
     if isinstance(node.attrs, LoopAttrs):
         body, attrs = _part(node.attrs.body, build), node.attrs
         reference = lambda _, *arrays: run_loop(attrs, arrays, body)           # noqa: E731
+    elif isinstance(node.attrs, IfAttrs):
+        attrs = node.attrs
+        then, other = _part(attrs.then_branch, build), _part(attrs.else_branch, build)
+        reference = lambda _, *arrays: run_if(attrs, arrays, then, other)      # noqa: E731
     else:
         reference = op.reference
 

@@ -33,7 +33,7 @@ def test_if_on_a_run_time_condition_takes_each_branch():
     model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
                    [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
                     helper.make_tensor_value_info("x", F, [3])], [helper.make_tensor_value_info("y", F, [3])])
-    rep = MinicBackend.prepare(model, backend="interp")          # specialised per condition value
+    rep = MinicBackend.prepare(model, backend="interp")          # an if at run time: the runtime picks
     x = np.array([1.0, -2.0, 3.0], np.float32)
     np.testing.assert_array_equal(rep.run([np.array(True), x])[0], 2 * x)
     np.testing.assert_array_equal(rep.run([np.array(False), x])[0], -x)

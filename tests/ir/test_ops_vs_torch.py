@@ -321,3 +321,17 @@ def test_loop_with_a_trip_count_and_a_negative_one():
     close(final, t(x0) * 4)
     with pytest.raises(DataError, match="the trip count is negative"):
         run_op("loop", [np.array(-1), np.zeros(3, np.float32), x0], body=body, carried=1, trip=True, count="k")
+
+
+def _branch(name: str, op: str) -> Graph:
+    """(x: f32[N]) -> op(x)."""
+    x, y = Value("x", TensorType(("N",), DType.f32)), Value("y", TensorType(("N",), DType.f32))
+    return verify(Graph(name, [x], [y], [Node(op, [x], [y], ops.get(op).make_attrs())]))
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_if_runs_the_branch_its_condition_picks(cond):
+    """``if`` (ops/control.py): torch.relu(x) if cond else torch.neg(x)."""
+    x = rand((5,))
+    got, = run_op("if", [np.array(cond), x], then_branch=_branch("then", "relu"), else_branch=_branch("other", "neg"))
+    close(got, torch.relu(t(x)) if cond else torch.neg(t(x)))

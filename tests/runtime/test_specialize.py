@@ -318,17 +318,41 @@ def _branching(tmp_path, dims, name):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dims", [[2, 4], ["N", 4]])
-def test_an_if_on_a_graph_input_is_specialized_on_its_value(tmp_path, backend, dims):
+def test_an_if_on_a_graph_input_is_not_specialized_on_its_value(tmp_path, backend, dims):
+    """Both branches are compiled once and the runtime picks (tests/runtime/test_run_time_if.py):
+    one model for every rate, where there was one per rate."""
     path = _branching(tmp_path, dims, "branch")
     rng = np.random.default_rng(0)
     model = minic.compile(path, [rng.standard_normal((2, 4)).astype(np.float32), np.array(16000)], backend=backend)
-    assert isinstance(model, Specialized) and model.values == {"sr"}
+    assert not isinstance(model, Specialized)
     for n in (2, 3) if dims[0] == "N" else (2,):
         for rate in (16000, 8000, 16000):
             x, sr = rng.standard_normal((n, 4)).astype(np.float32), np.array(rate)
             np.testing.assert_array_equal(model(x, sr), _ort(path, {"x": x, "sr": sr})[0])
-    assert model.compilations == 2                      # one per rate; N stays symbolic
-    assert "values of ['sr']" in repr(model)
+    if backend == "minic":
+        assert repr(model) == "SplitModel(branch_part0 -> if)"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_if_whose_branches_make_optionals_is_still_specialized_on_its_value(tmp_path, backend):
+    """An if at run time returns tensors only: an If whose branches make optionals binds its
+    condition's input, as before (one compilation per value)."""
+    opt = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+    then = helper.make_graph([helper.make_node("Optional", ["x"], ["o"])], "then", [], [helper.make_value_info("o", opt)])
+    other = helper.make_graph([helper.make_node("Optional", [], ["e"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, None))],
+                              "else", [], [helper.make_value_info("e", opt)])
+    path = _model(tmp_path, "optional", [helper.make_node("Equal", ["sr", "k"], ["c"]),
+                                         helper.make_node("If", ["c"], ["o"], then_branch=then, else_branch=other),
+                                         helper.make_node("OptionalHasElement", ["o"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                   helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                  [helper.make_tensor_value_info("y", TensorProto.BOOL, [])],
+                  [helper.make_tensor("k", TensorProto.INT64, [], [16000])])
+    x = np.ones(2, np.float32)
+    model = minic.compile(path, [x, np.array(16000)], backend=backend)
+    assert isinstance(model, Specialized) and model.values == {"sr"}
+    assert [bool(model(x, np.array(rate))) for rate in (16000, 8000, 16000)] == [True, False, True]
+    assert model.compilations == 2 and "values of ['sr']" in repr(model)
 
 
 def test_a_loop_whose_trip_count_is_a_graph_input(tmp_path):

@@ -1,4 +1,5 @@
-"""Control flow at run time: ``loop``, an op that carries a *body* graph and runs it once per iteration.
+"""Control flow at run time: ``loop``, an op that carries a *body* graph and runs it once per
+iteration, and ``if``, an op that carries two branch graphs and runs the one its condition picks.
 
 One op serves ONNX's ``Loop`` and ``Scan`` and the recurrent layers (RNN, GRU, LSTM) when
 their trip count or sequence length is known only at run time (a static one is unrolled at
@@ -27,6 +28,16 @@ interpreter runs the body by interpreting it (minic/ir/interpret.py); a compiled
 the loop, as at nonzero, and runs the body compiled once as a model of its own
 (minic/runtime/split.py).  TVM Relax and ONNX Runtime keep such control flow in a small VM
 that calls compiled kernels; minic's host loop is that VM, kept to one op.
+
+``if`` serves ONNX's ``If`` when its condition is known at run time only (a known one inlines
+its branch at import).  Its inputs are ``[cond] captured...``: a bool scalar, then the outer
+values the branches read; each branch takes all the captured values and returns the node's
+results.  Where the branches' outputs differ in a dim (one returns ``x``, the other a slice of
+it), the output has a fresh symbol there, from ``sizes`` (a size the data decides):
+
+    %y = if(%c, %x) {then_branch = @then, else_branch = @else, sizes = [if_2]} : f32[if_2, 4]
+
+Both branches are compiled, once each, when the model is; ``run_if`` runs the one picked.
 """
 from __future__ import annotations
 
@@ -76,15 +87,37 @@ class LoopAttrs:
         return len(self.body.outputs) - int(self.condition) - self.carried
 
 
-def _substitute(d: Dim, env: dict[str, Dim]) -> Dim:
-    """A body dim in the outer graph's terms (its symbols bound by the loop's input types)."""
+def _substitute(d: Dim, env: dict[str, Dim], op: str = "loop") -> Dim:
+    """A body dim in the outer graph's terms (its symbols bound by the node's input types)."""
     if isinstance(d, str) and d in env:
         return env[d]
     sizes = {s: n for s, n in env.items() if isinstance(n, int)}
     bound = dim_bind(d, sizes)
     unmapped = {s for s in symbols(bound) if s in env and env[s] != s}
-    require(not unmapped, f"loop: the body's size {d} cannot be written in the outer graph's symbols")
+    require(not unmapped, f"{op}: the body's size {d} cannot be written in the outer graph's symbols")
     return bound
+
+
+def _bind_body(op: str, body: Graph, given: list[TensorType]) -> dict[str, Dim]:
+    """The body's input symbols bound to the dims of the types the node gives it (checked)."""
+    require(len(body.inputs) == len(given), f"{op}: the body @{body.name} takes {len(body.inputs)} inputs, "
+                                            f"the {op} gives {len(given)}")
+    env: dict[str, Dim] = {}
+    for v, t in zip(body.inputs, given):
+        require(v.type.dtype == t.dtype and v.type.rank == t.rank,
+                f"{op}: the body's input '{v.name}' is {v.type}, the {op} gives {t}")
+        for mine, theirs in zip(v.type.shape, t.shape):
+            if isinstance(mine, str) and mine.isidentifier():
+                require(env.setdefault(mine, theirs) == theirs, f"{op}: the body's {mine} is both {env[mine]} and {theirs}")
+            else:
+                require(mine == theirs, f"{op}: the body's input '{v.name}' is {v.type}, the {op} gives {t}")
+    return env
+
+
+def _body_outputs(op: str, body: Graph, given: list[TensorType]) -> list[TensorType]:
+    """The types of the body's outputs in the outer graph's symbols."""
+    env = _bind_body(op, body, given)
+    return [TensorType(tuple(_substitute(d, env, op) for d in v.type.shape), v.type.dtype) for v in body.outputs]
 
 
 def _infer(attrs: LoopAttrs, ts: list[TensorType]) -> list[TensorType]:
@@ -99,18 +132,7 @@ def _infer(attrs: LoopAttrs, ts: list[TensorType]) -> list[TensorType]:
     lengths = {t.shape[0] for t in scanned}
     require(len(lengths) <= 1, f"loop: the scanned inputs differ in length: {sorted(map(str, lengths))}")
     given = [TensorType((), DType.i64)] + carried + [TensorType(t.shape[1:], t.dtype) for t in scanned] + captured
-    require(len(body.inputs) == len(given), f"loop: the body @{body.name} takes {len(body.inputs)} inputs, "
-                                            f"the loop gives {len(given)}")
-    env: dict[str, Dim] = {}
-    for v, t in zip(body.inputs, given):
-        require(v.type.dtype == t.dtype and v.type.rank == t.rank,
-                f"loop: the body's input '{v.name}' is {v.type}, the loop gives {t}")
-        for mine, theirs in zip(v.type.shape, t.shape):
-            if isinstance(mine, str) and mine.isidentifier():
-                require(env.setdefault(mine, theirs) == theirs, f"loop: the body's {mine} is both {env[mine]} and {theirs}")
-            else:
-                require(mine == theirs, f"loop: the body's input '{v.name}' is {v.type}, the loop gives {t}")
-    outs = [TensorType(tuple(_substitute(d, env) for d in v.type.shape), v.type.dtype) for v in body.outputs]
+    outs = _body_outputs("loop", body, given)
     if attrs.condition:
         require(outs[0].dtype == DType.bool and outs[0].shape in ((), (1,)),
                 f"loop: the body's first output is the condition, one bool; got {outs[0]}")
@@ -193,4 +215,71 @@ def _not_here(attrs: LoopAttrs, *arrays: np.ndarray):
 define("loop", OpKind.LAYOUT, _infer, _not_here, None, LoopAttrs, arity=(0, 1 << 16), f16_via_f32=False,
        doc="loop([trip], [cond], carried..., scanned..., captured...) = (the last carried values, the body's "
            "per-iteration outputs stacked): ONNX's Loop and Scan at run time",
+       sized_by_data=True)
+
+
+# --- if ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class IfAttrs:
+    then_branch: Graph                  # run when the condition is true
+    else_branch: Graph                  # run when it is false
+    sizes: tuple[str, ...] = field(default=(), metadata=QUIET)    # a fresh symbol per dim where the branches'
+    #                                                               outputs differ (a size the data decides),
+    #                                                               in output order, then axis order
+
+    def check(self) -> None:
+        require(all(s.isidentifier() for s in self.sizes),
+                f"if: the size symbols must be identifiers, got {self.sizes}")
+
+
+Joined = list[tuple[tuple[Dim | None, ...], DType]]       # per output: its dims (None: the data decides), dtype
+
+
+def joined_outputs(then_branch: Graph, else_branch: Graph, given: list[TensorType]) -> Joined:
+    """Each output of the two branches (both given ``given``) as its dims and dtype, a dim None where
+    the branches differ or where it is a size of the branch's own (a count inside it): the data decides
+    it.  Branches that differ in their number of outputs, a dtype or a rank are refused."""
+    outer = {s for t in given for d in t.shape for s in symbols(d)}
+    then_outs, else_outs = _body_outputs("if", then_branch, given), _body_outputs("if", else_branch, given)
+    require(len(then_outs) == len(else_outs), f"if: the then branch returns {len(then_outs)} values, "
+                                              f"the else branch {len(else_outs)}")
+    joined = []
+    for k, (a, b) in enumerate(zip(then_outs, else_outs)):
+        require(a.dtype == b.dtype and a.rank == b.rank,
+                f"if: output {k} is {a} in the then branch and {b} in the else branch (they may differ in sizes only)")
+        same = tuple(x if x == y and symbols(x) <= outer else None for x, y in zip(a.shape, b.shape))
+        joined.append((same, a.dtype))
+    return joined
+
+
+def _infer_if(attrs: IfAttrs, ts: list[TensorType]) -> list[TensorType]:
+    cond = ts[0]
+    require(cond.dtype == DType.bool and all(d == 1 for d in cond.shape),
+            f"if: the condition must be one bool, got {cond}")
+    joined = joined_outputs(attrs.then_branch, attrs.else_branch, ts[1:])
+    differing = sum(d is None for shape, _ in joined for d in shape)
+    require(differing == len(attrs.sizes), f"if: the branches' outputs differ in {differing} dims, and the node "
+                                           f"names {len(attrs.sizes)} size symbols for them")
+    fresh = iter(attrs.sizes)
+    return [TensorType(tuple(next(fresh) if d is None else d for d in shape), dtype) for shape, dtype in joined]
+
+
+def run_if(attrs: IfAttrs, arrays: Sequence[np.ndarray], run_then: RunBody,
+           run_else: RunBody) -> tuple[np.ndarray, ...]:
+    """The results of the branch that ``arrays[0]`` picks, run by ``run_then`` or ``run_else``
+    (interpreted or compiled) on the captured values ``arrays[1:]``."""
+    taken = bool(np.asarray(arrays[0]).reshape(-1)[0])
+    results = (run_then if taken else run_else)(*arrays[1:])
+    return tuple(np.asarray(r) for r in (results if isinstance(results, tuple) else (results,)))
+
+
+def _not_here_if(attrs: IfAttrs, *arrays: np.ndarray):
+    raise UserError("if: its branches run in the interpreter (minic/ir/interpret.py) or between compiled parts "
+                    "(minic/runtime/split.py), not as a numpy reference")
+
+
+define("if", OpKind.LAYOUT, _infer_if, _not_here_if, None, IfAttrs, arity=(1, 1 << 16), f16_via_f32=False,
+       doc="if(cond, captured...) = then_branch(captured...) if cond else else_branch(captured...): ONNX's If "
+           "whose condition is known at run time only",
        sized_by_data=True)

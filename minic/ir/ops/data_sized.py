@@ -16,7 +16,7 @@ symbol"; TVM Relax and IREE allocate the result at run time inside compiled code
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Collection
 
 import numpy as np
 
@@ -45,13 +45,11 @@ class NmsAttrs(CountAttrs):
     center_point_box: bool = False     # boxes as [x_center, y_center, width, height], else two corners
 
 
-def sized_outputs(attrs: CountAttrs | Any, types: list[TensorType], results: tuple[np.ndarray, ...]) -> dict[str, int]:
-    """The data-decided size of a node's results: {count symbol: its value}."""
-    for t, r in zip(types, results):
-        for d, n in zip(t.shape, r.shape):
-            if d == attrs.count:
-                return {d: n}
-    return {}                          # no result carries it (a loop without stacked outputs)
+def sized_outputs(decided: Collection[str | None], types: list[TensorType],
+                  results: tuple[np.ndarray, ...]) -> dict[str, int]:
+    """The data-decided sizes of a node's results: {symbol: its value} for each symbol of ``decided``
+    (a count, an ``if``'s sizes) that a result carries (a loop without stacked outputs carries none)."""
+    return {d: n for t, r in zip(types, results) for d, n in zip(t.shape, r.shape) if d in decided}
 
 
 # --- nonzero ------------------------------------------------------------------------
