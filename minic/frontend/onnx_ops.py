@@ -74,24 +74,14 @@ def _fold(b: Builder, x: list[Value], op: str) -> Value:
     return acc
 
 
-def _variadic(b: Builder, x: list[Value], op: str) -> list[Value]:
-    """Max, Min, Sum: ``_fold``; one input is passed through."""
-    return [_fold(b, x, op) if len(x) > 1 else b.one("identity", x[0])]
+def _variadic(op: str) -> Converter:
+    """Max, Min, Sum: ``_fold`` of minic's ``op``; one input is passed through."""
+    return lambda b, x, a: [_fold(b, x, op) if len(x) > 1 else b.one("identity", x[0])]
 
 
-@converts("Max")
-def _max(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _variadic(b, x, "max")
-
-
-@converts("Min")
-def _min(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _variadic(b, x, "min")
-
-
-@converts("Sum")
-def _sum(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _variadic(b, x, "add")
+CONVERTERS.put("Max", _variadic("max"))
+CONVERTERS.put("Min", _variadic("min"))
+CONVERTERS.put("Sum", _variadic("add"))
 
 
 @converts("Mean")

@@ -5,7 +5,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.limits import check_size
@@ -34,34 +34,26 @@ def _scatter_nd(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.one("scatter_nd", *x, reduction=a.get("reduction", "none"))]
 
 
-def _arg(b: Builder, x: list[Value], a: dict, op: str) -> list[Value]:
-    return [b.one(op, x[0], axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)),
-                  last=bool(a.get("select_last_index", 0)))]
+def _arg(op: str) -> Converter:
+    """ArgMax, ArgMin: minic's ``op`` (arg_max, arg_min)."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        return [b.one(op, x[0], axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)),
+                      last=bool(a.get("select_last_index", 0)))]
+    return convert
 
 
-@converts("ArgMax")
-def _arg_max(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _arg(b, x, a, "arg_max")
+def _running(op: str) -> Converter:
+    """CumSum, CumProd: minic's ``op`` (cumsum, cumprod) along the axis input."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        axis = int(b.need_known(x[1], "the axis").reshape(-1)[0])
+        return [b.one(op, x[0], axis=axis, exclusive=bool(a.get("exclusive", 0)), reverse=bool(a.get("reverse", 0)))]
+    return convert
 
 
-@converts("ArgMin")
-def _arg_min(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _arg(b, x, a, "arg_min")
-
-
-def _running(b: Builder, x: list[Value], a: dict, op: str) -> list[Value]:
-    axis = int(b.need_known(x[1], "the axis").reshape(-1)[0])
-    return [b.one(op, x[0], axis=axis, exclusive=bool(a.get("exclusive", 0)), reverse=bool(a.get("reverse", 0)))]
-
-
-@converts("CumSum")
-def _cum_sum(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _running(b, x, a, "cumsum")
-
-
-@converts("CumProd")
-def _cum_prod(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _running(b, x, a, "cumprod")
+CONVERTERS.put("ArgMax", _arg("arg_max"))
+CONVERTERS.put("ArgMin", _arg("arg_min"))
+CONVERTERS.put("CumSum", _running("cumsum"))
+CONVERTERS.put("CumProd", _running("cumprod"))
 
 
 @converts("BitShift")
