@@ -252,14 +252,13 @@ def _convolution(cx, node, a):
 
 # --- normalisations -----------------------------------------------------------------
 
-@handles(aten._softmax.default)
-def _softmax(cx, node, a):
-    return cx.emit("softmax", [cx.value(a["self"])], cx.attrs("softmax", axis=int(a["dim"])))
+def _softmax(op: str) -> Handler:
+    """_softmax, _log_softmax: minic's ``op`` along dim."""
+    return lambda cx, node, a: cx.emit(op, [cx.value(a["self"])], cx.attrs(op, axis=int(a["dim"])))
 
 
-@handles(aten._log_softmax.default)
-def _log_softmax(cx, node, a):
-    return cx.emit("log_softmax", [cx.value(a["self"])], cx.attrs("log_softmax", axis=int(a["dim"])))
+HANDLERS.put(aten._softmax.default, _softmax("softmax"))
+HANDLERS.put(aten._log_softmax.default, _softmax("log_softmax"))
 
 
 @handles(aten.native_layer_norm.default)
@@ -510,30 +509,23 @@ def _full(cx, node, a):
     return filled(cx, node, a, a["fill_value"])
 
 
-@handles(aten.zeros.default)
-def _zeros(cx, node, a):
-    return filled(cx, node, a, 0)
-
-
-@handles(aten.ones.default)
-def _ones(cx, node, a):
-    return filled(cx, node, a, 1)
-
-
 @handles(aten.full_like.default)
 def _full_like(cx, node, a):
     return expanded(cx, node, a["fill_value"])
 
 
-@handles(aten.zeros_like.default, aten.empty_like.default)
-def _zeros_like(cx, node, a):
-    """zeros_like, and empty_like (any value will do)."""
-    return expanded(cx, node, 0)
+def _constant(value: int, like: bool) -> Handler:
+    """zeros, ones (``filled``: a constant when the sizes are known), and their _like (``expanded``)."""
+    def handle(cx, node, a):
+        return expanded(cx, node, value) if like else filled(cx, node, a, value)
+    return handle
 
 
-@handles(aten.ones_like.default)
-def _ones_like(cx, node, a):
-    return expanded(cx, node, 1)
+HANDLERS.put(aten.zeros.default, _constant(0, like=False))
+HANDLERS.put(aten.ones.default, _constant(1, like=False))
+HANDLERS.put(aten.zeros_like.default, _constant(0, like=True))
+HANDLERS.put(aten.empty_like.default, _constant(0, like=True))      # any value will do
+HANDLERS.put(aten.ones_like.default, _constant(1, like=True))
 
 
 LOGICAL = {aten.logical_and.default: "and", aten.logical_or.default: "or", aten.logical_xor.default: "xor"}

@@ -168,20 +168,18 @@ def _elu(cx, node, a):
                        negative_at_zero=True)
 
 
-def _mod(cx, node, fmod: bool):
-    dtype = out_dtype(cx, node)
-    x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
-    return cx.emit("mod", [x, y], cx.attrs("mod", fmod=fmod))
+def _mod(fmod: bool) -> Handler:
+    """fmod (``fmod``: the sign of x, as C) and remainder (the sign of y, as Python): minic's mod."""
+    def handle(cx, node, a):
+        dtype = out_dtype(cx, node)
+        x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
+        return cx.emit("mod", [x, y], cx.attrs("mod", fmod=fmod))
+    return handle
 
 
-@handles(aten.fmod.Tensor, aten.fmod.Scalar)
-def _fmod(cx, node, a):
-    return _mod(cx, node, fmod=True)
-
-
-@handles(aten.remainder.Tensor, aten.remainder.Scalar)
-def _remainder(cx, node, a):
-    return _mod(cx, node, fmod=False)
+for _target, _fmod in ((aten.fmod.Tensor, True), (aten.fmod.Scalar, True),
+                       (aten.remainder.Tensor, False), (aten.remainder.Scalar, False)):
+    HANDLERS.put(_target, _mod(_fmod))
 
 
 @handles(aten.div.Tensor_mode, aten.div.Scalar_mode)
