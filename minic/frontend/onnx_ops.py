@@ -14,8 +14,8 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, NeedsConstantError, OnnxImportError, axes_in_range,
-                                         converter_table, ints)
+from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError,
+                                         axes_in_range, converter_table, ints)
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -27,29 +27,29 @@ converts = CONVERTERS.add
 
 # --- elementwise -------------------------------------------------------------------
 
+# ONNX ops that are one minic op of the same inputs: ONNX name -> minic op.
 _SAME_NAME = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
               "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin", "Cos": "cos", "Tan": "tan",
               "Floor": "floor", "Ceil": "ceil", "Round": "round", "Asin": "asin", "Acos": "acos", "Atan": "atan",
               "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Not": "not", "BitwiseNot": "not",
               "Identity": "identity"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Equal": "eq", "Less": "lt",
-           "Greater": "gt", "And": "and", "Or": "or", "Xor": "xor",
+           "Greater": "gt", "LessOrEqual": "le", "GreaterOrEqual": "ge",    # le/ge: false on NaN, as ONNX
+           "And": "and", "Or": "or", "Xor": "xor",
            "BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}     # and/or/xor are bitwise on integers
 
 
-@converts(*_SAME_NAME)
-def _unary(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one(_SAME_NAME[b.node.op_type], x[0])]
+def _same_op(op: str, arity: int) -> Converter:
+    """The converter of an ONNX op that is minic's ``op`` of the node's first ``arity`` inputs."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        return [b.one(op, *x[:arity])]
+    return convert
 
 
-@converts(*_BINARY)
-def _binary(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one(_BINARY[b.node.op_type], x[0], x[1])]
-
-
-@converts("LessOrEqual", "GreaterOrEqual")
-def _compare_or_equal(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("le" if b.node.op_type == "LessOrEqual" else "ge", x[0], x[1])]     # false on NaN, as ONNX
+for _name, _op in _SAME_NAME.items():
+    CONVERTERS.put(_name, _same_op(_op, 1))
+for _name, _op in _BINARY.items():
+    CONVERTERS.put(_name, _same_op(_op, 2))
 
 
 @converts("Pow")
@@ -66,17 +66,28 @@ def _pow(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.one("pow", base, exponent)]
 
 
-@converts("Max", "Min", "Sum", "Mean")
-def _variadic(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    op = {"Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}[b.node.op_type]
+def _fold(b: Builder, x: list[Value], op: str) -> Value:
+    """``op`` (max, min, add) of all the inputs, left to right."""
     acc = x[0]
     for v in x[1:]:
         acc = b.one(op, acc, v)
-    if b.node.op_type == "Mean":
-        acc = b.one("div", acc, b.const(len(x), like=acc))
-    elif len(x) == 1:
-        acc = b.one("identity", acc)
-    return [acc]
+    return acc
+
+
+def _variadic(op: str) -> Converter:
+    """Max, Min, Sum: ``_fold`` of minic's ``op``; one input is passed through."""
+    return lambda b, x, a: [_fold(b, x, op) if len(x) > 1 else b.one("identity", x[0])]
+
+
+CONVERTERS.put("Max", _variadic("max"))
+CONVERTERS.put("Min", _variadic("min"))
+CONVERTERS.put("Sum", _variadic("add"))
+
+
+@converts("Mean")
+def _mean(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    total = _fold(b, x, "add")
+    return [b.one("div", total, b.const(len(x), like=total))]
 
 
 @converts("Where")
@@ -185,10 +196,14 @@ def _clip(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [v if v is not x[0] else b.one("identity", v)]
 
 
-@converts("IsNaN", "IsInf")
-def _is_special(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [compose.is_special(b, x[0], b.node.op_type == "IsNaN", bool(a.get("detect_positive", 1)),
-                               bool(a.get("detect_negative", 1)))]
+@converts("IsNaN")
+def _is_nan(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [compose.is_special(b, x[0], nan=True)]
+
+
+@converts("IsInf")
+def _is_inf(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [compose.is_special(b, x[0], False, bool(a.get("detect_positive", 1)), bool(a.get("detect_negative", 1)))]
 
 
 def _cast_to(b: Builder, v: Value, target: DType | Storage, saturate: bool) -> Value:

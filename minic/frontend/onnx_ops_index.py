@@ -5,7 +5,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.limits import check_size
@@ -34,17 +34,26 @@ def _scatter_nd(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.one("scatter_nd", *x, reduction=a.get("reduction", "none"))]
 
 
-@converts("ArgMax", "ArgMin")
-def _arg(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    op = "arg_max" if b.node.op_type == "ArgMax" else "arg_min"
-    return [b.one(op, x[0], axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)),
-                  last=bool(a.get("select_last_index", 0)))]
+def _arg(op: str) -> Converter:
+    """ArgMax, ArgMin: minic's ``op`` (arg_max, arg_min)."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        return [b.one(op, x[0], axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)),
+                      last=bool(a.get("select_last_index", 0)))]
+    return convert
 
 
-@converts("CumSum", "CumProd")
-def _cumsum(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    axis = int(b.need_known(x[1], "the axis").reshape(-1)[0])
-    return [b.one(b.node.op_type.lower(), x[0], axis=axis, exclusive=bool(a.get("exclusive", 0)), reverse=bool(a.get("reverse", 0)))]
+def _running(op: str) -> Converter:
+    """CumSum, CumProd: minic's ``op`` (cumsum, cumprod) along the axis input."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        axis = int(b.need_known(x[1], "the axis").reshape(-1)[0])
+        return [b.one(op, x[0], axis=axis, exclusive=bool(a.get("exclusive", 0)), reverse=bool(a.get("reverse", 0)))]
+    return convert
+
+
+CONVERTERS.put("ArgMax", _arg("arg_max"))
+CONVERTERS.put("ArgMin", _arg("arg_min"))
+CONVERTERS.put("CumSum", _running("cumsum"))
+CONVERTERS.put("CumProd", _running("cumprod"))
 
 
 @converts("BitShift")
@@ -214,12 +223,12 @@ def _max_unpool(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("NonZero")
 def _nonzero(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("nonzero", x[0], count=b.fresh_symbol(b.node.op_type.lower()))]
+    return [b.one("nonzero", x[0], count=b.fresh_symbol("nonzero"))]
 
 
 @converts("Unique")
 def _unique(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return b.emit("unique", [x[0]], count=b.fresh_symbol(b.node.op_type.lower()), axis=a.get("axis"), sorted=bool(a.get("sorted", 1)))
+    return b.emit("unique", [x[0]], count=b.fresh_symbol("unique"), axis=a.get("axis"), sorted=bool(a.get("sorted", 1)))
 
 
 @converts("NonMaxSuppression")
@@ -230,4 +239,4 @@ def _non_max_suppression(b: Builder, x: list[Value], a: dict) -> list[Value]:
         given.pop()
     defaults = [None, None, np.zeros(1, np.int64), np.zeros(1, np.float32)]
     inputs = [b.const(defaults[k]) if v is None else v for k, v in enumerate(given)]
-    return [b.one("non_max_suppression", *inputs, count=b.fresh_symbol(b.node.op_type.lower()), center_point_box=bool(a.get("center_point_box", 0)))]
+    return [b.one("non_max_suppression", *inputs, count=b.fresh_symbol("nonmaxsuppression"), center_point_box=bool(a.get("center_point_box", 0)))]

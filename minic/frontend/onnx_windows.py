@@ -63,25 +63,32 @@ def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [compose_windows.conv(b, v, w, bias, strides, pads, dilations, int(a.get("group", 1)))]
 
 
-@converts("MaxPool", "AveragePool")
-def _pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    y = _pool_values(b, x[0], a)
+@converts("MaxPool")
+def _max_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    v = x[0]
+    if v.type.dtype in (DType.u8, DType.i8, DType.u16, DType.i16):
+        # minic's pools take floats; f32 holds every 8- and 16-bit integer exactly
+        y = b.one("cast", _pool(b, b.one("cast", v, dtype=DType.f32), a, "max"), dtype=v.type.dtype)
+    else:
+        y = _pool(b, v, a, "max")
     if len(b.node.output) > 1 and b.node.output[1]:
-        if not x[0].type.dtype.is_float:
-            raise UnsupportedError(f"{b.where}: the MaxPool Indices output of {x[0].type.dtype.value} is not supported")
-        return [y, max_pool_indices(b, x[0], y, a)]
+        if not v.type.dtype.is_float:
+            raise UnsupportedError(f"{b.where}: the MaxPool Indices output of {v.type.dtype.value} is not supported")
+        return [y, max_pool_indices(b, v, y, a)]
     return [y]
 
 
-def _pool_values(b: Builder, v: Value, a: dict) -> Value:
-    if b.node.op_type == "MaxPool" and v.type.dtype in (DType.u8, DType.i8, DType.u16, DType.i16):
-        # minic's pools take floats; f32 holds every 8- and 16-bit integer exactly
-        wide = _pool_values(b, b.one("cast", v, dtype=DType.f32), a)
-        return b.one("cast", wide, dtype=v.type.dtype)
+@converts("AveragePool")
+def _average_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    return [_pool(b, x[0], a, "avg")]
+
+
+def _pool(b: Builder, v: Value, a: dict, kind: str) -> Value:
+    """The ``kind`` (max or avg) pool of ``v``, a float tensor, with the node's window."""
     if v.type.rank < 3:
         raise UnsupportedError(f"{b.where}: a window needs (N, C, spatial...) input, got {v.type}")
-    return compose_windows.pool(b, v, "max" if b.node.op_type == "MaxPool" else "avg", *_window(b, a, v.type.shape[2:]),
-                        bool(a.get("ceil_mode", 0)), bool(a.get("count_include_pad", 0)))
+    return compose_windows.pool(b, v, kind, *_window(b, a, v.type.shape[2:]),
+                                bool(a.get("ceil_mode", 0)), bool(a.get("count_include_pad", 0)))
 
 
 @converts("LpPool")

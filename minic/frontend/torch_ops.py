@@ -88,10 +88,14 @@ UNARY = {aten.relu.default: "relu", aten.neg.default: "neg", aten.abs.default: "
          aten.cos.default: "cos"}
 
 
-@handles(*UNARY)
-def _unary(cx, node, a):
-    """Float math of an integer tensor (sin, exp, sigmoid ...) computes in torch's float result dtype."""
-    return cx.emit(UNARY[node.target], [cx.cast(cx.value(a["self"]), out_dtype(cx, node))])
+def _unary(op: str) -> Handler:
+    """The handler of an ATen op that is minic's ``op``.  Float math of an integer tensor (sin, exp,
+    sigmoid ...) computes in torch's float result dtype."""
+    return lambda cx, node, a: cx.emit(op, [cx.cast(cx.value(a["self"]), out_dtype(cx, node))])
+
+
+for _target, _op in UNARY.items():
+    HANDLERS.put(_target, _unary(_op))
 
 
 @handles(aten.gelu.default)
@@ -123,15 +127,21 @@ BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub"
           aten.maximum.default: "max", aten.minimum.default: "min"}
 
 
-@handles(*BINARY)
-def _binary(cx, node, a):
-    """Both operands are brought to the result's dtype first (minic ops take one dtype)."""
-    dtype = out_dtype(cx, node)
-    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
-    alpha = a.get("alpha")
-    if alpha not in (None, 1):                      # add(x, y, alpha) = x + alpha·y
-        y = cx.emit("mul", [y, cx.scalar(alpha, dtype, f"{node.name}_alpha")], name=f"{node.name}_scaled")
-    return cx.emit(BINARY[node.target], [x, y])
+def _binary(op: str) -> Handler:
+    """The handler of an ATen op that is minic's ``op``: both operands are brought to the result's
+    dtype first (minic ops take one dtype)."""
+    def handle(cx, node, a):
+        dtype = out_dtype(cx, node)
+        x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+        alpha = a.get("alpha")
+        if alpha not in (None, 1):                      # add(x, y, alpha) = x + alpha·y
+            y = cx.emit("mul", [y, cx.scalar(alpha, dtype, f"{node.name}_alpha")], name=f"{node.name}_scaled")
+        return cx.emit(op, [x, y])
+    return handle
+
+
+for _target, _op in BINARY.items():
+    HANDLERS.put(_target, _binary(_op))
 
 
 COMPARE = {aten.eq.Tensor: "eq", aten.eq.Scalar: "eq", aten.lt.Tensor: "lt", aten.lt.Scalar: "lt",
@@ -141,13 +151,22 @@ COMPARE = {aten.eq.Tensor: "eq", aten.eq.Scalar: "eq", aten.lt.Tensor: "lt", ate
 NEGATED = {aten.ne.Tensor: "eq", aten.ne.Scalar: "eq"}
 
 
-@handles(*COMPARE, *NEGATED)
-def _compare(cx, node, a):
-    dtype = _common_dtype(cx, list(node.args[:2]))
-    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
-    if node.target in COMPARE:
-        return cx.emit(COMPARE[node.target], [x, y])
-    return cx.emit("not", [cx.emit(NEGATED[node.target], [x, y], name=f"{node.name}_complement")])
+def _compare(op: str, negated: bool = False) -> Handler:
+    """The handler of an ATen comparison: minic's ``op`` (``negated``: its complement) of the
+    operands in their common dtype."""
+    def handle(cx, node, a):
+        dtype = _common_dtype(cx, list(node.args[:2]))
+        x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
+        if not negated:
+            return cx.emit(op, [x, y])
+        return cx.emit("not", [cx.emit(op, [x, y], name=f"{node.name}_complement")])
+    return handle
+
+
+for _target, _op in COMPARE.items():
+    HANDLERS.put(_target, _compare(_op))
+for _target, _op in NEGATED.items():
+    HANDLERS.put(_target, _compare(_op, negated=True))
 
 
 @handles(aten.where.self)
@@ -233,10 +252,13 @@ def _convolution(cx, node, a):
 
 # --- normalisations -----------------------------------------------------------------
 
-@handles(aten._softmax.default, aten._log_softmax.default)
-def _softmax(cx, node, a):
-    op = "softmax" if node.target == aten._softmax.default else "log_softmax"
-    return cx.emit(op, [cx.value(a["self"])], cx.attrs(op, axis=int(a["dim"])))
+def _softmax(op: str) -> Handler:
+    """_softmax, _log_softmax: minic's ``op`` along dim."""
+    return lambda cx, node, a: cx.emit(op, [cx.value(a["self"])], cx.attrs(op, axis=int(a["dim"])))
+
+
+HANDLERS.put(aten._softmax.default, _softmax("softmax"))
+HANDLERS.put(aten._log_softmax.default, _softmax("log_softmax"))
 
 
 @handles(aten.native_layer_norm.default)
@@ -297,16 +319,21 @@ REDUCE = {aten.mean.dim: "reduce_mean", aten.mean.default: "reduce_mean",
           aten.amax.default: "reduce_max", aten.amin.default: "reduce_min"}
 
 
-@handles(*REDUCE)
-def _reduce(cx, node, a):
-    # torch sums integers and bools in i64, and a dtype argument computes in that dtype.
-    x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
-    if x.type.rank == 0:
-        return x                                    # a 0-d tensor reduces to itself
-    dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
-    op = REDUCE[node.target]
-    attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
-    return cx.emit(op, [x], attrs)
+def _reduce(op: str) -> Handler:
+    """The handler of an ATen reduction that is minic's ``op``."""
+    def handle(cx, node, a):
+        # torch sums integers and bools in i64, and a dtype argument computes in that dtype.
+        x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
+        if x.type.rank == 0:
+            return x                                    # a 0-d tensor reduces to itself
+        dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
+        attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+        return cx.emit(op, [x], attrs)
+    return handle
+
+
+for _target, _op in REDUCE.items():
+    HANDLERS.put(_target, _reduce(_op))
 
 
 # --- layout -----------------------------------------------------------------------
@@ -393,19 +420,23 @@ def _cat(cx, node, a):
     return cx.emit("concat", parts, cx.attrs("concat", axis=axis_of(int(a["dim"]), parts[0].type.rank)))
 
 
-@handles(aten.split_with_sizes.default, aten.split.Tensor)
+@handles(aten.split.Tensor)
 def _split(cx, node, a):
     x = cx.value(a["self"])
     axis = axis_of(int(a["dim"]), x.type.rank)
     size = x.type.shape[axis]
-    if node.target == aten.split.Tensor:
-        if not isinstance(size, int):
-            raise UserError(f"split of a symbolic axis ({size}) is not supported")
-        step = int(a["split_size"])
-        sizes = [min(step, size - i) for i in range(0, size, step)]
-    else:
-        sizes = [int(s) for s in a["split_sizes"]]
-    return cx.emit("split", [x], cx.attrs("split", axis=axis, sizes=tuple(sizes)), many=True)
+    if not isinstance(size, int):
+        raise UserError(f"split of a symbolic axis ({size}) is not supported")
+    step = int(a["split_size"])
+    sizes = tuple(min(step, size - i) for i in range(0, size, step))
+    return cx.emit("split", [x], cx.attrs("split", axis=axis, sizes=sizes), many=True)
+
+
+@handles(aten.split_with_sizes.default)
+def _split_with_sizes(cx, node, a):
+    x = cx.value(a["self"])
+    attrs = cx.attrs("split", axis=axis_of(int(a["dim"]), x.type.rank), sizes=tuple(int(s) for s in a["split_sizes"]))
+    return cx.emit("split", [x], attrs, many=True)
 
 
 @handles(aten.embedding.default)
@@ -459,23 +490,42 @@ def _arange(cx, node, a):
                                          start=float(start), step=float(step)))
 
 
-@handles(aten.full.default, aten.zeros.default, aten.ones.default)
-def _full(cx, node, a):
-    """full(sizes, v): a constant when the sizes are known, else a scalar expanded to them."""
+def filled(cx, node, a, value) -> Value:
+    """full(sizes, value) and the like: a constant when the sizes are known, else a scalar expanded to them."""
     shape = cx.shape(node.meta["val"].shape)
     if all(isinstance(d, int) for d in shape):
         return fold(cx, node, a)
-    value = a.get("fill_value", 1 if node.target == aten.ones.default else 0)
-    scalar = cx.scalar(value, out_dtype(cx, node), f"{node.name}_value")
-    return cx.emit("expand", [scalar], cx.attrs("expand", shape=shape))
+    return expanded(cx, node, value)
 
 
-@handles(aten.full_like.default, aten.zeros_like.default, aten.ones_like.default, aten.empty_like.default)
-def _full_like(cx, node, a):
-    """full_like(x, v): a scalar expanded to x's shape (empty_like: zeros, any value will do)."""
-    value = {aten.ones_like.default: 1, aten.full_like.default: a.get("fill_value")}.get(node.target, 0)
+def expanded(cx, node, value) -> Value:
+    """``value`` (of the node's dtype) expanded to the node's shape."""
     scalar = cx.scalar(value, out_dtype(cx, node), f"{node.name}_value")
     return cx.emit("expand", [scalar], cx.attrs("expand", shape=cx.shape(node.meta["val"].shape)))
+
+
+@handles(aten.full.default)
+def _full(cx, node, a):
+    return filled(cx, node, a, a["fill_value"])
+
+
+@handles(aten.full_like.default)
+def _full_like(cx, node, a):
+    return expanded(cx, node, a["fill_value"])
+
+
+def _constant(value: int, like: bool) -> Handler:
+    """zeros, ones (``filled``: a constant when the sizes are known), and their _like (``expanded``)."""
+    def handle(cx, node, a):
+        return expanded(cx, node, value) if like else filled(cx, node, a, value)
+    return handle
+
+
+HANDLERS.put(aten.zeros.default, _constant(0, like=False))
+HANDLERS.put(aten.ones.default, _constant(1, like=False))
+HANDLERS.put(aten.zeros_like.default, _constant(0, like=True))
+HANDLERS.put(aten.empty_like.default, _constant(0, like=True))      # any value will do
+HANDLERS.put(aten.ones_like.default, _constant(1, like=True))
 
 
 LOGICAL = {aten.logical_and.default: "and", aten.logical_or.default: "or", aten.logical_xor.default: "xor"}
@@ -483,11 +533,16 @@ BITWISE = {aten.bitwise_and.Tensor: "and", aten.bitwise_and.Scalar: "and", aten.
            aten.bitwise_or.Scalar: "or", aten.bitwise_xor.Tensor: "xor", aten.bitwise_xor.Scalar: "xor"}
 
 
-@handles(*LOGICAL)
-def _logical(cx, node, a):
-    """logical_*: both operands read as bools (x != 0)."""
-    x, y = (cx.cast(cx.value(node.args[i]), DType.bool) for i in (0, 1))
-    return cx.cast(cx.emit(LOGICAL[node.target], [x, y]), out_dtype(cx, node))
+def _logical(op: str) -> Handler:
+    """The handler of logical_*: minic's ``op`` of both operands read as bools (x != 0)."""
+    def handle(cx, node, a):
+        x, y = (cx.cast(cx.value(node.args[i]), DType.bool) for i in (0, 1))
+        return cx.cast(cx.emit(op, [x, y]), out_dtype(cx, node))
+    return handle
+
+
+for _target, _op in LOGICAL.items():
+    HANDLERS.put(_target, _logical(_op))
 
 
 @handles(aten.logical_not.default)
@@ -495,21 +550,27 @@ def _logical_not(cx, node, a):
     return cx.cast(cx.emit("not", [cx.cast(cx.value(a["self"]), DType.bool)]), out_dtype(cx, node))
 
 
-@handles(*BITWISE)
-def _bitwise(cx, node, a):
-    dtype = out_dtype(cx, node)
-    x, y = (operand(cx, node, node.args[i], dtype, _arg_name(node, i)) for i in (0, 1))
-    return cx.emit(BITWISE[node.target], [x, y])
+for _target, _op in BITWISE.items():
+    HANDLERS.put(_target, _binary(_op))             # no alpha argument: a binary op's handler
 
 
-@handles(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
-def _any_all(cx, node, a):
-    """``compose.any_all``."""
+def _any_all(cx, a, every: bool) -> Value:
+    """``compose.any_all`` over the dims asked for (all of them when none are)."""
     x = cx.value(a["self"])
     dims = a.get("dim")
     dims = range(x.type.rank) if dims is None else ([dims] if isinstance(dims, int) else dims)
     return compose.any_all(cx, x, tuple(axis_of(int(d), x.type.rank) for d in dims), bool(a.get("keepdim")),
-                           every=node.target.overloadpacket == aten.all)
+                           every=every)
+
+
+@handles(aten.any.default, aten.any.dim, aten.any.dims)
+def _any(cx, node, a):
+    return _any_all(cx, a, every=False)
+
+
+@handles(aten.all.default, aten.all.dim, aten.all.dims)
+def _all(cx, node, a):
+    return _any_all(cx, a, every=True)
 
 
 @handles(aten.bitwise_not.default)

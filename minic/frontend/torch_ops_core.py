@@ -10,8 +10,8 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import aten, axis_of, fold, operand, out_dtype, handler_table
-from minic.ir.types import DType, dim_mul
+from minic.frontend.torch_ops import Handler, aten, axis_of, expanded, filled, operand, out_dtype, handler_table
+from minic.ir.types import DType, dim_mul, dim_prod
 
 HANDLERS = handler_table()
 handles = HANDLERS.add
@@ -34,28 +34,61 @@ def _e(cx, node, op, inputs, attrs=None, role=None):
 SIMPLE = {aten.ceil.default: "ceil", aten.floor.default: "floor", aten.round.default: "round", aten.tan.default: "tan"}
 
 
-@handles(*SIMPLE)
-def _simple(cx, node, a):
-    x = _x(cx, node, a)                     # tan of an integer tensor is a float: torch promotes
-    return x if not x.type.dtype.is_float else cx.emit(SIMPLE[node.target], [x])   # integers round to themselves
+def _simple(op: str) -> Handler:
+    """The handler of an ATen op that is minic's ``op`` on floats; integers round to themselves."""
+    def handle(cx, node, a):
+        x = _x(cx, node, a)                     # tan of an integer tensor is a float: torch promotes
+        return x if not x.type.dtype.is_float else cx.emit(op, [x])
+    return handle
 
 
-@handles(aten.log2.default, aten.log10.default, aten.log1p.default, aten.expm1.default, aten.reciprocal.default,
-         aten.trunc.default, aten.sign.default)
-def _composed(cx, node, a):
-    x, op = _x(cx, node, a), node.target.overloadpacket
-    one = lambda: _c(cx, node, 1, "one", x.type.dtype)
-    if op in (aten.log2, aten.log10):                      # log_b x = ln x / ln b
-        return cx.emit("mul", [_e(cx, node, "log", [x], role="ln"), _c(cx, node, 1 / math.log(2 if op == aten.log2 else 10), "inv_ln")])
-    if op == aten.log1p:
-        return cx.emit("log", [_e(cx, node, "add", [x, one()], role="1p")])
-    if op == aten.expm1:
-        return cx.emit("sub", [_e(cx, node, "exp", [x], role="exp"), one()])
-    if op == aten.reciprocal:
-        return cx.emit("div", [one(), x])
-    if op == aten.trunc:
-        return _composed_trunc(cx, node, x) if x.type.dtype.is_float else x
-    return compose.sign(cx, x)
+for _target, _op in SIMPLE.items():
+    HANDLERS.put(_target, _simple(_op))
+
+
+def _one(cx, node, x):
+    return _c(cx, node, 1, "one", x.type.dtype)
+
+
+def _log_base(base: int) -> Handler:
+    """log_b x = ln x / ln b."""
+    def handle(cx, node, a):
+        x = _x(cx, node, a)
+        return cx.emit("mul", [_e(cx, node, "log", [x], role="ln"), _c(cx, node, 1 / math.log(base), "inv_ln")])
+    return handle
+
+
+HANDLERS.put(aten.log2.default, _log_base(2))
+HANDLERS.put(aten.log10.default, _log_base(10))
+
+
+@handles(aten.log1p.default)
+def _log1p(cx, node, a):
+    x = _x(cx, node, a)
+    return cx.emit("log", [_e(cx, node, "add", [x, _one(cx, node, x)], role="1p")])
+
+
+@handles(aten.expm1.default)
+def _expm1(cx, node, a):
+    x = _x(cx, node, a)
+    return cx.emit("sub", [_e(cx, node, "exp", [x], role="exp"), _one(cx, node, x)])
+
+
+@handles(aten.reciprocal.default)
+def _reciprocal(cx, node, a):
+    x = _x(cx, node, a)
+    return cx.emit("div", [_one(cx, node, x), x])
+
+
+@handles(aten.trunc.default)
+def _trunc(cx, node, a):
+    x = _x(cx, node, a)
+    return _composed_trunc(cx, node, x) if x.type.dtype.is_float else x
+
+
+@handles(aten.sign.default)
+def _sign(cx, node, a):
+    return compose.sign(cx, _x(cx, node, a))
 
 
 FLOAT_MATH = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.default: "atan",
@@ -63,9 +96,13 @@ FLOAT_MATH = {aten.asin.default: "asin", aten.acos.default: "acos", aten.atan.de
            aten.asinh.default: "asinh", aten.acosh.default: "acosh", aten.atanh.default: "atanh"}
 
 
-@handles(*FLOAT_MATH)
-def _float_math(cx, node, a):
-    return cx.emit(FLOAT_MATH[node.target], [_x(cx, node, a)])        # integers are read as the float result
+def _float_math(op: str) -> Handler:
+    """The handler of an ATen op that is minic's ``op``; integers are read as the float result."""
+    return lambda cx, node, a: cx.emit(op, [_x(cx, node, a)])
+
+
+for _target, _op in FLOAT_MATH.items():
+    HANDLERS.put(_target, _float_math(_op))
 
 
 @handles(aten.atan2.default)
@@ -87,16 +124,30 @@ def _atan2(cx, node, a):
     return cx.emit("where", [x_zero, half, shifted])
 
 
-@handles(aten.isnan.default, aten.isinf.default)
-def _isnan_isinf(cx, node, a):
-    return compose.is_special(cx, cx.value(a["self"]), nan=node.target == aten.isnan.default)
+@handles(aten.isnan.default)
+def _isnan(cx, node, a):
+    return compose.is_special(cx, cx.value(a["self"]), nan=True)
 
 
-@handles(aten.clamp.default, aten.clamp.Tensor, aten.hardtanh.default)
+@handles(aten.isinf.default)
+def _isinf(cx, node, a):
+    return compose.is_special(cx, cx.value(a["self"]), nan=False)
+
+
+@handles(aten.clamp.default, aten.clamp.Tensor)
 def _clamp(cx, node, a):
+    return _clamped(cx, node, a, a.get("min"), a.get("max"))
+
+
+@handles(aten.hardtanh.default)
+def _hardtanh(cx, node, a):
+    return _clamped(cx, node, a, a["min_val"], a["max_val"])
+
+
+def _clamped(cx, node, a, lo, hi):
+    """self at least ``lo`` and at most ``hi`` (either may be None), in the node's dtype."""
     dtype = out_dtype(cx, node)
     y = cx.cast(cx.value(a["self"]), dtype)
-    lo, hi = (a.get("min"), a.get("max")) if node.target != aten.hardtanh.default else (a["min_val"], a["max_val"])
     if lo is not None:
         y = _e(cx, node, "max", [y, operand(cx, node, lo, dtype, "min")], role="lo")
     if hi is not None:
@@ -104,19 +155,31 @@ def _clamp(cx, node, a):
     return y
 
 
-@handles(aten.leaky_relu.default, aten.elu.default)
-def _leaky_elu(cx, node, a):
-    x = cx.value(a["self"])                     # torch's kernels take the negative branch at 0
-    if node.target == aten.leaky_relu.default:
-        return compose.leaky_relu(cx, x, float(a["negative_slope"]), negative_at_zero=True)
-    return compose.elu(cx, x, float(a["alpha"]), float(a["scale"]), float(a["input_scale"]), negative_at_zero=True)
+# torch's kernels take the negative branch at 0.
+
+@handles(aten.leaky_relu.default)
+def _leaky_relu(cx, node, a):
+    return compose.leaky_relu(cx, cx.value(a["self"]), float(a["negative_slope"]), negative_at_zero=True)
 
 
-@handles(aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)
-def _mod(cx, node, a):
-    dtype = out_dtype(cx, node)
-    x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
-    return cx.emit("mod", [x, y], cx.attrs("mod", fmod=node.target.overloadpacket == aten.fmod))
+@handles(aten.elu.default)
+def _elu(cx, node, a):
+    return compose.elu(cx, cx.value(a["self"]), float(a["alpha"]), float(a["scale"]), float(a["input_scale"]),
+                       negative_at_zero=True)
+
+
+def _mod(fmod: bool) -> Handler:
+    """fmod (``fmod``: the sign of x, as C) and remainder (the sign of y, as Python): minic's mod."""
+    def handle(cx, node, a):
+        dtype = out_dtype(cx, node)
+        x, y = (operand(cx, node, node.args[i], dtype, r) for i, r in ((0, "self"), (1, "other")))
+        return cx.emit("mod", [x, y], cx.attrs("mod", fmod=fmod))
+    return handle
+
+
+for _target, _fmod in ((aten.fmod.Tensor, True), (aten.fmod.Scalar, True),
+                       (aten.remainder.Tensor, False), (aten.remainder.Scalar, False)):
+    HANDLERS.put(_target, _mod(_fmod))
 
 
 @handles(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -149,14 +212,22 @@ def _pads(x, pad: list[int]) -> tuple[int, ...]:
     return tuple(begins + ends)
 
 
-@handles(aten.constant_pad_nd.default, aten.reflection_pad1d.default, aten.reflection_pad2d.default,
-         aten.reflection_pad3d.default, aten.replication_pad2d.default, aten.replication_pad3d.default)
-def _pad(cx, node, a):
-    x = cx.value(a["self"])
-    mode = {aten.constant_pad_nd: "constant", aten.replication_pad2d: "edge",
-            aten.replication_pad3d: "edge"}.get(node.target.overloadpacket, "reflect")
-    value = float(a.get("value") or 0.0)
-    return compose.pad(cx, x, _pads(x, a["pad"] if "pad" in a else a["padding"]), mode, value)
+# torch's padding ops -> the mode of compose.pad
+PAD = {aten.constant_pad_nd.default: "constant", aten.reflection_pad1d.default: "reflect",
+       aten.reflection_pad2d.default: "reflect", aten.reflection_pad3d.default: "reflect",
+       aten.replication_pad2d.default: "edge", aten.replication_pad3d.default: "edge"}
+
+
+def _pad(mode: str) -> Handler:
+    def handle(cx, node, a):
+        x = cx.value(a["self"])
+        value = float(a.get("value") or 0.0)
+        return compose.pad(cx, x, _pads(x, a["pad"] if "pad" in a else a["padding"]), mode, value)
+    return handle
+
+
+for _target, _mode in PAD.items():
+    HANDLERS.put(_target, _pad(_mode))
 
 
 @handles(aten.flip.default)
@@ -183,43 +254,55 @@ def _copy(cx, node, a):
     return src if src.type.shape == shape else cx.emit("expand", [src], cx.attrs("expand", shape=shape))
 
 
-@handles(aten.fill.Scalar, aten.empty.memory_format, aten.empty_strided.default, aten.empty_permuted.default,
-         aten.scalar_tensor.default)
-def _filled(cx, node, a):
-    shape = cx.shape(node.meta["val"].shape)
-    if node.target != aten.fill.Scalar and all(isinstance(d, int) for d in shape):
-        return fold(cx, node, a)                   # empty: any value will do; zeros are deterministic
-    value = a.get("value", 0) if node.target == aten.fill.Scalar else 0
-    return cx.emit("expand", [_c(cx, node, value, "value")], cx.attrs("expand", shape=shape))
+@handles(aten.fill.Scalar)
+def _fill(cx, node, a):
+    return expanded(cx, node, a["value"])
+
+
+@handles(aten.empty.memory_format, aten.empty_strided.default, aten.empty_permuted.default, aten.scalar_tensor.default)
+def _empty(cx, node, a):
+    return filled(cx, node, a, 0)                  # any value will do; zeros are deterministic
 
 
 # --- reductions that return indices, products, variance ----------------------------------
 
-@handles(aten.argmax.default, aten.argmin.default)
+@handles(aten.argmax.default)
 def _argmax(cx, node, a):
-    x, op = cx.value(a["self"]), "arg_max" if node.target == aten.argmax.default else "arg_min"
+    return _arg(cx, node, a, "arg_max")
+
+
+@handles(aten.argmin.default)
+def _argmin(cx, node, a):
+    return _arg(cx, node, a, "arg_min")
+
+
+def _arg(cx, node, a, op: str):
+    """``op`` (arg_max or arg_min) over dim, or over the flattened tensor when dim is None."""
+    x = cx.value(a["self"])
     if a["dim"] is None or x.type.rank == 0:                 # a 0-d tensor's dim 0 is the tensor itself
-        flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(_numel(x),)), role="flat")
+        flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(dim_prod(x.type.shape),)), role="flat")
         out = _e(cx, node, op, [flat], cx.attrs(op, axis=0, keepdims=False), role="flat_arg")
         return cx.emit("reshape", [out], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape))) \
             if a["keepdim"] else out
     return cx.emit(op, [x], cx.attrs(op, axis=axis_of(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
 
 
-def _numel(x):
-    n = 1
-    for d in x.type.shape:
-        n = dim_mul(n, d)
-    return n
-
-
-@handles(aten.max.dim, aten.min.dim)
+@handles(aten.max.dim)
 def _max_dim(cx, node, a):
+    return _extreme_at(cx, node, a, "reduce_max", "arg_max")
+
+
+@handles(aten.min.dim)
+def _min_dim(cx, node, a):
+    return _extreme_at(cx, node, a, "reduce_min", "arg_min")
+
+
+def _extreme_at(cx, node, a, red: str, arg: str):
+    """The values (``red``) over dim and where they are (``arg``)."""
     x = cx.value(a["self"])
     if x.type.rank == 0:                                     # the value itself, at index 0
         return (x, cx.scalar(0, DType.i64, f"{node.name}_index"))
     axis, keep = axis_of(int(a["dim"]), x.type.rank), bool(a["keepdim"])
-    red, arg = ("reduce_max", "arg_max") if node.target == aten.max.dim else ("reduce_min", "arg_min")
     values = _e(cx, node, red, [x], cx.attrs(red, axes=(axis,), keepdims=keep), role="values")
     return (values, _e(cx, node, arg, [x], cx.attrs(arg, axis=axis, keepdims=keep), role="indices"))
 
@@ -234,11 +317,16 @@ def _item(cx, node, a):
     return x
 
 
-@handles(aten.max.default, aten.min.default)
-def _max_all(cx, node, a):
-    x = cx.value(a["self"])
-    op = "reduce_max" if node.target == aten.max.default else "reduce_min"
-    return x if x.type.rank == 0 else cx.emit(op, [x], cx.attrs(op, axes=tuple(range(x.type.rank)), keepdims=False))
+def _over_all(op: str) -> Handler:
+    """The handler of max()/min() of a whole tensor: minic's ``op`` over every axis."""
+    def handle(cx, node, a):
+        x = cx.value(a["self"])
+        return x if x.type.rank == 0 else cx.emit(op, [x], cx.attrs(op, axes=tuple(range(x.type.rank)), keepdims=False))
+    return handle
+
+
+HANDLERS.put(aten.max.default, _over_all("reduce_max"))
+HANDLERS.put(aten.min.default, _over_all("reduce_min"))
 
 
 @handles(aten.prod.default, aten.prod.dim_int)
@@ -249,9 +337,21 @@ def _prod(cx, node, a):
                                                 keepdims=bool(a.get("keepdim"))))
 
 
-@handles(aten.var.correction, aten.var.dim, aten.var_mean.correction, aten.var_mean.dim)
+@handles(aten.var.correction, aten.var.dim)
 def _var(cx, node, a):
-    """var = sum((x - mean)²) / (N - correction); var_mean also returns the mean."""
+    return _variance(cx, node, a)[0]
+
+
+@handles(aten.var_mean.correction, aten.var_mean.dim)
+def _var_mean(cx, node, a):
+    var, mean, axes = _variance(cx, node, a)
+    if not a.get("keepdim"):
+        mean = _e(cx, node, "squeeze", [mean], cx.attrs("squeeze", axes=axes), role="mean_out")
+    return (var, mean)
+
+
+def _variance(cx, node, a):
+    """var = sum((x - mean)²) / (N - correction), the mean (its axes kept) and the axes."""
     traced = node.meta["val"]
     x = cx.cast(cx.value(a["self"]), cx.dtype((traced[0] if isinstance(traced, tuple) else traced).dtype))
     dims = a.get("dim")
@@ -269,9 +369,7 @@ def _var(cx, node, a):
     ss = _e(cx, node, "reduce_sum", [_e(cx, node, "mul", [d, d], role="d2")],
             cx.attrs("reduce_sum", axes=axes, keepdims=keep), role="ss")
     var = cx.emit("mul", [ss, _c(cx, node, 1.0 / max(n - corr, 0) if n - corr > 0 else np.inf, "inv_n", x.type.dtype)])
-    if node.target.overloadpacket != aten.var_mean:
-        return var
-    return (var, mean if keep else _e(cx, node, "squeeze", [mean], cx.attrs("squeeze", axes=axes), role="mean_out"))
+    return var, mean, axes
 
 
 @handles(aten.linalg_vector_norm.default)
@@ -290,7 +388,7 @@ def _histc(cx, node, a):
     the last bin.  A one-hot [elements, bins] comparison summed."""
     x = cx.value(a["self"])
     bins, lo, hi = int(a["bins"]), float(a["min"]), float(a["max"])
-    flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(_numel_of(x.type.shape),)), role="flat")
+    flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(dim_prod(x.type.shape),)), role="flat")
     if lo == hi == 0:
         lo_v = _e(cx, node, "reduce_min", [flat], cx.attrs("reduce_min", axes=(0,), keepdims=False), role="lo")
         hi_v = _e(cx, node, "reduce_max", [flat], cx.attrs("reduce_max", axes=(0,), keepdims=False), role="hi")
@@ -383,7 +481,7 @@ def _group_norm(cx, node, a):
     x = cx.value(a["input"])
     n, c, *spatial = x.type.shape
     g = int(a["group"])
-    per = dim_mul(c // g, _numel_of(spatial))
+    per = dim_mul(c // g, dim_prod(spatial))
     grouped = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(n, g, per)), role="grouped")
     normed = _e(cx, node, "layer_norm", [grouped], cx.attrs("layer_norm", axis=2, eps=float(a["eps"])), role="normed")
     y = _e(cx, node, "reshape", [normed], cx.attrs("reshape", shape=tuple(x.type.shape)), role="back")
@@ -395,24 +493,42 @@ def _group_norm(cx, node, a):
     return (y, None, None)
 
 
-def _numel_of(dims):
-    n = 1
-    for d in dims:
-        n = dim_mul(n, d)
-    return n
-
-
 # --- scatters ---------------------------------------------------------------------------
 
-@handles(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two)
+@handles(aten.scatter.src)
 def _scatter(cx, node, a):
-    x = cx.value(a["self"])
-    idx = cx.value(a["index"])
-    if node.target == aten.scatter.value:
-        src = cx.emit("expand", [_c(cx, node, a["value"], "value")], cx.attrs("expand", shape=idx.type.shape),
-                      name=f"{node.name}_src")
-    else:
-        src = cx.cast(cx.value(a["src"]), x.type.dtype)
+    return _scatter_from(cx, node, a, _src(cx, a), "none")
+
+
+@handles(aten.scatter.value)
+def _scatter_value(cx, node, a):
+    src = cx.emit("expand", [_c(cx, node, a["value"], "value")],
+                  cx.attrs("expand", shape=cx.value(a["index"]).type.shape), name=f"{node.name}_src")
+    return _scatter_from(cx, node, a, src, "none")
+
+
+@handles(aten.scatter_add.default)
+def _scatter_add(cx, node, a):
+    return _scatter_from(cx, node, a, _src(cx, a), "add")
+
+
+@handles(aten.scatter_reduce.two)
+def _scatter_reduce(cx, node, a):
+    src = _src(cx, a)
+    reduction = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(a["reduce"])
+    if reduction is None or not a.get("include_self", True):
+        raise UserError(f"scatter_reduce '{a['reduce']}' (include_self={a.get('include_self')}) is not supported")
+    return _scatter_from(cx, node, a, src, reduction)
+
+
+def _src(cx, a):
+    return cx.cast(cx.value(a["src"]), cx.value(a["self"]).type.dtype)
+
+
+def _scatter_from(cx, node, a, src, reduction: str):
+    """self with ``src``'s elements (its leading block of index's shape) put, or combined by
+    ``reduction``, where index says along dim."""
+    x, idx = cx.value(a["self"]), cx.value(a["index"])
     if src.type.shape != idx.type.shape:
         # torch reads only src's leading block of index's shape
         if any(not isinstance(i, int) or not isinstance(s, int) or i > s
@@ -422,11 +538,6 @@ def _scatter(cx, node, a):
         rank = idx.type.rank
         src = _e(cx, node, "slice", [src], cx.attrs("slice", axes=tuple(range(rank)), starts=(0,) * rank,
                                                     ends=tuple(idx.type.shape), steps=(1,) * rank), role="src_block")
-    reduction = {aten.scatter_add.default: "add"}.get(node.target, "none")
-    if node.target == aten.scatter_reduce.two:
-        reduction = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(a["reduce"])
-        if reduction is None or not a.get("include_self", True):
-            raise UserError(f"scatter_reduce '{a['reduce']}' (include_self={a.get('include_self')}) is not supported")
     return cx.emit("scatter_elements", [x, idx, src],
                    cx.attrs("scatter_elements", axis=axis_of(int(a["dim"]), x.type.rank), reduction=reduction,
                             from_end=False))

@@ -30,18 +30,26 @@ SPATIAL = {aten.max_pool2d.default: 2, aten.max_pool2d_with_indices.default: 2,
            aten.col2im.default: 1, aten.im2col.default: 2}      # col2im's input (N, C·blocks, positions)
 
 
-def batched(convert):
-    """A window handler on an un-batched input (C, *spatial): run on (1, C, *spatial), the batch
-    axis dropped from each output again."""
-    def run(cx, node, a):
-        x = cx.value(a["self"])
-        if x.type.rank != SPATIAL[node.target] + 1:
-            return convert(cx, node, a, x)
-        out = convert(cx, node, a, cx.one("unsqueeze", x, axes=(0,)))
-        drop = lambda v: None if v is None else cx.one("squeeze", v, axes=(0,))
-        return tuple(map(drop, out)) if isinstance(out, tuple) else drop(out)
-    run.__name__ = convert.__name__
-    return run
+def batched(*targets):
+    """Decorator: a window handler ``convert(cx, node, a, x)`` of a batched input x (N, C, *spatial),
+    registered under each of ``targets``; an un-batched input (C, *spatial) runs as (1, C, *spatial),
+    the batch axis dropped from each output again."""
+    def on_batch(convert, spatial: int):
+        def run(cx, node, a):
+            x = cx.value(a["self"])
+            if x.type.rank != spatial + 1:
+                return convert(cx, node, a, x)
+            out = convert(cx, node, a, cx.one("unsqueeze", x, axes=(0,)))
+            drop = lambda v: None if v is None else cx.one("squeeze", v, axes=(0,))
+            return tuple(map(drop, out)) if isinstance(out, tuple) else drop(out)
+        run.__name__ = convert.__name__
+        return run
+
+    def wrap(convert):
+        for target in targets:
+            HANDLERS.put(target, on_batch(convert, SPATIAL[target]))
+        return convert
+    return wrap
 
 
 def _wants_indices(node) -> bool:
@@ -49,31 +57,32 @@ def _wants_indices(node) -> bool:
     return any(u.target is operator.getitem and u.args[1] == 1 for u in node.users)
 
 
-def _pool_window(node, a) -> tuple[tuple[int, ...], ...]:
+def _pool_window(a, x) -> tuple[tuple[int, ...], ...]:
     """A pool's kernel, strides (the kernel's by default), dilations (1 for average pools) and pads
-    (before..., after...: torch pads both ends alike)."""
-    rank = SPATIAL[node.target]
+    (before..., after...: torch pads both ends alike) over x's spatial axes."""
+    rank = x.type.rank - 2
     kernel = ints(a["kernel_size"], rank)
     return kernel, ints(a["stride"] or kernel, rank), ints(a.get("dilation", 1), rank), ints(a["padding"], rank) * 2
 
 
-@handles(aten.max_pool2d.default, aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
-@batched
-def _max_pool(cx, node, a, x):
-    kernel, stride, dilation, pads = _pool_window(node, a)
+@batched(aten.max_pool2d.default)
+def _max_pool2d(cx, node, a, x):
+    return compose_windows.pool(cx, x, "max", *_pool_window(a, x), bool(a["ceil_mode"]))
+
+
+@batched(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool_with_indices(cx, node, a, x):
+    kernel, stride, dilation, pads = _pool_window(a, x)
     ceil = bool(a["ceil_mode"])
     out = compose_windows.pool(cx, x, "max", kernel, stride, dilation, pads, ceil)
-    if node.target == aten.max_pool2d.default:
-        return out
     if not _wants_indices(node):
         return (out, None)
     return (out, compose_windows.max_pool_indices(cx, x, out, kernel, stride, dilation, pads, ceil))
 
 
-@handles(aten.avg_pool1d.default, aten.avg_pool2d.default, aten.avg_pool3d.default)
-@batched
+@batched(aten.avg_pool1d.default, aten.avg_pool2d.default, aten.avg_pool3d.default)
 def _avg_pool(cx, node, a, x):
-    kernel, stride, dilation, pads = _pool_window(node, a)
+    kernel, stride, dilation, pads = _pool_window(a, x)
     divisor = a.get("divisor_override")
     y = compose_windows.pool(cx, x, "avg", kernel, stride, dilation, pads, bool(a["ceil_mode"]),
                      bool(a["count_include_pad"]) and divisor is None)
@@ -89,13 +98,12 @@ def _avg_pool(cx, node, a, x):
 
 # --- one map per spatial axis ----------------------------------------------------------
 
-@handles(aten.adaptive_avg_pool1d.default, aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default,
+@batched(aten.adaptive_avg_pool1d.default, aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default,
          aten._adaptive_avg_pool3d.default)
-@batched
 def _adaptive_avg_pool(cx, node, a, x):
     """To all ones it is global_avg_pool; to sizes that divide the input, a plain average pool;
     otherwise the average of each axis's windows, one axis at a time."""
-    rank = SPATIAL[node.target]
+    rank = x.type.rank - 2
     out = ints(a["output_size"], rank)
     if out == (1,) * rank:
         return cx.one("global_avg_pool", x)
@@ -110,10 +118,9 @@ def _adaptive_avg_pool(cx, node, a, x):
     return y
 
 
-@handles(aten.adaptive_max_pool1d.default, aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
-@batched
+@batched(aten.adaptive_max_pool1d.default, aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
 def _adaptive_max_pool(cx, node, a, x):
-    rank = SPATIAL[node.target]
+    rank = x.type.rank - 2
     y = compose.adaptive_max(cx, x, ints(a["output_size"], rank))
     if _wants_indices(node):
         raise UserError("the indices output of adaptive max pooling is not supported")
@@ -130,13 +137,6 @@ def _scales(a, sizes, out_size) -> tuple[list[int], list[float | None]]:
     return [int(math.floor(s * f)) for s, f in zip(sizes, factors)], [float(f) for f in factors]
 
 
-def _resampling(node, a) -> Resampling:
-    """torch's interpolate as a resampling: ATen's coordinate maps (``compose_resample``)."""
-    if node.target == aten.upsample_nearest2d.vec:
-        return Resampling("nearest", "torch_nearest", "floor")
-    return Resampling("linear", "torch_align_corners" if a["align_corners"] else "torch_half_pixel")
-
-
 def _axis(how: Resampling, n_in: int, n_out: int, factor: float | None) -> Axis:
     """An axis as ATen resamples it: its step (in per out) is 1 / the scale factor when one is
     given, else in / out; nearest takes every other input where the output is twice the input."""
@@ -146,10 +146,20 @@ def _axis(how: Resampling, n_in: int, n_out: int, factor: float | None) -> Axis:
     return Axis(n_in, n_out, n_out / n_in, step=step)
 
 
-@handles(aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec)
-def _upsample(cx, node, a):
+# torch's interpolate as a resampling: ATen's coordinate maps (``compose_resample``).
+
+@handles(aten.upsample_nearest2d.vec)
+def _upsample_nearest2d(cx, node, a):
+    return _upsample(cx, a, Resampling("nearest", "torch_nearest", "floor"))
+
+
+@handles(aten.upsample_bilinear2d.vec)
+def _upsample_bilinear2d(cx, node, a):
+    return _upsample(cx, a, Resampling("linear", "torch_align_corners" if a["align_corners"] else "torch_half_pixel"))
+
+
+def _upsample(cx, a, how: Resampling):
     x = cx.value(a["input"])
-    how = _resampling(node, a)
     nearest = how.mode == "nearest"
     factors = a.get("scale_factors")
     if nearest and a.get("output_size") is None and factors is not None:
@@ -175,15 +185,13 @@ def _window(a, image) -> compose_windows.Window:
                           ints(a["padding"], d) * 2)
 
 
-@handles(aten.col2im.default)
-@batched
+@batched(aten.col2im.default)
 def _col2im(cx, node, a, x):
     """fold: each column cell added into the output position its window places it at (``compose_windows.col2im``)."""
     return compose_windows.col2im(cx, x, _window(a, ints(a["output_size"], 2)))
 
 
-@handles(aten.im2col.default)
-@batched
+@batched(aten.im2col.default)
 def _im2col(cx, node, a, x):
     """unfold (nn.Unfold): each block's cells gathered (``compose_windows.im2col``)."""
     return compose_windows.im2col(cx, x, _window(a, tuple(compose.static(cx, x, k, "unfold") for k in (2, 3))))
