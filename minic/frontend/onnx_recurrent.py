@@ -19,15 +19,20 @@ from minic.ir.graph import Value
 from minic.ir.types import DType
 
 CONVERTERS = converter_table()
-converts = CONVERTERS.add
 
 _ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
 
 
-@converts("RNN", "GRU", "LSTM")
-def _recurrent(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return unroll(b, b.node.op_type, x, a)
+def _layer(op: str):
+    """The converter of ONNX's ``op`` (RNN, GRU or LSTM)."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value | None]:
+        return unroll(b, op, x, a)
+    return convert
+
+
+for _op in rec.GATES:
+    CONVERTERS.put(_op, _layer(_op))
 
 
 def _weights_of(W: Value, R: Value, B: Value | None, P: Value | None, gates: int, d: int) -> rec.WeightsOf:
