@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from minic.errors import UnsupportedError
 from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
-                            Seq, Stmt, Store, Var, dim_expr)
+                            Seq, Stmt, Store, TILE_STMTS, Var, dim_expr)
 from minic.ir.types import DType
 
 
@@ -313,6 +313,9 @@ class Emitter:
                     self.stmt(s.otherwise)
         elif isinstance(s, For):
             self.loop(s)
+        elif isinstance(s, TILE_STMTS):
+            from minic.codegen.tiles import emit_tile
+            emit_tile(self, s)
         else:
             raise UnsupportedError(f"codegen: {type(s).__name__} is not a Loop IR statement")
 
