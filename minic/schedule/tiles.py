@@ -19,13 +19,13 @@ since each i32 of C adds four byte products at a time, as vpdpbusd does per lane
       parallel for nb < ceil(N / NC):               column blocks of NC = 16 tn, the last overlapping
         i8 w_tiles[KC, 16, 4 NC] = panel(w)         (prepacked)
         for mb < ceil(M / MR):                      row blocks of MR = 16 tm, the last overlapping
-          i32 c[tm tn, 16, 16];  i32 t[MR, NC]
-          tile_zero(c[..])
+          i32 c_tiles[tm tn, 16, 16];  i32 c_sums[MR, NC]
+          tile_zero(c_tiles[..])
           for kk < KC:                              k in chunks of 64 (the last ends at K)
-            tile_dot(c[i tn + j], x[.., m0 + 16 i, k0], w_tiles[kk, 0, 64 j])   i < tm, j < tn
-          tile_store(t[16 i, 16 j], c[i tn + j])
+            tile_dot(c_tiles[i tn + j], x[.., m0 + 16 i, k0], w_tiles[kk, 0, 64 j])   i < tm, j < tn
+          tile_store(c_sums[16 i, 16 j], c_tiles[i tn + j])
           for ri < MR: vectorized for li < NC:
-            y[.., m0 + ri, n0 + li] = epilogue(t[ri, li])
+            y[.., m0 + ri, n0 + li] = epilogue(c_sums[ri, li])
 
 2 x 2 tiles of C, 2 of A and 2 of B use the 8 registers: each loaded tile feeds two
 dot products.  Ragged sizes overlap rather than shrink: the last row block starts at
@@ -126,8 +126,8 @@ def _blocks(extent: Expr, size: int) -> Expr:
     return BinOp("div", BinOp("add", extent, const(size - 1)), const(size))
 
 
-def tile_nest(p: TilePlan, name: str) -> Stmt:
-    """The loop nest of the module docstring for plan ``p`` (``name``: the kernel's, for buffers)."""
+def tile_nest(p: TilePlan) -> Stmt:
+    """The loop nest of the module docstring for plan ``p``."""
     K, N, M = p.k.extent.value, p.lane.extent.value, p.row.extent
     nc, mr, kq = p.tn * p.cols, p.tm * p.rows, p.depth // 4
     kchunks = -(-K // p.depth)
@@ -137,7 +137,7 @@ def tile_nest(p: TilePlan, name: str) -> Stmt:
     k0 = _start(kk, p.depth, p.k.extent, K % p.depth == 0)
 
     # The panel: w_tiles[kk, r, 4 j + q] = w[k0 + 4 r + q, n0 + j], zero where the chunk before added k.
-    panel = Buffer(f"{name}_w_tiles", (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
+    panel = Buffer("w_tiles", (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
     r, j, q = Var("r_p"), Var("j_p"), Var("q_p")
     kp = Var("kk_p")
     k_at = BinOp("add", _start(kp, p.depth, p.k.extent, K % p.depth == 0),
@@ -149,8 +149,8 @@ def tile_nest(p: TilePlan, name: str) -> Stmt:
     for var, extent in ((q, 4), (j, nc), (r, kq), (kp, kchunks)):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
 
-    c = Buffer(f"{name}_c", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
-    t = Buffer(f"{name}_t", (mr, nc), DType.i32, Role.LOCAL)
+    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
+    t = Buffer("c_sums", (mr, nc), DType.i32, Role.LOCAL)
     tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
     zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
     x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * p.rows)), k0))  # noqa: E731
@@ -186,7 +186,7 @@ def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Fu
               and find_contraction(replace(f, body=s)) is not None)
     nest = body[at]
     p = plan_tiles(f, nest)
-    tiled = _parallel(tile_nest(p, f.name), p, threads)
+    tiled = _parallel(tile_nest(p), p, threads)
     if not isinstance(p.row.extent, Const):
         try:
             plain = otherwise(replace(f, body=nest)).body
