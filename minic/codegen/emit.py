@@ -111,6 +111,7 @@ class Emitter:
         self.ptrs: dict[str, ir.Value] = {}
         self.vars: dict[str, ir.Value] = {}
         self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed
+        self.tile_loads: dict[str, dict[tuple, tuple[ir.Block, ir.Value]]] = {}    # tiles.py: an operand loaded
         self.outlined = 0
 
     # --- expressions -----------------------------------------------------------
@@ -137,6 +138,7 @@ class Emitter:
         if buffer.dtype == DType.bool:
             value = self.b.zext(value, I8)
         self.columns.pop(buffer.name, None)
+        self.tile_loads.pop(buffer.name, None)
         self.b.store(value, self.address(buffer, index))
 
     def expr(self, e: Expr) -> ir.Value:

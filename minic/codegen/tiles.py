@@ -68,8 +68,16 @@ def _keep(e: Emitter, first: Load, rows: int, cols: int, tile: ir.Value) -> None
 
 
 def _load(e: Emitter, first: Load, rows: int, row_bytes: int) -> ir.Value:
+    """An operand tile from memory; the one loaded before in this block where it is the same
+    (LLVM does not merge two loads of a tile: 2 x 2 dot products would load 8 tiles, not 4)."""
+    key = (first.index, rows, row_bytes)
+    block, tile = e.tile_loads.get(first.buffer.name, {}).get(key, (None, None))
+    if block is e.b.block:
+        return tile
     load = declare(e.module, "llvm.x86.tileloadd64.internal", AMX, [I16, I16, PTR, I64])
-    return e.b.call(load, _shape(rows, row_bytes) + [e.address(first.buffer, first.index), _stride(e, first)])
+    tile = e.b.call(load, _shape(rows, row_bytes) + [e.address(first.buffer, first.index), _stride(e, first)])
+    e.tile_loads.setdefault(first.buffer.name, {})[key] = (e.b.block, tile)
+    return tile
 
 
 def emit_tile(e: Emitter, s: Stmt) -> None:
@@ -87,6 +95,7 @@ def emit_tile(e: Emitter, s: Stmt) -> None:
     elif isinstance(s, TileStore):
         store = declare(e.module, "llvm.x86.tilestored64.internal", VOID, [I16, I16, PTR, I64, AMX])
         tile = _tile(e, s.tile, s.rows, s.cols)
+        e.tile_loads.pop(s.out.buffer.name, None)
         b.call(store, _shape(s.rows, 4 * s.cols) + [e.address(s.out.buffer, s.out.index), _stride(e, s.out), tile])
     else:
         raise TypeError(f"not a tile statement: {s!r}")
