@@ -83,6 +83,22 @@ def dots_u8s8(target: Target) -> bool:
     return "+avx512vnni" in _features(target)
 
 
+def tiles_u8s8(target: Target) -> bool:
+    """Whether the int8 matmul runs on Intel AMX's tiles (tdpbusd: a 16 x 16 tile of i32 sums of
+    u8 × s8 rows and columns of 64 bytes; minic/amx.py, minic/schedule/tiles.py): the target has
+    amx-tile and amx-int8, and, when those are this machine's own features (the host triple, no
+    features named), Linux lets this process use the tiles' registers.  Features named for the
+    host are taken at their word (the code may only be read); loading such code asks again
+    (minic/codegen/jit.py).  Asked by the schedule."""
+    features = _features(target)
+    if not ("+amx-tile" in features and "+amx-int8" in features):
+        return False
+    if target.features:
+        return True
+    from minic.amx import tile_data_granted
+    return tile_data_granted()
+
+
 def _features(target: Target) -> list[str]:
     """The features given, else the host's (for the host triple): LLVM's names, "+avx512vnni"."""
     features = target.features

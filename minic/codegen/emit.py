@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from minic.errors import UnsupportedError
 from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
-                            Seq, Stmt, Store, Var, dim_expr)
+                            Seq, Stmt, Store, TILE_STMTS, Var, dim_expr)
 from minic.ir.types import DType
 
 
@@ -111,6 +111,7 @@ class Emitter:
         self.ptrs: dict[str, ir.Value] = {}
         self.vars: dict[str, ir.Value] = {}
         self.columns: dict[str, tuple[ir.Block, list[ir.Value]]] = {}   # vector.py: a local tile, transposed
+        self.tile_loads: dict[str, dict[tuple, tuple[ir.Block, ir.Value]]] = {}    # tiles.py: an operand loaded
         self.outlined = 0
 
     # --- expressions -----------------------------------------------------------
@@ -137,6 +138,7 @@ class Emitter:
         if buffer.dtype == DType.bool:
             value = self.b.zext(value, I8)
         self.columns.pop(buffer.name, None)
+        self.tile_loads.pop(buffer.name, None)
         self.b.store(value, self.address(buffer, index))
 
     def expr(self, e: Expr) -> ir.Value:
@@ -313,6 +315,9 @@ class Emitter:
                     self.stmt(s.otherwise)
         elif isinstance(s, For):
             self.loop(s)
+        elif isinstance(s, TILE_STMTS):
+            from minic.codegen.tiles import emit_tile
+            emit_tile(self, s)
         else:
             raise UnsupportedError(f"codegen: {type(s).__name__} is not a Loop IR statement")
 

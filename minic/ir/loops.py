@@ -8,6 +8,7 @@ arguments; its body is a tree of statements:
     Allocate(buffer, body)                a local buffer that lives during body
     If(cond, then, otherwise)
     Seq(stmts)
+    TileZero, TileDot, TileStore           a matrix unit's tiles (Intel AMX): see TileDot
 
 and expressions ``Var``, ``Const``, ``BinOp``, ``Load``, ``Call``, ``Select``,
 ``Cast`` (a value conversion) and ``BitCast`` (the same bits seen as another
@@ -263,6 +264,46 @@ class Seq(Stmt):
 
 
 @dataclass(frozen=True)
+class TileDot(Stmt):
+    """``tile += a · b`` on a matrix unit's tiles (Intel AMX's tdpbusd; minic/schedule/tiles.py).
+    A tile is a 2-D block of at most 16 rows of 64 bytes.  Each operand names its element (0, 0)
+    with a Load; its row r and byte column c are then that index with the second-last axis + r
+    and the last + c.  ``tile``: i32 [rows, cols], a LOCAL buffer's last two axes whole (codegen
+    keeps it in a tile register); ``a``: u8 [rows, depth]; ``b``: i8 [depth / 4, 4 * cols] in
+    the layout the instruction reads (four consecutive k of one column side by side):
+
+        tile[i, j] += sum_{k < depth} (i32)a[i, k] * (i32)b[k / 4, 4 * j + k % 4]
+    """
+    tile: Load
+    a: Load
+    b: Load
+    rows: int
+    cols: int
+    depth: int
+
+
+@dataclass(frozen=True)
+class TileZero(Stmt):
+    """``tile[i, j] = 0`` for i < rows, j < cols (a tile as TileDot's)."""
+    tile: Load
+    rows: int
+    cols: int
+
+
+@dataclass(frozen=True)
+class TileStore(Stmt):
+    """``out[i, j] = tile[i, j]`` for i < rows, j < cols: a tile written to memory (i32; ``out``'s
+    window as TileDot's operands')."""
+    out: Load
+    tile: Load
+    rows: int
+    cols: int
+
+
+TILE_STMTS = (TileDot, TileZero, TileStore)
+
+
+@dataclass(frozen=True)
 class Function:
     """One kernel: ``name(params..., sizes...)``."""
     name: str
@@ -394,6 +435,11 @@ _PARTS = {
     If: (lambda s: (s.cond,), lambda s: (s.then,) if s.otherwise is None else (s.then, s.otherwise),
          lambda s, exprs, stmts: If(*exprs, *stmts)),
     Seq: (lambda s: (), lambda s: s.stmts, lambda s, exprs, stmts: Seq(stmts)),
+    TileDot: (lambda s: (s.tile, s.a, s.b), lambda s: (),
+              lambda s, exprs, stmts: replace(s, tile=exprs[0], a=exprs[1], b=exprs[2])),
+    TileZero: (lambda s: (s.tile,), lambda s: (), lambda s, exprs, stmts: replace(s, tile=exprs[0])),
+    TileStore: (lambda s: (s.out, s.tile), lambda s: (),
+                lambda s, exprs, stmts: replace(s, out=exprs[0], tile=exprs[1])),
 }
 _NO_PARTS = (lambda s: (), lambda s: ())      # not a statement: nothing inside (map_stmt refuses it)
 
@@ -488,6 +534,13 @@ def stmt_lines(s: Stmt, indent: str = "  ") -> list[str]:
         return lines + [indent + "}"]
     if isinstance(s, Seq):
         return [line for t in s.stmts for line in stmt_lines(t, indent)]
+    if isinstance(s, TileDot):
+        return [f"{indent}tile_dot<{s.rows}x{s.cols}, {s.depth}>({expr_str(s.tile)}, {expr_str(s.a)}, "
+                f"{expr_str(s.b)});"]
+    if isinstance(s, TileZero):
+        return [f"{indent}tile_zero<{s.rows}x{s.cols}>({expr_str(s.tile)});"]
+    if isinstance(s, TileStore):
+        return [f"{indent}tile_store<{s.rows}x{s.cols}>({expr_str(s.out)}, {expr_str(s.tile)});"]
     raise TypeError(f"not a Loop IR statement: {s!r}")
 
 

@@ -15,7 +15,8 @@ from minic.errors import UserError
 from minic.ir.graph import Value
 from minic.ir.interpret import bind_symbols
 from minic.ir.loops import (BINOPS, CALLS, STATUS, Allocate, data_error, BinOp, BitCast, Buffer, Call, Cast, Const,
-                            Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, Var, bitcast_value)
+                            Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store, TileDot, TileStore,
+                            TileZero, Var, bitcast_value)
 from minic.ir.types import DType, TensorType, dim_eval
 
 
@@ -34,6 +35,15 @@ class Interpreter:
         if len(where) != len(shape) or any(not 0 <= i < n for i, n in zip(where, shape)):
             raise IndexError(f"{buffer.name}{list(where)} is out of bounds of shape {list(shape)}")
         return where
+
+    def window(self, first: Load, rows: int, cols: int) -> np.ndarray:
+        """The rows x cols block of memory a tile operand names (its element (0, 0): ``first``;
+        rows along the second-last axis), as a view."""
+        where = self.offset(first.buffer, first.index)
+        self.offset(first.buffer, tuple(Const(i) for i in where[:-2]) + (Const(where[-2] + rows - 1),
+                                                                           Const(where[-1] + cols - 1)))
+        return self.memory[first.buffer.name][where[:-2] + (slice(where[-2], where[-2] + rows),
+                                                            slice(where[-1], where[-1] + cols))]
 
     def eval(self, e: Expr):
         with np.errstate(all="ignore"):      # inf and nan are values, as in the compiled code
@@ -86,6 +96,16 @@ class Interpreter:
         elif isinstance(s, Seq):
             for t in s.stmts:
                 self.run(t)
+        elif isinstance(s, TileZero):
+            self.window(s.tile, s.rows, s.cols)[...] = 0
+        elif isinstance(s, TileStore):
+            self.window(s.out, s.rows, s.cols)[...] = self.window(s.tile, s.rows, s.cols)
+        elif isinstance(s, TileDot):
+            a = self.window(s.a, s.rows, s.depth).astype(np.int64)
+            b = self.window(s.b, s.depth // 4, 4 * s.cols).astype(np.int64)
+            b = b.reshape(s.depth // 4, s.cols, 4).transpose(0, 2, 1).reshape(s.depth, s.cols)   # b[k, j]
+            tile = self.window(s.tile, s.rows, s.cols)
+            tile[...] = (tile + a @ b).astype(np.int32)         # wraps around, as the instruction does
         else:
             raise TypeError(f"not a Loop IR statement: {s!r}")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from minic.errors import UserError
 from minic.ir.loops import (BINOPS, CALLS, COMPARE_OPS, LOGIC_OPS, STATUS, Allocate, BinOp, BitCast, Buffer, Call,
                             Cast, Const, Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store,
-                            Var, expr_str, stmt_exprs, sub_stmts, walk)
+                            TileDot, TileStore, TileZero, Var, expr_str, stmt_exprs, sub_stmts, walk)
 from minic.ir.types import DType
 
 
@@ -85,12 +85,41 @@ def _check_stmt(where: str, s: Stmt, scope: set[str], buffers: dict[str, Buffer]
     elif isinstance(s, If):
         if s.cond.dtype != DType.bool:
             raise LoopVerifyError(f"{where}: if condition {expr_str(s.cond)} is not bool")
+    elif isinstance(s, (TileDot, TileZero, TileStore)):
+        _check_tile(where, s)
     elif not isinstance(s, Seq):
         raise LoopVerifyError(f"{where}: {type(s).__name__} is not a Loop IR statement")
     for e in stmt_exprs(s):
         _check_expr(where, e, scope, buffers)
     for t in sub_stmts(s):
         _check_stmt(where, t, inner_scope, inner_buffers)
+
+
+# A tile: at most 16 rows of 64 bytes (Intel AMX); what each operand of a tile statement holds.
+TILE_ROWS, TILE_BYTES = 16, 64
+
+
+def _check_tile(where: str, s: TileDot | TileZero | TileStore) -> None:
+    """A tile statement's shapes and types (loops.TileDot): the accumulator a whole [rows, cols]
+    block of a LOCAL i32 buffer; the operands u8, i8, i32 windows of at least two axes."""
+    what = type(s).__name__
+    t = s.tile.buffer
+    if not (1 <= s.rows <= TILE_ROWS and 1 <= s.cols <= TILE_BYTES // 4):
+        raise LoopVerifyError(f"{where}: {what} of {s.rows}x{s.cols} i32: a tile holds at most 16 rows of 16")
+    if t.role != Role.LOCAL or t.dtype != DType.i32 or tuple(t.shape[-2:]) != (s.rows, s.cols) \
+            or any(not (isinstance(i, Const) and i.value == 0) for i in s.tile.index[-2:]):
+        raise LoopVerifyError(f"{where}: {what}'s tile must be a whole [{s.rows}, {s.cols}] block of a "
+                              f"LOCAL i32 buffer, not {t.name}")
+    operands = ([(s.a, DType.u8), (s.b, DType.i8)] if isinstance(s, TileDot)
+                else [(s.out, DType.i32)] if isinstance(s, TileStore) else [])
+    for x, dtype in operands:
+        if x.buffer.dtype != dtype or len(x.buffer.shape) < 2:
+            raise LoopVerifyError(f"{where}: {what} reads or writes {x.buffer.name} as {dtype.value} rows, "
+                                  f"it is {x.buffer.dtype.value}[{', '.join(map(str, x.buffer.shape))}]")
+    if isinstance(s, TileDot) and not (4 <= s.depth <= TILE_BYTES and s.depth % 4 == 0):
+        raise LoopVerifyError(f"{where}: TileDot of depth {s.depth}: a multiple of 4 up to 64 bytes")
+    if isinstance(s, TileStore) and s.out.buffer.role in (Role.INPUT, Role.CONST):
+        raise LoopVerifyError(f"{where}: stores into {s.out.buffer.role.value} buffer {s.out.buffer.name}")
 
 
 def verify_function(f: Function) -> Function:

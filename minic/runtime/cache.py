@@ -61,7 +61,9 @@ def cache_key(graph: Graph, options: CompileOptions, records_digest: bytes) -> s
     h.update(records_digest)
     if not options.triple:         # the host's CPU is part of what the code was built for
         import llvmlite.binding as llvm
+        from minic.options import tiles_u8s8
         h.update(llvm.get_host_cpu_name().encode() + llvm.get_host_cpu_features().flatten().encode())
+        h.update(f"tiles={tiles_u8s8(options.target)}".encode())   # AMX code only where Linux lets it run
     names = {v: k for k, v in enumerate(graph.values())}
     for v in graph.values():
         h.update(f"{names[v]}:{v.name}:{v.type};".encode())

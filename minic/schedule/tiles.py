@@ -1,0 +1,213 @@
+"""The int8 matmul on Intel AMX's tiles: ``tdpbusd``, a tile of 16 x 16 i32 sums a step.
+
+A tile register holds up to 16 rows of 64 bytes (minic/amx.py).  One ``tdpbusd`` adds to
+an i32 tile C [16, 16] the products of a u8 tile A [16 rows, 64 bytes of k] and an i8
+tile B that holds the same 64 k for 16 columns, *four k of one column side by side*:
+B's row r is ``w[4r, j], w[4r+1, j], w[4r+2, j], w[4r+3, j]`` for j = 0..15 (64 bytes),
+since each i32 of C adds four byte products at a time, as vpdpbusd does per lane.  So:
+
+- A is the activations as they lie (a row of x is contiguous along k): tiles load
+  16 rows of 64 bytes straight from x, with x's row length as the stride;
+- B is the weights re-laid out, once per column block, into that layout: a panel
+  ``w_tiles[kc, 16, 4 * NC]`` (k chunks of 64, their 16 rows of four-k groups, NC
+  columns); for constant weights ``prepack`` makes the panel at compile time;
+- C stays in tile registers for the whole reduction, and goes to memory once, to a
+  small i32 block that the epilogue (the fused sub, scale, bias, requantization)
+  reads in vectors.
+
+    for batch:                                      the output's other axes
+      parallel for nb < ceil(N / NC):               column blocks of NC = 16 tn, the last overlapping
+        i8 w_tiles[KC, 16, 4 NC] = panel(w)         (prepacked)
+        for mb < ceil(M / MR):                      row blocks of MR = 16 tm, the last overlapping
+          i32 c_tiles[tm tn, 16, 16];  i32 c_sums[MR, NC]
+          tile_zero(c_tiles[..])
+          for kk < KC:                              k in chunks of 64 (the last ends at K)
+            tile_dot(c_tiles[i tn + j], x[.., m0 + 16 i, k0], w_tiles[kk, 0, 64 j])   i < tm, j < tn
+          tile_store(c_sums[16 i, 16 j], c_tiles[i tn + j])
+          for ri < MR: vectorized for li < NC:
+            y[.., m0 + ri, n0 + li] = epilogue(c_sums[ri, li])
+
+2 x 2 tiles of C, 2 of A and 2 of B use the 8 registers: each loaded tile feeds two
+dot products.  Ragged sizes overlap rather than shrink: the last row block starts at
+M - MR and the last column block at N - NC (they compute some outputs twice, the same
+values); the last k chunk starts at K - 64 and its panel is zero for the k the chunk
+before has added.  Smaller than one tile (M < 16, N < 16, K < 64) a tile has that many
+rows, columns or bytes.  K must be a multiple of 4 (B's groups of four).  A row count
+known only at run time runs the tiles where it is at least MR, and the VNNI template's
+code otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role,
+                            Select, Stmt, Store, TileDot, TileStore, TileZero, Var, const, free_vars, map_expr, seq,
+                            substitute)
+from minic.ir.types import DType
+from minic.schedule.nest import ScheduleError, fail, perfect_band, rename_loops, stmts_of, unique_loops
+from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction, find_contraction
+
+ROWS, BYTES = 16, 64          # a tile: 16 rows of 64 bytes (16 i32 columns of C)
+BLOCK = 2                     # tiles of C per block along each axis: 2 x 2 C, 2 A, 2 B = 8 registers
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """How one int8 matmul nest runs on tiles: its loops and operands, and the tile sizes."""
+    batch: tuple[For, ...]     # the output's other axes, outermost first
+    row: For                   # M: rows of x and y
+    lane: For                  # N: columns of w and y
+    k: For                     # K: the reduction
+    x: Load                    # u8 x[.., row, k]
+    w: Expr                    # i8 w[k, lane], as the nest reads it
+    acc: Buffer                # the nest's scalar accumulator
+    store: Store               # y[.., row, lane] = epilogue(acc)
+    rows: int                  # of a tile of C and A (16, or M below 16)
+    cols: int                  # i32 columns of a tile of C (16, or N below 16)
+    tm: int                    # row tiles of a block
+    tn: int                    # column tiles of a block
+    depth: int                 # bytes of k a tile of A holds (64, or K below 64)
+
+
+def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
+    """The TilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it."""
+    found = _scalar_reduction(nest)
+    if found is None:
+        raise fail(f, "no contraction nest")
+    spatial, reduction, store = found
+    update = reduction[-1].body
+    if len(reduction) != 1 or len(spatial) < 2 or not _is_product_sum(update):
+        raise fail(f, "tiles take one reduction loop of products over at least two output axes")
+    k, lane, row = reduction[0], spatial[-1], spatial[-2]
+    terms = {_byte(t) for t in (update.value.b.a, update.value.b.b)}
+    x = next((v for dtype, v in terms if dtype == DType.u8), None)
+    w = next((v for dtype, v in terms if dtype == DType.i8), None)
+    if x is None or w is None or not isinstance(x, Load):
+        raise fail(f, "tiles multiply u8 activations by i8 weights")
+    if not all(t.start == Const(0) for t in (k, lane, row)) or not all(
+            isinstance(t.extent, Const) for t in (k, lane)) or k.extent.value % 4:
+        raise fail(f, "tiles need a reduction and columns of constant size from 0, K a multiple of 4")
+    names = {t.var.name for t in (k, lane, row)}
+    if (x.index[-2:] != (row.var, k.var) or any(free_vars(i) & names for i in x.index[:-2])
+            or row.var.name in free_vars(w) or lane.var.name not in free_vars(w)):
+        raise fail(f, "tiles read x[.., row, k] and weights that vary along the columns only")
+    if store.index[-1] != lane.var or any(lane.var.name in free_vars(i) for i in store.index[:-1]):
+        raise fail(f, "the epilogue must store along the columns")
+    m, n, depth = row.extent, lane.extent.value, min(BYTES, k.extent.value)
+    small_m = isinstance(m, Const) and m.value < ROWS
+    rows, cols = (m.value if small_m else ROWS), min(n, ROWS)
+    tm = BLOCK if not isinstance(m, Const) or m.value >= BLOCK * ROWS else 1
+    tn = BLOCK if n >= BLOCK * ROWS else 1
+    kc = -(-k.extent.value // depth)
+    if kc * depth * 4 * tn * cols > PACK_LIMIT:
+        raise fail(f, "the weights' panel is too large for the stack")
+    return TilePlan(tuple(spatial[:-2]), row, lane, k, x, w, update.buffer, store, rows, cols, tm, tn, depth)
+
+
+def _byte(e: Expr) -> tuple[DType | None, Expr]:
+    """(u8 or i8, v) for ``(i32)v`` of such a v; (None, e) otherwise."""
+    if isinstance(e, Cast) and e.to == DType.i32 and e.value.dtype in (DType.u8, DType.i8):
+        return e.value.dtype, e.value
+    return None, e
+
+
+def _start(block: Var, size: int, extent: Expr, whole: bool) -> Expr:
+    """Where block ``block`` of ``size`` starts along an axis of ``extent``: ``block * size``,
+    the last one moved back to end at the extent (``whole``: the blocks tile it exactly)."""
+    at = BinOp("mul", block, const(size))
+    return at if whole else BinOp("min", at, BinOp("sub", extent, const(size)))
+
+
+def _blocks(extent: Expr, size: int) -> Expr:
+    """ceil(extent / size), folded when the extent is known."""
+    if isinstance(extent, Const):
+        return const(-(-extent.value // size))
+    return BinOp("div", BinOp("add", extent, const(size - 1)), const(size))
+
+
+def tile_nest(p: TilePlan) -> Stmt:
+    """The loop nest of the module docstring for plan ``p``."""
+    K, N, M = p.k.extent.value, p.lane.extent.value, p.row.extent
+    nc, mr, kq = p.tn * p.cols, p.tm * p.rows, p.depth // 4
+    kchunks = -(-K // p.depth)
+    nb, mb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
+    n0 = _start(nb, nc, p.lane.extent, N % nc == 0)
+    m0 = _start(mb, mr, M, isinstance(M, Const) and M.value % mr == 0)
+    k0 = _start(kk, p.depth, p.k.extent, K % p.depth == 0)
+
+    # The panel: w_tiles[kk, r, 4 j + q] = w[k0 + 4 r + q, n0 + j], zero where the chunk before added k.
+    panel = Buffer("w_tiles", (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
+    r, j, q = Var("r_p"), Var("j_p"), Var("q_p")
+    kp = Var("kk_p")
+    k_at = BinOp("add", _start(kp, p.depth, p.k.extent, K % p.depth == 0),
+                 BinOp("add", BinOp("mul", r, const(4)), q))
+    weight = substitute(p.w, {p.k.var.name: k_at, p.lane.var.name: BinOp("add", n0, j)})
+    if K % p.depth:
+        weight = Select(BinOp("ge", k_at, BinOp("mul", kp, const(p.depth))), weight, Const(0, DType.i8))
+    fill = Store(panel, (kp, r, BinOp("add", BinOp("mul", j, const(4)), q)), weight)
+    for var, extent in ((q, 4), (j, nc), (r, kq), (kp, kchunks)):
+        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
+
+    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
+    t = Buffer("c_sums", (mr, nc), DType.i32, Role.LOCAL)
+    tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
+    zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
+    x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * p.rows)), k0))  # noqa: E731
+    dots = [TileDot(tile, x_at(i), Load(panel, (kk, const(0), const(64 * jj))), p.rows, p.cols, p.depth)
+            for i, jj, tile in tiles]
+    out = [TileStore(Load(t, (const(i * p.rows), const(jj * p.cols))), tile, p.rows, p.cols) for i, jj, tile in tiles]
+    ri, li = Var(p.row.var.name + "i"), Var(p.lane.var.name + "i")
+    at = {p.row.var.name: BinOp("add", m0, ri), p.lane.var.name: BinOp("add", n0, li)}
+    result = Load(t, (ri, li))
+    epilogue = Store(p.store.buffer, tuple(substitute(e, at) for e in p.store.index),
+                     map_expr(substitute(p.store.value, at),
+                              lambda e: result if isinstance(e, Load) and e.buffer == p.acc else None))
+    epilogue = For(ri, const(0), const(mr), ForKind.SERIAL,
+                   For(li, const(0), const(nc), ForKind.VECTORIZED, epilogue))
+    block = Allocate(c, Allocate(t, seq(*zero, For(kk, const(0), const(kchunks), ForKind.SERIAL, seq(*dots)),
+                                      *out, epilogue)))
+    rows = For(mb, const(0), _blocks(M, mr), ForKind.SERIAL, block)
+    nest = For(nb, const(0), const(-(-N // nc)), ForKind.SERIAL, Allocate(panel, seq(fill, rows)))
+    for loop in reversed(p.batch):
+        nest = replace(loop, body=nest)
+    return nest
+
+
+def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function]) -> Function:
+    """``f``'s first contraction nest on AMX tiles (the module docstring), or a ScheduleError.
+    Where the row count is known only at run time, rows too few for a block run ``otherwise``'s
+    schedule of the nest (the VNNI template)."""
+    f = unique_loops(f)
+    if find_contraction(f) is None:
+        raise fail(f, "no contraction nest")
+    body = list(stmts_of(f.body))
+    at = next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
+              and find_contraction(replace(f, body=s)) is not None)
+    nest = body[at]
+    p = plan_tiles(f, nest)
+    tiled = _parallel(tile_nest(p), p, threads)
+    if not isinstance(p.row.extent, Const):
+        try:
+            plain = otherwise(replace(f, body=nest)).body
+        except ScheduleError:
+            plain = nest
+        # the two branches' loops named apart: a later step names a loop to rewrite it
+        tiled = If(BinOp("ge", p.row.extent, const(p.tm * p.rows)), rename_loops(tiled, "_t"), plain)
+    body[at] = tiled
+    return replace(f, body=seq(*body))
+
+
+def _parallel(nest: Stmt, p: TilePlan, threads: int) -> Stmt:
+    """The first loop of the batch axes and the column blocks with a block for every thread
+    parallel (else the column blocks), as the VNNI template chooses."""
+    if threads < 2:
+        return nest
+    band, _ = perfect_band(nest)
+    pick = next((t for t in band if isinstance(t.extent, Const) and t.extent.value >= threads), band[-1])
+
+    def mark(s: Stmt) -> Stmt:
+        if s is pick:
+            return replace(s, kind=ForKind.PARALLEL)
+        return replace(s, body=mark(s.body)) if isinstance(s, For) else s
+    return mark(nest)
