@@ -22,7 +22,7 @@ from minic.errors import UnsupportedError, UserError
 from minic.frontend import compose, compose_windows
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
-from minic.ir.types import DType
+from minic.ir.types import DType, dim_prod
 from minic.registry import Registry
 
 aten = torch.ops.aten
@@ -449,8 +449,14 @@ def _embedding(cx, node, a):
 
 @handles(aten.gather.default)
 def _gather_elements(cx, node, a):
-    x = cx.value(a["self"])
-    return cx.emit("gather_elements", [x, cx.value(a["index"])],
+    x, index = cx.value(a["self"]), cx.value(a["index"])
+    if 0 in index.type.shape:               # nothing picked (torch takes an empty index of any rank)
+        return cx.one("expand", cx.const(0, like=x), shape=index.type.shape)
+    if x.type.rank == 0:                    # torch reads a 0-d tensor as one element along dim 0
+        flat = cx.one("reshape", index, shape=(dim_prod(index.type.shape),))
+        picked = cx.one("gather", cx.one("reshape", x, shape=(1,)), flat, axis=0, from_end=False)
+        return cx.one("reshape", picked, shape=index.type.shape)
+    return cx.emit("gather_elements", [x, index],
                    cx.attrs("gather_elements", axis=axis_of(int(a["dim"]), x.type.rank), from_end=False))
 
 

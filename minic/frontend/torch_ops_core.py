@@ -10,7 +10,7 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import Handler, aten, axis_of, expanded, filled, operand, out_dtype, handler_table
+from minic.frontend.torch_ops import Handler, aten, axis_of, expanded, filled, handler_table, operand, out_dtype, wanted
 from minic.ir.types import DType, dim_mul, dim_prod
 
 HANDLERS = handler_table()
@@ -44,6 +44,18 @@ def _simple(op: str) -> Handler:
 
 for _target, _op in SIMPLE.items():
     HANDLERS.put(_target, _simple(_op))
+
+
+@handles(aten.round.decimals)
+def _round_decimals(cx, node, a):
+    """round(x, decimals=d) as ATen computes it: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d
+    for a negative d (10^|d| in x's dtype; round is half to even)."""
+    x, d = _x(cx, node, a), int(a["decimals"])
+    if not x.type.dtype.is_float:
+        return x
+    scale = cx.const(10.0 ** abs(d), like=x)
+    into, back = ("mul", "div") if d >= 0 else ("div", "mul")
+    return cx.one(back, cx.one("round", cx.one(into, x, scale)), scale)
 
 
 def _one(cx, node, x):
@@ -332,6 +344,8 @@ HANDLERS.put(aten.min.default, _over_all("reduce_min"))
 @handles(aten.prod.default, aten.prod.dim_int)
 def _prod(cx, node, a):
     x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
+    if x.type.rank == 0:                    # the product of one number (dim 0 of a 0-d tensor is itself)
+        return x
     dims = range(x.type.rank) if a.get("dim") is None else [a["dim"]]
     return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=tuple(axis_of(int(d), x.type.rank) for d in dims),
                                                 keepdims=bool(a.get("keepdim"))))
@@ -485,12 +499,16 @@ def _group_norm(cx, node, a):
     grouped = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(n, g, per)), role="grouped")
     normed = _e(cx, node, "layer_norm", [grouped], cx.attrs("layer_norm", axis=2, eps=float(a["eps"])), role="normed")
     y = _e(cx, node, "reshape", [normed], cx.attrs("reshape", shape=tuple(x.type.shape)), role="back")
+    stats = (None, None)
+    if wanted(node, 1) or wanted(node, 2):            # each group's mean and 1/std, [N, G]
+        _, mean, rstd = compose.moments(cx, grouped, (2,), float(a["eps"]))
+        stats = tuple(cx.one("squeeze", v, axes=(2,)) for v in (mean, rstd))
     bshape = (c,) + (1,) * len(spatial)
     for role in ("weight", "bias"):
         if a[role] is not None:
             p = _e(cx, node, "reshape", [cx.value(a[role])], cx.attrs("reshape", shape=bshape), role=f"{role}_c")
             y = _e(cx, node, "mul" if role == "weight" else "add", [y, p], role=f"{role}_applied")
-    return (y, None, None)
+    return (y, *stats)
 
 
 # --- scatters ---------------------------------------------------------------------------
@@ -502,9 +520,26 @@ def _scatter(cx, node, a):
 
 @handles(aten.scatter.value)
 def _scatter_value(cx, node, a):
-    src = cx.emit("expand", [_c(cx, node, a["value"], "value")],
-                  cx.attrs("expand", shape=cx.value(a["index"]).type.shape), name=f"{node.name}_src")
-    return _scatter_from(cx, node, a, src, "none")
+    return _scatter_from(cx, node, a, _filled_src(cx, node, a), "none")
+
+
+# scatter(..., reduce=) — the older spelling of scatter_reduce with include_self
+_SCATTER_REDUCE = {"add": "add", "multiply": "mul"}
+
+
+@handles(aten.scatter.reduce)
+def _scatter_with_reduce(cx, node, a):
+    return _scatter_from(cx, node, a, _src(cx, a), _SCATTER_REDUCE[a["reduce"]])
+
+
+@handles(aten.scatter.value_reduce)
+def _scatter_value_with_reduce(cx, node, a):
+    return _scatter_from(cx, node, a, _filled_src(cx, node, a), _SCATTER_REDUCE[a["reduce"]])
+
+
+def _filled_src(cx, node, a):
+    return cx.emit("expand", [_c(cx, node, a["value"], "value")],
+                   cx.attrs("expand", shape=cx.value(a["index"]).type.shape), name=f"{node.name}_src")
 
 
 @handles(aten.scatter_add.default)
@@ -512,13 +547,40 @@ def _scatter_add(cx, node, a):
     return _scatter_from(cx, node, a, _src(cx, a), "add")
 
 
+_REDUCTIONS = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+
+
 @handles(aten.scatter_reduce.two)
 def _scatter_reduce(cx, node, a):
-    src = _src(cx, a)
-    reduction = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(a["reduce"])
-    if reduction is None or not a.get("include_self", True):
-        raise UserError(f"scatter_reduce '{a['reduce']}' (include_self={a.get('include_self')}) is not supported")
-    return _scatter_from(cx, node, a, src, reduction)
+    """self's cells that index names combined with src's by ``reduce``.  Without include_self a
+    cell that some index names starts from the reduction's identity instead of self's value;
+    ``mean`` is a sum divided by how many values each cell got (self counting as one)."""
+    x, src, reduce, include_self = cx.value(a["self"]), _src(cx, a), a["reduce"], a.get("include_self", True)
+    if reduce == "mean" and not x.type.dtype.is_float:
+        raise UserError(f"scatter_reduce 'mean' of {x.type.dtype.value} (torch floors it) is not supported")
+    hits = None
+    if not include_self or reduce == "mean":                      # how many values each cell gets
+        ones = cx.one("expand", cx.const(1, like=x), shape=src.type.shape if src.type.shape else ())
+        hits = _scatter_into(cx, a, cx.one("expand", cx.const(0, like=x), shape=x.type.shape), ones, "add")
+        hit = cx.one("gt", hits, cx.const(0, like=x))
+    if not include_self:
+        start = cx.const(_identity(reduce, x.type.dtype), like=x)
+        x = cx.one("where", hit, cx.one("expand", start, shape=x.type.shape), x)
+    if reduce != "mean":
+        return _scatter_into(cx, a, x, src, _REDUCTIONS[reduce])
+    total = _scatter_into(cx, a, x, src, "add")
+    count = cx.one("add", hits, cx.const(1, like=x)) if include_self else cx.one("max", hits, cx.const(1, like=x))
+    return cx.one("where", hit, cx.one("div", total, count), cx.value(a["self"]))
+
+
+def _identity(reduce: str, dtype: DType):
+    """The value a reduction starts from: combining it with v gives v."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    low, high = (-np.inf, np.inf) if dtype.is_float else (np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max)
+    return low if reduce == "amax" else high
 
 
 def _src(cx, a):
@@ -526,9 +588,17 @@ def _src(cx, a):
 
 
 def _scatter_from(cx, node, a, src, reduction: str):
-    """self with ``src``'s elements (its leading block of index's shape) put, or combined by
-    ``reduction``, where index says along dim."""
-    x, idx = cx.value(a["self"]), cx.value(a["index"])
+    return _scatter_into(cx, a, cx.value(a["self"]), src, reduction)
+
+
+def _scatter_into(cx, a, x, src, reduction: str):
+    """``x`` with ``src``'s elements (its leading block of index's shape) put, or combined by
+    ``reduction``, where a["index"] says along a["dim"].  A 0-d x is a 1-element vector to torch."""
+    idx = cx.value(a["index"])
+    if x.type.rank == 0:
+        x1, idx1, src1 = (cx.one("reshape", v, shape=(1,)) for v in (x, idx, src))
+        y = cx.one("scatter_elements", x1, idx1, src1, axis=0, reduction=reduction, from_end=False)
+        return cx.one("reshape", y, shape=())
     if src.type.shape != idx.type.shape:
         # torch reads only src's leading block of index's shape
         if any(not isinstance(i, int) or not isinstance(s, int) or i > s
@@ -536,8 +606,7 @@ def _scatter_from(cx, node, a, src, reduction: str):
             raise UserError(f"scatter with src {list(src.type.shape)} and index {list(idx.type.shape)}: "
                             "src must be static and at least as large as index")
         rank = idx.type.rank
-        src = _e(cx, node, "slice", [src], cx.attrs("slice", axes=tuple(range(rank)), starts=(0,) * rank,
-                                                    ends=tuple(idx.type.shape), steps=(1,) * rank), role="src_block")
-    return cx.emit("scatter_elements", [x, idx, src],
-                   cx.attrs("scatter_elements", axis=axis_of(int(a["dim"]), x.type.rank), reduction=reduction,
-                            from_end=False))
+        src = cx.one("slice", src, axes=tuple(range(rank)), starts=(0,) * rank, ends=tuple(idx.type.shape),
+                     steps=(1,) * rank)
+    return cx.one("scatter_elements", x, idx, src, axis=axis_of(int(a["dim"]), x.type.rank), reduction=reduction,
+                  from_end=False)

@@ -153,8 +153,8 @@ def _masked_put(cx, x, indices, masks, values, accumulate: bool):
 def _masked_scatter(cx, node, a):
     """out = x where not mask; where mask, source's elements in order: source.flat[cumsum(mask) - 1]."""
     x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), out_dtype(cx, node))
-    if mask.type.shape != x.type.shape:
-        mask = cx.emit("expand", [mask], cx.attrs("expand", shape=x.type.shape))
+    shape = cx.shape(node.meta["val"].shape)             # self and mask broadcast together
+    x, mask = (v if v.type.shape == shape else cx.emit("expand", [v], cx.attrs("expand", shape=shape)) for v in (x, mask))
     n = 1
     for d in x.type.shape:
         n = dim_mul(n, d)

@@ -22,6 +22,8 @@ An ATen overload is covered only when every sample reaching it is ok.
 """
 from __future__ import annotations
 
+import collections
+
 import warnings
 from dataclasses import dataclass, field
 
@@ -337,6 +339,8 @@ def table(reports: list[OpReport]) -> str:
     v = verdicts(reports)
     rows.append(f"overloads reached: {len(v)}, covered (every sample reaching it ok): {sum(v.values())}")
     rows += [f"  not covered: {name}" for name, ok in sorted(v.items()) if not ok]
+    reasons = collections.Counter((r.info, o.detail[:160]) for r in reports for o in r.outcomes if o.result == "refused")
+    rows += [f"  refused {n}x {info}: {why}" for (info, why), n in sorted(reasons.items())]
     rows += [f"  MISMATCH {o.case}: {o.detail[:300]}" for r in reports for o in r.outcomes if o.result == "mismatch"]
     return "\n".join(rows)
 

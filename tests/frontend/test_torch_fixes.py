@@ -141,6 +141,22 @@ BREADTH = {
     "elu_input_scale": (lambda x: torch.ops.aten.elu(x, 1.5, 1.2, 0.5), (r(3, 4),)),     # compose.elu
     "negative_and_reflect_pads": (lambda x: (F.pad(x, (-1, 2, 1, -1), value=3.0), F.pad(x, (1, 2), mode="reflect")),
                                   (r(1, 3, 4),)),
+    # OpInfo samples that were refused (python -m minic.verify.opinfo --all)
+    "scatter_reduce_without_self": (lambda x, i, s: tuple(x.scatter_reduce(1, i, s, op, include_self=False)
+                                                          for op in ("sum", "prod", "amax", "amin", "mean")),
+                                    (r(3, 5), torch.tensor([[0, 1, 0], [2, 3, 3], [4, 4, 4]]), r(3, 3, seed=1))),
+    "scatter_reduce_mean_with_self": (lambda x, i, s: x.scatter_reduce(0, i, s, "mean"),
+                                      (r(4), torch.tensor([0, 0, 2]), r(3, seed=1))),
+    "scatter_older_reduce": (lambda x, i, s: (x.scatter(1, i, s, reduce="add"), x.scatter(1, i, 2.0, reduce="multiply")),
+                             (r(2, 4), torch.tensor([[0, 0], [3, 1]]), r(2, 2, seed=1))),
+    "zero_dim_gather_scatter_prod": (lambda x, s: (torch.gather(x, 0, torch.tensor([0, 0])), x.scatter(0, torch.tensor(0), s),
+                                                   x.scatter_add(0, torch.tensor([0]), s.reshape(1)), torch.prod(x, 0),
+                                                   torch.prod(x)), (torch.tensor(3.0), torch.tensor(5.0))),
+    "gather_empty_index": (lambda x: torch.gather(x, 0, torch.zeros(2, 0, dtype=torch.long)), (r(5),)),
+    "round_decimals": (lambda x: (torch.round(x, decimals=2), torch.round(x * 1000, decimals=-2)), (r(3, 4),)),
+    "masked_scatter_broadcast_mask": (lambda x, m, s: x.masked_scatter(m, s),
+                                      (r(5), torch.tensor([[True, False, True, False, True]] * 3), r(20, seed=1))),
+    "group_norm_stats": (lambda x: torch.native_group_norm(x, None, None, 2, 4, 6, 2, 1e-5), (r(2, 4, 6),)),
 }
 
 
