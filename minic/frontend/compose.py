@@ -375,7 +375,7 @@ def grid_sample(b: Any, data: Value, grid: Value, mode: str, padding_mode: str, 
     """Sample data [N, C, *spatial] at grid [N, *out, d] (normalised coordinates, reversed axes):
     ONNX's GridSample, which torch's grid_sample means too.  Per spatial axis the coordinate
     becomes a pixel coordinate (``align_corners``), is rounded (nearest) and brought inside by
-    the padding mode (border: clamped, reflection: reflected) as ONNX's reference does; each
+    the padding mode (border: clamped, reflection: reflected; not for cubic); each
     tap of the window — 1 (nearest), 2 (linear) or 4 (cubic, Keys with a = -0.75) per axis —
     gets an index per axis, a separable weight, and one ``gather_elements`` from the input
     flattened over its spatial axes; the weighted taps are summed."""
@@ -398,9 +398,11 @@ def grid_sample(b: Any, data: Value, grid: Value, mode: str, padding_mode: str, 
         if mode == "nearest":
             v = o.round(v)
         lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
-        if padding == "border":
+        # cubic pads each of its taps only (below), as torch and ONNX Runtime do: padding the
+        # coordinate too moves the window (ONNX's reference does, and differs for border)
+        if padding == "border" and mode != "cubic":
             v = o.where(b.one("or", o.lt(v, lo), o.gt(v, hi)), o.min(o.max(v, 0.0), size - 1.0), v)
-        elif padding == "reflection":
+        elif padding == "reflection" and mode != "cubic":
             v = reflect(o, v, lo, hi)
         base = v if mode == "nearest" else o.floor(v)
         coords.append((base, lo, hi))

@@ -203,8 +203,4 @@ def _grid_sampler(cx, node, a):
     attrs = {"mode": ("linear", "nearest", "cubic")[int(a["interpolation_mode"])],
              "padding_mode": ("zeros", "border", "reflection")[int(a["padding_mode"])],
              "align_corners": int(bool(a["align_corners"]))}
-    if attrs["mode"] == "cubic" and attrs["padding_mode"] == "border":
-        # The composition differs from eager here (OpInfo grid_sampler_2d samples 14 and 15: up to
-        # 0.46 off); refused until found, rather than a wrong answer.
-        raise UserError("grid_sample with mode='bicubic' and padding_mode='border' is not supported")
     return compose.grid_sample(cx, cx.value(a["input"]), cx.value(a["grid"]), **attrs)

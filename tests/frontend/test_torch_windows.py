@@ -35,7 +35,8 @@ CASES = {
     "bilinear_scale_same_size": (lambda x: F.interpolate(x, scale_factor=(1.3, 2.5), mode="bilinear"), (1, 2, 3, 9)),
     **{f"grid_sample_{mode}_{pad}": (lambda x, mode=mode, pad=pad: F.grid_sample(
         x, 1.3 * x[:, :2].permute(0, 2, 3, 1).tanh(), mode=mode, padding_mode=pad, align_corners=pad == "border"),
-        (2, 3, 5, 4)) for mode, pad in (("bilinear", "zeros"), ("nearest", "border"), ("bicubic", "reflection"))},
+        (2, 3, 5, 4)) for mode, pad in (("bilinear", "zeros"), ("nearest", "border"), ("bicubic", "reflection"),
+                                          ("bicubic", "border"))},
 }
 
 
