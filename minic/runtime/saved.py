@@ -13,6 +13,11 @@ The folder holds
   temporaries with their lifetimes, symbolic dims), the buffer plan of a static
   model, the data checks' messages, the minic version and the CPU it was built for.
 
+A model compiled as parts (a ``SplitModel``: a graph with a run-time loop, if or
+data-sized op, minic/runtime/split.py) is saved as a folder of such folders, one per
+compiled part, loop body and if branch, beside a manifest of the steps between them
+(minic/runtime/saved_split.py); ``load_compiled`` gives back a callable of the same steps.
+
 The code was compiled for this machine's CPU and its features (as the JIT does),
 so ``load_compiled`` refuses a library whose CPU features this one lacks, or one
 saved by another minic version: a one-line ``UserError``, never a crash.
@@ -28,7 +33,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +42,9 @@ from minic.errors import UserError
 from minic.ir.types import DType, dim_eval
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.runtime.buffer_plan import Temp, plan
+
+if TYPE_CHECKING:
+    from minic.runtime.saved_split import SavedSplitModel
 
 FORMAT = 1
 LIBRARY, WEIGHTS, MANIFEST = "model.so", "weights.bin", "manifest.json"
@@ -51,36 +59,56 @@ def machine() -> str:
 # --- saving (needs the compiler's result, and LLVM for the CPU's name) ---------------
 
 def save(model, folder: str | os.PathLike) -> Path:
-    """Write ``model`` (a CompiledModel for this machine) to ``folder`` (see the module
-    docstring).  An existing save there is replaced whole; any other folder with
-    files in it is refused."""
-    from minic.runtime.compiled import CompiledModel
-    if not isinstance(model, CompiledModel):
-        raise UserError(f"minic.save takes a model compiled by minic's own backend, not a {type(model).__name__}")
+    """Write ``model`` (a CompiledModel for this machine, or a SplitModel of them: see
+    minic/runtime/saved_split.py) to ``folder`` (see the module docstring).  An existing save
+    there is replaced whole; any other folder with files in it is refused.  The save is
+    written into a staging folder beside it and renamed into place: a reader never sees
+    half of one."""
     import shutil
     import tempfile
+    write = _writer(model)
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and not (folder / MANIFEST).is_file())):
         raise UserError(f"{folder}: exists and is not a saved minic model; refusing to write over it")
-    layout, code = model.layout, model._code
-    if code.target.triple:
-        raise UserError(f"minic.save writes host libraries; this model was built for '{code.target.triple}'")
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     mask = os.umask(0)
     os.umask(mask)
     os.chmod(staging, 0o777 & ~mask)                 # mkdtemp's folder is private; a save is not
     try:
-        (staging / "model.o").write_bytes(code.object)
-        _link(staging / "model.o", staging / LIBRARY)
-        (staging / "model.o").unlink()
-        constants = _write_weights(staging / WEIGHTS, layout, model._constants)
-        manifest = _manifest(layout, constants, code.target)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        write(model, staging)
         _replace(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def _writer(model):
+    """The function that writes ``model`` into an empty folder; a one-line refusal for a model
+    that cannot be saved."""
+    from minic.runtime.compiled import CompiledModel
+    from minic.runtime.split import SplitModel
+    if isinstance(model, CompiledModel):
+        return write_compiled
+    if isinstance(model, SplitModel):
+        from minic.runtime.saved_split import write_split
+        return write_split
+    raise UserError(f"minic.save takes a model compiled by minic's own backend (a CompiledModel, or a SplitModel "
+                    f"of them), not a {type(model).__name__}")
+
+
+def write_compiled(model, folder: Path) -> None:
+    """A CompiledModel's library, weights and manifest, written into the empty ``folder``."""
+    layout, code = model.layout, model._code
+    if code.target.triple:
+        raise UserError(f"minic.save writes host libraries; this model was built for '{code.target.triple}'")
+    (folder / "model.o").write_bytes(code.object)
+    _link(folder / "model.o", folder / LIBRARY)
+    (folder / "model.o").unlink()
+    slots = layout.role(_role("const"))
+    constants = write_arrays(folder / WEIGHTS, [(s.value, s.dtype, a) for s, a in zip(slots, model._constants)])
+    manifest = _manifest(layout, constants, code.target)
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
 
 
 def _link(obj: Path, library: Path) -> None:
@@ -95,17 +123,25 @@ def _link(obj: Path, library: Path) -> None:
         raise UserError(f"linking {library.name} with {cc} failed: {' '.join(done.stderr.split())[:300]}")
 
 
-def _write_weights(path: Path, layout, arrays: list[np.ndarray]) -> list[dict[str, Any]]:
+def write_arrays(path: Path, arrays: list[tuple[str, DType, np.ndarray]]) -> list[dict[str, Any]]:
+    """``arrays`` (name, dtype, data) written one after another into ``path``, each on an ``ALIGN``-byte
+    boundary; their entries (name, dtype, shape, offset) for the manifest."""
     entries, offset = [], 0
     with open(path, "wb") as f:
-        for slot, a in zip(layout.role(_role("const")), arrays):
+        for name, dtype, a in arrays:
             pad = -offset % ALIGN
             f.write(b"\0" * pad)
             offset += pad
             f.write(np.ascontiguousarray(a).tobytes())
-            entries.append({"name": slot.value, "dtype": slot.dtype.value, "shape": list(a.shape), "offset": offset})
+            entries.append({"name": name, "dtype": dtype.value, "shape": list(a.shape), "offset": offset})
             offset += a.nbytes
     return entries
+
+
+def read_arrays(path: Path, entries: list[dict[str, Any]]) -> list[np.ndarray]:
+    """The arrays that ``write_arrays`` wrote, mapped (not read) from ``path``."""
+    weights = np.memmap(path, np.uint8, mode="r") if entries else None
+    return [np.ndarray(tuple(c["shape"]), DType(c["dtype"]).numpy, weights, c["offset"]) for c in entries]
 
 
 def _manifest(layout, constants: list[dict], target) -> dict[str, Any]:
@@ -165,22 +201,50 @@ def cpu_flags() -> set[str]:
     return set()
 
 
-def load_compiled(folder: str | os.PathLike) -> "SavedModel":
-    """The model saved in ``folder``, ready to call on numpy arrays."""
-    return SavedModel(Path(folder))
+def load_compiled(folder: str | os.PathLike) -> "SavedModel | SavedSplitModel":
+    """The model saved in ``folder``, ready to call on numpy arrays: a ``SavedModel``, or for a
+    model saved as parts a ``SavedSplitModel`` (minic/runtime/saved_split.py)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest.get("kind") == "split":
+        from minic.runtime.saved_split import load_split
+        return load_split(folder, manifest)
+    return SavedModel(folder, manifest)
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """``folder``'s manifest, checked: its format, the minic that saved it, the machine and the
+    CPU features it was built for (a one-line UserError for each)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{folder}: not a saved minic model (no {MANIFEST})") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{folder / MANIFEST}: unreadable ({e})") from None
+    _check(folder, manifest)
+    return manifest
+
+
+def _check(folder: Path, m: dict) -> None:
+    if m.get("format") != FORMAT:
+        raise UserError(f"{folder}: saved in format {m.get('format')}; this minic reads format {FORMAT}")
+    if m.get("minic") != minic.__version__:
+        raise UserError(f"{folder}: saved by minic {m.get('minic')}; this is minic {minic.__version__}: "
+                        "compile and save it again")
+    if m.get("machine") != machine():
+        raise UserError(f"{folder}: built for {m.get('machine')} ({m.get('cpu')}); this machine is {machine()}")
+    missing = sorted(set(m.get("cpu_features", ())) - cpu_flags())
+    if missing:
+        raise UserError(f"{folder}: built for a CPU with {', '.join(missing[:8])}"
+                        f"{' ...' if len(missing) > 8 else ''} ({m.get('cpu')}), which this CPU lacks: "
+                        "compile it again here")
 
 
 class SavedModel:
     """A saved model: call it like a CompiledModel (numpy in, numpy out; any thread)."""
 
-    def __init__(self, folder: Path) -> None:
-        try:
-            manifest = json.loads((folder / MANIFEST).read_text())
-        except FileNotFoundError:
-            raise UserError(f"{folder}: not a saved minic model (no {MANIFEST})") from None
-        except (OSError, ValueError) as e:
-            raise UserError(f"{folder / MANIFEST}: unreadable ({e})") from None
-        self._check(folder, manifest)
+    def __init__(self, folder: Path, manifest: dict[str, Any] | None = None) -> None:
+        manifest = read_manifest(folder) if manifest is None else manifest
         self.folder, self.manifest, self.name = folder, manifest, manifest["name"]
         slots = manifest["slots"]
         by_role = {r: [s for s in slots if s[4] == r] for r in ("input", "output", "const", "temp")}
@@ -189,9 +253,7 @@ class SavedModel:
         self._temps = [Temp(s[0], tuple(s[2]), DType(s[3]), *manifest["lifetimes"][s[0]]) for s in by_role["temp"]]
         self._sizes = manifest["sizes"]
         self._checks = {int(k): v for k, v in manifest["checks"].items()}
-        weights = np.memmap(folder / WEIGHTS, np.uint8, mode="r") if manifest["constants"] else None
-        self._constants = [np.ndarray(tuple(c["shape"]), DType(c["dtype"]).numpy, weights, c["offset"])
-                           for c in manifest["constants"]]
+        self._constants = read_arrays(folder / WEIGHTS, manifest["constants"])
         self._constant_pointers = [a.ctypes.data for a in self._constants]
         try:
             self._lib = ctypes.CDLL(str((folder / LIBRARY).resolve()))
@@ -209,21 +271,6 @@ class SavedModel:
             stop = self._lib[POOL_STOP]
             stop.restype, stop.argtypes = None, []
             weakref.finalize(self, stop)
-
-    @staticmethod
-    def _check(folder: Path, m: dict) -> None:
-        if m.get("format") != FORMAT:
-            raise UserError(f"{folder}: saved in format {m.get('format')}; this minic reads format {FORMAT}")
-        if m.get("minic") != minic.__version__:
-            raise UserError(f"{folder}: saved by minic {m.get('minic')}; this is minic {minic.__version__}: "
-                            "compile and save it again")
-        if m.get("machine") != machine():
-            raise UserError(f"{folder}: built for {m.get('machine')} ({m.get('cpu')}); this machine is {machine()}")
-        missing = sorted(set(m.get("cpu_features", ())) - cpu_flags())
-        if missing:
-            raise UserError(f"{folder}: built for a CPU with {', '.join(missing[:8])}"
-                            f"{' ...' if len(missing) > 8 else ''} ({m.get('cpu')}), which this CPU lacks: "
-                            "compile it again here")
 
     def _bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
         """The symbols' values from the input shapes; every mismatch a UserError naming the input."""
