@@ -71,7 +71,8 @@ def save_host(source, args: argparse.Namespace) -> int:
     from minic.files import write_atomic
     from minic.options import CompileOptions
     from minic.runtime import compile_graph
-    from minic.runtime.saved import MANIFEST, save
+    from minic.runtime.saved import save
+    from minic.runtime.saved_library import MANIFEST
     model = compile_graph(one_graph(source, dynamic_option(args)), CompileOptions(num_threads=args.threads or 0))
     out = save(model, args.output)
     names = [i["name"] for i in json.loads((out / MANIFEST).read_text())["inputs"]]

@@ -57,7 +57,7 @@ from minic.errors import UserError
 from minic.files import write_atomic
 from minic.ir.graph import Graph, Node, Value, shown_attr_items
 from minic.ir.ops.layout import END
-from minic.ir.text_build import MAX_DIGITS, ParseError, _File, _float_of
+from minic.ir.text_build import MAX_DIGITS, ParseError, float_of, graph_of_tree
 from minic.ir.types import DType
 from minic.limits import fewer_collections
 
@@ -201,7 +201,7 @@ def _element_text(x: np.generic) -> str:
         text = str(x)                    # numpy's shortest spelling for this dtype: 0.1, 1e-08
         if text.lstrip("-").isdigit():
             text += ".0"                 # bf16 spells -0.0 as "-0", which would read back as the int 0
-    if _float_of(text, x.dtype).tobytes() == x.tobytes():
+    if float_of(text, x.dtype).tobytes() == x.tobytes():
         return text
     # The readable spelling does not read back to x's bits: an exact one, though not as readable.
     return f"nan:0x{int(x.view(f'u{x.dtype.itemsize}')):x}" if np.isnan(x) else float(x).hex()
@@ -225,7 +225,7 @@ def parse_graph(text: str, path: str | os.PathLike | None = None) -> Graph:
     except UnexpectedInput as e:
         raise _syntax_error(e, text, where) from None
     folder = Path(path).parent if path is not None else Path(".")
-    return _File(text, where, folder, tree).model()
+    return graph_of_tree(text, where, folder, tree)
 
 
 # How a syntax error names what it expected; string terminals show as themselves.

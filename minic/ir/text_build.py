@@ -37,7 +37,7 @@ class ParseError(UserError):
         self.path, self.line, self.column, self.reason = path, line, column, reason
 
 
-def _float_of(text: str, dtype: np.dtype) -> np.generic:
+def float_of(text: str, dtype: np.dtype) -> np.generic:
     """The float of ``dtype`` that ``text`` spells (the parser uses this too)."""
     if ":0x" in text:
         bits = int(text.split(":0x")[1], 16)
@@ -56,6 +56,12 @@ MAX_DIGITS = 40
 # What a lone word means in a scalar; any other word is a dim (a symbol).
 _WORDS: dict[str, Any] = {"true": True, "false": False, "none": None, "end": END,
                           **{d.value: d for d in DType}}
+
+
+def graph_of_tree(text: str, where: str, folder: Path, tree: Tree) -> Graph:
+    """The model that the parse ``tree`` of ``text`` spells (``where`` names the file in errors;
+    ``folder`` is where its ``.npz`` files are), with the graphs its attributes name."""
+    return _File(text, where, folder, tree).model()
 
 
 class _File:
@@ -253,7 +259,7 @@ class _Builder:
             return value
         if dtype.is_float and kind in (float, int):
             try:
-                return _float_of(str(value), dtype.numpy)
+                return float_of(str(value), dtype.numpy)
             except (ValueError, OverflowError) as e:
                 self.fail(tree, f"bad {dtype.value} literal '{self.source(tree)}': {e}")
         want = "true or false" if dtype == DType.bool else "integers" if dtype.is_int else "numbers"
@@ -367,7 +373,7 @@ def _attr_value(item: tuple[Any, Any], in_list: bool = False) -> Any:
         return tuple(_attr_value(x, in_list=True) for x in value)
     if kind is float:
         try:
-            return float(_float_of(value, np.dtype(np.float64)))
+            return float(float_of(value, np.dtype(np.float64)))
         except (ValueError, OverflowError):
             return _BAD
     if kind is (str if in_list else Dim):  # "B" in a list, or B*T outside one: never printed

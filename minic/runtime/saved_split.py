@@ -45,8 +45,8 @@ from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, attr_items
 from minic.ir.types import DType, TensorType, symbols
-from minic.runtime.saved import (FORMAT, MANIFEST, load_compiled, machine, read_arrays, write_arrays,
-                                 write_compiled)
+from minic.runtime.saved_library import (FORMAT, MANIFEST, SavedModel, machine, read_arrays, read_manifest,
+                                         write_arrays, write_compiled)
 from minic.runtime.split import SplitModel, Step, host_step
 
 KIND = "split"
@@ -184,15 +184,21 @@ def load_split(folder: Path, manifest: dict[str, Any]) -> SavedSplitModel:
             inputs, outputs = pick(s["inputs"]), pick(s["outputs"])
             if "part" in s:
                 part = Graph(s["name"], inputs, outputs)
-                steps.append(Step(inputs, outputs, load_compiled(folder / s["part"]), part=part))
+                steps.append(Step(inputs, outputs, _load(folder / s["part"]), part=part))
                 continue
-            bodies = {name: load_compiled(folder / a["graph"]) for name, a in s["attrs"].items()
+            bodies = {name: _load(folder / a["graph"]) for name, a in s["attrs"].items()
                       if isinstance(a, dict) and "graph" in a}
             attrs = _attrs(s["op"], s["attrs"], f"{where}: step {k} ({s['op']})")
             steps.append(host_step(graph.name, Node(s["op"], inputs, outputs, attrs), s["where"], bodies))
     except (KeyError, IndexError, TypeError, ValueError) as e:
         raise UserError(f"{where}: not a manifest this minic wrote ({type(e).__name__}: {e})") from None
     return SavedSplitModel(folder, graph, steps)
+
+
+def _load(folder: Path) -> SavedModel | SavedSplitModel:
+    """A part, body or branch's folder: a library, or a split folder of its own (checked first)."""
+    manifest = read_manifest(folder)
+    return load_split(folder, manifest) if manifest.get("kind") == KIND else SavedModel(folder, manifest)
 
 
 def _value(entry: dict[str, Any]) -> Value:
