@@ -84,7 +84,8 @@ def structurally_equal(a: Graph, b: Graph, same_name: bool = True) -> bool:
     """Same name, signature, ops, attributes, types, constants and wiring (names may differ).
     A graph an attribute holds (a loop's body) is compared the same way, but for its name: a
     body's name is a label, as a value's is (the text form may rename it: minic/ir/text.py)."""
-    if _wiring(a)[int(not same_name):] != _wiring(b)[int(not same_name):]:
+    (name_a, *wiring_a), (name_b, *wiring_b) = _wiring(a), _wiring(b)
+    if wiring_a != wiring_b or (same_name and name_a != name_b):
         return False
     pairs = zip(sorted(a.constants, key=lambda v: v.name), sorted(b.constants, key=lambda v: v.name))
     if not all(np.array_equal(x.data, y.data, equal_nan=True) for x, y in pairs):

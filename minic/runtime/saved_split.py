@@ -11,7 +11,7 @@ folder of its own, and a manifest lists the steps in order:
 
     out/tagger/
       manifest.json          "kind": "split": the values, the steps, what load_compiled checks
-      constants.bin          the model's constants that a host step or the caller reads
+      constants.bin          the model's constants that a host step or the caller reads (if any)
       step0.part/            a compiled part: model.so, weights.bin, manifest.json
       step1.loop.body/       a loop's body, compiled once: the same, or a split folder of its own
       step2.part/            (a body with a loop or an if in it is a SplitModel too)
@@ -100,7 +100,8 @@ def write_split(model: SplitModel, folder: Path) -> None:
         steps.append({"op": step.node.op, "where": step.where, "attrs": attrs, **ids})
     read = {v for s in model.steps if s.part is None for v in s.inputs} | set(graph.outputs)
     constants = [c for c in graph.constants if c in read]
-    arrays = write_arrays(folder / CONSTANTS, [(str(values.id(c)), c.type.dtype, c.data) for c in constants])
+    arrays = write_arrays(folder / CONSTANTS, [(str(values.id(c)), c.type.dtype, c.data) for c in constants]) \
+        if constants else []
     features = sorted({f for m in libraries for f in m.get("cpu_features", ())})
     manifest = {
         "format": FORMAT, "kind": KIND, "minic": minic.__version__, "name": graph.name,
