@@ -4,7 +4,8 @@ cross gcc installed) a static executable; see minic/aarch64/README.md.
 
 ``--target host`` saves the model for this machine instead: a shared library, its
 weights and a manifest, which ``minic.load_compiled(DIR)`` runs without the
-compiler (minic/runtime/saved.py)."""
+compiler (minic/runtime/saved.py); a model with a run-time loop, if or data-sized op
+saves as a folder of those, one per compiled part, body and branch (saved_split.py)."""
 from __future__ import annotations
 
 import argparse
@@ -71,7 +72,8 @@ def save_host(source, args: argparse.Namespace) -> int:
     from minic.files import write_atomic
     from minic.options import CompileOptions
     from minic.runtime import compile_graph
-    from minic.runtime.saved import MANIFEST, save
+    from minic.runtime.saved import save
+    from minic.runtime.saved_library import MANIFEST
     model = compile_graph(one_graph(source, dynamic_option(args)), CompileOptions(num_threads=args.threads or 0))
     out = save(model, args.output)
     names = [i["name"] for i in json.loads((out / MANIFEST).read_text())["inputs"]]
@@ -79,8 +81,9 @@ def save_host(source, args: argparse.Namespace) -> int:
     np.savez(npz, **dict(zip(names, source.example_inputs)))
     write_atomic(out / "example_inputs.npz", npz.getvalue())
     print(f"saved {source.name} for this machine into {out}/")
-    for f in sorted(out.iterdir()):
-        print(f"  {f.name:<20} {f.stat().st_size:,} bytes")
+    for f in sorted(out.iterdir()):           # a model of parts: a folder per part, loop body and branch
+        size = sum(g.stat().st_size for g in f.rglob("*") if g.is_file()) if f.is_dir() else f.stat().st_size
+        print(f"  {f.name + ('/' if f.is_dir() else ''):<20} {size:,} bytes")
     print(f"run it: python -c \"import minic, numpy as np; m = minic.load_compiled('{out}'); "
           f"print(m(**np.load('{out}/example_inputs.npz')))\"")
     return 0

@@ -80,19 +80,38 @@ def constant(name: str, data: np.ndarray) -> Value:
     return Value(name, TensorType(tuple(int(d) for d in data.shape), DType.of(data.dtype)), data)
 
 
-def structurally_equal(a: Graph, b: Graph) -> bool:
-    """Same name, signature, ops, attributes, types, constants and wiring (names may differ)."""
+def structurally_equal(a: Graph, b: Graph, same_name: bool = True) -> bool:
+    """Same name, signature, ops, attributes, types, constants and wiring (names may differ).
+    A graph an attribute holds (a loop's body) is compared the same way, but for its name: a
+    body's name is a label, as a value's is (the text form may rename it: minic/ir/text.py)."""
+    (name_a, *wiring_a), (name_b, *wiring_b) = _wiring(a), _wiring(b)
+    if wiring_a != wiring_b or (same_name and name_a != name_b):
+        return False
     pairs = zip(sorted(a.constants, key=lambda v: v.name), sorted(b.constants, key=lambda v: v.name))
-    return _wiring(a) == _wiring(b) and all(np.array_equal(x.data, y.data, equal_nan=True) for x, y in pairs)
+    if not all(np.array_equal(x.data, y.data, equal_nan=True) for x, y in pairs):
+        return False
+    bodies = [(x, y) for m, n in zip(a.nodes, b.nodes) for (_, x), (_, y) in zip(attr_items(m.attrs), attr_items(n.attrs))
+              if isinstance(x, Graph)]
+    return all(structurally_equal(x, y, same_name=False) for x, y in bodies)
 
 
 def _wiring(g: Graph) -> tuple:
-    """``g`` with each value named by its place: inputs, constants (by name), then node outputs."""
+    """``g`` with each value named by its place: inputs, constants (by name), then node outputs;
+    a graph-valued attribute (compared on its own by ``structurally_equal``) as the word "graph"."""
     constants = sorted(g.constants, key=lambda v: v.name)
     place = {v: k for k, v in enumerate(g.inputs + constants + [v for node in g.nodes for v in node.outputs])}
     return (g.name, [v.type for v in g.inputs], [(v.name, v.type) for v in constants],
-            [(n.op, n.attrs, n.group, [place.get(v) for v in n.inputs], [v.type for v in n.outputs]) for n in g.nodes],
+            [(n.op, _shape_of(n.attrs), n.group, [place.get(v) for v in n.inputs], [v.type for v in n.outputs])
+             for n in g.nodes],
             [place.get(v) for v in g.outputs])
+
+
+def _shape_of(attrs: Any) -> Any:
+    """``attrs``, or where a field holds a graph, its fields with each graph as "graph"."""
+    items = attr_items(attrs)
+    if not any(isinstance(v, Graph) for _, v in items):
+        return attrs
+    return type(attrs).__name__, [(k, "graph" if isinstance(v, Graph) else v) for k, v in items]
 
 
 def attr_items(attrs: Any) -> list[tuple[str, Any]]:

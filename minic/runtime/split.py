@@ -20,7 +20,7 @@ compilers keep one compiled program and allocate such a result at run time insid
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -28,7 +28,7 @@ import numpy as np
 from minic.backends import ModelSource, Runner
 from minic.errors import DataError, MinicError
 from minic.ir import ops
-from minic.ir.graph import Graph, Node, Value
+from minic.ir.graph import Graph, Node, Value, attr_items
 from minic.ir.interpret import bind_symbols
 from minic.ir.ops.control import IfAttrs, LoopAttrs, run_if, run_loop
 from minic.ir.types import symbols
@@ -46,6 +46,9 @@ class Step:
     run: Callable[..., object]
     part: Graph | None = None                # None: the node below, on the host
     node: Node | None = None
+    where: str = ""                          # how errors name the node: node #3 (%i = nonzero(%r))
+    bodies: dict[str, Runner] = field(default_factory=dict)   # a loop's body, an if's branches,
+    #                                                           compiled, by the attribute that holds each
 
 
 def cut(graph: Graph) -> list[Graph | Node]:
@@ -106,7 +109,8 @@ def compile_split(graph: Graph, build: Callable[[Graph], Runner]) -> SplitModel:
     steps = []
     for piece in cut(graph):
         if isinstance(piece, Node):
-            steps.append(Step(list(piece.inputs), piece.outputs, _host(graph, piece, build), node=piece))
+            bodies = {name: _part(body, build) for name, body in attr_items(piece.attrs) if isinstance(body, Graph)}
+            steps.append(host_step(graph.name, piece, piece.describe(graph.nodes.index(piece)), bodies))
             continue
         steps.append(Step(piece.inputs, piece.outputs, _part(piece, build), part=piece))
     return SplitModel(graph, steps)
@@ -124,23 +128,22 @@ def _part(part: Graph, build: Callable[[Graph], Runner]) -> Runner:
         return Specialized(ModelSource(part.name, (), graph=part), build, part.inputs, frozenset())
 
 
-def _host(graph: Graph, node: Node, build: Callable[[Graph], Runner]) -> Callable[..., object]:
+def host_step(model: str, node: Node, where: str, bodies: dict[str, Runner]) -> Step:
     """The node run on the host: a data-sized op's reference, a loop over its body compiled once,
-    or an if between its two branches, each compiled once."""
-    op, where = ops.get(node.op), node.describe(graph.nodes.index(node))
+    or an if between its two branches, each compiled once (``bodies``, by attribute name).  A
+    saved model's steps are made here too (minic/runtime/saved_split.py)."""
     if isinstance(node.attrs, LoopAttrs):
-        body, attrs = _part(node.attrs.body, build), node.attrs
+        body, attrs = bodies["body"], node.attrs
         reference = lambda _, *arrays: run_loop(attrs, arrays, body)           # noqa: E731
     elif isinstance(node.attrs, IfAttrs):
-        attrs = node.attrs
-        then, other = _part(attrs.then_branch, build), _part(attrs.else_branch, build)
+        attrs, then, other = node.attrs, bodies["then_branch"], bodies["else_branch"]
         reference = lambda _, *arrays: run_if(attrs, arrays, then, other)      # noqa: E731
     else:
-        reference = op.reference
+        reference = ops.get(node.op).reference
 
     def run(*arrays: np.ndarray):
         try:
             return reference(node.attrs, *arrays)
         except DataError as e:
-            raise DataError(f"{graph.name}: {where}: {e}") from None
-    return run
+            raise DataError(f"{model}: {where}: {e}") from None
+    return Step(list(node.inputs), node.outputs, run, node=node, where=where, bodies=bodies)

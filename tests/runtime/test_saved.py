@@ -122,7 +122,7 @@ def test_cpu_flags_are_spelt_as_llvm_spells_features():
     # A model compiled here may hold AVX512-BF16 or VNNI instructions (precision="bf16"): the
     # manifest must name them, and the kernel spells them avx512_bf16, LLVM avx512bf16.
     import llvmlite.binding as llvm
-    from minic.runtime.saved import cpu_flags
+    from minic.runtime.saved_library import cpu_flags
     llvm_names = {f for f, on in llvm.get_host_cpu_features().items() if on}
     flags = cpu_flags()
     assert not any(f.startswith("avx512_") for f in flags)
