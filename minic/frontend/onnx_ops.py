@@ -15,7 +15,7 @@ import numpy as np
 from minic.errors import UnsupportedError
 from minic.frontend import compose
 from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError,
-                                         axes_in_range, converter_table, ints)
+                                         axes_in_range, converter_table, ints, optional)
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -185,7 +185,7 @@ def _clip(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if b.opset < 11:
         lo, hi = b.const(a.get("min", -3.4028234663852886e38), like=v), b.const(a.get("max", 3.4028234663852886e38), like=v)
     else:
-        lo, hi = (x[1] if len(x) > 1 else None), (x[2] if len(x) > 2 else None)
+        lo, hi = optional(x, 1), optional(x, 2)
     if lo is not None:
         v = b.one("max", v, lo)
     if hi is not None:
@@ -239,11 +239,9 @@ def _bit_cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Dropout")
 def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    training = a.get("is_test", 1) == 0 if b.opset < 7 else (
-        len(x) > 2 and x[2] is not None and bool(b.need_known(x[2], "training_mode")))
+    training = a.get("is_test", 1) == 0 if b.opset < 7 else bool(b.scalar(optional(x, 2), "training_mode", False))
     if training:
-        ratio = a.get("ratio", 0.5) if b.opset < 12 else (
-            float(b.need_known(x[1], "the ratio").reshape(-1)[0]) if len(x) > 1 and x[1] is not None else 0.5)
+        ratio = a.get("ratio", 0.5) if b.opset < 12 else float(b.scalar(optional(x, 1), "the ratio", 0.5))
         if ratio != 0:
             raise UnsupportedError(f"{b.where}: training-mode dropout (random, ratio {ratio}) is not supported")
     y = b.one("identity", x[0])                # inference, or a ratio of 0: nothing is dropped
@@ -523,7 +521,7 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
         pads, value = ints(a["pads"]), a.get("value", 0.0)
     else:
         pads = ints(b.need_known(x[1], "pads"))
-        value = float(b.need_known(x[2], "the pad value").reshape(-1)[0]) if len(x) > 2 and x[2] is not None else 0.0
+        value = float(b.scalar(optional(x, 2), "the pad value", 0.0))
         if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
             axes = axes_in_range(b, b.need_known(x[3], "axes"), v.type.rank, "input 'axes'")
             if len(pads) != 2 * len(axes):                  # the spec: a begin and an end per axis

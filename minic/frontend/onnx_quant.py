@@ -17,7 +17,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import onnx_windows
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, converter_table
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, converter_table, optional
 from minic.frontend.onnx_storage import STORAGE, Storage, narrow, widen
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -94,7 +94,7 @@ def _dtype_attr(b: Builder, a: dict, name: str = "output_dtype") -> DType | None
 
 @converts("DequantizeLinear")
 def _dequantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    zp = x[2] if len(x) > 2 else None
+    zp = optional(x, 2)
     v, zp = (_widened(b, u) for u in (x[0], zp))
     return [dequantize(b, v, x[1], zp, a.get("axis", 1), a.get("block_size", 0), _dtype_attr(b, a))]
 
@@ -107,7 +107,7 @@ def _widened(b: Builder, v: Value | None) -> Value | None:
 
 @converts("QuantizeLinear")
 def _quantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    zp = x[2] if len(x) > 2 else None
+    zp = optional(x, 2)
     code = a.get("output_dtype", 0)
     out = (b.storage.get(zp) or zp.type.dtype if zp is not None else
            STORAGE[code] if code in STORAGE else _dtype_attr(b, a) or DType.u8)
@@ -159,7 +159,7 @@ def _conv_integer(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("QLinearConv")
 def _qlinear_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     xv, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp = x[:8]
-    bias = x[8] if len(x) > 8 else None
+    bias = optional(x, 8)
     left = dequantize(b, xv, x_scale, x_zp, dtype=DType.f32)
     weight = dequantize(b, w, w_scale, w_zp, axis=0, dtype=DType.f32)
     inputs = [left, weight]

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name, converter_table
+from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name, converter_table,
+                                         optional)
 from minic.frontend.onnx_control import inline
 from minic.ir.graph import Value
 from minic.ir.types import DType, TensorType
@@ -107,7 +108,7 @@ def _sequence_insert(b: Builder, x: list, a: dict) -> list:
     if seq and tensor.type.dtype != seq[0].type.dtype:
         raise OnnxImportError(f"{b.where}: inserts a {tensor.type.dtype.value} tensor into a sequence of "
                               f"{seq[0].type.dtype.value}")
-    p = _position(b, x[2] if len(x) > 2 else None, len(seq), len(seq), len(seq))
+    p = _position(b, optional(x, 2), len(seq), len(seq), len(seq))
     return [seq[:p] + (tensor,) + seq[p:]]
 
 
@@ -116,7 +117,7 @@ def _sequence_erase(b: Builder, x: list, a: dict) -> list:
     seq = _sequence(b, x[0])
     if not seq:
         _no_element(b)
-    p = _position(b, x[1] if len(x) > 1 else None, len(seq), len(seq) - 1, len(seq) - 1)
+    p = _position(b, optional(x, 1), len(seq), len(seq) - 1, len(seq) - 1)
     return [seq[:p] + seq[p + 1:]]
 
 
@@ -141,7 +142,7 @@ def _concat_from_sequence(b: Builder, x: list, a: dict) -> list:
 
 @converts("SplitToSequence")
 def _split_to_sequence(b: Builder, x: list, a: dict) -> list:
-    v, split = x[0], x[1] if len(x) > 1 else None
+    v, split = x[0], optional(x, 1)
     axis = int(a.get("axis", 0)) % max(v.type.rank, 1)
     size = v.type.shape[axis]
     if not isinstance(size, int):

@@ -88,11 +88,8 @@ def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, ones
 @converts("DFT")
 def _dft(b: Builder, x: list[Value], a: dict) -> list[Value]:
     x = x + [None] * (3 - len(x))
-    length = int(b.need_known(x[1], "dft_length").reshape(-1)[0]) if x[1] is not None else None
-    if b.opset >= 20:
-        axis = int(b.need_known(x[2], "the axis").reshape(-1)[0]) if x[2] is not None else -2
-    else:
-        axis = a.get("axis", 1)
+    length = int(b.scalar(x[1], "dft_length")) if x[1] is not None else None
+    axis = int(b.scalar(x[2], "the axis", -2)) if b.opset >= 20 else a.get("axis", 1)
     return [dft(b, x[0], axis, length, bool(a.get("inverse", 0)), bool(a.get("onesided", 0)))]
 
 
@@ -100,9 +97,9 @@ def _dft(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _stft(b: Builder, x: list[Value], a: dict) -> list[Value]:
     x = x + [None] * (4 - len(x))
     signal, step_v, window, length_v = x
-    step = int(b.need_known(step_v, "frame_step").reshape(-1)[0])
+    step = int(b.scalar(step_v, "frame_step"))
     if length_v is not None:
-        frame = int(b.need_known(length_v, "frame_length").reshape(-1)[0])
+        frame = int(b.scalar(length_v, "frame_length"))
     elif window is not None and isinstance(window.type.shape[0], int):
         frame = window.type.shape[0]
     else:

@@ -10,7 +10,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose_windows
-from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints, optional
 from minic.ir.types import DType
 from minic.ir.graph import Value
 
@@ -58,7 +58,7 @@ def max_pool_indices(b: Builder, v: Value, y: Value, a: dict) -> Value:
 @converts("Conv")
 def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, w = x[0], x[1]
-    bias = x[2] if len(x) > 2 else None
+    bias = optional(x, 2)
     _, strides, dilations, pads = _window(b, a, v.type.shape[2:], w.type.shape[2:])
     return [compose_windows.conv(b, v, w, bias, strides, pads, dilations, int(a.get("group", 1)))]
 
