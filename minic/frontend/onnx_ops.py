@@ -485,9 +485,7 @@ def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
         if a.get("num_outputs", n) != n or n < 1:
             raise OnnxImportError(f"{b.where}: attribute 'num_outputs' is {a.get('num_outputs', n)}, "
                                   f"but the node has {n} outputs")
-        total = v.type.shape[axis]
-        if not isinstance(total, int):
-            raise UnsupportedError(f"{b.where}: splitting a symbolic axis is not supported")
+        total = compose.static(b, v, axis, "Split into equal parts")
         chunk = -(-total // n)                  # ONNX: equal chunks, the last one smaller
         sizes = tuple(min(chunk, total - i * chunk) for i in range(n))
     return b.emit("split", [v], axis=axis, sizes=sizes)

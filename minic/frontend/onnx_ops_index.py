@@ -84,9 +84,7 @@ def _hardmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 
 def _hardmax_along(b: Builder, v: Value, axis: int) -> Value:
-    n = v.type.shape[axis]
-    if not isinstance(n, int):
-        raise UnsupportedError(f"{b.where}: hardmax along a symbolic axis is not supported")
+    n = compose.static(b, v, axis, "Hardmax")
     first = b.one("arg_max", v, axis=axis, keepdims=True)
     return b.one("cast", b.one("eq", first, _iota(b, n, axis, v.type.rank)), dtype=v.type.dtype)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
+from minic.frontend import compose
 from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -51,9 +52,7 @@ def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, ones
     axis %= rank
     if axis == rank - 1:
         raise OnnxImportError(f"{b.where}: the axis of a DFT cannot be the last (real/imaginary) one")
-    n_in = x.type.shape[axis]
-    if not isinstance(n_in, int):
-        raise UnsupportedError(f"{b.where}: a DFT needs a static length along axis {axis}, got {n_in}")
+    n_in = compose.static(b, x, axis, "a DFT")
     if length is None:
         length = 2 * (n_in - 1) if inverse and onesided else n_in
     parts = x.type.shape[-1]

@@ -429,9 +429,7 @@ def _cat(cx, node, a):
 def _split(cx, node, a):
     x = cx.value(a["self"])
     axis = axis_of(int(a["dim"]), x.type.rank)
-    size = x.type.shape[axis]
-    if not isinstance(size, int):
-        raise UserError(f"split of a symbolic axis ({size}) is not supported")
+    size = compose.static(cx, x, axis, "split")
     step = int(a["split_size"])
     sizes = tuple(min(step, size - i) for i in range(0, size, step))
     return cx.emit("split", [x], cx.attrs("split", axis=axis, sizes=sizes), many=True)

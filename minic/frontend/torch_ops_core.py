@@ -346,11 +346,7 @@ def _variance(cx, node, a):
     traced = node.meta["val"]
     x = cx.cast(cx.value(a["self"]), cx.dtype((traced[0] if isinstance(traced, tuple) else traced).dtype))
     axes = reduced_axes(a.get("dim"), x.type.rank)
-    n = 1
-    for ax in axes:
-        if not isinstance(x.type.shape[ax], int):
-            raise UserError("var over a symbolic axis is not supported")
-        n *= x.type.shape[ax]
+    n = math.prod(compose.static(cx, x, ax, "var") for ax in axes)
     corr = a.get("correction")
     corr = (1 if a.get("unbiased", True) else 0) if corr is None else float(corr)
     keep = bool(a.get("keepdim"))
@@ -437,9 +433,7 @@ def _multilabel_margin_loss(cx, node, a):
     single = x.type.rank == 1
     if single:
         x, t = cx.one("unsqueeze", x, axes=(0,)), cx.one("unsqueeze", t, axes=(0,))
-    c = x.type.shape[1]
-    if not isinstance(c, int):
-        raise UserError("multilabel_margin_loss over a symbolic number of classes is not supported")
+    c = compose.static(cx, x, 1, "multilabel_margin_loss")
     pos = cx.one("range", shape=(c,), dtype=DType.i64)
     ends = cx.one("reduce_min", cx.one("where", cx.one("eq", t, cx.const(-1, like=t)), pos, cx.const(c, like=t)),
                   axes=(1,), keepdims=True)
