@@ -112,6 +112,10 @@ class Builder:
         self.graph.constants.append(v)
         return v
 
+    def cast(self, v: Value, dtype: DType) -> Value:
+        """``v`` in ``dtype``: itself when it has that dtype, else a cast."""
+        return v if v.type.dtype == dtype else self.one("cast", v, dtype=dtype)
+
     def known(self, v: Value | None) -> np.ndarray | None:
         """The data of a value known at import time, else None: a constant, or a
         value computed from constants and static shapes only (the shape programs

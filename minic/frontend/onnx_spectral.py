@@ -64,7 +64,7 @@ def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, ones
 
     # In f64 whatever the input's float type, as ONNX's reference (numpy's FFT) computes: a bin that
     # cancels to about 0 comes out at the input's rounding, not at the f32 sum's.
-    wide = x if x.type.dtype == DType.f64 else b.one("cast", x, dtype=DType.f64)
+    wide = b.cast(x, DType.f64)
 
     def component(k: int) -> Value:
         v = b.one("squeeze", b.one("slice", wide, axes=(rank - 1,), starts=(k,), ends=(k + 1,), steps=(1,)),
@@ -81,7 +81,7 @@ def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, ones
         y = y if axis == last else b.one("transpose", y, perm=back)
         return b.one("unsqueeze", y, axes=(rank - 1,))
     y = apply(a, bt) if c is None else b.one("concat", apply(a, bt), apply(c, d), axis=rank - 1)  # real: [..., 1]
-    return y if y.type.dtype == x.type.dtype else b.one("cast", y, dtype=x.type.dtype)
+    return b.cast(y, x.type.dtype)
 
 
 @converts("DFT")
