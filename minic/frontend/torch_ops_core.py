@@ -125,14 +125,13 @@ def _atan2(cx, node, a):
     return cx.emit("where", [x_zero, half, shifted])
 
 
-@handles(aten.isnan.default)
-def _isnan(cx, node, a):
-    return compose.is_special(cx, cx.value(a["self"]), nan=True)
+def _is_special(nan: bool) -> Handler:
+    """isnan (``nan``), isinf: ``compose.is_special``."""
+    return lambda cx, node, a: compose.is_special(cx, cx.value(a["self"]), nan=nan)
 
 
-@handles(aten.isinf.default)
-def _isinf(cx, node, a):
-    return compose.is_special(cx, cx.value(a["self"]), nan=False)
+HANDLERS.put(aten.isnan.default, _is_special(nan=True))
+HANDLERS.put(aten.isinf.default, _is_special(nan=False))
 
 
 @handles(aten.clamp.default, aten.clamp.Tensor)
