@@ -164,18 +164,13 @@ def _simplified_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 # --- contractions ------------------------------------------------------------------------
 
-def _swap_last(b: Builder, v: Value) -> Value:
-    perm = tuple(range(v.type.rank - 2)) + (v.type.rank - 1, v.type.rank - 2)
-    return b.one("transpose", v, perm=perm)
-
-
 @contrib("FusedMatMul")
 def _fused_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """alpha · op(A) @ op(B), op transposing the last two axes when transA / transB."""
     if a.get("transBatchA", 0) or a.get("transBatchB", 0):
         raise UnsupportedError(f"{b.where}: transBatchA/transBatchB are not supported")
-    left = _swap_last(b, x[0]) if a.get("transA", 0) else x[0]
-    right = _swap_last(b, x[1]) if a.get("transB", 0) else x[1]
+    left = compose.swap_last(b, x[0]) if a.get("transA", 0) else x[0]
+    right = compose.swap_last(b, x[1]) if a.get("transB", 0) else x[1]
     y = b.one("matmul", left, right)
     alpha = float(a.get("alpha", 1.0))
     return [y if alpha == 1.0 else b.one("mul", y, b.const(alpha, like=y))]

@@ -58,28 +58,25 @@ def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, ones
     parts = x.type.shape[-1]
     if parts not in (1, 2):
         raise OnnxImportError(f"{b.where}: the last axis of a DFT input has 1 (real) or 2 (complex) entries, got {parts}")
-    last = rank - 2                                  # the axis index once the real/imag axis is gone
-    perm = tuple(i for i in range(rank - 1) if i != axis) + (axis,)
-    back = tuple(int(i) for i in np.argsort(perm))
 
     # In f64 whatever the input's float type, as ONNX's reference (numpy's FFT) computes: a bin that
     # cancels to about 0 comes out at the input's rounding, not at the f32 sum's.
     wide = b.cast(x, DType.f64)
 
-    def component(k: int) -> Value:
+    def component(k: int) -> tuple[Value, tuple[int, ...]]:
+        """The real (0) or imaginary (1) part, the transformed axis moved last."""
         v = b.one("squeeze", b.one("slice", wide, axes=(rank - 1,), starts=(k,), ends=(k + 1,), steps=(1,)),
                   axes=(rank - 1,))
-        return v if axis == last else b.one("transpose", v, perm=perm)
-    re = component(0)
-    im = component(1) if parts == 2 else None
+        return compose.move_last(b, v, axis)
+    re, back = component(0)
+    im = component(1)[0] if parts == 2 else None
     a, bt, c, d = _tables(n_in, length, inverse, onesided)
 
     def apply(p: np.ndarray, q: np.ndarray) -> Value:
         y = b.one("matmul", re, b.const(p))
         if im is not None:
             y = b.one("add", y, b.one("matmul", im, b.const(q)))
-        y = y if axis == last else b.one("transpose", y, perm=back)
-        return b.one("unsqueeze", y, axes=(rank - 1,))
+        return b.one("unsqueeze", compose.put_back(b, y, back), axes=(rank - 1,))
     y = apply(a, bt) if c is None else b.one("concat", apply(a, bt), apply(c, d), axis=rank - 1)  # real: [..., 1]
     return b.cast(y, x.type.dtype)
 
