@@ -54,6 +54,11 @@ def put_back(b: Any, v: Value, back: tuple[int, ...]) -> Value:
     return v if back == tuple(range(len(back))) else b.one("transpose", v, perm=back)
 
 
+def swap_last(b: Any, v: Value) -> Value:
+    """``v`` with its last two axes swapped (a batched matrix transposed)."""
+    return b.one("transpose", v, perm=tuple(range(v.type.rank - 2)) + (v.type.rank - 1, v.type.rank - 2))
+
+
 # --- elementwise families ---------------------------------------------------------------------
 
 def _rectified(b: Any, v: Value, negative: Value, positive: Value, negative_at_zero: bool) -> Value:
@@ -170,8 +175,7 @@ def attention(b: Any, q: Value, k: Value, v: Value, scale: float, masks: Sequenc
     a row masked everywhere attends to nothing (zeros, torch's safe softmax), not NaN.  A softcap c
     bounds the scaled scores to c·tanh(scores / c) before the masks; a ``sink`` (one score per
     head, q being [B, N, S, E]) takes its share of the softmax and adds no value."""
-    rank = k.type.rank
-    scores = b.one("matmul", q, b.one("transpose", k, perm=tuple(range(rank - 2)) + (rank - 1, rank - 2)))
+    scores = b.one("matmul", q, swap_last(b, k))
     scores = b.one("mul", scores, b.const(scale, like=scores))
     if softcap > 0:
         cap = b.const(softcap, like=scores)

@@ -28,7 +28,7 @@ from minic.frontend.onnx_builder import (  # noqa: F401  (the importer's names, 
 from minic.frontend.onnx_checks import WINDOW_OPS, check_axis, check_flags, check_schema, check_window
 from minic.frontend.onnx_file import read_onnx_file
 from minic.frontend.onnx_functions import expansion
-from minic.frontend.onnx_storage import STORAGE_OPS, refuse_use, storage_of
+from minic.frontend.onnx_storage import STORAGE_OPS, Storage, refuse_use, storage_of
 from minic.ir.graph import Graph, Value, constant
 from minic.ir.types import DType, Dim, TensorType
 from minic.limits import fewer_collections
@@ -132,23 +132,13 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
         st = storage_of(init.data_type)
         if st is None:
             _dtype(init.data_type, b.where)
-        array = tensor_array(init, b.where)
-        v = constant(clean_name(init.name), array if st is None else st.to_carrier(array))
-        if st is not None:
-            b.storage[v] = st
-        graph.constants.append(v)
-        b.env[init.name] = v
+        _add_constant(b, init.name, tensor_array(init, b.where), st)
     for inp in g.input:
         if inp.name in b.env:
             continue                      # an initializer listed as an input (old exporters)
         st = storage_of(inp.type.tensor_type.elem_type) if inp.type.HasField("tensor_type") else None
         if bind and inp.name in bind:
-            data = np.asarray(bind[inp.name])
-            v = constant(clean_name(inp.name), data if st is None else st.to_carrier(data))
-            graph.constants.append(v)
-            b.env[inp.name] = v
-            if st is not None:
-                b.storage[v] = st
+            _add_constant(b, inp.name, np.asarray(bind[inp.name]), st)
             continue
         if inp.type.WhichOneof("value") in ("sequence_type", "optional_type"):
             b.env[inp.name] = onnx_sequence.graph_input(b, inp, dict(sequences or {}))
@@ -167,6 +157,15 @@ def from_onnx(model, name: str | None = None, custom_ops: dict[tuple[str, str], 
             _check_declared(out, b.env[out.name], b.storage.get(b.env[out.name]), specialized=bool(dims))
         onnx_sequence.graph_output(b, b.env[out.name], layout)
     return graph
+
+
+def _add_constant(b: Builder, name: str, array: np.ndarray, st: Storage | None) -> None:
+    """An initializer, or a graph input bound to ``array``: a constant (a storage type's carrier)."""
+    v = constant(clean_name(name), array if st is None else st.to_carrier(array))
+    if st is not None:
+        b.storage[v] = st
+    b.graph.constants.append(v)
+    b.env[name] = v
 
 
 def _check_declared(out, v: Value, stored, specialized: bool = False) -> None:

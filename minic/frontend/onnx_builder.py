@@ -112,6 +112,10 @@ class Builder:
         self.graph.constants.append(v)
         return v
 
+    def cast(self, v: Value, dtype: DType) -> Value:
+        """``v`` in ``dtype``: itself when it has that dtype, else a cast."""
+        return v if v.type.dtype == dtype else self.one("cast", v, dtype=dtype)
+
     def known(self, v: Value | None) -> np.ndarray | None:
         """The data of a value known at import time, else None: a constant, or a
         value computed from constants and static shapes only (the shape programs
@@ -195,6 +199,11 @@ class Builder:
             raise NeedsConstantError(f"{self.where}: {what} must be a constant for minic", self.sources(v))
         return data
 
+    def scalar(self, v: Value | None, what: str, default: Any = None) -> Any:
+        """The first element of ``v`` (a scalar input, known at compile time) as a Python number;
+        ``default`` for an omitted input."""
+        return default if v is None else self.need_known(v, what).reshape(-1)[0].item()
+
 
 def tensor_array(proto, where: str) -> np.ndarray:
     """The numpy array of a TensorProto (an initializer, a Constant's value); a malformed
@@ -226,6 +235,11 @@ def converter_table() -> Registry:
     """A family's table, op type -> converter (``converts = CONVERTERS.add`` registers one);
     onnx.py merges the families' tables."""
     return Registry("ONNX op", UnsupportedError)
+
+
+def optional(x: list, i: int) -> Value | None:
+    """Input ``i`` of a node, None where it is omitted (empty, or past the inputs given)."""
+    return x[i] if i < len(x) else None
 
 
 def ints(a) -> tuple[int, ...]:

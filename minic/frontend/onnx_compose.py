@@ -22,7 +22,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose, compose_windows
-from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
+from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints, optional
 from minic.ir.graph import Value
 from minic.ir.types import DType, dim_prod
 from minic.limits import check_size
@@ -58,7 +58,7 @@ def _top_k(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if b.opset < 10:
         k = int(a["k"])
     else:
-        k = int(b.need_known(x[1], "k").reshape(-1)[0])
+        k = int(b.scalar(x[1], "k"))
     axis = a.get("axis", -1) % v.type.rank
     n = compose.static(b, v, axis, "TopK")
     if not 0 <= k <= n:
@@ -135,7 +135,7 @@ def _conv_transpose(b: Builder, x: list[Value], a: dict) -> list[Value]:
         image = ints(a["output_shape"]) if "output_shape" in a else \
             tuple(inside[i] * strides[i] for i in range(spatial))
         pads = compose_windows.split_pads([span[i] - image[i] for i in range(spatial)], upper=auto == "SAME_UPPER")
-    bias = x[2] if len(x) > 2 else None
+    bias = optional(x, 2)
     return [compose_windows.conv_transpose(b, v, w, bias, strides, pads, dil, extra, int(a.get("group", 1)))]
 
 

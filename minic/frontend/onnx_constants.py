@@ -1,6 +1,6 @@
 """Converters of ONNX's constants and shape ops: values the import computes (Constant,
 ConstantOfShape, Range: arrays made now, each size checked before it is allocated) and the
-shape of a value (Shape: a ``shape`` node, folded where the dims are static; Size)."""
+shape of a value (Shape: a ``shape`` node, folded where the dims are static; Size: a constant)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,6 @@ import numpy as np
 
 from minic.errors import UnsupportedError, UserError
 from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
-from minic.ir import ops
 from minic.ir.graph import Value
 from minic.ir.ops.layout import END
 from minic.limits import ensure_array_fits
@@ -57,17 +56,18 @@ def _range(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.const(np.arange(start, limit, delta).astype(start.dtype))]
 
 
-@converts("Shape", "Size")
+@converts("Shape")
 def _shape(b: Builder, x: list[Value], a: dict) -> list[Value]:
+    out = b.one("shape", x[0])
+    start, end = a.get("start", 0), a.get("end", END)
+    if (start, end) != (0, END):
+        out = b.one("slice", out, axes=(0,), starts=(start,), ends=(min(end, END),), steps=(1,))
+    return [out]
+
+
+@converts("Size")
+def _size(b: Builder, x: list[Value], a: dict) -> list[Value]:
     shape = x[0].type.shape
-    if b.node.op_type == "Shape" and "shape" in ops.REGISTRY:
-        out = b.one("shape", x[0])
-        start, end = a.get("start", 0), a.get("end", END)
-        if (start, end) != (0, END):
-            out = b.one("slice", out, axes=(0,), starts=(start,), ends=(min(end, END),), steps=(1,))
-        return [out]
     if not all(isinstance(d, int) for d in shape):
         raise UnsupportedError(f"{b.where}: the shape of {x[0].type} is not static")
-    if b.node.op_type == "Size":
-        return [b.const(np.asarray(int(np.prod(shape)), np.int64))]
-    return [b.const(np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64))]
+    return [b.const(np.asarray(int(np.prod(shape)), np.int64))]

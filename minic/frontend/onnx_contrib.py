@@ -18,7 +18,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose, onnx_ops
-from minic.frontend.onnx_builder import Builder, OnnxImportError
+from minic.frontend.onnx_builder import Builder, OnnxImportError, optional
 from minic.frontend.onnx_recurrent import unroll
 from minic.ir.graph import Value
 from minic.ir.types import DType, Dim
@@ -55,10 +55,6 @@ def _refuse_extra(b: Builder, x: list, inputs: dict[int, str], outputs: dict[int
             raise UnsupportedError(f"{b.where}: the '{name}' output is not supported")
 
 
-def _opt(x: list, i: int) -> Value | None:
-    return x[i] if i < len(x) else None
-
-
 # --- activations -------------------------------------------------------------------------
 
 @contrib("Gelu")
@@ -76,7 +72,7 @@ def _bias_gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @contrib("FastGelu")
 def _fast_gelu(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """FastGelu(X, bias) = the tanh approximation of Gelu at X + bias."""
-    v = x[0] if _opt(x, 1) is None else b.one("add", x[0], x[1])
+    v = x[0] if optional(x, 1) is None else b.one("add", x[0], x[1])
     return [b.one("gelu", v, approximate="tanh")]
 
 
@@ -97,7 +93,7 @@ def _bias_add(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 def _skip_sum(b: Builder, x: list[Value], bias_at: int) -> Value:
     s = b.one("add", x[0], x[1])
-    bias = _opt(x, bias_at)
+    bias = optional(x, bias_at)
     return s if bias is None else b.one("add", s, bias)
 
 
@@ -107,7 +103,7 @@ def _skip_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     the sum before normalizing."""
     _refuse_extra(b, x, {}, {1: "mean", 2: "inv_std_var"})
     s = _skip_sum(b, x, 4)
-    norm_inputs = [s, x[2]] + ([x[3]] if _opt(x, 3) is not None else [])
+    norm_inputs = [s, x[2]] + ([x[3]] if optional(x, 3) is not None else [])
     y = b.one("layer_norm", *norm_inputs, axis=-1, eps=float(a.get("epsilon", 1e-12)))
     return [y, None, None, s]
 
@@ -131,8 +127,8 @@ def _rms_norm(b: Builder, v: Value, scale: Value, eps: float, axis: int) -> Valu
 def _embed_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """LayerNorm(word[input_ids] + position[position_ids] + segment[segment_ids]); the
     mask_index output is the number of ones of each mask row (mask_index_type 1)."""
-    ids, segment_ids, word, position, segment, gamma, beta = (_opt(x, i) for i in range(7))
-    mask, position_ids = _opt(x, 7), _opt(x, 8)
+    ids, segment_ids, word, position, segment, gamma, beta = (optional(x, i) for i in range(7))
+    mask, position_ids = optional(x, 7), optional(x, 8)
     batch, seq = ids.type.shape
     total = b.one("gather", word, ids, axis=0)
     if position_ids is not None:
@@ -168,18 +164,13 @@ def _simplified_layer_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 # --- contractions ------------------------------------------------------------------------
 
-def _swap_last(b: Builder, v: Value) -> Value:
-    perm = tuple(range(v.type.rank - 2)) + (v.type.rank - 1, v.type.rank - 2)
-    return b.one("transpose", v, perm=perm)
-
-
 @contrib("FusedMatMul")
 def _fused_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """alpha · op(A) @ op(B), op transposing the last two axes when transA / transB."""
     if a.get("transBatchA", 0) or a.get("transBatchB", 0):
         raise UnsupportedError(f"{b.where}: transBatchA/transBatchB are not supported")
-    left = _swap_last(b, x[0]) if a.get("transA", 0) else x[0]
-    right = _swap_last(b, x[1]) if a.get("transB", 0) else x[1]
+    left = compose.swap_last(b, x[0]) if a.get("transA", 0) else x[0]
+    right = compose.swap_last(b, x[1]) if a.get("transB", 0) else x[1]
     y = b.one("matmul", left, right)
     alpha = float(a.get("alpha", 1.0))
     return [y if alpha == 1.0 else b.one("mul", y, b.const(alpha, like=y))]
@@ -203,7 +194,7 @@ def _scaled(b: Builder, product: Value, scale: Value, bias: Value | None) -> Val
 def _matmul_integer_to_float(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """((A - a_zero_point) @ (B - b_zero_point)) · a_scale · b_scale + bias."""
     A, B, a_scale, b_scale = x[:4]
-    a_zp, b_zp, bias = _opt(x, 4), _opt(x, 5), _opt(x, 6)
+    a_zp, b_zp, bias = optional(x, 4), optional(x, 5), optional(x, 6)
     product = _integer_product(b, A, a_zp, B, b_zp)
     return [_scaled(b, product, b.one("mul", a_scale, b_scale), bias)]
 
@@ -234,7 +225,7 @@ def _rounded_u8(b: Builder, v: Value) -> Value:
 def _dynamic_quantize_matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """A quantized to u8 at run time (DynamicQuantizeLinear), then as MatMulIntegerToFloat."""
     A, B, b_scale = x[:3]
-    b_zp, bias = _opt(x, 3), _opt(x, 4)
+    b_zp, bias = optional(x, 3), optional(x, 4)
     q, scale, zp = _dynamic_u8(b, A)
     product = _integer_product(b, q, zp, B, b_zp)
     return [_scaled(b, product, b.one("mul", scale, b_scale), bias)]
@@ -336,7 +327,7 @@ def _attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     _refuse_extra(b, x, {4: "past", 6: "past_sequence_length"}, {1: "present"})
     if a.get("do_rotary", 0):
         raise UnsupportedError(f"{b.where}: do_rotary is not supported")
-    inp, weights, bias, mask, attention_bias = x[0], x[1], _opt(x, 2), _opt(x, 3), _opt(x, 5)
+    inp, weights, bias, mask, attention_bias = x[0], x[1], optional(x, 2), optional(x, 3), optional(x, 5)
     heads = int(a["num_heads"])
     batch, seq, _ = inp.type.shape
     width = weights.type.shape[1]
@@ -358,8 +349,8 @@ def _multi_head_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     """Attention of query (B, S, D) over key (B, L, D) and value (B, L, Dv) already
     projected; bias (D + D + Dv) is added to them; key_padding_mask as Attention's mask."""
     _refuse_extra(b, x, {6: "past_key", 7: "past_value"}, {1: "present_key", 2: "present_value"})
-    query, key, value = x[0], _opt(x, 1), _opt(x, 2)
-    bias, mask, attention_bias = _opt(x, 3), _opt(x, 4), _opt(x, 5)
+    query, key, value = x[0], optional(x, 1), optional(x, 2)
+    bias, mask, attention_bias = optional(x, 3), optional(x, 4), optional(x, 5)
     if key is None or value is None or key.type.rank != 3 or value.type.rank != 3 or query.type.rank != 3:
         raise UnsupportedError(f"{b.where}: only separate 3-D query, key and value are supported (not packed QKV/KV)")
     heads = int(a["num_heads"])
@@ -477,7 +468,7 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     _refuse_extra(b, x, {12: "k_scale", 13: "v_scale", 16: "query_seqlens"}, {3: "output_qk"})
     if a.get("sliding_window_cache", 0):
         raise UnsupportedError(f"{b.where}: sliding_window_cache is not supported")
-    query, key, value, past_key, past_value, seqlens_k, total_length = (_opt(x, i) for i in range(7))
+    query, key, value, past_key, past_value, seqlens_k, total_length = (optional(x, i) for i in range(7))
     heads, kv_heads = int(a["num_heads"]), int(a["kv_num_heads"])
     if heads % kv_heads:
         raise OnnxImportError(f"{b.where}: num_heads {heads} is not a multiple of kv_num_heads {kv_heads}")
@@ -502,12 +493,12 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     else:
         past_lengths = b.one("sub", lengths, b.const(seq, like=lengths))         # P_b
         positions = b.one("add", b.one("unsqueeze", past_lengths, axes=(1,)), steps)
-    if _opt(x, 14) is not None:
+    if optional(x, 14) is not None:
         eps = float(a.get("qk_norm_epsilon", 1e-6))
         q = _rms_norm(b, q, x[14], float(a.get("q_norm_epsilon", eps)), -1)
         k = _rms_norm(b, k, x[15], float(a.get("k_norm_epsilon", eps)), -1)
     if a.get("do_rotary", 0):
-        cos_cache, sin_cache, position_ids = x[7], x[8], _opt(x, 9)
+        cos_cache, sin_cache, position_ids = x[7], x[8], optional(x, 9)
         ids = positions
         if position_ids is not None and first_prompt:
             first = b.one("slice", position_ids, axes=(0, 1), starts=(0, 0), ends=(1, 1), steps=(1, 1))
@@ -524,9 +515,9 @@ def _group_query_attention(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if window >= 0 and not a.get("causal", 1):
         raise UnsupportedError(f"{b.where}: local_window_size needs causal 1")
     biases = [_visible_bias(b, positions, lengths, present_length, bool(a.get("causal", 1)), window, q)]
-    if _opt(x, 10) is not None:
+    if optional(x, 10) is not None:
         biases.append(x[10])
-    sink = _opt(x, 11)
+    sink = optional(x, 11)
     if sink is None and a.get("smooth_softmax", 0):
         sink = b.const(np.zeros(heads, q.type.dtype.numpy))
     scale = float(a.get("scale", 0.0)) or 1.0 / math.sqrt(size)

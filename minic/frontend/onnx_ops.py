@@ -15,7 +15,7 @@ import numpy as np
 from minic.errors import UnsupportedError
 from minic.frontend import compose
 from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, Converter, NeedsConstantError, OnnxImportError,
-                                         axes_in_range, converter_table, ints)
+                                         axes_in_range, converter_table, ints, optional)
 from minic.frontend.onnx_storage import STORAGE, Storage, convert as storage_convert
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -27,16 +27,17 @@ converts = CONVERTERS.add
 
 # --- elementwise -------------------------------------------------------------------
 
-# ONNX ops that are one minic op of the same inputs: ONNX name -> minic op.
+# ONNX ops that are one minic op of the same inputs (with GlobalAveragePool and MatMul): ONNX name -> minic op.
 _SAME_NAME = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
               "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin", "Cos": "cos", "Tan": "tan",
               "Floor": "floor", "Ceil": "ceil", "Round": "round", "Asin": "asin", "Acos": "acos", "Atan": "atan",
               "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Not": "not", "BitwiseNot": "not",
-              "Identity": "identity"}
+              "Identity": "identity", "GlobalAveragePool": "global_avg_pool"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Equal": "eq", "Less": "lt",
            "Greater": "gt", "LessOrEqual": "le", "GreaterOrEqual": "ge",    # le/ge: false on NaN, as ONNX
            "And": "and", "Or": "or", "Xor": "xor",
-           "BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}     # and/or/xor are bitwise on integers
+           "BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor",     # and/or/xor are bitwise on integers
+           "MatMul": "matmul"}
 
 
 def _same_op(op: str, arity: int) -> Converter:
@@ -50,6 +51,7 @@ for _name, _op in _SAME_NAME.items():
     CONVERTERS.put(_name, _same_op(_op, 1))
 for _name, _op in _BINARY.items():
     CONVERTERS.put(_name, _same_op(_op, 2))
+CONVERTERS.put("Where", _same_op("where", 3))
 
 
 @converts("Pow")
@@ -88,11 +90,6 @@ CONVERTERS.put("Sum", _variadic("add"))
 def _mean(b: Builder, x: list[Value], a: dict) -> list[Value]:
     total = _fold(b, x, "add")
     return [b.one("div", total, b.const(len(x), like=total))]
-
-
-@converts("Where")
-def _where(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("where", *x)]
 
 
 @converts("Reciprocal")
@@ -188,7 +185,7 @@ def _clip(b: Builder, x: list[Value], a: dict) -> list[Value]:
     if b.opset < 11:
         lo, hi = b.const(a.get("min", -3.4028234663852886e38), like=v), b.const(a.get("max", 3.4028234663852886e38), like=v)
     else:
-        lo, hi = (x[1] if len(x) > 1 else None), (x[2] if len(x) > 2 else None)
+        lo, hi = optional(x, 1), optional(x, 2)
     if lo is not None:
         v = b.one("max", v, lo)
     if hi is not None:
@@ -242,11 +239,9 @@ def _bit_cast(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 @converts("Dropout")
 def _dropout(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    training = a.get("is_test", 1) == 0 if b.opset < 7 else (
-        len(x) > 2 and x[2] is not None and bool(b.need_known(x[2], "training_mode")))
+    training = a.get("is_test", 1) == 0 if b.opset < 7 else bool(b.scalar(optional(x, 2), "training_mode", False))
     if training:
-        ratio = a.get("ratio", 0.5) if b.opset < 12 else (
-            float(b.need_known(x[1], "the ratio").reshape(-1)[0]) if len(x) > 1 and x[1] is not None else 0.5)
+        ratio = a.get("ratio", 0.5) if b.opset < 12 else float(b.scalar(optional(x, 1), "the ratio", 0.5))
         if ratio != 0:
             raise UnsupportedError(f"{b.where}: training-mode dropout (random, ratio {ratio}) is not supported")
     y = b.one("identity", x[0])                # inference, or a ratio of 0: nothing is dropped
@@ -262,8 +257,7 @@ def _reduction(b: Builder, x: list[Value], a: dict, reduce: Callable[[Value, tup
     """What every Reduce* shares: the axes (an attribute; an input from ``axes_input_since``),
     noop_with_empty_axes, keepdims, a scalar passed through.  ``reduce(v, axes, keep)`` is the op's own part."""
     v = x[0]
-    axes_from_input = b.opset >= axes_input_since
-    axes = ints(b.need_known(x[1], "axes")) if axes_from_input and len(x) > 1 and x[1] is not None else ints(a.get("axes", ()))
+    axes = _axes(b, x, a, axes_input_since) or ()
     if not axes:
         if a.get("noop_with_empty_axes", 0):
             return [b.one("identity", v)]
@@ -279,43 +273,28 @@ def _reduce_with(b: Builder, kind: str) -> Callable[[Value, tuple[int, ...], boo
     return lambda v, axes, keep: b.one(kind, v, axes=axes, keepdims=keep)
 
 
-@converts("ReduceSum")
-def _reduce_sum(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _reduction(b, x, a, _reduce_with(b, "reduce_sum"), axes_input_since=13)
+def _reduce(kind: str, axes_input_since: int = 18, bools: bool | None = None) -> Converter:
+    """ReduceSum, ReduceProd, ReduceMean, ReduceMax, ReduceMin: minic's ``kind`` over the axes.  Of
+    bools, ReduceMax is any and ReduceMin all (``bools``: whether it is all)."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        if bools is not None and x[0].type.dtype == DType.bool:
+            return _reduction(b, x, a, lambda v, axes, keep: compose.any_all(b, v, axes, keep, every=bools))
+        return _reduction(b, x, a, _reduce_with(b, kind), axes_input_since)
+    return convert
 
 
-@converts("ReduceProd")
-def _reduce_prod(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _reduction(b, x, a, _reduce_with(b, "reduce_prod"))
+def _reduce_norm(p: int) -> Converter:
+    """ReduceL1, ReduceL2: the p-norm over the axes (``compose.vector_norm``)."""
+    return lambda b, x, a: _reduction(b, x, a, lambda v, axes, keep: compose.vector_norm(b, v, p, axes, keep))
 
 
-@converts("ReduceMean")
-def _reduce_mean(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _reduction(b, x, a, _reduce_with(b, "reduce_mean"))
-
-
-@converts("ReduceMax")
-def _reduce_max(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    if x[0].type.dtype == DType.bool:                                        # any
-        return _reduction(b, x, a, lambda v, axes, keep: compose.any_all(b, v, axes, keep, every=False))
-    return _reduction(b, x, a, _reduce_with(b, "reduce_max"))
-
-
-@converts("ReduceMin")
-def _reduce_min(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    if x[0].type.dtype == DType.bool:                                        # all
-        return _reduction(b, x, a, lambda v, axes, keep: compose.any_all(b, v, axes, keep, every=True))
-    return _reduction(b, x, a, _reduce_with(b, "reduce_min"))
-
-
-@converts("ReduceL1")
-def _reduce_l1(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _reduction(b, x, a, lambda v, axes, keep: compose.vector_norm(b, v, 1, axes, keep))
-
-
-@converts("ReduceL2")
-def _reduce_l2(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return _reduction(b, x, a, lambda v, axes, keep: compose.vector_norm(b, v, 2, axes, keep))
+CONVERTERS.put("ReduceSum", _reduce("reduce_sum", axes_input_since=13))
+CONVERTERS.put("ReduceProd", _reduce("reduce_prod"))
+CONVERTERS.put("ReduceMean", _reduce("reduce_mean"))
+CONVERTERS.put("ReduceMax", _reduce("reduce_max", bools=False))
+CONVERTERS.put("ReduceMin", _reduce("reduce_min", bools=True))
+CONVERTERS.put("ReduceL1", _reduce_norm(1))
+CONVERTERS.put("ReduceL2", _reduce_norm(2))
 
 
 @converts("ReduceSumSquare")
@@ -340,26 +319,23 @@ def _reduce_log_sum_exp(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return _reduction(b, x, a, lambda v, axes, keep: _log_sum_exp(b, v, axes, keep))
 
 
-@converts("Softmax")
-def _softmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [_softmax_of(b, x[0], a, "softmax")]
+def _softmax(op: str) -> Converter:
+    """Softmax, LogSoftmax: minic's ``op`` (softmax, log_softmax) at the node's axis, as the node's
+    opset defines it."""
+    def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
+        v = x[0]
+        if b.opset >= 13:
+            if v.type.dtype.is_storage_float:
+                return [_softmax_in_storage(b, v, a.get("axis", -1), op == "log_softmax")]
+            return [b.one(op, v, axis=a.get("axis", -1))]
+        # Before opset 13 the input is flattened to 2-D at `axis` and normalised per row.
+        flat = b.one("flatten", v, axis=a.get("axis", 1) % max(v.type.rank, 1))
+        return [b.one("reshape", b.one(op, flat, axis=1), shape=v.type.shape)]
+    return convert
 
 
-@converts("LogSoftmax")
-def _log_softmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [_softmax_of(b, x[0], a, "log_softmax")]
-
-
-def _softmax_of(b: Builder, v: Value, a: dict, op: str) -> Value:
-    """``op`` (softmax or log_softmax) of ``v`` at the node's axis, as the node's opset defines it."""
-    if b.opset >= 13:
-        if v.type.dtype.is_storage_float:
-            return _softmax_in_storage(b, v, a.get("axis", -1), op == "log_softmax")
-        return b.one(op, v, axis=a.get("axis", -1))
-    # Before opset 13 the input is flattened to 2-D at `axis` and normalised per row.
-    axis = a.get("axis", 1) % max(v.type.rank, 1)
-    flat = b.one("flatten", v, axis=axis)
-    return b.one("reshape", b.one(op, flat, axis=1), shape=v.type.shape)
+CONVERTERS.put("Softmax", _softmax("softmax"))
+CONVERTERS.put("LogSoftmax", _softmax("log_softmax"))
 
 
 # A bf16 sum longer than this is accumulated in f32 (rounded once) rather than left to right in bf16.
@@ -403,20 +379,10 @@ def _batch_norm(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 # --- contractions and windows ---------------------------------------------------------------
 
-@converts("MatMul")
-def _matmul(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("matmul", x[0], x[1])]
-
-
 @converts("Gemm")
 def _gemm(b: Builder, x: list[Value], a: dict) -> list[Value]:
     return [b.one("gemm", *[v for v in x if v is not None], trans_a=bool(a.get("transA", 0)),
                   trans_b=bool(a.get("transB", 0)), alpha=float(a.get("alpha", 1.0)), beta=float(a.get("beta", 1.0)))]
-
-
-@converts("GlobalAveragePool")
-def _global_average_pool(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    return [b.one("global_avg_pool", x[0])]
 
 
 @converts("GlobalMaxPool")
@@ -519,9 +485,7 @@ def _split(b: Builder, x: list[Value], a: dict) -> list[Value]:
         if a.get("num_outputs", n) != n or n < 1:
             raise OnnxImportError(f"{b.where}: attribute 'num_outputs' is {a.get('num_outputs', n)}, "
                                   f"but the node has {n} outputs")
-        total = v.type.shape[axis]
-        if not isinstance(total, int):
-            raise UnsupportedError(f"{b.where}: splitting a symbolic axis is not supported")
+        total = compose.static(b, v, axis, "Split into equal parts")
         chunk = -(-total // n)                  # ONNX: equal chunks, the last one smaller
         sizes = tuple(min(chunk, total - i * chunk) for i in range(n))
     return b.emit("split", [v], axis=axis, sizes=sizes)
@@ -555,7 +519,7 @@ def _pad(b: Builder, x: list[Value], a: dict) -> list[Value]:
         pads, value = ints(a["pads"]), a.get("value", 0.0)
     else:
         pads = ints(b.need_known(x[1], "pads"))
-        value = float(b.need_known(x[2], "the pad value").reshape(-1)[0]) if len(x) > 2 and x[2] is not None else 0.0
+        value = float(b.scalar(optional(x, 2), "the pad value", 0.0))
         if len(x) > 3 and x[3] is not None:                 # opset 18: pads for some axes only
             axes = axes_in_range(b, b.need_known(x[3], "axes"), v.type.rank, "input 'axes'")
             if len(pads) != 2 * len(axes):                  # the spec: a begin and an end per axis

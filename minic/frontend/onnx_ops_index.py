@@ -5,7 +5,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, converter_table
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, converter_table, optional
 from minic.ir.graph import Value
 from minic.ir.types import DType
 from minic.limits import check_size
@@ -45,7 +45,7 @@ def _arg(op: str) -> Converter:
 def _running(op: str) -> Converter:
     """CumSum, CumProd: minic's ``op`` (cumsum, cumprod) along the axis input."""
     def convert(b: Builder, x: list[Value], a: dict) -> list[Value]:
-        axis = int(b.need_known(x[1], "the axis").reshape(-1)[0])
+        axis = int(b.scalar(x[1], "the axis"))
         return [b.one(op, x[0], axis=axis, exclusive=bool(a.get("exclusive", 0)), reverse=bool(a.get("reverse", 0)))]
     return convert
 
@@ -84,9 +84,7 @@ def _hardmax(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 
 def _hardmax_along(b: Builder, v: Value, axis: int) -> Value:
-    n = v.type.shape[axis]
-    if not isinstance(n, int):
-        raise UnsupportedError(f"{b.where}: hardmax along a symbolic axis is not supported")
+    n = compose.static(b, v, axis, "Hardmax")
     first = b.one("arg_max", v, axis=axis, keepdims=True)
     return b.one("cast", b.one("eq", first, _iota(b, n, axis, v.type.rank)), dtype=v.type.dtype)
 
@@ -94,7 +92,7 @@ def _hardmax_along(b: Builder, v: Value, axis: int) -> Value:
 @converts("Trilu")
 def _trilu(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    k = int(b.need_known(x[1], "k").reshape(-1)[0]) if len(x) > 1 and x[1] is not None else 0
+    k = int(b.scalar(optional(x, 1), "k", 0))
     rows, cols = v.type.shape[-2:]
     if not (isinstance(rows, int) and isinstance(cols, int)):
         raise UnsupportedError(f"{b.where}: Trilu over symbolic matrix dims is not supported")
@@ -106,7 +104,7 @@ def _trilu(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("OneHot")
 def _one_hot(b: Builder, x: list[Value], a: dict) -> list[Value]:
     idx, depth_v, values = x
-    depth = float(b.need_known(depth_v, "depth").reshape(-1)[0])
+    depth = float(b.scalar(depth_v, "depth"))
     if not depth.is_integer():
         raise OnnxImportError(f"{b.where}: depth must be a whole number, got {depth}")
     depth = int(depth)

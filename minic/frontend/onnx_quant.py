@@ -17,7 +17,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import onnx_windows
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, converter_table
+from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, converter_table, optional
 from minic.frontend.onnx_storage import STORAGE, Storage, narrow, widen
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -48,19 +48,15 @@ def _per_element(b: Builder, p: Value, x: Value, axis: int, block: int) -> Value
     return out
 
 
-def _float(b: Builder, v: Value, dtype: DType) -> Value:
-    return v if v.type.dtype == dtype else b.one("cast", v, dtype=dtype)
-
-
 def dequantize(b: Builder, x: Value, scale: Value, zp: Value | None, axis: int = 1, block: int = 0,
                dtype: DType | None = None) -> Value:
     dtype = dtype or scale.type.dtype
     compute = DType.f32 if dtype.is_storage_float else dtype
-    y = _float(b, x, compute)
+    y = b.cast(x, compute)
     if zp is not None:
-        y = b.one("sub", y, _per_element(b, _float(b, zp, compute), x, axis, block))
-    y = b.one("mul", y, _per_element(b, _float(b, scale, compute), x, axis, block))
-    return _float(b, y, dtype)
+        y = b.one("sub", y, _per_element(b, b.cast(zp, compute), x, axis, block))
+    y = b.one("mul", y, _per_element(b, b.cast(scale, compute), x, axis, block))
+    return b.cast(y, dtype)
 
 
 def quantize(b: Builder, x: Value, scale: Value, zp: Value | None, out: DType | Storage, axis: int = 1,
@@ -71,11 +67,11 @@ def quantize(b: Builder, x: Value, scale: Value, zp: Value | None, out: DType | 
     if stored is None and not out.is_int:
         raise UnsupportedError(f"{b.where}: quantizing to {out.value} is not supported")
     compute = DType.f32 if not x.type.dtype.is_float or x.type.dtype.is_storage_float else x.type.dtype
-    q = b.one("div", _float(b, x, compute), _per_element(b, _float(b, scale, compute), x, axis, block))
+    q = b.one("div", b.cast(x, compute), _per_element(b, b.cast(scale, compute), x, axis, block))
     if stored is None or not stored.is_float:
         q = b.one("round", q)
     if zp is not None:
-        q = b.one("add", q, _per_element(b, _float(b, zp, compute), x, axis, block))
+        q = b.one("add", q, _per_element(b, b.cast(zp, compute), x, axis, block))
     if stored is not None and stored.is_float:
         return narrow(b, q, stored, saturate)
     lo, hi = (stored.lo, stored.hi) if stored is not None else (np.iinfo(out.numpy).min, np.iinfo(out.numpy).max)
@@ -94,7 +90,7 @@ def _dtype_attr(b: Builder, a: dict, name: str = "output_dtype") -> DType | None
 
 @converts("DequantizeLinear")
 def _dequantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    zp = x[2] if len(x) > 2 else None
+    zp = optional(x, 2)
     v, zp = (_widened(b, u) for u in (x[0], zp))
     return [dequantize(b, v, x[1], zp, a.get("axis", 1), a.get("block_size", 0), _dtype_attr(b, a))]
 
@@ -107,7 +103,7 @@ def _widened(b: Builder, v: Value | None) -> Value | None:
 
 @converts("QuantizeLinear")
 def _quantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
-    zp = x[2] if len(x) > 2 else None
+    zp = optional(x, 2)
     code = a.get("output_dtype", 0)
     out = (b.storage.get(zp) or zp.type.dtype if zp is not None else
            STORAGE[code] if code in STORAGE else _dtype_attr(b, a) or DType.u8)
@@ -120,10 +116,10 @@ def _quantize(b: Builder, x: list[Value], a: dict) -> list[Value]:
 
 def _shifted(b: Builder, v: Value, zp: Value | None, axis: int | None = None) -> Value:
     """An integer operand minus its zero point, in f32 (exact for 8- and 16-bit integers)."""
-    f = _float(b, v, DType.f32)
+    f = b.cast(v, DType.f32)
     if zp is None:
         return f
-    z = _float(b, zp, DType.f32)
+    z = b.cast(zp, DType.f32)
     if axis is not None and z.type.rank == 1 and z.type.shape[0] != 1:
         shape = [1] * v.type.rank
         shape[axis % v.type.rank] = z.type.shape[0]
@@ -159,12 +155,12 @@ def _conv_integer(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("QLinearConv")
 def _qlinear_conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     xv, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp = x[:8]
-    bias = x[8] if len(x) > 8 else None
+    bias = optional(x, 8)
     left = dequantize(b, xv, x_scale, x_zp, dtype=DType.f32)
     weight = dequantize(b, w, w_scale, w_zp, axis=0, dtype=DType.f32)
     inputs = [left, weight]
     if bias is not None:          # an i32 bias in units of x_scale · w_scale (a scalar, or one per output channel)
-        inputs.append(b.one("mul", _float(b, bias, DType.f32),
-                            b.one("mul", _float(b, x_scale, DType.f32), _float(b, w_scale, DType.f32))))
+        inputs.append(b.one("mul", b.cast(bias, DType.f32),
+                            b.one("mul", b.cast(x_scale, DType.f32), b.cast(w_scale, DType.f32))))
     y = onnx_windows.CONVERTERS["Conv"](b, inputs, a)[0]
     return [quantize(b, y, y_scale, y_zp, y_zp.type.dtype if y_zp is not None else DType.u8)]

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from minic.errors import UnsupportedError
-from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name, converter_table
+from minic.frontend import compose
+from minic.frontend.onnx_builder import (ONNX_DTYPES, Builder, Converter, OnnxImportError, clean_name, converter_table,
+                                         optional)
 from minic.frontend.onnx_control import inline
 from minic.ir.graph import Value
 from minic.ir.types import DType, TensorType
@@ -57,9 +59,11 @@ def structured_use(b: Builder, node, convert: Converter | None) -> Converter | N
     return convert
 
 
-def _sequence(b: Builder, v: Any, what: str = "input 0") -> tuple[Value, ...]:
+def _sequence(b: Builder, v: Any, what: str = "input 0", nonempty: bool = False) -> tuple[Value, ...]:
     if not isinstance(v, tuple):
         raise OnnxImportError(f"{b.where}: {what} must be a sequence, got {'an empty optional' if v is EMPTY else v}")
+    if nonempty and not v:
+        raise OnnxImportError(f"{b.where}: the sequence is empty")
     return v
 
 
@@ -91,14 +95,8 @@ def _sequence_construct(b: Builder, x: list, a: dict) -> list:
 
 @converts("SequenceAt")
 def _sequence_at(b: Builder, x: list, a: dict) -> list:
-    seq = _sequence(b, x[0])
-    if not seq:
-        _no_element(b)
+    seq = _sequence(b, x[0], nonempty=True)
     return [seq[_position(b, x[1], len(seq), 0, len(seq) - 1)]]
-
-
-def _no_element(b: Builder) -> None:
-    raise OnnxImportError(f"{b.where}: the sequence is empty")
 
 
 @converts("SequenceInsert")
@@ -107,16 +105,14 @@ def _sequence_insert(b: Builder, x: list, a: dict) -> list:
     if seq and tensor.type.dtype != seq[0].type.dtype:
         raise OnnxImportError(f"{b.where}: inserts a {tensor.type.dtype.value} tensor into a sequence of "
                               f"{seq[0].type.dtype.value}")
-    p = _position(b, x[2] if len(x) > 2 else None, len(seq), len(seq), len(seq))
+    p = _position(b, optional(x, 2), len(seq), len(seq), len(seq))
     return [seq[:p] + (tensor,) + seq[p:]]
 
 
 @converts("SequenceErase")
 def _sequence_erase(b: Builder, x: list, a: dict) -> list:
-    seq = _sequence(b, x[0])
-    if not seq:
-        _no_element(b)
-    p = _position(b, x[1] if len(x) > 1 else None, len(seq), len(seq) - 1, len(seq) - 1)
+    seq = _sequence(b, x[0], nonempty=True)
+    p = _position(b, optional(x, 1), len(seq), len(seq) - 1, len(seq) - 1)
     return [seq[:p] + seq[p + 1:]]
 
 
@@ -127,9 +123,7 @@ def _sequence_length(b: Builder, x: list, a: dict) -> list:
 
 @converts("ConcatFromSequence")
 def _concat_from_sequence(b: Builder, x: list, a: dict) -> list:
-    seq = _sequence(b, x[0])
-    if not seq:
-        _no_element(b)
+    seq = _sequence(b, x[0], nonempty=True)
     new_axis, rank = int(a.get("new_axis", 0)), seq[0].type.rank
     axis, out_rank = int(a["axis"]), rank + new_axis
     if not -out_rank <= axis < out_rank:
@@ -141,11 +135,9 @@ def _concat_from_sequence(b: Builder, x: list, a: dict) -> list:
 
 @converts("SplitToSequence")
 def _split_to_sequence(b: Builder, x: list, a: dict) -> list:
-    v, split = x[0], x[1] if len(x) > 1 else None
+    v, split = x[0], optional(x, 1)
     axis = int(a.get("axis", 0)) % max(v.type.rank, 1)
-    size = v.type.shape[axis]
-    if not isinstance(size, int):
-        raise UnsupportedError(f"{b.where}: minic splits along a static axis, got {v.type}")
+    size = compose.static(b, v, axis, "SplitToSequence")
     if split is None:
         sizes = [1] * size
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from minic.errors import UnsupportedError
+from minic.frontend import compose
 from minic.frontend.onnx_builder import ONNX_DTYPES, Builder, OnnxImportError, converter_table
 from minic.ir.graph import Value
 from minic.ir.types import DType
@@ -51,48 +52,40 @@ def dft(b: Builder, x: Value, axis: int, length: int | None, inverse: bool, ones
     axis %= rank
     if axis == rank - 1:
         raise OnnxImportError(f"{b.where}: the axis of a DFT cannot be the last (real/imaginary) one")
-    n_in = x.type.shape[axis]
-    if not isinstance(n_in, int):
-        raise UnsupportedError(f"{b.where}: a DFT needs a static length along axis {axis}, got {n_in}")
+    n_in = compose.static(b, x, axis, "a DFT")
     if length is None:
         length = 2 * (n_in - 1) if inverse and onesided else n_in
     parts = x.type.shape[-1]
     if parts not in (1, 2):
         raise OnnxImportError(f"{b.where}: the last axis of a DFT input has 1 (real) or 2 (complex) entries, got {parts}")
-    last = rank - 2                                  # the axis index once the real/imag axis is gone
-    perm = tuple(i for i in range(rank - 1) if i != axis) + (axis,)
-    back = tuple(int(i) for i in np.argsort(perm))
 
     # In f64 whatever the input's float type, as ONNX's reference (numpy's FFT) computes: a bin that
     # cancels to about 0 comes out at the input's rounding, not at the f32 sum's.
-    wide = x if x.type.dtype == DType.f64 else b.one("cast", x, dtype=DType.f64)
+    wide = b.cast(x, DType.f64)
 
-    def component(k: int) -> Value:
+    def component(k: int) -> tuple[Value, tuple[int, ...]]:
+        """The real (0) or imaginary (1) part, the transformed axis moved last."""
         v = b.one("squeeze", b.one("slice", wide, axes=(rank - 1,), starts=(k,), ends=(k + 1,), steps=(1,)),
                   axes=(rank - 1,))
-        return v if axis == last else b.one("transpose", v, perm=perm)
-    re = component(0)
-    im = component(1) if parts == 2 else None
+        return compose.move_last(b, v, axis)
+    re, back = component(0)
+    im = component(1)[0] if parts == 2 else None
     a, bt, c, d = _tables(n_in, length, inverse, onesided)
 
     def apply(p: np.ndarray, q: np.ndarray) -> Value:
         y = b.one("matmul", re, b.const(p))
         if im is not None:
             y = b.one("add", y, b.one("matmul", im, b.const(q)))
-        y = y if axis == last else b.one("transpose", y, perm=back)
-        return b.one("unsqueeze", y, axes=(rank - 1,))
+        return b.one("unsqueeze", compose.put_back(b, y, back), axes=(rank - 1,))
     y = apply(a, bt) if c is None else b.one("concat", apply(a, bt), apply(c, d), axis=rank - 1)  # real: [..., 1]
-    return y if y.type.dtype == x.type.dtype else b.one("cast", y, dtype=x.type.dtype)
+    return b.cast(y, x.type.dtype)
 
 
 @converts("DFT")
 def _dft(b: Builder, x: list[Value], a: dict) -> list[Value]:
     x = x + [None] * (3 - len(x))
-    length = int(b.need_known(x[1], "dft_length").reshape(-1)[0]) if x[1] is not None else None
-    if b.opset >= 20:
-        axis = int(b.need_known(x[2], "the axis").reshape(-1)[0]) if x[2] is not None else -2
-    else:
-        axis = a.get("axis", 1)
+    length = int(b.scalar(x[1], "dft_length")) if x[1] is not None else None
+    axis = int(b.scalar(x[2], "the axis", -2)) if b.opset >= 20 else a.get("axis", 1)
     return [dft(b, x[0], axis, length, bool(a.get("inverse", 0)), bool(a.get("onesided", 0)))]
 
 
@@ -100,9 +93,9 @@ def _dft(b: Builder, x: list[Value], a: dict) -> list[Value]:
 def _stft(b: Builder, x: list[Value], a: dict) -> list[Value]:
     x = x + [None] * (4 - len(x))
     signal, step_v, window, length_v = x
-    step = int(b.need_known(step_v, "frame_step").reshape(-1)[0])
+    step = int(b.scalar(step_v, "frame_step"))
     if length_v is not None:
-        frame = int(b.need_known(length_v, "frame_length").reshape(-1)[0])
+        frame = int(b.scalar(length_v, "frame_length"))
     elif window is not None and isinstance(window.type.shape[0], int):
         frame = window.type.shape[0]
     else:

@@ -143,7 +143,7 @@ def _narrow_int(b, v: Value, st: Storage) -> Value:
         # truncation toward zero; outside (lo - 1, hi + 1), and NaN, the result is 0
         inside = b.one("and", b.one("gt", v, b.const(st.lo - 1, like=v)), b.one("lt", v, b.const(st.hi + 1, like=v)))
         return b.one("cast", b.one("where", inside, v, b.const(0, like=v)), dtype=st.carrier)
-    w = b.one("cast", v, dtype=DType.i32) if v.type.dtype != DType.i32 else v
+    w = b.cast(v, DType.i32)
     low = b.one("and", w, b.const((1 << st.bits) - 1, like=w))          # the low bits
     if st.lo < 0:                                                       # sign-extend them
         half = b.const(st.sign_bit, like=w)

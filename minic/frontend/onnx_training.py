@@ -31,11 +31,6 @@ def _groups(b: Builder, x: list[Value], k: int) -> tuple[Value, Value, list[list
     return x[0], x[1], [[x[2 + j * n + i] for j in range(k)] for i in range(n)]
 
 
-def _like(b: Builder, v: Value, like: Value) -> Value:
-    """A scalar input (R, T) in the optimized tensor's dtype."""
-    return v if v.type.dtype == like.type.dtype else b.one("cast", v, dtype=like.type.dtype)
-
-
 def _regularized(f: compose.Arith, x: Value, g: Value, norm: float) -> Value:
     return f.add(f.mul(x, norm), g)
 
@@ -45,7 +40,7 @@ def _adagrad(b: Builder, x: list[Value], a: dict) -> list[Value]:
     decay, eps, norm = a.get("decay_factor", 0.0), a.get("epsilon", 1e-6), a.get("norm_coefficient", 0.0)
     xs, hs = [], []
     for xi, gi, hi in groups:
-        f, rf, tf = compose.Arith(b, xi), _like(b, r, xi), _like(b, t, xi)
+        f, rf, tf = compose.Arith(b, xi), b.cast(r, xi.type.dtype), b.cast(t, xi.type.dtype)
         rate = f.div(rf, f.add(f.mul(tf, decay), 1.0))
         g = _regularized(f, xi, gi, norm)
         h = f.add(hi, f.mul(g, g))
@@ -60,7 +55,7 @@ def _adam(b: Builder, x: list[Value], a: dict) -> list[Value]:
     norm, post = a.get("norm_coefficient", 0.0), a.get("norm_coefficient_post", 0.0)
     xs, vs, hs = [], [], []
     for xi, gi, vi, hi in groups:
-        f, rf, tf = compose.Arith(b, xi), _like(b, r, xi), _like(b, t, xi)
+        f, rf, tf = compose.Arith(b, xi), b.cast(r, xi.type.dtype), b.cast(t, xi.type.dtype)
         g = _regularized(f, xi, gi, norm)
         v = f.add(f.mul(vi, alpha), f.mul(g, 1.0 - alpha))
         h = f.add(f.mul(hi, beta), f.mul(f.mul(g, g), 1.0 - beta))
@@ -84,7 +79,7 @@ def _momentum(b: Builder, x: list[Value], a: dict) -> list[Value]:
         raise OnnxImportError(f"{b.where}: mode must be 'standard' or 'nesterov', got '{mode}'")
     xs, vs = [], []
     for xi, gi, vi in groups:
-        f, rf, tf = compose.Arith(b, xi), _like(b, r, xi), _like(b, t, xi)
+        f, rf, tf = compose.Arith(b, xi), b.cast(r, xi.type.dtype), b.cast(t, xi.type.dtype)
         g = _regularized(f, xi, gi, norm)
         beta_t = f.where(f.gt(tf, 0.0), f.c(beta), f.c(1.0))     # the gradient counts fully at T = 0
         v = f.add(f.mul(vi, alpha), f.mul(beta_t, g))

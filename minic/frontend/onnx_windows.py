@@ -10,7 +10,7 @@ import numpy as np
 
 from minic.errors import UnsupportedError
 from minic.frontend import compose_windows
-from minic.frontend.onnx_builder import Builder, OnnxImportError, converter_table, ints
+from minic.frontend.onnx_builder import Builder, converter_table, ints, optional
 from minic.ir.types import DType
 from minic.ir.graph import Value
 
@@ -18,21 +18,15 @@ CONVERTERS = converter_table()
 converts = CONVERTERS.add
 
 
-def _attr(b: Builder, a: dict, name: str, n: int, default: int) -> tuple[int, ...]:
-    values = ints(a.get(name, (default,) * n))
-    if len(values) != n:
-        raise OnnxImportError(f"{b.where}: attribute '{name}' needs {n} values, has {len(values)}")
-    return values
-
-
 def _window(b: Builder, a: dict, sizes, kernel=None) -> tuple[tuple[int, ...], ...]:
     """kernel (a pool's attribute, a Conv's weight shape), strides, dilations and pads
-    (before..., after...; auto_pad resolved) of an N-D window."""
+    (before..., after...; auto_pad resolved) of an N-D window.  Their lengths were checked
+    against the input's rank before any converter ran (onnx_checks.check_window)."""
     m, auto = len(sizes), a.get("auto_pad", "NOTSET")
-    kernel = _attr(b, a, "kernel_shape", m, 1) if kernel is None else tuple(kernel)
-    strides, dil = _attr(b, a, "strides", m, 1), _attr(b, a, "dilations", m, 1)
+    kernel = ints(a.get("kernel_shape", (1,) * m)) if kernel is None else tuple(kernel)
+    strides, dil = ints(a.get("strides", (1,) * m)), ints(a.get("dilations", (1,) * m))
     if auto in ("NOTSET", ""):
-        pads = _attr(b, a, "pads", 2 * m, 0)
+        pads = ints(a.get("pads", (0,) * 2 * m))
     elif auto == "VALID":
         pads = (0,) * 2 * m
     elif auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -58,7 +52,7 @@ def max_pool_indices(b: Builder, v: Value, y: Value, a: dict) -> Value:
 @converts("Conv")
 def _conv(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v, w = x[0], x[1]
-    bias = x[2] if len(x) > 2 else None
+    bias = optional(x, 2)
     _, strides, dilations, pads = _window(b, a, v.type.shape[2:], w.type.shape[2:])
     return [compose_windows.conv(b, v, w, bias, strides, pads, dilations, int(a.get("group", 1)))]
 

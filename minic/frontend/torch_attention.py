@@ -39,10 +39,7 @@ def _sdpa(cx, node, a):
         k, v = compose.repeat_heads(cx, k, hq // hk), compose.repeat_heads(cx, v, hq // hk)
     scale = a.get("scale")
     if scale is None:
-        e = q.type.shape[-1]
-        if not isinstance(e, int):
-            raise UserError(f"scaled_dot_product_attention: head size {e} must be static")
-        scale = 1.0 / math.sqrt(e)
+        scale = 1.0 / math.sqrt(compose.static(cx, q, q.type.rank - 1, "scaled_dot_product_attention's scale"))
     masks = []
     if a.get("attn_mask") is not None:
         m = cx.value(a["attn_mask"])

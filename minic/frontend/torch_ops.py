@@ -52,6 +52,12 @@ def axis_of(d: int, rank: int) -> int:
     return d % rank if rank else 0
 
 
+def reduced_axes(dims: Any, rank: int) -> tuple[int, ...]:
+    """The axes a reduction's dim argument names (an int or a list); None or [] names them all."""
+    dims = [dims] if isinstance(dims, int) else dims
+    return tuple(axis_of(int(d), rank) for d in (dims or range(rank)))
+
+
 def ints(v: Any, n: int) -> tuple[int, ...]:
     """A torch size argument (an int, or a list of 1 or n) as n ints."""
     v = [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
@@ -326,8 +332,7 @@ def _reduce(op: str) -> Handler:
         x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
         if x.type.rank == 0:
             return x                                    # a 0-d tensor reduces to itself
-        dims = a.get("dim") or range(x.type.rank)      # no dims (or []) means all of them
-        attrs = cx.attrs(op, axes=tuple(axis_of(int(d), x.type.rank) for d in dims), keepdims=bool(a.get("keepdim")))
+        attrs = cx.attrs(op, axes=reduced_axes(a.get("dim"), x.type.rank), keepdims=bool(a.get("keepdim")))
         return cx.emit(op, [x], attrs)
     return handle
 
@@ -424,9 +429,7 @@ def _cat(cx, node, a):
 def _split(cx, node, a):
     x = cx.value(a["self"])
     axis = axis_of(int(a["dim"]), x.type.rank)
-    size = x.type.shape[axis]
-    if not isinstance(size, int):
-        raise UserError(f"split of a symbolic axis ({size}) is not supported")
+    size = compose.static(cx, x, axis, "split")
     step = int(a["split_size"])
     sizes = tuple(min(step, size - i) for i in range(0, size, step))
     return cx.emit("split", [x], cx.attrs("split", axis=axis, sizes=sizes), many=True)

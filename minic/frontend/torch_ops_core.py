@@ -10,7 +10,8 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.frontend import compose
-from minic.frontend.torch_ops import Handler, aten, axis_of, expanded, filled, handler_table, operand, out_dtype, wanted
+from minic.frontend.torch_ops import (Handler, aten, axis_of, expanded, filled, handler_table, operand, out_dtype,
+                                      reduced_axes, wanted)
 from minic.ir.types import DType, dim_mul, dim_prod
 
 HANDLERS = handler_table()
@@ -136,14 +137,13 @@ def _atan2(cx, node, a):
     return cx.emit("where", [x_zero, half, shifted])
 
 
-@handles(aten.isnan.default)
-def _isnan(cx, node, a):
-    return compose.is_special(cx, cx.value(a["self"]), nan=True)
+def _is_special(nan: bool) -> Handler:
+    """isnan (``nan``), isinf: ``compose.is_special``."""
+    return lambda cx, node, a: compose.is_special(cx, cx.value(a["self"]), nan=nan)
 
 
-@handles(aten.isinf.default)
-def _isinf(cx, node, a):
-    return compose.is_special(cx, cx.value(a["self"]), nan=False)
+HANDLERS.put(aten.isnan.default, _is_special(nan=True))
+HANDLERS.put(aten.isinf.default, _is_special(nan=False))
 
 
 @handles(aten.clamp.default, aten.clamp.Tensor)
@@ -278,45 +278,36 @@ def _empty(cx, node, a):
 
 # --- reductions that return indices, products, variance ----------------------------------
 
-@handles(aten.argmax.default)
-def _argmax(cx, node, a):
-    return _arg(cx, node, a, "arg_max")
+def _arg(op: str) -> Handler:
+    """argmax, argmin: minic's ``op`` (arg_max, arg_min) over dim, or over the flattened tensor
+    when dim is None."""
+    def handle(cx, node, a):
+        x = cx.value(a["self"])
+        if a["dim"] is None or x.type.rank == 0:                 # a 0-d tensor's dim 0 is the tensor itself
+            flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(dim_prod(x.type.shape),)), role="flat")
+            out = _e(cx, node, op, [flat], cx.attrs(op, axis=0, keepdims=False), role="flat_arg")
+            return cx.emit("reshape", [out], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape))) \
+                if a["keepdim"] else out
+        return cx.emit(op, [x], cx.attrs(op, axis=axis_of(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
+    return handle
 
 
-@handles(aten.argmin.default)
-def _argmin(cx, node, a):
-    return _arg(cx, node, a, "arg_min")
+def _extreme_at(red: str, arg: str) -> Handler:
+    """max.dim, min.dim: the values (``red``) over dim and where they are (``arg``)."""
+    def handle(cx, node, a):
+        x = cx.value(a["self"])
+        if x.type.rank == 0:                                     # the value itself, at index 0
+            return (x, cx.scalar(0, DType.i64, f"{node.name}_index"))
+        axis, keep = axis_of(int(a["dim"]), x.type.rank), bool(a["keepdim"])
+        values = _e(cx, node, red, [x], cx.attrs(red, axes=(axis,), keepdims=keep), role="values")
+        return (values, _e(cx, node, arg, [x], cx.attrs(arg, axis=axis, keepdims=keep), role="indices"))
+    return handle
 
 
-def _arg(cx, node, a, op: str):
-    """``op`` (arg_max or arg_min) over dim, or over the flattened tensor when dim is None."""
-    x = cx.value(a["self"])
-    if a["dim"] is None or x.type.rank == 0:                 # a 0-d tensor's dim 0 is the tensor itself
-        flat = _e(cx, node, "reshape", [x], cx.attrs("reshape", shape=(dim_prod(x.type.shape),)), role="flat")
-        out = _e(cx, node, op, [flat], cx.attrs(op, axis=0, keepdims=False), role="flat_arg")
-        return cx.emit("reshape", [out], cx.attrs("reshape", shape=cx.shape(node.meta["val"].shape))) \
-            if a["keepdim"] else out
-    return cx.emit(op, [x], cx.attrs(op, axis=axis_of(int(a["dim"]), x.type.rank), keepdims=bool(a["keepdim"])))
-
-
-@handles(aten.max.dim)
-def _max_dim(cx, node, a):
-    return _extreme_at(cx, node, a, "reduce_max", "arg_max")
-
-
-@handles(aten.min.dim)
-def _min_dim(cx, node, a):
-    return _extreme_at(cx, node, a, "reduce_min", "arg_min")
-
-
-def _extreme_at(cx, node, a, red: str, arg: str):
-    """The values (``red``) over dim and where they are (``arg``)."""
-    x = cx.value(a["self"])
-    if x.type.rank == 0:                                     # the value itself, at index 0
-        return (x, cx.scalar(0, DType.i64, f"{node.name}_index"))
-    axis, keep = axis_of(int(a["dim"]), x.type.rank), bool(a["keepdim"])
-    values = _e(cx, node, red, [x], cx.attrs(red, axes=(axis,), keepdims=keep), role="values")
-    return (values, _e(cx, node, arg, [x], cx.attrs(arg, axis=axis, keepdims=keep), role="indices"))
+HANDLERS.put(aten.argmax.default, _arg("arg_max"))
+HANDLERS.put(aten.argmin.default, _arg("arg_min"))
+HANDLERS.put(aten.max.dim, _extreme_at("reduce_max", "arg_max"))
+HANDLERS.put(aten.min.dim, _extreme_at("reduce_min", "arg_min"))
 
 
 @handles(aten._local_scalar_dense.default)
@@ -346,8 +337,7 @@ def _prod(cx, node, a):
     x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
     if x.type.rank == 0:                    # the product of one number (dim 0 of a 0-d tensor is itself)
         return x
-    dims = range(x.type.rank) if a.get("dim") is None else [a["dim"]]
-    return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=tuple(axis_of(int(d), x.type.rank) for d in dims),
+    return cx.emit("reduce_prod", [x], cx.attrs("reduce_prod", axes=reduced_axes(a.get("dim"), x.type.rank),
                                                 keepdims=bool(a.get("keepdim"))))
 
 
@@ -368,13 +358,8 @@ def _variance(cx, node, a):
     """var = sum((x - mean)²) / (N - correction), the mean (its axes kept) and the axes."""
     traced = node.meta["val"]
     x = cx.cast(cx.value(a["self"]), cx.dtype((traced[0] if isinstance(traced, tuple) else traced).dtype))
-    dims = a.get("dim")
-    axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
-    n = 1
-    for ax in axes:
-        if not isinstance(x.type.shape[ax], int):
-            raise UserError("var over a symbolic axis is not supported")
-        n *= x.type.shape[ax]
+    axes = reduced_axes(a.get("dim"), x.type.rank)
+    n = math.prod(compose.static(cx, x, ax, "var") for ax in axes)
     corr = a.get("correction")
     corr = (1 if a.get("unbiased", True) else 0) if corr is None else float(corr)
     keep = bool(a.get("keepdim"))
@@ -390,8 +375,7 @@ def _variance(cx, node, a):
 def _vector_norm(cx, node, a):
     """‖x‖_ord over dim (``compose.vector_norm``)."""
     x = cx.cast(cx.value(a["self"]), out_dtype(cx, node))
-    dims = a.get("dim")
-    axes = tuple(range(x.type.rank)) if not dims else tuple(axis_of(int(d), x.type.rank) for d in dims)
+    axes = reduced_axes(a.get("dim"), x.type.rank)
     return compose.vector_norm(cx, x, float(a["ord"]), axes, bool(a["keepdim"]))
 
 
@@ -462,9 +446,7 @@ def _multilabel_margin_loss(cx, node, a):
     single = x.type.rank == 1
     if single:
         x, t = cx.one("unsqueeze", x, axes=(0,)), cx.one("unsqueeze", t, axes=(0,))
-    c = x.type.shape[1]
-    if not isinstance(c, int):
-        raise UserError("multilabel_margin_loss over a symbolic number of classes is not supported")
+    c = compose.static(cx, x, 1, "multilabel_margin_loss")
     pos = cx.one("range", shape=(c,), dtype=DType.i64)
     ends = cx.one("reduce_min", cx.one("where", cx.one("eq", t, cx.const(-1, like=t)), pos, cx.const(c, like=t)),
                   axes=(1,), keepdims=True)
@@ -513,9 +495,13 @@ def _group_norm(cx, node, a):
 
 # --- scatters ---------------------------------------------------------------------------
 
-@handles(aten.scatter.src)
-def _scatter(cx, node, a):
-    return _scatter_from(cx, node, a, _src(cx, a), "none")
+def _scatter(reduction: str) -> Handler:
+    """scatter.src, scatter_add: src's elements put (``reduction`` "none") or added ("add")."""
+    return lambda cx, node, a: _scatter_from(cx, node, a, _src(cx, a), reduction)
+
+
+HANDLERS.put(aten.scatter.src, _scatter("none"))
+HANDLERS.put(aten.scatter_add.default, _scatter("add"))
 
 
 @handles(aten.scatter.value)
@@ -540,11 +526,6 @@ def _scatter_value_with_reduce(cx, node, a):
 def _filled_src(cx, node, a):
     return cx.emit("expand", [_c(cx, node, a["value"], "value")],
                    cx.attrs("expand", shape=cx.value(a["index"]).type.shape), name=f"{node.name}_src")
-
-
-@handles(aten.scatter_add.default)
-def _scatter_add(cx, node, a):
-    return _scatter_from(cx, node, a, _src(cx, a), "add")
 
 
 _REDUCTIONS = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}

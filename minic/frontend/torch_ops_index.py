@@ -19,7 +19,7 @@ from minic.errors import UserError
 from minic.frontend import compose
 from minic.frontend.torch_ops import aten, axis_of, out_dtype, wanted, handler_table
 from minic.ir.ops.layout import END
-from minic.ir.types import DType, dim_mul
+from minic.ir.types import DType, dim_prod
 
 HANDLERS = handler_table()
 handles = HANDLERS.add
@@ -155,16 +155,11 @@ def _masked_scatter(cx, node, a):
     x, mask, source = cx.value(a["self"]), cx.value(a["mask"]), cx.cast(cx.value(a["source"]), out_dtype(cx, node))
     shape = cx.shape(node.meta["val"].shape)             # self and mask broadcast together
     x, mask = (v if v.type.shape == shape else cx.emit("expand", [v], cx.attrs("expand", shape=shape)) for v in (x, mask))
-    n = 1
-    for d in x.type.shape:
-        n = dim_mul(n, d)
-    taken = cx.emit("cumsum", [cx.cast(_reshape(cx, mask, (n,)), DType.i64)], cx.attrs("cumsum", axis=0))
+    flat = (dim_prod(x.type.shape),)
+    taken = cx.emit("cumsum", [cx.cast(_reshape(cx, mask, flat), DType.i64)], cx.attrs("cumsum", axis=0))
     one = cx.scalar(1, DType.i64, f"{node.name}_one")
     slot = cx.emit("max", [cx.emit("sub", [taken, one]), cx.scalar(0, DType.i64, f"{node.name}_zero")])
-    m = 1
-    for d in source.type.shape:
-        m = dim_mul(m, d)
-    picked = cx.emit("gather", [_reshape(cx, source, (m,)), slot], cx.attrs("gather", axis=0))
+    picked = cx.emit("gather", [_reshape(cx, source, (dim_prod(source.type.shape),)), slot], cx.attrs("gather", axis=0))
     return cx.emit("where", [mask, _reshape(cx, picked, x.type.shape), x])
 
 

@@ -8,13 +8,11 @@ The conventions are ``torch_ops``'s (one handler per overload, ``cx.emit``).
 from __future__ import annotations
 
 import math
-import operator
-
 
 from minic.errors import UserError
 from minic.frontend import compose, compose_windows
 from minic.frontend.compose_resample import Axis, Resampling, resample, resample_map
-from minic.frontend.torch_ops import aten, ints, handler_table
+from minic.frontend.torch_ops import aten, ints, handler_table, wanted
 
 HANDLERS = handler_table()
 handles = HANDLERS.add
@@ -52,11 +50,6 @@ def batched(*targets):
     return wrap
 
 
-def _wants_indices(node) -> bool:
-    """Whether the graph reads the node's second output (a pool's indices)."""
-    return any(u.target is operator.getitem and u.args[1] == 1 for u in node.users)
-
-
 def _pool_window(a, x) -> tuple[tuple[int, ...], ...]:
     """A pool's kernel, strides (the kernel's by default), dilations (1 for average pools) and pads
     (before..., after...: torch pads both ends alike) over x's spatial axes."""
@@ -75,7 +68,7 @@ def _max_pool_with_indices(cx, node, a, x):
     kernel, stride, dilation, pads = _pool_window(a, x)
     ceil = bool(a["ceil_mode"])
     out = compose_windows.pool(cx, x, "max", kernel, stride, dilation, pads, ceil)
-    if not _wants_indices(node):
+    if not wanted(node, 1):
         return (out, None)
     return (out, compose_windows.max_pool_indices(cx, x, out, kernel, stride, dilation, pads, ceil))
 
@@ -122,7 +115,7 @@ def _adaptive_avg_pool(cx, node, a, x):
 def _adaptive_max_pool(cx, node, a, x):
     rank = x.type.rank - 2
     y = compose.adaptive_max(cx, x, ints(a["output_size"], rank))
-    if _wants_indices(node):
+    if wanted(node, 1):
         raise UserError("the indices output of adaptive max pooling is not supported")
     return (y, None)
 
