@@ -3,14 +3,15 @@ minic has no single op for, spelled in the ones it has.
 
 Every function takes a builder ``b`` with three things, which both importers have:
 ``b.one(op, *inputs, **attrs)`` adds one node and returns its output (``b.many``: all of them),
-``b.const(data, like=None)`` adds a constant (of ``like``'s dtype), and ``b.where``
-names the node being converted, for messages.
+``b.const(data, like=None)`` adds a constant (of ``like``'s dtype), ``b.where``
+names the node being converted, for messages, and ``b.fresh_symbol(hint)`` names a size the
+data decides.
 
 - Windows (``compose_windows.py``): convolutions and pools of any rank; here
   ``adaptive_max`` and ``adaptive_weights``.  Resampling: ``compose_resample.py``.
 - Per-axis maps: ``along`` (a constant [out, in] matrix on one axis: adaptive average
   pools, linear resize) and ``pick`` (a gather of constant indices: nearest resize).
-- ``pad`` (negative pads crop; wrap is circular).
+- ``pad`` (negative pads crop; wrap is circular); ``compress`` (slices kept by a run-time mask).
 - Elementwise families: ``leaky_relu``, ``elu`` (Celu, Selu), ``sign`` (NaN stays NaN), ``is_special`` (isnan/isinf),
   ``tile``, ``vector_norm`` (p = 0, 1, 2, inf, -inf, any).
 - ``moments`` (mean, 1/std) of the norms that compute their own statistics.
@@ -228,6 +229,15 @@ def _wrap_pad(b: Any, v: Value, pads) -> Value:
         parts = ([cut(n - lo, n)] if lo else []) + [v] + ([cut(0, hi)] if hi else [])
         v = b.one("concat", *parts, axis=ax)
     return v
+
+
+def compress(b: Any, v: Value, keep: Value, axis: int) -> Value:
+    """``v``'s slices along ``axis`` where ``keep`` (a vector, at most as long) is nonzero: ONNX's
+    Compress, torch's masked_select and x[mask].  How many is a size the data decides: ``nonzero``
+    gives the kept positions under a fresh symbol (``b.fresh_symbol``), a gather takes them."""
+    count = b.fresh_symbol("kept")
+    where = b.one("reshape", b.one("nonzero", keep, count=count), shape=(count,))
+    return b.one("gather", v, where, axis=axis)
 
 
 # --- per-axis maps ----------------------------------------------------------------------------

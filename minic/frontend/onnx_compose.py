@@ -69,11 +69,14 @@ def _top_k(b: Builder, x: list[Value], a: dict) -> list[Value]:
 @converts("Compress")
 def _compress(b: Builder, x: list[Value], a: dict) -> list[Value]:
     v = x[0]
-    condition = b.need_known(x[1], "the condition").reshape(-1).astype(bool)
     if "axis" not in a:
         v, axis = b.one("reshape", v, shape=(dim_prod(v.type.shape),)), 0
     else:
         axis = a["axis"] % v.type.rank
+    condition = b.known(x[1])
+    if condition is None:                         # decided at run time: as many slices as the data keeps
+        return [compose.compress(b, v, b.one("reshape", x[1], shape=(dim_prod(x[1].type.shape),)), axis)]
+    condition = condition.reshape(-1).astype(bool)
     n = compose.static(b, v, axis, "Compress")
     kept = np.flatnonzero(condition[:n]).astype(np.int64)
     return [b.one("gather", v, b.const(kept), axis=axis)]

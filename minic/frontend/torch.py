@@ -231,6 +231,7 @@ class Converter:
         try:
             result = convert(self, node, _bind(node))
             if isinstance(result, Value) and isinstance(val, torch.Tensor):
+                self._learn_sizes(result, val)
                 self._check_type(result, val)
         except UserError as e:
             raise UnsupportedError(f"{op_name(node)} at {source_of(node)}: {e}") from None
@@ -248,6 +249,14 @@ class Converter:
             return self.add_constant(f"output_{index}", np.asarray(number))
         raise UserError(f"output {index} of the model is {number!r}, not a tensor or a static number; "
                         "minic graphs return tensors (numbers as 0-d arrays)")
+
+    def _learn_sizes(self, value: Value, val: torch.Tensor) -> None:
+        """A size the data decides (nonzero's count) is a fresh symbol to torch (``u0``, unbacked) and
+        to minic (``fresh_symbol``): where the converted value has one, torch's is the same size."""
+        for d, size in zip(value.type.shape, val.shape):
+            expr = size.node.expr if isinstance(size, torch.SymInt) else None
+            if isinstance(d, str) and isinstance(expr, sympy.Symbol) and expr not in self.symbols:
+                self.symbols[expr] = d
 
     def _check_type(self, value: Value, val: torch.Tensor) -> None:
         """The converted value must have the type torch traced: this catches table bugs early."""
@@ -348,6 +357,10 @@ class Converter:
         return _DTYPES[dtype]
 
     # --- emitting minic nodes -------------------------------------------------
+
+    def fresh_symbol(self, hint: str) -> str:
+        """A dim symbol for a size only the data decides (nonzero's count)."""
+        return self.fresh(f"{self.current.name}_{hint}")
 
     def fresh(self, base: str) -> str:
         name, i = base, 1

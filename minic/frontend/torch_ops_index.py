@@ -19,6 +19,7 @@ from minic.errors import UserError
 from minic.frontend import compose
 from minic.frontend.torch_ops import aten, axis_of, out_dtype, wanted, handler_table
 from minic.ir.ops.layout import END
+from minic.ir.ops.shapes import broadcast
 from minic.ir.types import DType, dim_prod
 
 HANDLERS = handler_table()
@@ -103,12 +104,39 @@ def _index(cx, node, a):
     picked = [i for i, t in enumerate(indices) if t is not None]
     if len(picked) == 1:                                  # one index tensor: a gather on that axis
         idx = cx.value(indices[picked[0]])
-        if idx.type.dtype == DType.bool:
-            raise UserError("indexing with a bool mask is not supported (its size depends on the data)")
+        if idx.type.dtype == DType.bool:                  # x[mask]: the cells the mask keeps, in order
+            return _masked(cx, x, idx, picked[0])
         return cx.emit("gather", [x, idx], cx.attrs("gather", axis=picked[0]))
     xt, stacked, nb, lead = _advanced(cx, x, indices)
     out = cx.emit("gather_nd", [xt, stacked])
     return _transpose(cx, out, _place(out.type.rank, nb, lead))
+
+
+def _masked(cx, x, mask, axis: int):
+    """x[..., mask] with the mask over x's axes from ``axis`` on: those axes flattened into one,
+    then the positions the mask keeps (``compose.compress``), a count the data decides."""
+    k = mask.type.rank
+    lead, covered, rest = x.type.shape[:axis], x.type.shape[axis:axis + k], x.type.shape[axis + k:]
+    if tuple(mask.type.shape) != tuple(covered):
+        raise UserError(f"a bool mask {list(mask.type.shape)} over axes of sizes {list(covered)}")
+    flat = _reshape(cx, x, (*lead, dim_prod(covered), *rest))
+    return compose.compress(cx, flat, _reshape(cx, mask, (dim_prod(covered),)), axis)
+
+
+@handles(aten.nonzero.default)
+def _nonzero(cx, node, a):
+    """The indices of x's nonzero cells, one row each ([count, rank]; minic's nonzero gives columns)."""
+    found = cx.one("nonzero", cx.value(a["self"]), count=cx.fresh_symbol("count"))
+    return cx.one("transpose", found, perm=(1, 0))
+
+
+@handles(aten.masked_select.default)
+def _masked_select(cx, node, a):
+    """x's cells where mask is true, in row-major order (x and mask broadcast together)."""
+    x, mask = cx.value(a["self"]), cx.value(a["mask"])
+    shape = tuple(broadcast(x.type.shape, mask.type.shape))
+    x, mask = (v if v.type.shape == shape else cx.one("expand", v, shape=shape) for v in (x, mask))
+    return _masked(cx, x, mask, 0)
 
 
 @handles(aten.index_put.default, aten._index_put_impl.default, aten._unsafe_index_put.default)

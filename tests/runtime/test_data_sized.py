@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 import minic
 from minic.frontend.onnx import from_onnx
+from minic.runtime.specialize import Specialized
 from minic.runtime.split import SplitModel, cut
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
@@ -118,3 +119,50 @@ def test_a_file_torchs_exporter_wrote(tmp_path):
         for got, want in zip(run(x), session.run(None, {session.get_inputs()[0].name: x})):
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+class Selections(torch.nn.Module):
+    """torch's ops whose output size the data decides: nonzero, masked_select (a mask that
+    broadcasts), x[mask] over the leading axes and over a later one."""
+
+    def forward(self, x, m):
+        return (torch.nonzero(x > 0), torch.masked_select(x, m) * 2, x[x > 0.5].sum(), x[:, x[0] > 0])
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_torch_nonzero_masked_select_and_mask_indexing(backend, tmp_path):
+    """Each is a nonzero (its count a fresh symbol that torch's unbacked size u0 maps to) and a gather
+    (compose.compress); compiled, the model is cut at each nonzero."""
+    model = Selections()
+    rng = np.random.default_rng(3)
+    example = [torch.randn(3, 4), torch.rand(4) > 0.5]
+    options = {"cache_dir": tmp_path} if backend == "minic" else {}
+    run = minic.compile(model, example, backend=backend, **options)
+    if backend == "minic":
+        assert isinstance(run, SplitModel)
+    for k in range(4):
+        x = rng.standard_normal((3, 4)).astype(np.float32) * (k > 0)        # all zeros first: empty selections
+        m = rng.random(4) > 0.5
+        want = model(torch.from_numpy(x), torch.from_numpy(m))
+        got = run(x, m)
+        for g, w in zip(got, want):
+            assert g.shape == tuple(w.shape)
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["minic", "interp"])
+def test_compress_with_a_condition_decided_at_run_time(backend, tmp_path):
+    """ONNX Compress whose condition is a graph input: kept slices counted at run time (it was
+    compiled per value of the condition)."""
+    m = model([helper.make_node("Compress", ["x", "c"], ["y"], axis=1), helper.make_node("Compress", ["x", "c2"], ["z"])],
+              [("x", F, [3, 4]), ("c", TensorProto.BOOL, [4]), ("c2", TensorProto.BOOL, [12])], [("y", F), ("z", F)])
+    path = tmp_path / "compress.onnx"
+    onnx.save(m, path)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    run = minic.compile(str(path), [x, np.ones(4, bool), np.ones(12, bool)], backend=backend)
+    assert not isinstance(run, Specialized)
+    for _ in range(3):
+        c, c2 = rng.random(4) > 0.5, rng.random(12) > 0.5
+        for g, w in zip(run(x, c, c2), ort_run(m, {"x": x, "c": c, "c2": c2})):
+            np.testing.assert_array_equal(g, w)
