@@ -32,6 +32,7 @@ from minic.schedule.nest import (ScheduleError, check_independent, loops, map_ch
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
+from minic.schedule.conv_tiles import schedule_conv_tiles
 from minic.schedule.tiles import schedule_tiles
 from minic.schedule.templates import (Knobs, default_knobs, find_contraction, fuse_for_threads, schedule_contraction,
                                      signature, vectorize_reductions, widen_parallel)
@@ -171,9 +172,9 @@ def _steps(e: Expr) -> bool:
 
 
 def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:
-    """``k`` scheduled: the contraction template (``knobs``, else the defaults; an int8 matmul on
-    AMX tiles where the target has them: ``tiles.py``), vector lanes for element-wise loops, then
-    parallel loops."""
+    """``k`` scheduled: the contraction template (``knobs``, else the defaults; an int8 matmul or
+    conv on AMX tiles where the target has them: ``tiles.py``, ``conv_tiles.py``), vector lanes
+    for element-wise loops, then parallel loops."""
     k = unique_loops(k)
 
     def template(f: Function) -> Function:
@@ -181,9 +182,11 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
                                     dots_u8s8(target))
     if find_contraction(k) is not None:
         done = None
-        if tiles_u8s8(target):
-            with suppress(ScheduleError):  # not an int8 matmul the tiles take: the template's
+        if tiles_u8s8(target):             # an int8 matmul or conv the tiles take; else the template's
+            with suppress(ScheduleError):
                 done = schedule_tiles(k, target.threads, template)
+            with suppress(ScheduleError):
+                done = done or schedule_conv_tiles(k, target.threads)
         with suppress(ScheduleError):      # a nest the template cannot take runs as lowered
             done = done or template(k)
         k = done or k

@@ -53,6 +53,16 @@ BLOCK = 2                     # tiles of C per block along each axis: 2 x 2 C, 2
 
 
 @dataclass(frozen=True)
+class TileShape:
+    """A block of accumulator tiles: tm x tn tiles of rows x cols i32, depth bytes of k a step."""
+    rows: int                  # of a tile of C and A (16, or fewer where the rows are fewer)
+    cols: int                  # i32 columns of a tile of C (16, or N below 16)
+    tm: int                    # row tiles of a block
+    tn: int                    # column tiles of a block
+    depth: int                 # bytes of k a tile of A holds (64, or K below 64)
+
+
+@dataclass(frozen=True)
 class TilePlan:
     """How one int8 matmul nest runs on tiles: its loops and operands, and the tile sizes."""
     batch: tuple[For, ...]     # the output's other axes, outermost first
@@ -63,11 +73,7 @@ class TilePlan:
     w: Expr                    # i8 w[k, lane], as the nest reads it
     acc: Buffer                # the nest's scalar accumulator
     store: Store               # y[.., row, lane] = epilogue(acc)
-    rows: int                  # of a tile of C and A (16, or M below 16)
-    cols: int                  # i32 columns of a tile of C (16, or N below 16)
-    tm: int                    # row tiles of a block
-    tn: int                    # column tiles of a block
-    depth: int                 # bytes of k a tile of A holds (64, or K below 64)
+    shape: TileShape
 
 
 def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
@@ -102,7 +108,8 @@ def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
     kc = -(-k.extent.value // depth)
     if kc * depth * 4 * tn * cols > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
-    return TilePlan(tuple(spatial[:-2]), row, lane, k, x, w, update.buffer, store, rows, cols, tm, tn, depth)
+    return TilePlan(tuple(spatial[:-2]), row, lane, k, x, w, update.buffer, store,
+                    TileShape(rows, cols, tm, tn, depth))
 
 
 def _byte(e: Expr) -> tuple[DType | None, Expr]:
@@ -129,49 +136,73 @@ def _blocks(extent: Expr, size: int) -> Expr:
 def tile_nest(p: TilePlan) -> Stmt:
     """The loop nest of the module docstring for plan ``p``."""
     K, N, M = p.k.extent.value, p.lane.extent.value, p.row.extent
-    nc, mr, kq = p.tn * p.cols, p.tm * p.rows, p.depth // 4
-    kchunks = -(-K // p.depth)
+    sh = p.shape
+    nc, mr = sh.tn * sh.cols, sh.tm * sh.rows
     nb, mb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     n0 = _start(nb, nc, p.lane.extent, N % nc == 0)
     m0 = _start(mb, mr, M, isinstance(M, Const) and M.value % mr == 0)
-    k0 = _start(kk, p.depth, p.k.extent, K % p.depth == 0)
-
-    # The panel: w_tiles[kk, r, 4 j + q] = w[k0 + 4 r + q, n0 + j], zero where the chunk before added k.
-    panel = Buffer("w_tiles", (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
-    r, j, q = Var("r_p"), Var("j_p"), Var("q_p")
-    kp = Var("kk_p")
-    k_at = BinOp("add", _start(kp, p.depth, p.k.extent, K % p.depth == 0),
-                 BinOp("add", BinOp("mul", r, const(4)), q))
-    weight = substitute(p.w, {p.k.var.name: k_at, p.lane.var.name: BinOp("add", n0, j)})
-    if K % p.depth:
-        weight = Select(BinOp("ge", k_at, BinOp("mul", kp, const(p.depth))), weight, Const(0, DType.i8))
-    fill = Store(panel, (kp, r, BinOp("add", BinOp("mul", j, const(4)), q)), weight)
-    for var, extent in ((q, 4), (j, nc), (r, kq), (kp, kchunks)):
-        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
-
-    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
-    t = Buffer("c_sums", (mr, nc), DType.i32, Role.LOCAL)
-    tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
-    zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
-    x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * p.rows)), k0))  # noqa: E731
-    dots = [TileDot(tile, x_at(i), Load(panel, (kk, const(0), const(64 * jj))), p.rows, p.cols, p.depth)
-            for i, jj, tile in tiles]
-    out = [TileStore(Load(t, (const(i * p.rows), const(jj * p.cols))), tile, p.rows, p.cols) for i, jj, tile in tiles]
-    ri, li = Var(p.row.var.name + "i"), Var(p.lane.var.name + "i")
-    at = {p.row.var.name: BinOp("add", m0, ri), p.lane.var.name: BinOp("add", n0, li)}
-    result = Load(t, (ri, li))
-    epilogue = Store(p.store.buffer, tuple(substitute(e, at) for e in p.store.index),
-                     map_expr(substitute(p.store.value, at),
-                              lambda e: result if isinstance(e, Load) and e.buffer == p.acc else None))
-    epilogue = For(ri, const(0), const(mr), ForKind.SERIAL,
-                   For(li, const(0), const(nc), ForKind.VECTORIZED, epilogue))
-    block = Allocate(c, Allocate(t, seq(*zero, For(kk, const(0), const(kchunks), ForKind.SERIAL, seq(*dots)),
-                                      *out, epilogue)))
+    k0 = _start(kk, sh.depth, p.k.extent, K % sh.depth == 0)
+    panel, fill = pack_panel(K, sh.depth, nc, lambda k, j: substitute(p.w, {p.k.var.name: k,
+                                                                          p.lane.var.name: BinOp("add", n0, j)}))
+    x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * sh.rows)), k0))  # noqa: E731
+    w_at = lambda j: Load(panel, (kk, const(0), const(64 * j)))                                      # noqa: E731
+    block = block_of_sums(sh, x_at, w_at, lambda dots: For(kk, const(0), const(-(-K // sh.depth)), ForKind.SERIAL, dots),
+                          lambda t: epilogue(p.store, p.acc, t, {p.row.var.name: (m0, mr), p.lane.var.name: (n0, nc)},
+                                             lanes=p.lane.var.name))
     rows = For(mb, const(0), _blocks(M, mr), ForKind.SERIAL, block)
     nest = For(nb, const(0), const(-(-N // nc)), ForKind.SERIAL, Allocate(panel, seq(fill, rows)))
     for loop in reversed(p.batch):
         nest = replace(loop, body=nest)
     return nest
+
+
+def pack_panel(K: int, depth: int, nc: int, weight: Callable[[Expr, Expr], Expr],
+               taps: tuple[tuple[Var, int], ...] = ()) -> tuple[Buffer, Stmt]:
+    """The weights' panel of one column block, as AMX reads B, and the nest that fills it:
+    ``w_tiles[.., kk, r, 4 j + q] = weight(k, j)`` at k = k0 + 4 r + q of chunk kk (its k0 as
+    ``_start`` places it), zero where the chunk before has added that k.  ``taps``: loops
+    around the fill (a conv's kernel rows and columns: one panel each), outermost first."""
+    kq, kchunks = depth // 4, -(-K // depth)
+    panel = Buffer("w_tiles", tuple(n for _, n in taps) + (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
+    r, j, q, kp = Var("r_p"), Var("j_p"), Var("q_p"), Var("kk_p")
+    k_at = BinOp("add", _start(kp, depth, const(K), K % depth == 0), BinOp("add", BinOp("mul", r, const(4)), q))
+    value = weight(k_at, j)
+    if K % depth:
+        value = Select(BinOp("ge", k_at, BinOp("mul", kp, const(depth))), value, Const(0, DType.i8))
+    fill = Store(panel, tuple(v for v, _ in taps) + (kp, r, BinOp("add", BinOp("mul", j, const(4)), q)), value)
+    for var, extent in ((q, 4), (j, nc), (r, kq), (kp, kchunks), *reversed(taps)):
+        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
+    return panel, fill
+
+
+def block_of_sums(p: TileShape, a_at: Callable[[int], Load], b_at: Callable[[int], Load],
+                  reduce: Callable[[Stmt], Stmt], then: Callable[[Buffer], Stmt]) -> Stmt:
+    """One block of tm x tn accumulator tiles: zeroed, the dot products of row tile i
+    (``a_at(i)``) and column tile j (``b_at(j)``) in the reduction loops that ``reduce`` puts
+    around them, stored once to ``c_sums`` [tm rows, tn cols], and ``then(c_sums)`` (the epilogue)."""
+    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
+    t = Buffer("c_sums", (p.tm * p.rows, p.tn * p.cols), DType.i32, Role.LOCAL)
+    tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
+    zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
+    dots = [TileDot(tile, a_at(i), b_at(jj), p.rows, p.cols, p.depth) for i, jj, tile in tiles]
+    out = [TileStore(Load(t, (const(i * p.rows), const(jj * p.cols))), tile, p.rows, p.cols) for i, jj, tile in tiles]
+    return Allocate(c, Allocate(t, seq(*zero, reduce(seq(*dots)), *out, then(t))))
+
+
+def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Expr, int]], lanes: str) -> Stmt:
+    """The nest's final store for every output of a block, its accumulator read from ``sums``
+    [rows, cols]: ``blocks`` maps the row loop's and the column loop's names to (first, size)
+    of the block; ``lanes`` names the one whose loop runs as vector lanes, the one the output
+    is contiguous along (a matmul's columns, a conv's output columns, which are its rows here)."""
+    (row, (m0, mr)), (lane, (n0, nc)) = blocks.items()
+    ri, li = Var(row + "i"), Var(lane + "i")
+    at = {row: BinOp("add", m0, ri), lane: BinOp("add", n0, li)}
+    result = Load(sums, (ri, li))
+    value = map_expr(substitute(store.value, at), lambda e: result if isinstance(e, Load) and e.buffer == acc else None)
+    st = Store(store.buffer, tuple(substitute(e, at) for e in store.index), value)
+    if lanes == lane:
+        return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
+    return For(li, const(0), const(nc), ForKind.SERIAL, For(ri, const(0), const(mr), ForKind.VECTORIZED, st))
 
 
 def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function]) -> Function:
@@ -193,7 +224,7 @@ def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Fu
         except ScheduleError:
             plain = nest
         # the two branches' loops named apart: a later step names a loop to rewrite it
-        tiled = If(BinOp("ge", p.row.extent, const(p.tm * p.rows)), rename_loops(tiled, "_t"), plain)
+        tiled = If(BinOp("ge", p.row.extent, const(p.shape.tm * p.shape.rows)), rename_loops(tiled, "_t"), plain)
     body[at] = tiled
     return replace(f, body=seq(*body))
 
