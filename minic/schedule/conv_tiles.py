@@ -8,52 +8,56 @@
         acc += (i32)x[n, c, oy * sh + p * dh, ox * sw + q * dw] * (i32)w[o, c, p, q]
       y[n, o, oy, ox] = epilogue(acc)
 
-For one tap (p, q) and one output row oy, that is a matmul: rows are the output columns ox,
-columns the output channels o, and k the input channels c.  ``tdpbusd`` (minic/schedule/tiles.py)
-wants the rows of A 64 bytes of k each, one fixed stride apart; in NCHW the channels of a pixel
-are a plane apart.  So the kernel first copies the image it convolves, once, channels last:
+For one tap (p, q) and one output row oy, that is a matmul of the weights W [O, C] by the
+pixels X [C, OW]: ``sums[o, ox] += W[o, c] · X[c, ox]``.  The tiles compute it as it stands,
+with ``tdpbsud`` (tdpbusd's twin: signed bytes in A, unsigned in B): A is the weights, 16
+output channels of 64 input channels each, B the pixels, and the sums come out as the NCHW
+output lies, a tile row along an output row.  B must hold four consecutive k (channels) of
+one column (pixel) side by side, 64 bytes a row; in NCHW the channels of a pixel are a plane
+apart.  So the kernel first copies the image it convolves, once, four channels interleaved:
 
-    xt[h, w / sw, (w % sw) * C + c] = x[n, c, h, w]          u8 [Hp, ceil(Wp / sw), sw * C]
+    x4[h, w % sw, c / 4, 4 * (w / sw) + c % 4] = x[n, c, h, w]     u8 [Hp, sw, C / 4, 4 ceil(Wp / sw)]
 
-(a row of sw pixels side by side, so that the pixels ox * sw + q of one output row are one
-row of xt apart, sw * C bytes: the tile's row stride; for stride 1 it is plain NHWC).  A tile
-of A for tap (p, q) and 64 channels from k0 is then ``xt[oy * sh + p * dh, ox0 + q * dw / sw,
-(q * dw % sw) * C + k0]``, 16 output columns.  The weights' panel holds every tap's [C, NC]
-block in the tiles' B layout, prepacked at compile time, as the matmul's:
+(with stride sw, the pixels of one phase w % sw together, so that the pixels ox * sw + q of
+an output row lie side by side).  A tile of B for tap (p, q) and 64 channels from k0 is then
+16 rows (channel quads) of 16 pixels: ``x4[oy sh + p dh, q dw % sw, k0 / 4, 4 (ox0 + q dw / sw)]``,
+one row of x4 apart.  The weights' blocks, every tap's [16 o, 64 c], are packed at compile
+time (``w_rows``):
 
     for n:
-      u8 xt[..] = x[n] channels last                            (per image, before the rows)
-      parallel for nb < ceil(O / NC):                           column blocks of output channels
-        i8 w_tiles[kh, kw, KC, 16, 4 NC] = panel(w)             (prepacked)
-        for oy < OH: for mb < ceil(OW / MR):                    blocks of output columns
+      u8 x4[..] = x[n], four channels interleaved               (per image, before the rows)
+      parallel for ob < ceil(O / MR):                            blocks of MR = 32 output channels
+        i8 w_rows[kh, kw, KC, MR, 64] = w[o0 + r, k0 + b, p, q]  (prepacked)
+        for oy < OH: for xb < ceil(OW / NC):                     blocks of NC = 32 output columns
           tile_zero(c_tiles[..])
           for p < kh: for q < kw: for kk < KC:
-            tile_dot(c_tiles[i tn + j], xt[oy sh + p dh, ox0 + 16 i + q dw / sw, ..], w_tiles[p, q, kk, 0, 64 j])
+            tile_dot(c_tiles[i tn + j], w_rows[p, q, kk, 16 i, 0], x4[oy sh + p dh, .., 4 (ox0 + 16 j + ..)])
           tile_store(c_sums[16 i, 16 j], c_tiles[i tn + j])
-          for li < NC: vectorized for ri < MR:                  along the output's row (NCHW)
-            y[n, o0 + li, oy, ox0 + ri] = epilogue(c_sums[ri, li])
+          for oi < MR: vectorized for xi < NC:
+            y[n, o0 + oi, oy, ox0 + xi] = epilogue(c_sums[oi, xi])
 
-Why a copy per conv rather than NHWC between kernels: the layout stays the graph's (NCHW, as
-the VNNI template and every other kernel read it), and the target decides only the schedule;
-the copy moves C·H·W bytes where the tiles do C·H·W·O·kh·kw/... multiply-adds.  Why one output
-row a block (rows of 7, 14, 16 pixels) rather than rows running across the image: the tile's
-stride must be one number, and an output row is where it is; the epilogue then stores whole
-rows of the NCHW output.  Ragged output columns, channels and input channels overlap as in the
-matmul (``tiles.py``); C must be a multiple of 4 (explicit-padding pads an image's 3 to 4).
+Why a copy per conv rather than another layout between kernels: the graph keeps NCHW, which
+the VNNI template and every other kernel read, and only the schedule, which knows the target,
+changes; the copy moves C·Hp·Wp bytes once for kh·kw·O multiply-adds per byte.  Why one output
+row a block (7, 14 or 16 pixels a tile): a tile's rows must be one stride apart, and within
+one output row they are.  Ragged output columns, channels and input channels overlap as in the
+matmul (``tiles.py``): the last block starts one block before the end, and the last chunk of
+input channels at C - 64 with its weights zeroed where the chunk before added them.  C must be
+a multiple of 4 (explicit-padding pads an image's 3 to 4); grouped convs stay on VNNI.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Stmt, Store, Var,
-                            const, free_vars, seq, substitute)
+from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Select, Stmt,
+                            Store, Var, const, free_vars, seq, substitute)
 from minic.ir.loops_analysis import stride
 from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
 from minic.schedule.nest import fail, stmts_of, unique_loops
 from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction, find_contraction
-from minic.schedule.tiles import BLOCK, BYTES, ROWS, TileShape, _blocks, _byte, _start, block_of_sums, epilogue, pack_panel
+from minic.schedule.tiles import BLOCK, BYTES, ROWS, TileShape, _blocks, _byte, _start, block_of_sums, epilogue
 
 COPY_LIMIT = 4 << 20           # bytes of the channels-last copy of one image (it lives on the stack)
 
@@ -62,9 +66,9 @@ COPY_LIMIT = 4 << 20           # bytes of the channels-last copy of one image (i
 class ConvTilePlan:
     """How one int8 conv nest runs on tiles: its loops, operands, strides and tile sizes."""
     batch: For                 # n
-    lane: For                  # o: output channels, the tiles' columns
+    lane: For                  # o: output channels, the tiles' rows
     out_row: For               # oy
-    row: For                   # ox: output columns, the tiles' rows
+    row: For                   # ox: output columns, the tiles' columns
     taps: tuple[For, For]      # p, q: the kernel's rows and columns
     k: For                     # c: input channels
     x: Load                    # u8 x[n, c, oy sh + p dh, ox sw + q dw] (padded, NCHW)
@@ -73,7 +77,7 @@ class ConvTilePlan:
     store: Store               # y[n, o, oy, ox] = epilogue(acc)
     stride: tuple[int, int]    # sh, sw
     dilation: tuple[int, int]  # dh, dw
-    shape: TileShape
+    shape: TileShape           # rows: output channels, cols: output columns
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -109,72 +113,97 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
             or not all(isinstance(d, int) for d in x.buffer.shape[1:])
             or free_vars(w) - {o.var.name, c.var.name, p.var.name, q.var.name} or o.var.name not in free_vars(w)):
         raise fail(f, "conv tiles read x[n, c, oy s + p d, ox s + q d] (one group) and weights w[o, c, p, q]")
-    if (store.index[-1] != ox.var or any(ox.var.name in free_vars(i) for i in store.index[:-1])
-            or o.var.name in free_vars(store.index[-1])):
+    if (stride(store.index[-1], ox.var.name) != 1 or any(ox.var.name in free_vars(i) for i in store.index[:-1])
+            or o.var.name in free_vars(store.index[-1])):          # y[.., ox] or y[.., ox + 1] (a pad's interior)
         raise fail(f, "the epilogue must store along the output's columns")
     (sh, dh), (sw, dw) = rows, cols
     C, O, OW = c.extent.value, o.extent.value, ox.extent.value
-    depth = min(BYTES, C)
-    cols_ = min(O, ROWS)
-    tn = BLOCK if O >= BLOCK * ROWS else 1
-    kh, kw = p.extent.value, q.extent.value
-    if kh * kw * -(-C // depth) * depth * tn * cols_ > PACK_LIMIT:
+    depth, kh, kw = min(BYTES, C), p.extent.value, q.extent.value
+    shape = TileShape(min(O, ROWS), min(OW, ROWS), BLOCK if O >= BLOCK * ROWS else 1,
+                      BLOCK if OW >= BLOCK * ROWS else 1, depth)
+    if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
     _, _, hp, wp = x.buffer.shape
     if hp * -(-wp // sw) * sw * C > COPY_LIMIT:
-        raise fail(f, "the channels-last copy of the image is too large for the stack")
-    shape = TileShape(min(OW, ROWS), cols_, BLOCK if OW >= BLOCK * ROWS else 1, tn, depth)
+        raise fail(f, "the interleaved copy of the image is too large for the stack")
     return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape)
 
 
-def channels_last(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
-    """The image's copy that the tiles read, and the nest that makes it (module docstring)."""
+def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
+    """The image's copy that the tiles read as B, and the nest that makes it (module docstring):
+    per phase of the stride, a loop over its pixels that stores four channels a pixel, which
+    LLVM's loop vectorizer turns into vector loads of four channel rows and interleaving
+    shuffles."""
     _, C, hp, wp = p.x.buffer.shape
     sw = p.stride[1]
-    xt = Buffer("x_rows", (hp, -(-wp // sw), sw * C), DType.u8, Role.LOCAL)
-    h, w, c = Var("h_t"), Var("w_t"), Var("c_t")
-    at = (BinOp("div", w, const(sw)), BinOp("add", BinOp("mul", BinOp("mod", w, const(sw)), const(C)), c))
-    copy = Store(xt, (h,) + (at if sw > 1 else (w, c)), Load(p.x.buffer, (p.x.index[0], c, h, w)))
-    for var, extent in ((c, C), (w, wp), (h, hp)):
+    wq = -(-wp // sw)
+    x4 = Buffer("x_quads", (hp, sw, C // 4, 4 * wq), DType.u8, Role.LOCAL)
+    h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
+    phases = []
+    for phase in range(sw):
+        pixel = BinOp("add", BinOp("mul", w, const(sw)), const(phase)) if sw > 1 else w
+        copy = Store(x4, (h, const(phase), cq, BinOp("add", BinOp("mul", w, const(4)), i)),
+                     Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
+        copy = For(w, const(0), const(-(-(wp - phase) // sw)), ForKind.SERIAL,
+                   For(i, const(0), const(4), ForKind.UNROLLED, copy))
+        phases.append(copy)
+    copy = seq(*phases)
+    for var, extent in ((cq, C // 4), (h, hp)):
         copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
-    return xt, copy
+    return x4, copy
+
+
+def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
+    """The weights of one block of output channels as the tiles read A, and the nest that fills
+    it: ``w_rows[p, q, kk, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
+    it), zero where the chunk before has added that input channel."""
+    t, C = p.shape, p.k.extent.value
+    kh, kw = (tap.extent.value for tap in p.taps)
+    rows = Buffer("w_rows", (kh, kw, -(-C // t.depth), t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
+    tp, tq, kp, r, b = Var("p_p"), Var("q_p"), Var("kk_p"), Var("r_p"), Var("b_p")
+    k = BinOp("add", _start(kp, t.depth, const(C), C % t.depth == 0), b)
+    names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
+    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), k, tp, tq))))
+    if C % t.depth:
+        value = Select(BinOp("ge", k, BinOp("mul", kp, const(t.depth))), value, Const(0, DType.i8))
+    fill = Store(rows, (tp, tq, kp, r, b), value)
+    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (kp, -(-C // t.depth)), (tq, kw), (tp, kh)):
+        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
+    return rows, fill
 
 
 def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     """The loop nest of the module docstring for plan ``p``."""
     t, (sh, sw), (dh, dw) = p.shape, p.stride, p.dilation
     C, O, OW = p.k.extent.value, p.lane.extent.value, p.row.extent.value
-    nc, mr = t.tn * t.cols, t.tm * t.rows
-    nb, mb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
-    n0, m0 = _start(nb, nc, const(O), O % nc == 0), _start(mb, mr, const(OW), OW % mr == 0)
+    mr, nc = t.tm * t.rows, t.tn * t.cols
+    ob, xb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
+    o0, x0 = _start(ob, mr, const(O), O % mr == 0), _start(xb, nc, const(OW), OW % nc == 0)
     k0 = _start(kk, t.depth, const(C), C % t.depth == 0)
-    tp, tq = Var(p.taps[0].var.name + "t"), Var(p.taps[1].var.name + "t")
-    names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
-    panel, fill = pack_panel(C, t.depth, nc, lambda k, j: substitute(p.w, dict(zip(names, (
-        BinOp("add", n0, j), k, tp, tq)))), taps=((tp, p.taps[0].extent.value), (tq, p.taps[1].extent.value)))
-    xt, copy = channels_last(p)
+    panel, fill = pack_rows(p, o0)
+    x4, copy = interleaved(p)
     qd = BinOp("mul", p.taps[1].var, const(dw))                 # the tap's column offset in pixels
     y_at = BinOp("add", BinOp("mul", p.out_row.var, const(sh)), BinOp("mul", p.taps[0].var, const(dh)))
-    x_at: Callable[[int], Load] = lambda i: Load(xt, (                                       # noqa: E731
-        y_at, BinOp("add", BinOp("add", m0, const(i * t.rows)), BinOp("div", qd, const(sw))),
-        BinOp("add", BinOp("mul", BinOp("mod", qd, const(sw)), const(C)), k0)))
-    w_at: Callable[[int], Load] = lambda j: Load(panel, (p.taps[0].var, p.taps[1].var, kk, const(0),   # noqa: E731
-                                                         const(64 * j)))
+    w_at: Callable[[int], Load] = lambda i: Load(panel, (p.taps[0].var, p.taps[1].var, kk,       # noqa: E731
+                                                         const(i * t.rows), const(0)))
+    x_at: Callable[[int], Load] = lambda j: Load(x4, (                                          # noqa: E731
+        y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(4)),
+        BinOp("mul", BinOp("add", BinOp("add", x0, const(j * t.cols)), BinOp("div", qd, const(sw))), const(4))))
 
     def reduce(dots: Stmt) -> Stmt:
         for var, extent in ((kk, -(-C // t.depth)), (p.taps[1].var, p.taps[1].extent.value),
                             (p.taps[0].var, p.taps[0].extent.value)):
             dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
         return dots
-    block = block_of_sums(t, x_at, w_at, reduce, lambda sums: epilogue(
-        p.store, p.acc, sums, {p.row.var.name: (m0, mr), p.lane.var.name: (n0, nc)}, lanes=p.row.var.name))
+    block = block_of_sums(t, w_at, x_at, reduce, lambda sums: epilogue(
+        p.store, p.acc, sums, {p.lane.var.name: (o0, mr), p.row.var.name: (x0, nc)}))
     rows = For(p.out_row.var, const(0), p.out_row.extent, ForKind.SERIAL,
-               For(mb, const(0), _blocks(const(OW), mr), ForKind.SERIAL, block))
+               For(xb, const(0), _blocks(const(OW), nc), ForKind.SERIAL, block))
     parallel = ForKind.PARALLEL if threads > 1 else ForKind.SERIAL
-    blocks = For(nb, const(0), const(-(-O // nc)), parallel, Allocate(panel, seq(fill, rows)))
+    blocks = For(ob, const(0), const(-(-O // mr)), parallel, Allocate(panel, seq(fill, rows)))
     if threads > 1:
         copy = replace(copy, kind=ForKind.PARALLEL)
-    return replace(p.batch, body=Allocate(xt, seq(copy, blocks)))
+    return replace(p.batch, body=Allocate(x4, seq(copy, blocks)))
 
 
 def schedule_conv_tiles(f: Function, threads: int) -> Function:

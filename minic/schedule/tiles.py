@@ -147,8 +147,7 @@ def tile_nest(p: TilePlan) -> Stmt:
     x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * sh.rows)), k0))  # noqa: E731
     w_at = lambda j: Load(panel, (kk, const(0), const(64 * j)))                                      # noqa: E731
     block = block_of_sums(sh, x_at, w_at, lambda dots: For(kk, const(0), const(-(-K // sh.depth)), ForKind.SERIAL, dots),
-                          lambda t: epilogue(p.store, p.acc, t, {p.row.var.name: (m0, mr), p.lane.var.name: (n0, nc)},
-                                             lanes=p.lane.var.name))
+                          lambda t: epilogue(p.store, p.acc, t, {p.row.var.name: (m0, mr), p.lane.var.name: (n0, nc)}))
     rows = For(mb, const(0), _blocks(M, mr), ForKind.SERIAL, block)
     nest = For(nb, const(0), const(-(-N // nc)), ForKind.SERIAL, Allocate(panel, seq(fill, rows)))
     for loop in reversed(p.batch):
@@ -189,20 +188,17 @@ def block_of_sums(p: TileShape, a_at: Callable[[int], Load], b_at: Callable[[int
     return Allocate(c, Allocate(t, seq(*zero, reduce(seq(*dots)), *out, then(t))))
 
 
-def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Expr, int]], lanes: str) -> Stmt:
+def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Expr, int]]) -> Stmt:
     """The nest's final store for every output of a block, its accumulator read from ``sums``
-    [rows, cols]: ``blocks`` maps the row loop's and the column loop's names to (first, size)
-    of the block; ``lanes`` names the one whose loop runs as vector lanes, the one the output
-    is contiguous along (a matmul's columns, a conv's output columns, which are its rows here)."""
+    [rows, cols]: ``blocks`` maps the names of the loops of the tiles' rows and of their columns
+    (the one the output is contiguous along: vector lanes) to (first, size) of the block."""
     (row, (m0, mr)), (lane, (n0, nc)) = blocks.items()
     ri, li = Var(row + "i"), Var(lane + "i")
     at = {row: BinOp("add", m0, ri), lane: BinOp("add", n0, li)}
     result = Load(sums, (ri, li))
     value = map_expr(substitute(store.value, at), lambda e: result if isinstance(e, Load) and e.buffer == acc else None)
     st = Store(store.buffer, tuple(substitute(e, at) for e in store.index), value)
-    if lanes == lane:
-        return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
-    return For(li, const(0), const(nc), ForKind.SERIAL, For(ri, const(0), const(mr), ForKind.VECTORIZED, st))
+    return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
 
 
 def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function]) -> Function:
