@@ -57,7 +57,7 @@ from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
 from minic.schedule.nest import fail, stmts_of, unique_loops
 from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction, find_contraction
-from minic.schedule.tiles import BLOCK, BYTES, ROWS, TileShape, _blocks, _byte, _start, block_of_sums, epilogue
+from minic.schedule.tiles import BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue
 
 COPY_LIMIT = 4 << 20           # bytes of the channels-last copy of one image (it lives on the stack)
 
@@ -100,7 +100,7 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
         raise fail(f, "conv tiles take a conv2d's four output axes and three reduction loops")
     n, o, oy, ox = spatial
     p, q, c = reduction
-    terms = dict(_byte(t) for t in (update.value.b.a, update.value.b.b))
+    terms = dict(_narrow(t) for t in (update.value.b.a, update.value.b.b))
     x, w = terms.get(DType.u8), terms.get(DType.i8)
     if not isinstance(x, Load) or w is None or len(x.index) != 4:
         raise fail(f, "conv tiles multiply u8 NCHW activations by i8 weights")

@@ -41,9 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role,
-                            Select, Stmt, Store, TileDot, TileStore, TileZero, Var, const, free_vars, map_expr, seq,
-                            substitute)
+from minic.ir.loops import (TILE_DOTS, Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load,
+                            Role, Select, Stmt, Store, TileDot, TileStore, TileZero, Var, const, free_vars, map_expr,
+                            seq, substitute)
 from minic.ir.types import DType
 from minic.schedule.nest import ScheduleError, fail, perfect_band, rename_loops, stmts_of, unique_loops
 from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction, find_contraction
@@ -60,6 +60,7 @@ class TileShape:
     tm: int                    # row tiles of a block
     tn: int                    # column tiles of a block
     depth: int                 # bytes of k a tile of A holds (64, or K below 64)
+    sums: DType = DType.i32    # the tiles' type: i32 (int8 operands) or f32 (bf16)
 
 
 @dataclass(frozen=True)
@@ -69,15 +70,20 @@ class TilePlan:
     row: For                   # M: rows of x and y
     lane: For                  # N: columns of w and y
     k: For                     # K: the reduction
-    x: Load                    # u8 x[.., row, k]
-    w: Expr                    # i8 w[k, lane], as the nest reads it
+    x: Load                    # u8 (bf16) x[.., row, k]
+    w: Expr                    # i8 (bf16) w[k, lane], as the nest reads it
     acc: Buffer                # the nest's scalar accumulator
     store: Store               # y[.., row, lane] = epilogue(acc)
     shape: TileShape
 
 
-def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
-    """The TilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it."""
+# The operand types the tiles multiply (loops.TILE_DOTS): activations x weights.
+INT8, BF16 = (DType.u8, DType.i8), (DType.bf16, DType.bf16)
+
+
+def plan_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> TilePlan:
+    """The TilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it; ``pairs``:
+    the operand types the target's tiles multiply (INT8: amx-int8, BF16: amx-bf16)."""
     found = _scalar_reduction(nest)
     if found is None:
         raise fail(f, "no contraction nest")
@@ -86,35 +92,39 @@ def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
     if len(reduction) != 1 or len(spatial) < 2 or not _is_product_sum(update):
         raise fail(f, "tiles take one reduction loop of products over at least two output axes")
     k, lane, row = reduction[0], spatial[-1], spatial[-2]
-    terms = {_byte(t) for t in (update.value.b.a, update.value.b.b)}
-    x = next((v for dtype, v in terms if dtype == DType.u8), None)
-    w = next((v for dtype, v in terms if dtype == DType.i8), None)
-    if x is None or w is None or not isinstance(x, Load):
-        raise fail(f, "tiles multiply u8 activations by i8 weights")
+    terms = [_narrow(t) for t in (update.value.b.a, update.value.b.b)]
+    along_rows = lambda t: isinstance(t[1], Load) and t[1].index[-2:] == (row.var, k.var)    # noqa: E731
+    (xt, x), (wt, w) = sorted(terms, key=lambda t: not along_rows(t))      # x: the one read along rows and k
+    if (xt, wt) not in pairs or not isinstance(x, Load):
+        raise fail(f, f"tiles multiply {' or '.join(f'{a.value} activations by {b.value} weights' for a, b in pairs)}")
+    size = xt.numpy.itemsize
+    group = 4 // size                           # k side by side in a column of B (a 32-bit lane)
     if not all(t.start == Const(0) for t in (k, lane, row)) or not all(
-            isinstance(t.extent, Const) for t in (k, lane)) or k.extent.value % 4:
-        raise fail(f, "tiles need a reduction and columns of constant size from 0, K a multiple of 4")
+            isinstance(t.extent, Const) for t in (k, lane)) or k.extent.value % group:
+        raise fail(f, f"tiles need a reduction and columns of constant size from 0, K a multiple of {group}")
     names = {t.var.name for t in (k, lane, row)}
     if (x.index[-2:] != (row.var, k.var) or any(free_vars(i) & names for i in x.index[:-2])
             or row.var.name in free_vars(w) or lane.var.name not in free_vars(w)):
         raise fail(f, "tiles read x[.., row, k] and weights that vary along the columns only")
     if store.index[-1] != lane.var or any(lane.var.name in free_vars(i) for i in store.index[:-1]):
         raise fail(f, "the epilogue must store along the columns")
-    m, n, depth = row.extent, lane.extent.value, min(BYTES, k.extent.value)
+    m, n, depth = row.extent, lane.extent.value, min(BYTES, k.extent.value * size)
     small_m = isinstance(m, Const) and m.value < ROWS
     rows, cols = (m.value if small_m else ROWS), min(n, ROWS)
     tm = BLOCK if not isinstance(m, Const) or m.value >= BLOCK * ROWS else 1
     tn = BLOCK if n >= BLOCK * ROWS else 1
-    kc = -(-k.extent.value // depth)
+    kc = -(-k.extent.value * size // depth)
     if kc * depth * 4 * tn * cols > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
     return TilePlan(tuple(spatial[:-2]), row, lane, k, x, w, update.buffer, store,
-                    TileShape(rows, cols, tm, tn, depth))
+                    TileShape(rows, cols, tm, tn, depth, TILE_DOTS[xt, wt][0]))
 
 
-def _byte(e: Expr) -> tuple[DType | None, Expr]:
-    """(u8 or i8, v) for ``(i32)v`` of such a v; (None, e) otherwise."""
-    if isinstance(e, Cast) and e.to == DType.i32 and e.value.dtype in (DType.u8, DType.i8):
+def _narrow(e: Expr) -> tuple[DType | None, Expr]:
+    """(u8 or i8, v) for ``(i32)v`` of such a v, (bf16, v) for ``(f32)v`` of a bf16 v; (None, e)
+    otherwise."""
+    if isinstance(e, Cast) and (e.to, e.value.dtype) in ((DType.i32, DType.u8), (DType.i32, DType.i8),
+                                                        (DType.f32, DType.bf16)):
         return e.value.dtype, e.value
     return None, e
 
@@ -136,17 +146,18 @@ def _blocks(extent: Expr, size: int) -> Expr:
 def tile_nest(p: TilePlan) -> Stmt:
     """The loop nest of the module docstring for plan ``p``."""
     K, N, M = p.k.extent.value, p.lane.extent.value, p.row.extent
-    sh = p.shape
-    nc, mr = sh.tn * sh.cols, sh.tm * sh.rows
+    sh, dtype = p.shape, p.x.buffer.dtype
+    nc, mr, per = sh.tn * sh.cols, sh.tm * sh.rows, sh.depth // dtype.numpy.itemsize    # per: k a chunk
     nb, mb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     n0 = _start(nb, nc, p.lane.extent, N % nc == 0)
     m0 = _start(mb, mr, M, isinstance(M, Const) and M.value % mr == 0)
-    k0 = _start(kk, sh.depth, p.k.extent, K % sh.depth == 0)
-    panel, fill = pack_panel(K, sh.depth, nc, lambda k, j: substitute(p.w, {p.k.var.name: k,
-                                                                          p.lane.var.name: BinOp("add", n0, j)}))
+    k0 = _start(kk, per, p.k.extent, K % per == 0)
+    panel, fill = pack_panel(K, per, nc, p.w.dtype, lambda k, j: substitute(p.w, {p.k.var.name: k,
+                                                                               p.lane.var.name: BinOp("add", n0, j)}))
+    group = panel.shape[-1] // nc
     x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * sh.rows)), k0))  # noqa: E731
-    w_at = lambda j: Load(panel, (kk, const(0), const(64 * j)))                                      # noqa: E731
-    block = block_of_sums(sh, x_at, w_at, lambda dots: For(kk, const(0), const(-(-K // sh.depth)), ForKind.SERIAL, dots),
+    w_at = lambda j: Load(panel, (kk, const(0), const(group * sh.cols * j)))                         # noqa: E731
+    block = block_of_sums(sh, x_at, w_at, lambda dots: For(kk, const(0), const(-(-K // per)), ForKind.SERIAL, dots),
                           lambda t: epilogue(p.store, p.acc, t, {p.row.var.name: (m0, mr), p.lane.var.name: (n0, nc)}))
     rows = For(mb, const(0), _blocks(M, mr), ForKind.SERIAL, block)
     nest = For(nb, const(0), const(-(-N // nc)), ForKind.SERIAL, Allocate(panel, seq(fill, rows)))
@@ -155,21 +166,21 @@ def tile_nest(p: TilePlan) -> Stmt:
     return nest
 
 
-def pack_panel(K: int, depth: int, nc: int, weight: Callable[[Expr, Expr], Expr],
-               taps: tuple[tuple[Var, int], ...] = ()) -> tuple[Buffer, Stmt]:
-    """The weights' panel of one column block, as AMX reads B, and the nest that fills it:
-    ``w_tiles[.., kk, r, 4 j + q] = weight(k, j)`` at k = k0 + 4 r + q of chunk kk (its k0 as
-    ``_start`` places it), zero where the chunk before has added that k.  ``taps``: loops
-    around the fill (a conv's kernel rows and columns: one panel each), outermost first."""
-    kq, kchunks = depth // 4, -(-K // depth)
-    panel = Buffer("w_tiles", tuple(n for _, n in taps) + (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
+def pack_panel(K: int, per: int, nc: int, dtype: DType, weight: Callable[[Expr, Expr], Expr]) -> tuple[Buffer, Stmt]:
+    """The weights' panel of one column block, as AMX reads B, and the nest that fills it: the g
+    k of a 32-bit lane side by side (g = 4 bytes, 2 bf16), ``w_tiles[kk, r, g j + q] = weight(k,
+    j)`` at k = k0 + g r + q of chunk kk (``per`` k a chunk, its k0 as ``_start`` places it), zero
+    where the chunk before has added that k."""
+    g = 4 // dtype.numpy.itemsize
+    kchunks = -(-K // per)
+    panel = Buffer("w_tiles", (kchunks, per // g, g * nc), dtype, Role.LOCAL)
     r, j, q, kp = Var("r_p"), Var("j_p"), Var("q_p"), Var("kk_p")
-    k_at = BinOp("add", _start(kp, depth, const(K), K % depth == 0), BinOp("add", BinOp("mul", r, const(4)), q))
+    k_at = BinOp("add", _start(kp, per, const(K), K % per == 0), BinOp("add", BinOp("mul", r, const(g)), q))
     value = weight(k_at, j)
-    if K % depth:
-        value = Select(BinOp("ge", k_at, BinOp("mul", kp, const(depth))), value, Const(0, DType.i8))
-    fill = Store(panel, tuple(v for v, _ in taps) + (kp, r, BinOp("add", BinOp("mul", j, const(4)), q)), value)
-    for var, extent in ((q, 4), (j, nc), (r, kq), (kp, kchunks), *reversed(taps)):
+    if K % per:
+        value = Select(BinOp("ge", k_at, BinOp("mul", kp, const(per))), value, const(0, dtype))
+    fill = Store(panel, (kp, r, BinOp("add", BinOp("mul", j, const(g)), q)), value)
+    for var, extent in ((q, g), (j, nc), (r, per // g), (kp, kchunks)):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
     return panel, fill
 
@@ -179,8 +190,8 @@ def block_of_sums(p: TileShape, a_at: Callable[[int], Load], b_at: Callable[[int
     """One block of tm x tn accumulator tiles: zeroed, the dot products of row tile i
     (``a_at(i)``) and column tile j (``b_at(j)``) in the reduction loops that ``reduce`` puts
     around them, stored once to ``c_sums`` [tm rows, tn cols], and ``then(c_sums)`` (the epilogue)."""
-    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
-    t = Buffer("c_sums", (p.tm * p.rows, p.tn * p.cols), DType.i32, Role.LOCAL)
+    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), p.sums, Role.LOCAL)
+    t = Buffer("c_sums", (p.tm * p.rows, p.tn * p.cols), p.sums, Role.LOCAL)
     tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
     zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
     dots = [TileDot(tile, a_at(i), b_at(jj), p.rows, p.cols, p.depth) for i, jj, tile in tiles]
@@ -201,10 +212,11 @@ def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Ex
     return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
 
 
-def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function]) -> Function:
-    """``f``'s first contraction nest on AMX tiles (the module docstring), or a ScheduleError.
-    Where the row count is known only at run time, rows too few for a block run ``otherwise``'s
-    schedule of the nest (the VNNI template)."""
+def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function],
+                   pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> Function:
+    """``f``'s first contraction nest on AMX tiles (the module docstring), or a ScheduleError;
+    ``pairs``: the operand types the target's tiles multiply.  Where the row count is known only
+    at run time, rows too few for a block run ``otherwise``'s schedule of the nest (the template's)."""
     f = unique_loops(f)
     if find_contraction(f) is None:
         raise fail(f, "no contraction nest")
@@ -212,7 +224,7 @@ def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Fu
     at = next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
               and find_contraction(replace(f, body=s)) is not None)
     nest = body[at]
-    p = plan_tiles(f, nest)
+    p = plan_tiles(f, nest, pairs)
     tiled = _parallel(tile_nest(p), p, threads)
     if not isinstance(p.row.extent, Const):
         try:
