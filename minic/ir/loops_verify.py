@@ -114,8 +114,9 @@ def _check_tile(where: str, s: TileDot | TileZero | TileStore) -> None:
     if isinstance(s, TileDot):
         pair = (s.a.buffer.dtype, s.b.buffer.dtype)
         if TILE_DOTS.get(pair, (None,))[0] != t.dtype:
+            known = ", ".join(f"{a.value} · {b.value} into {c.value}" for (a, b), (c, _) in TILE_DOTS.items())
             raise LoopVerifyError(f"{where}: TileDot of {pair[0].value} · {pair[1].value} into {t.dtype.value}: "
-                                  f"the tiles multiply {', '.join(f'{a.value} · {b.value} into {c.value}' for (a, b), (c, _) in TILE_DOTS.items())}")
+                                  f"the tiles multiply {known}")
         if not (4 <= s.depth <= TILE_BYTES and s.depth % 4 == 0):
             raise LoopVerifyError(f"{where}: TileDot of depth {s.depth}: a multiple of 4 up to 64 bytes")
     operands = [s.a, s.b] if isinstance(s, TileDot) else [s.out] if isinstance(s, TileStore) else []

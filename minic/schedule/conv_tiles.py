@@ -55,9 +55,10 @@ from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, 
 from minic.ir.loops_analysis import stride
 from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
-from minic.schedule.nest import fail, stmts_of, unique_loops
-from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction, find_contraction
-from minic.schedule.tiles import BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue
+from minic.schedule.nest import fail
+from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction
+from minic.schedule.tiles import (BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue,
+                                  first_contraction)
 
 COPY_LIMIT = 4 << 20           # bytes of the channels-last copy of one image (it lives on the stack)
 
@@ -209,11 +210,6 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
 def schedule_conv_tiles(f: Function, threads: int) -> Function:
     """``f``'s first contraction nest, an int8 conv, on AMX tiles (the module docstring), or a
     ScheduleError."""
-    f = unique_loops(f)
-    if find_contraction(f) is None:
-        raise fail(f, "no contraction nest")
-    body = list(stmts_of(f.body))
-    at = next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
-              and find_contraction(replace(f, body=s)) is not None)
+    f, body, at = first_contraction(f)
     body[at] = conv_tile_nest(plan_conv_tiles(f, body[at]), threads)
     return replace(f, body=seq(*body))

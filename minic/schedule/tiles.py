@@ -212,17 +212,23 @@ def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Ex
     return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
 
 
+def first_contraction(f: Function) -> tuple[Function, list[Stmt], int]:
+    """``f`` with its loops named apart, its statements, and which of them is its first
+    contraction nest; a ScheduleError where it has none."""
+    f = unique_loops(f)
+    if find_contraction(f) is None:
+        raise fail(f, "no contraction nest")
+    body = list(stmts_of(f.body))
+    return f, body, next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
+                         and find_contraction(replace(f, body=s)) is not None)
+
+
 def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function],
                    pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> Function:
     """``f``'s first contraction nest on AMX tiles (the module docstring), or a ScheduleError;
     ``pairs``: the operand types the target's tiles multiply.  Where the row count is known only
     at run time, rows too few for a block run ``otherwise``'s schedule of the nest (the template's)."""
-    f = unique_loops(f)
-    if find_contraction(f) is None:
-        raise fail(f, "no contraction nest")
-    body = list(stmts_of(f.body))
-    at = next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
-              and find_contraction(replace(f, body=s)) is not None)
+    f, body, at = first_contraction(f)
     nest = body[at]
     p = plan_tiles(f, nest, pairs)
     tiled = _parallel(tile_nest(p), p, threads)
