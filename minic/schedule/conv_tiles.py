@@ -43,13 +43,13 @@ row a block (7, 14 or 16 pixels a tile): a tile's rows must be one stride apart,
 one output row they are.  Ragged output columns, channels and input channels overlap as in the
 matmul (``tiles.py``): the last block starts one block before the end, and the last chunk of
 input channels at C - 64 with its weights zeroed where the chunk before added them.  C must be
-a multiple of 4 (explicit-padding pads an image's 3 to 4); grouped convs stay on VNNI.
+a multiple of 4 (explicit-padding pads an image's 3 to 4); grouped convs stay on VNNI.  Where a
+whole kernel row's channels fit one dot (kw · C <= 64: the stem's 7 x 4), the copy puts them
+side by side and one dot takes the row (``folded``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable
-
 from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Select, Stmt,
                             Store, Var, const, free_vars, seq, substitute)
 from minic.ir.loops_analysis import stride
@@ -79,6 +79,7 @@ class ConvTilePlan:
     stride: tuple[int, int]    # sh, sw
     dilation: tuple[int, int]  # dh, dw
     shape: TileShape           # rows: output channels, cols: output columns
+    fold: bool                 # the kernel's columns folded into k (few input channels: ``folded``)
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -119,15 +120,18 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
         raise fail(f, "the epilogue must store along the output's columns")
     (sh, dh), (sw, dw) = rows, cols
     C, O, OW = c.extent.value, o.extent.value, ox.extent.value
-    depth, kh, kw = min(BYTES, C), p.extent.value, q.extent.value
+    kh, kw = p.extent.value, q.extent.value
+    fold = 1 < kw and kw * C <= BYTES
+    K = kw * C if fold else C                      # k of one tap (of a kernel row, folded)
+    depth = min(BYTES, K)
     shape = TileShape(min(O, ROWS), min(OW, ROWS), BLOCK if O >= BLOCK * ROWS else 1,
                       BLOCK if OW >= BLOCK * ROWS else 1, depth)
     if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
     _, _, hp, wp = x.buffer.shape
-    if hp * -(-wp // sw) * sw * C > COPY_LIMIT:
+    if hp * max(-(-wp // sw) * sw, kw * OW if fold else 0) * C > COPY_LIMIT:
         raise fail(f, "the interleaved copy of the image is too large for the stack")
-    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape)
+    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold)
 
 
 def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
@@ -154,21 +158,43 @@ def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     return x4, copy
 
 
+def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
+    """``interleaved`` for a conv of few input channels (an image's 4 in a 7x7 window): one tap's
+    64 bytes of k would be mostly empty, so each pixel of an output column gets the channels of
+    every column of the window, ``kw · C`` k a kernel row, and a tile dot takes a whole kernel
+    row at once (7 dots a tile instead of 49):
+
+        xf[h, (q C + c) / 4, 4 ox + c % 4] = x[n, c, h, ox sw + q dw]       u8 [Hp, kw C / 4, 4 OW]"""
+    _, C, hp, _ = p.x.buffer.shape
+    (sw, dw), kw, OW = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value
+    xf = Buffer("x_quads", (hp, kw * C // 4, 4 * OW), DType.u8, Role.LOCAL)
+    h, q, cq, w, i = Var("h_q"), Var("q_q"), Var("c_q"), Var("w_q"), Var("i_q")
+    pixel = BinOp("add", BinOp("mul", w, const(sw)), BinOp("mul", q, const(dw)))
+    copy = Store(xf, (h, BinOp("add", BinOp("mul", q, const(C // 4)), cq), BinOp("add", BinOp("mul", w, const(4)), i)),
+                 Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
+    copy = For(w, const(0), const(OW), ForKind.SERIAL, For(i, const(0), const(4), ForKind.UNROLLED, copy))
+    for var, extent in ((cq, C // 4), (q, kw), (h, hp)):
+        copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
+    return xf, copy
+
+
 def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     """The weights of one block of output channels as the tiles read A, and the nest that fills
     it: ``w_rows[p, q, kk, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
-    it), zero where the chunk before has added that input channel."""
+    it), zero where the chunk before has added that input channel; folded, ``w_rows[p, 0, 0, r,
+    q C + c] = w[o0 + r, c, p, q]``."""
     t, C = p.shape, p.k.extent.value
     kh, kw = (tap.extent.value for tap in p.taps)
-    rows = Buffer("w_rows", (kh, kw, -(-C // t.depth), t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
+    rows = Buffer("w_rows", (kh, 1 if p.fold else kw, -(-C // t.depth), t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
     tp, tq, kp, r, b = Var("p_p"), Var("q_p"), Var("kk_p"), Var("r_p"), Var("b_p")
     k = BinOp("add", _start(kp, t.depth, const(C), C % t.depth == 0), b)
     names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
-    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), k, tp, tq))))
-    if C % t.depth:
+    channel, column = (BinOp("mod", b, const(C)), BinOp("div", b, const(C))) if p.fold else (k, tq)
+    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, tp, column))))
+    if C % t.depth and not p.fold:
         value = Select(BinOp("ge", k, BinOp("mul", kp, const(t.depth))), value, Const(0, DType.i8))
     fill = Store(rows, (tp, tq, kp, r, b), value)
-    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (kp, -(-C // t.depth)), (tq, kw), (tp, kh)):
+    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (kp, rows.shape[2]), (tq, rows.shape[1]), (tp, kh)):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
     return rows, fill
 
@@ -180,20 +206,27 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     mr, nc = t.tm * t.rows, t.tn * t.cols
     ob, xb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     o0, x0 = _start(ob, mr, const(O), O % mr == 0), _start(xb, nc, const(OW), OW % nc == 0)
-    k0 = _start(kk, t.depth, const(C), C % t.depth == 0)
+    K = C * p.taps[1].extent.value if p.fold else C              # k of one tap's dot (a kernel row's, folded)
+    k0 = _start(kk, t.depth, const(K), K % t.depth == 0)
     panel, fill = pack_rows(p, o0)
-    x4, copy = interleaved(p)
+    x4, copy = folded(p) if p.fold else interleaved(p)
     qd = BinOp("mul", p.taps[1].var, const(dw))                 # the tap's column offset in pixels
     y_at = BinOp("add", BinOp("mul", p.out_row.var, const(sh)), BinOp("mul", p.taps[0].var, const(dh)))
-    w_at: Callable[[int], Load] = lambda i: Load(panel, (p.taps[0].var, p.taps[1].var, kk,       # noqa: E731
-                                                         const(i * t.rows), const(0)))
-    x_at: Callable[[int], Load] = lambda j: Load(x4, (                                          # noqa: E731
-        y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(4)),
-        BinOp("mul", BinOp("add", BinOp("add", x0, const(j * t.cols)), BinOp("div", qd, const(sw))), const(4))))
+    taps = p.taps[:1] if p.fold else p.taps                    # the dots' tap loops (folded: the rows only)
+    q_at = const(0) if p.fold else p.taps[1].var
+
+    def w_at(i: int) -> Load:
+        return Load(panel, (p.taps[0].var, q_at, kk, const(i * t.rows), const(0)))
+
+    def x_at(j: int) -> Load:
+        column = BinOp("add", x0, const(j * t.cols))
+        if p.fold:                               # the kernel row's columns are in k: one dot a row
+            return Load(x4, (y_at, BinOp("div", k0, const(4)), BinOp("mul", column, const(4))))
+        return Load(x4, (y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(4)),
+                         BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(4))))
 
     def reduce(dots: Stmt) -> Stmt:
-        for var, extent in ((kk, -(-C // t.depth)), (p.taps[1].var, p.taps[1].extent.value),
-                            (p.taps[0].var, p.taps[0].extent.value)):
+        for var, extent in ((kk, panel.shape[2]), *((tap.var, tap.extent.value) for tap in reversed(taps))):
             dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
         return dots
     block = block_of_sums(t, w_at, x_at, reduce, lambda sums: epilogue(

@@ -19,12 +19,13 @@ from minic.runtime import compile_graph
 from minic.verify.tolerance import F32, QDQ8
 from tests.int8.test_amx import AMX, SPR, _first, host_runs_tiles
 
-# (C, H, W, O, k, stride, pad): 3x3 padded; stride 2 (two phases of pixels); the image's 4 channels
-# in a 7x7 stride-2 window; ragged input channels (68: an overlapping chunk of 64), output channels
-# (33) and columns; a 1x1 over 132 channels; outputs below one tile (5 columns, 8 channels)
-CASES = [(16, 9, 11, 24, 3, 1, 1), (12, 9, 11, 24, 3, 2, 0), (4, 20, 19, 40, 7, 2, 3), (68, 9, 35, 33, 3, 1, 1),
-         (132, 6, 35, 70, 1, 1, 0), (8, 5, 10, 8, 3, 2, 1)]
-IDS = ["3x3-pad", "stride2", "stem-7x7", "ragged", "1x1", "small"]
+# (C, H, W, O, k, stride, pad): few channels, a kernel row folded into k (k · C <= 64): 3x3 padded,
+# stride 2, the image's 4 channels in a 7x7 stride-2 window, outputs below one tile (5 columns, 8
+# channels); a tap a dot: ragged input channels (68: an overlapping chunk of 64), output channels (33)
+# and columns, stride 2 (two phases of pixels), a 1x1 over 132 channels
+CASES = [(16, 9, 11, 24, 3, 1, 1), (12, 9, 11, 24, 3, 2, 0), (4, 20, 19, 40, 7, 2, 3), (8, 5, 10, 8, 3, 2, 1),
+         (68, 9, 35, 33, 3, 1, 1), (72, 9, 13, 32, 3, 2, 1), (132, 6, 35, 70, 1, 1, 0)]
+IDS = ["folded-3x3-pad", "folded-stride2", "stem-7x7", "small", "ragged", "stride2", "1x1"]
 
 
 def conv_integer(c: int, h: int, w: int, o: int, k: int, stride: int, pad: int, groups: int = 1, batch: int = 1):
