@@ -1,4 +1,4 @@
-"""The int8 matmul on Intel AMX's tiles: ``tdpbusd``, a tile of 16 x 16 i32 sums a step.
+"""The int8 (and bf16) matmul on Intel AMX's tiles: ``tdpbusd``, a tile of 16 x 16 i32 sums a step.
 
 A tile register holds up to 16 rows of 64 bytes (minic/amx.py).  One ``tdpbusd`` adds to
 an i32 tile C [16, 16] the products of a u8 tile A [16 rows, 64 bytes of k] and an i8
@@ -35,6 +35,10 @@ before has added.  Smaller than one tile (M < 16, N < 16, K < 64) a tile has tha
 rows, columns or bytes.  K must be a multiple of 4 (B's groups of four).  A row count
 known only at run time runs the tiles where it is at least MR, and the VNNI template's
 code otherwise.
+
+A bf16 matmul (amx-bf16) takes the same nest with ``tdpbf16ps``: a row of A holds 32 bf16 k,
+a row of B two k of a column side by side (``pack_panel``'s g = 2), and the tiles and c_sums
+are f32.  The int8 convolution builds on the same blocks: ``conv_tiles.py``.
 """
 from __future__ import annotations
 
