@@ -84,14 +84,24 @@ def dots_u8s8(target: Target) -> bool:
 
 
 def tiles_u8s8(target: Target) -> bool:
-    """Whether the int8 matmul runs on Intel AMX's tiles (tdpbusd: a 16 x 16 tile of i32 sums of
-    u8 × s8 rows and columns of 64 bytes; minic/amx.py, minic/schedule/tiles.py): the target has
-    amx-tile and amx-int8, and, when those are this machine's own features (the host triple, no
+    """Whether the int8 matmul and conv run on Intel AMX's tiles (tdpbusd: a 16 x 16 tile of i32
+    sums of u8 × s8 rows and columns of 64 bytes; minic/amx.py, minic/schedule/tiles.py): the target
+    has amx-tile and amx-int8, and, when those are this machine's own features (the host triple, no
     features named), Linux lets this process use the tiles' registers.  Features named for the
     host are taken at their word (the code may only be read); loading such code asks again
     (minic/codegen/jit.py).  Asked by the schedule."""
+    return _tiles(target, "+amx-int8")
+
+
+def tiles_bf16(target: Target) -> bool:
+    """Whether the bf16 matmul runs on Intel AMX's tiles (tdpbf16ps: a 16 x 16 tile of f32 sums of
+    bf16 rows and columns of 32): amx-tile and amx-bf16, as ``tiles_u8s8`` says for amx-int8."""
+    return _tiles(target, "+amx-bf16")
+
+
+def _tiles(target: Target, feature: str) -> bool:
     features = _features(target)
-    if not ("+amx-tile" in features and "+amx-int8" in features):
+    if not ("+amx-tile" in features and feature in features):
         return False
     if target.features:
         return True

@@ -12,7 +12,7 @@ import ctypes
 import llvmlite.binding as llvm
 
 from minic import amx
-from minic.options import Target, tiles_u8s8
+from minic.options import Target, tiles_bf16, tiles_u8s8
 from minic.codegen.pool import STOP_FN
 from minic.codegen.target import is_host, target_machine
 from minic.errors import UserError
@@ -24,9 +24,9 @@ class Loaded:
     def __init__(self, obj: bytes, options: Target) -> None:
         if not is_host(options):
             raise UserError(f"cannot run code for target '{options.triple}' on this machine")
-        if tiles_u8s8(options) and not amx.tile_data_granted():     # features named: the JIT asks here
-            raise UserError("this code multiplies on AMX tiles (features '+amx-int8'), which Linux does not let "
-                            "this process use (arch_prctl ARCH_REQ_XCOMP_PERM refused): compile without them")
+        if (tiles_u8s8(options) or tiles_bf16(options)) and not amx.tile_data_granted():   # features named: asked here
+            raise UserError("this code multiplies on AMX tiles (features '+amx-int8', '+amx-bf16'), which Linux "
+                            "does not let this process use (arch_prctl ARCH_REQ_XCOMP_PERM refused): compile without them")
         self.object, self.target = obj, options     # what minic.runtime.saved links into a shared library
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(options))
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))

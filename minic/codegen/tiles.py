@@ -5,11 +5,12 @@ LLVM 22 spells the tile instructions as ``.internal`` intrinsics on values of ty
 
     x86_amx @llvm.x86.tileloadd64.internal(i16 rows, i16 bytes, ptr, i64 stride)
     x86_amx @llvm.x86.tdpbusd.internal(i16 m, i16 n bytes, i16 k bytes, x86_amx c, x86_amx a, x86_amx b)
+    (tdpbsud and tdpbf16ps alike: the operands' types pick one, loops.TILE_DOTS)
     void @llvm.x86.tilestored64.internal(i16 rows, i16 bytes, ptr, i64 stride, x86_amx)
 
 From those shapes LLVM's X86 pre-tile-config pass writes the tile configuration itself
 (one ``ldtilecfg`` at function entry, ``tilerelease`` at exit).  A tile accumulator is a
-local i32 buffer [rows, cols] (an ``alloca``) read and written whole as a vector and cast to
+local i32 (or f32) buffer [rows, cols] (an ``alloca``) read and written whole as a vector and cast to
 and from ``x86_amx``: LLVM promotes the alloca, turns the casts around the reduction loop's
 phi into a phi of tiles, and the accumulator never leaves its tile register (``tilezero``
 before the loop, ``tdpbusd`` in it, ``tilestored`` after).  Operands in memory (activations,
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import I16, I32, I64, PTR, VOID, Emitter, declare
-from minic.ir.loops import Load, Stmt, TileDot, TileStore, TileZero, dim_expr
+from minic.codegen.emit import F32, I16, I32, I64, PTR, VOID, Emitter, declare, type_suffix
+from minic.ir.loops import TILE_DOTS, Load, Stmt, TileDot, TileStore, TileZero, dim_expr
 
 
 class AMXType(ir.Type):
@@ -48,21 +49,22 @@ def _stride(e: Emitter, first: Load) -> ir.Value:
     return e.b.mul(e.expr(dim_expr(first.buffer.shape[-1])), ir.Constant(I64, first.buffer.dtype.numpy.itemsize))
 
 
-def _vector(rows: int, cols: int) -> ir.VectorType:
-    return ir.VectorType(I32, rows * cols)
+def _vector(first: Load, rows: int, cols: int) -> ir.VectorType:
+    """The accumulator at ``first`` as one LLVM vector (i32 or f32 lanes, as its buffer)."""
+    return ir.VectorType(F32 if first.buffer.dtype.is_float else I32, rows * cols)
 
 
 def _tile(e: Emitter, first: Load, rows: int, cols: int) -> ir.Value:
     """The accumulator tile at ``first`` (a whole [rows, cols] block), as an x86_amx value."""
-    vec = _vector(rows, cols)
-    cast = declare(e.module, f"llvm.x86.cast.vector.to.tile.v{rows * cols}i32", AMX, [vec])
+    vec = _vector(first, rows, cols)
+    cast = declare(e.module, f"llvm.x86.cast.vector.to.tile.{type_suffix(vec)}", AMX, [vec])
     return e.b.call(cast, [e.b.load(e.address(first.buffer, first.index), typ=vec, align=4)])
 
 
 def _keep(e: Emitter, first: Load, rows: int, cols: int, tile: ir.Value) -> None:
     """``tile`` written back to the accumulator at ``first``."""
-    vec = _vector(rows, cols)
-    cast = declare(e.module, f"llvm.x86.cast.tile.to.vector.v{rows * cols}i32", vec, [AMX])
+    vec = _vector(first, rows, cols)
+    cast = declare(e.module, f"llvm.x86.cast.tile.to.vector.{type_suffix(vec)}", vec, [AMX])
     ptr = e.b.bitcast(e.address(first.buffer, first.index), ir.PointerType(vec))   # typed for llvmlite's check
     e.b.store(e.b.call(cast, [tile]), ptr, align=4)
 
@@ -87,7 +89,8 @@ def emit_tile(e: Emitter, s: Stmt) -> None:
         zero = declare(e.module, "llvm.x86.tilezero.internal", AMX, [I16, I16])
         _keep(e, s.tile, s.rows, s.cols, b.call(zero, _shape(s.rows, 4 * s.cols)))
     elif isinstance(s, TileDot):
-        dot = declare(e.module, "llvm.x86.tdpbusd.internal", AMX, [I16, I16, I16, AMX, AMX, AMX])
+        _, name = TILE_DOTS[s.a.buffer.dtype, s.b.buffer.dtype]
+        dot = declare(e.module, f"llvm.x86.{name}.internal", AMX, [I16, I16, I16, AMX, AMX, AMX])
         c = _tile(e, s.tile, s.rows, s.cols)
         a, w = _load(e, s.a, s.rows, s.depth), _load(e, s.b, s.depth // 4, 4 * s.cols)
         shape = _shape(s.rows, 4 * s.cols) + [ir.Constant(I16, s.depth)]

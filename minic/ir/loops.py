@@ -265,14 +265,17 @@ class Seq(Stmt):
 
 @dataclass(frozen=True)
 class TileDot(Stmt):
-    """``tile += a · b`` on a matrix unit's tiles (Intel AMX's tdpbusd; minic/schedule/tiles.py).
-    A tile is a 2-D block of at most 16 rows of 64 bytes.  Each operand names its element (0, 0)
-    with a Load; its row r and byte column c are then that index with the second-last axis + r
-    and the last + c.  ``tile``: i32 [rows, cols], a LOCAL buffer's last two axes whole (codegen
-    keeps it in a tile register); ``a``: u8 [rows, depth]; ``b``: i8 [depth / 4, 4 * cols] in
-    the layout the instruction reads (four consecutive k of one column side by side):
+    """``tile += a · b`` on a matrix unit's tiles (Intel AMX; minic/schedule/tiles.py).  A tile is
+    a 2-D block of at most 16 rows of 64 bytes.  Each operand names its element (0, 0) with a
+    Load; its row r and column c are then that index with the second-last axis + r and the last
+    + c.  ``tile``: a LOCAL buffer's last two axes whole, [rows, cols] (codegen keeps it in a tile
+    register); ``a``: [rows, k]; ``b``: [k / g, g * cols] in the layout the instruction reads, the
+    g consecutive k of one column side by side (g = 4 bytes make the 32 bits of a lane):
 
-        tile[i, j] += sum_{k < depth} (i32)a[i, k] * (i32)b[k / 4, 4 * j + k % 4]
+        tile[i, j] += sum_{k} a[i, k] * b[k / g, g * j + k % g]        depth: k's bytes (<= 64)
+
+    The operands' types pick the instruction (``TILE_DOTS``): u8 · i8 (tdpbusd) and i8 · u8
+    (tdpbsud) into i32 sums, g = 4; bf16 · bf16 (tdpbf16ps) into f32 sums, g = 2.
     """
     tile: Load
     a: Load
@@ -292,8 +295,8 @@ class TileZero(Stmt):
 
 @dataclass(frozen=True)
 class TileStore(Stmt):
-    """``out[i, j] = tile[i, j]`` for i < rows, j < cols: a tile written to memory (i32; ``out``'s
-    window as TileDot's operands')."""
+    """``out[i, j] = tile[i, j]`` for i < rows, j < cols: a tile written to memory (i32 or f32, as
+    the tile; ``out``'s window as TileDot's operands')."""
     out: Load
     tile: Load
     rows: int
@@ -301,6 +304,9 @@ class TileStore(Stmt):
 
 
 TILE_STMTS = (TileDot, TileZero, TileStore)
+# (a's dtype, b's dtype) -> (the tile's dtype, Intel AMX's instruction): what a TileDot may multiply.
+TILE_DOTS = {(DType.u8, DType.i8): (DType.i32, "tdpbusd"), (DType.i8, DType.u8): (DType.i32, "tdpbsud"),
+             (DType.bf16, DType.bf16): (DType.f32, "tdpbf16ps")}
 
 
 @dataclass(frozen=True)

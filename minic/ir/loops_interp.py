@@ -101,11 +101,14 @@ class Interpreter:
         elif isinstance(s, TileStore):
             self.window(s.out, s.rows, s.cols)[...] = self.window(s.tile, s.rows, s.cols)
         elif isinstance(s, TileDot):
-            a = self.window(s.a, s.rows, s.depth).astype(np.int64)
-            b = self.window(s.b, s.depth // 4, 4 * s.cols).astype(np.int64)
-            b = b.reshape(s.depth // 4, s.cols, 4).transpose(0, 2, 1).reshape(s.depth, s.cols)   # b[k, j]
+            size = s.a.buffer.dtype.numpy.itemsize
+            g, k = 4 // size, s.depth // size                   # k side by side in b; k in all
+            wide = np.float32 if s.a.buffer.dtype.is_float else np.int64
+            a = self.window(s.a, s.rows, k).astype(wide)
+            b = self.window(s.b, s.depth // 4, g * s.cols).astype(wide)
+            b = b.reshape(s.depth // 4, s.cols, g).transpose(0, 2, 1).reshape(k, s.cols)   # b[k, j]
             tile = self.window(s.tile, s.rows, s.cols)
-            tile[...] = (tile + a @ b).astype(np.int32)         # wraps around, as the instruction does
+            tile[...] = (tile + a @ b).astype(tile.dtype)      # i32 wraps around, as the instruction does
         else:
             raise TypeError(f"not a Loop IR statement: {s!r}")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from minic.errors import UserError
 from minic.ir.loops import (BINOPS, CALLS, COMPARE_OPS, LOGIC_OPS, STATUS, Allocate, BinOp, BitCast, Buffer, Call,
                             Cast, Const, Expr, For, Function, If, Load, Program, Role, Select, Seq, Stmt, Store,
-                            TileDot, TileStore, TileZero, Var, expr_str, stmt_exprs, sub_stmts, walk)
+                            TILE_DOTS, TileDot, TileStore, TileZero, Var, expr_str, stmt_exprs, sub_stmts, walk)
 from minic.ir.types import DType
 
 
@@ -101,23 +101,29 @@ TILE_ROWS, TILE_BYTES = 16, 64
 
 def _check_tile(where: str, s: TileDot | TileZero | TileStore) -> None:
     """A tile statement's shapes and types (loops.TileDot): the accumulator a whole [rows, cols]
-    block of a LOCAL i32 buffer; the operands u8, i8, i32 windows of at least two axes."""
+    block of a LOCAL i32 or f32 buffer; the operands windows of at least two axes, of a pair of
+    types TILE_DOTS lists (a TileStore's of the tile's type)."""
     what = type(s).__name__
     t = s.tile.buffer
     if not (1 <= s.rows <= TILE_ROWS and 1 <= s.cols <= TILE_BYTES // 4):
-        raise LoopVerifyError(f"{where}: {what} of {s.rows}x{s.cols} i32: a tile holds at most 16 rows of 16")
-    if t.role != Role.LOCAL or t.dtype != DType.i32 or tuple(t.shape[-2:]) != (s.rows, s.cols) \
+        raise LoopVerifyError(f"{where}: {what} of {s.rows}x{s.cols}: a tile holds at most 16 rows of 16 lanes")
+    if t.role != Role.LOCAL or t.dtype not in (DType.i32, DType.f32) or tuple(t.shape[-2:]) != (s.rows, s.cols) \
             or any(not (isinstance(i, Const) and i.value == 0) for i in s.tile.index[-2:]):
         raise LoopVerifyError(f"{where}: {what}'s tile must be a whole [{s.rows}, {s.cols}] block of a "
-                              f"LOCAL i32 buffer, not {t.name}")
-    operands = ([(s.a, DType.u8), (s.b, DType.i8)] if isinstance(s, TileDot)
-                else [(s.out, DType.i32)] if isinstance(s, TileStore) else [])
-    for x, dtype in operands:
-        if x.buffer.dtype != dtype or len(x.buffer.shape) < 2:
-            raise LoopVerifyError(f"{where}: {what} reads or writes {x.buffer.name} as {dtype.value} rows, "
+                              f"LOCAL i32 or f32 buffer, not {t.name}")
+    if isinstance(s, TileDot):
+        pair = (s.a.buffer.dtype, s.b.buffer.dtype)
+        if TILE_DOTS.get(pair, (None,))[0] != t.dtype:
+            known = ", ".join(f"{a.value} · {b.value} into {c.value}" for (a, b), (c, _) in TILE_DOTS.items())
+            raise LoopVerifyError(f"{where}: TileDot of {pair[0].value} · {pair[1].value} into {t.dtype.value}: "
+                                  f"the tiles multiply {known}")
+        if not (4 <= s.depth <= TILE_BYTES and s.depth % 4 == 0):
+            raise LoopVerifyError(f"{where}: TileDot of depth {s.depth}: a multiple of 4 up to 64 bytes")
+    operands = [s.a, s.b] if isinstance(s, TileDot) else [s.out] if isinstance(s, TileStore) else []
+    for x in operands:
+        if len(x.buffer.shape) < 2 or (isinstance(s, TileStore) and x.buffer.dtype != t.dtype):
+            raise LoopVerifyError(f"{where}: {what} reads or writes {x.buffer.name} as rows of {t.dtype.value}, "
                                   f"it is {x.buffer.dtype.value}[{', '.join(map(str, x.buffer.shape))}]")
-    if isinstance(s, TileDot) and not (4 <= s.depth <= TILE_BYTES and s.depth % 4 == 0):
-        raise LoopVerifyError(f"{where}: TileDot of depth {s.depth}: a multiple of 4 up to 64 bytes")
     if isinstance(s, TileStore) and s.out.buffer.role in (Role.INPUT, Role.CONST):
         raise LoopVerifyError(f"{where}: stores into {s.out.buffer.role.value} buffer {s.out.buffer.name}")
 

@@ -85,7 +85,7 @@ def read_arrays(path: Path, entries: list[dict[str, Any]]) -> list[np.ndarray]:
 
 def _manifest(layout, constants: list[dict], target) -> dict[str, Any]:
     import llvmlite.binding as llvm
-    from minic.options import tiles_u8s8
+    from minic.options import tiles_bf16, tiles_u8s8
     features = {f for f, on in llvm.get_host_cpu_features().items() if on}
     slots = [[s.name, s.value, list(s.shape), s.dtype.value, s.role.value] for s in layout.slots]
     io = {role + "s": [{"name": s.value, "dtype": s.dtype.value, "shape": list(s.shape)}
@@ -99,7 +99,7 @@ def _manifest(layout, constants: list[dict], target) -> dict[str, Any]:
         "cpu_features": sorted(features & cpu_flags()) if not target.features else sorted(
             f[1:] for f in target.features.split(",") if f.startswith("+")),
         "threads": target.threads,
-        "tiles": tiles_u8s8(target),        # AMX tile code: Linux must grant the tiles where it loads
+        "tiles": tiles_u8s8(target) or tiles_bf16(target),     # AMX tile code: Linux must grant the tiles where it loads
         **io, "sizes": list(layout.sizes), "constants": constants,
         "slots": slots, "lifetimes": {k: list(v) for k, v in layout.lifetimes.items()},
         "checks": {str(k): v for k, v in layout.checks.items()},
@@ -152,7 +152,7 @@ def _check(folder: Path, m: dict) -> None:
         raise UserError(f"{folder}: built for {m.get('machine')} ({m.get('cpu')}); this machine is {machine()}")
     from minic.amx import tile_data_granted
     if m.get("tiles") and not tile_data_granted():
-        raise UserError(f"{folder}: its int8 matmuls run on AMX tiles, which Linux does not let this "
+        raise UserError(f"{folder}: its matmuls run on AMX tiles, which Linux does not let this "
                         "process use (arch_prctl ARCH_REQ_XCOMP_PERM refused): compile it again here")
     missing = sorted(set(m.get("cpu_features", ())) - cpu_flags())
     if missing:

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from minic.errors import UserError
-from minic.options import Target, converts_bf16, dots_u8s8, tiles_u8s8
+from minic.options import Target, converts_bf16, dots_u8s8, tiles_bf16, tiles_u8s8
 from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
@@ -32,7 +32,8 @@ from minic.schedule.nest import (ScheduleError, check_independent, loops, map_ch
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import split, vectorize
 from minic.schedule.prepack import prepack
-from minic.schedule.tiles import schedule_tiles
+from minic.schedule.conv_tiles import schedule_conv_tiles
+from minic.schedule.tiles import BF16, INT8, schedule_tiles
 from minic.schedule.templates import (Knobs, default_knobs, find_contraction, fuse_for_threads, schedule_contraction,
                                      signature, vectorize_reductions, widen_parallel)
 
@@ -171,9 +172,9 @@ def _steps(e: Expr) -> bool:
 
 
 def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:
-    """``k`` scheduled: the contraction template (``knobs``, else the defaults; an int8 matmul on
-    AMX tiles where the target has them: ``tiles.py``), vector lanes for element-wise loops, then
-    parallel loops."""
+    """``k`` scheduled: the contraction template (``knobs``, else the defaults; an int8 or bf16
+    matmul, an int8 conv, on AMX tiles where the target has them: ``tiles.py``, ``conv_tiles.py``), vector lanes
+    for element-wise loops, then parallel loops."""
     k = unique_loops(k)
 
     def template(f: Function) -> Function:
@@ -181,9 +182,13 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
                                     dots_u8s8(target))
     if find_contraction(k) is not None:
         done = None
-        if tiles_u8s8(target):
-            with suppress(ScheduleError):  # not an int8 matmul the tiles take: the template's
-                done = schedule_tiles(k, target.threads, template)
+        pairs = (INT8,) * tiles_u8s8(target) + (BF16,) * tiles_bf16(target)
+        if pairs:                          # a matmul the tiles take (an int8 conv too); else the template's
+            with suppress(ScheduleError):
+                done = schedule_tiles(k, target.threads, template, pairs)
+        if INT8 in pairs:
+            with suppress(ScheduleError):
+                done = done or schedule_conv_tiles(k, target.threads)
         with suppress(ScheduleError):      # a nest the template cannot take runs as lowered
             done = done or template(k)
         k = done or k

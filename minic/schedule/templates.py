@@ -155,10 +155,12 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
             f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
     if knobs.pack:
         f = _pack_lane_operand(f, c, lo, li, ri, nr)
-    if bf16_pairs:
-        f = pair_products(f, c.reduction[-1].var.name)
-    if u8s8_quads:
-        f = quad_products(f, c.reduction[-1].var.name)
+    # the reduction, and its copy in the one-row-at-a-time code for rows fewer than a tile (``_s``)
+    for k in (c.reduction[-1].var.name, c.reduction[-1].var.name + "_s"):
+        if bf16_pairs:
+            f = pair_products(f, k)
+        if u8s8_quads:
+            f = quad_products(f, k)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:

@@ -1,4 +1,4 @@
-"""The int8 matmul on Intel AMX's tiles: ``tdpbusd``, a tile of 16 x 16 i32 sums a step.
+"""The int8 (and bf16) matmul on Intel AMX's tiles: ``tdpbusd``, a tile of 16 x 16 i32 sums a step.
 
 A tile register holds up to 16 rows of 64 bytes (minic/amx.py).  One ``tdpbusd`` adds to
 an i32 tile C [16, 16] the products of a u8 tile A [16 rows, 64 bytes of k] and an i8
@@ -35,15 +35,19 @@ before has added.  Smaller than one tile (M < 16, N < 16, K < 64) a tile has tha
 rows, columns or bytes.  K must be a multiple of 4 (B's groups of four).  A row count
 known only at run time runs the tiles where it is at least MR, and the VNNI template's
 code otherwise.
+
+A bf16 matmul (amx-bf16) takes the same nest with ``tdpbf16ps``: a row of A holds 32 bf16 k,
+a row of B two k of a column side by side (``pack_panel``'s g = 2), and the tiles and c_sums
+are f32.  The int8 convolution builds on the same blocks: ``conv_tiles.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role,
-                            Select, Stmt, Store, TileDot, TileStore, TileZero, Var, const, free_vars, map_expr, seq,
-                            substitute)
+from minic.ir.loops import (TILE_DOTS, Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load,
+                            Role, Select, Stmt, Store, TileDot, TileStore, TileZero, Var, const, free_vars, map_expr,
+                            seq, substitute)
 from minic.ir.types import DType
 from minic.schedule.nest import ScheduleError, fail, perfect_band, rename_loops, stmts_of, unique_loops
 from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction, find_contraction
@@ -53,25 +57,37 @@ BLOCK = 2                     # tiles of C per block along each axis: 2 x 2 C, 2
 
 
 @dataclass(frozen=True)
+class TileShape:
+    """A block of accumulator tiles: tm x tn tiles of rows x cols i32, depth bytes of k a step."""
+    rows: int                  # of a tile of C and A (16, or fewer where the rows are fewer)
+    cols: int                  # i32 columns of a tile of C (16, or N below 16)
+    tm: int                    # row tiles of a block
+    tn: int                    # column tiles of a block
+    depth: int                 # bytes of k a tile of A holds (64, or K below 64)
+    sums: DType = DType.i32    # the tiles' type: i32 (int8 operands) or f32 (bf16)
+
+
+@dataclass(frozen=True)
 class TilePlan:
     """How one int8 matmul nest runs on tiles: its loops and operands, and the tile sizes."""
     batch: tuple[For, ...]     # the output's other axes, outermost first
     row: For                   # M: rows of x and y
     lane: For                  # N: columns of w and y
     k: For                     # K: the reduction
-    x: Load                    # u8 x[.., row, k]
-    w: Expr                    # i8 w[k, lane], as the nest reads it
+    x: Load                    # u8 (bf16) x[.., row, k]
+    w: Expr                    # i8 (bf16) w[k, lane], as the nest reads it
     acc: Buffer                # the nest's scalar accumulator
     store: Store               # y[.., row, lane] = epilogue(acc)
-    rows: int                  # of a tile of C and A (16, or M below 16)
-    cols: int                  # i32 columns of a tile of C (16, or N below 16)
-    tm: int                    # row tiles of a block
-    tn: int                    # column tiles of a block
-    depth: int                 # bytes of k a tile of A holds (64, or K below 64)
+    shape: TileShape
 
 
-def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
-    """The TilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it."""
+# The operand types the tiles multiply (loops.TILE_DOTS): activations x weights.
+INT8, BF16 = (DType.u8, DType.i8), (DType.bf16, DType.bf16)
+
+
+def plan_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> TilePlan:
+    """The TilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it; ``pairs``:
+    the operand types the target's tiles multiply (INT8: amx-int8, BF16: amx-bf16)."""
     found = _scalar_reduction(nest)
     if found is None:
         raise fail(f, "no contraction nest")
@@ -80,34 +96,39 @@ def plan_tiles(f: Function, nest: Stmt) -> TilePlan:
     if len(reduction) != 1 or len(spatial) < 2 or not _is_product_sum(update):
         raise fail(f, "tiles take one reduction loop of products over at least two output axes")
     k, lane, row = reduction[0], spatial[-1], spatial[-2]
-    terms = {_byte(t) for t in (update.value.b.a, update.value.b.b)}
-    x = next((v for dtype, v in terms if dtype == DType.u8), None)
-    w = next((v for dtype, v in terms if dtype == DType.i8), None)
-    if x is None or w is None or not isinstance(x, Load):
-        raise fail(f, "tiles multiply u8 activations by i8 weights")
+    terms = [_narrow(t) for t in (update.value.b.a, update.value.b.b)]
+    along_rows = lambda t: isinstance(t[1], Load) and t[1].index[-2:] == (row.var, k.var)    # noqa: E731
+    (xt, x), (wt, w) = sorted(terms, key=lambda t: not along_rows(t))      # x: the one read along rows and k
+    if (xt, wt) not in pairs or not isinstance(x, Load):
+        raise fail(f, f"tiles multiply {' or '.join(f'{a.value} activations by {b.value} weights' for a, b in pairs)}")
+    size = xt.numpy.itemsize
+    group = 4 // size                           # k side by side in a column of B (a 32-bit lane)
     if not all(t.start == Const(0) for t in (k, lane, row)) or not all(
-            isinstance(t.extent, Const) for t in (k, lane)) or k.extent.value % 4:
-        raise fail(f, "tiles need a reduction and columns of constant size from 0, K a multiple of 4")
+            isinstance(t.extent, Const) for t in (k, lane)) or k.extent.value % group:
+        raise fail(f, f"tiles need a reduction and columns of constant size from 0, K a multiple of {group}")
     names = {t.var.name for t in (k, lane, row)}
     if (x.index[-2:] != (row.var, k.var) or any(free_vars(i) & names for i in x.index[:-2])
             or row.var.name in free_vars(w) or lane.var.name not in free_vars(w)):
         raise fail(f, "tiles read x[.., row, k] and weights that vary along the columns only")
     if store.index[-1] != lane.var or any(lane.var.name in free_vars(i) for i in store.index[:-1]):
         raise fail(f, "the epilogue must store along the columns")
-    m, n, depth = row.extent, lane.extent.value, min(BYTES, k.extent.value)
+    m, n, depth = row.extent, lane.extent.value, min(BYTES, k.extent.value * size)
     small_m = isinstance(m, Const) and m.value < ROWS
     rows, cols = (m.value if small_m else ROWS), min(n, ROWS)
     tm = BLOCK if not isinstance(m, Const) or m.value >= BLOCK * ROWS else 1
     tn = BLOCK if n >= BLOCK * ROWS else 1
-    kc = -(-k.extent.value // depth)
+    kc = -(-k.extent.value * size // depth)
     if kc * depth * 4 * tn * cols > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
-    return TilePlan(tuple(spatial[:-2]), row, lane, k, x, w, update.buffer, store, rows, cols, tm, tn, depth)
+    return TilePlan(tuple(spatial[:-2]), row, lane, k, x, w, update.buffer, store,
+                    TileShape(rows, cols, tm, tn, depth, TILE_DOTS[xt, wt][0]))
 
 
-def _byte(e: Expr) -> tuple[DType | None, Expr]:
-    """(u8 or i8, v) for ``(i32)v`` of such a v; (None, e) otherwise."""
-    if isinstance(e, Cast) and e.to == DType.i32 and e.value.dtype in (DType.u8, DType.i8):
+def _narrow(e: Expr) -> tuple[DType | None, Expr]:
+    """(u8 or i8, v) for ``(i32)v`` of such a v, (bf16, v) for ``(f32)v`` of a bf16 v; (None, e)
+    otherwise."""
+    if isinstance(e, Cast) and (e.to, e.value.dtype) in ((DType.i32, DType.u8), (DType.i32, DType.i8),
+                                                        (DType.f32, DType.bf16)):
         return e.value.dtype, e.value
     return None, e
 
@@ -129,44 +150,19 @@ def _blocks(extent: Expr, size: int) -> Expr:
 def tile_nest(p: TilePlan) -> Stmt:
     """The loop nest of the module docstring for plan ``p``."""
     K, N, M = p.k.extent.value, p.lane.extent.value, p.row.extent
-    nc, mr, kq = p.tn * p.cols, p.tm * p.rows, p.depth // 4
-    kchunks = -(-K // p.depth)
+    sh, dtype = p.shape, p.x.buffer.dtype
+    nc, mr, per = sh.tn * sh.cols, sh.tm * sh.rows, sh.depth // dtype.numpy.itemsize    # per: k a chunk
     nb, mb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     n0 = _start(nb, nc, p.lane.extent, N % nc == 0)
     m0 = _start(mb, mr, M, isinstance(M, Const) and M.value % mr == 0)
-    k0 = _start(kk, p.depth, p.k.extent, K % p.depth == 0)
-
-    # The panel: w_tiles[kk, r, 4 j + q] = w[k0 + 4 r + q, n0 + j], zero where the chunk before added k.
-    panel = Buffer("w_tiles", (kchunks, kq, 4 * nc), DType.i8, Role.LOCAL)
-    r, j, q = Var("r_p"), Var("j_p"), Var("q_p")
-    kp = Var("kk_p")
-    k_at = BinOp("add", _start(kp, p.depth, p.k.extent, K % p.depth == 0),
-                 BinOp("add", BinOp("mul", r, const(4)), q))
-    weight = substitute(p.w, {p.k.var.name: k_at, p.lane.var.name: BinOp("add", n0, j)})
-    if K % p.depth:
-        weight = Select(BinOp("ge", k_at, BinOp("mul", kp, const(p.depth))), weight, Const(0, DType.i8))
-    fill = Store(panel, (kp, r, BinOp("add", BinOp("mul", j, const(4)), q)), weight)
-    for var, extent in ((q, 4), (j, nc), (r, kq), (kp, kchunks)):
-        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
-
-    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), DType.i32, Role.LOCAL)
-    t = Buffer("c_sums", (mr, nc), DType.i32, Role.LOCAL)
-    tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
-    zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
-    x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * p.rows)), k0))  # noqa: E731
-    dots = [TileDot(tile, x_at(i), Load(panel, (kk, const(0), const(64 * jj))), p.rows, p.cols, p.depth)
-            for i, jj, tile in tiles]
-    out = [TileStore(Load(t, (const(i * p.rows), const(jj * p.cols))), tile, p.rows, p.cols) for i, jj, tile in tiles]
-    ri, li = Var(p.row.var.name + "i"), Var(p.lane.var.name + "i")
-    at = {p.row.var.name: BinOp("add", m0, ri), p.lane.var.name: BinOp("add", n0, li)}
-    result = Load(t, (ri, li))
-    epilogue = Store(p.store.buffer, tuple(substitute(e, at) for e in p.store.index),
-                     map_expr(substitute(p.store.value, at),
-                              lambda e: result if isinstance(e, Load) and e.buffer == p.acc else None))
-    epilogue = For(ri, const(0), const(mr), ForKind.SERIAL,
-                   For(li, const(0), const(nc), ForKind.VECTORIZED, epilogue))
-    block = Allocate(c, Allocate(t, seq(*zero, For(kk, const(0), const(kchunks), ForKind.SERIAL, seq(*dots)),
-                                      *out, epilogue)))
+    k0 = _start(kk, per, p.k.extent, K % per == 0)
+    panel, fill = pack_panel(K, per, nc, p.w.dtype, lambda k, j: substitute(p.w, {p.k.var.name: k,
+                                                                               p.lane.var.name: BinOp("add", n0, j)}))
+    group = panel.shape[-1] // nc
+    x_at = lambda i: Load(p.x.buffer, p.x.index[:-2] + (BinOp("add", m0, const(i * sh.rows)), k0))  # noqa: E731
+    w_at = lambda j: Load(panel, (kk, const(0), const(group * sh.cols * j)))                         # noqa: E731
+    block = block_of_sums(sh, x_at, w_at, lambda dots: For(kk, const(0), const(-(-K // per)), ForKind.SERIAL, dots),
+                          lambda t: epilogue(p.store, p.acc, t, {p.row.var.name: (m0, mr), p.lane.var.name: (n0, nc)}))
     rows = For(mb, const(0), _blocks(M, mr), ForKind.SERIAL, block)
     nest = For(nb, const(0), const(-(-N // nc)), ForKind.SERIAL, Allocate(panel, seq(fill, rows)))
     for loop in reversed(p.batch):
@@ -174,18 +170,71 @@ def tile_nest(p: TilePlan) -> Stmt:
     return nest
 
 
-def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function]) -> Function:
-    """``f``'s first contraction nest on AMX tiles (the module docstring), or a ScheduleError.
-    Where the row count is known only at run time, rows too few for a block run ``otherwise``'s
-    schedule of the nest (the VNNI template)."""
+def pack_panel(K: int, per: int, nc: int, dtype: DType, weight: Callable[[Expr, Expr], Expr]) -> tuple[Buffer, Stmt]:
+    """The weights' panel of one column block, as AMX reads B, and the nest that fills it: the g
+    k of a 32-bit lane side by side (g = 4 bytes, 2 bf16), ``w_tiles[kk, r, g j + q] = weight(k,
+    j)`` at k = k0 + g r + q of chunk kk (``per`` k a chunk, its k0 as ``_start`` places it), zero
+    where the chunk before has added that k."""
+    g = 4 // dtype.numpy.itemsize
+    kchunks = -(-K // per)
+    panel = Buffer("w_tiles", (kchunks, per // g, g * nc), dtype, Role.LOCAL)
+    r, j, q, kp = Var("r_p"), Var("j_p"), Var("q_p"), Var("kk_p")
+    k_at = BinOp("add", _start(kp, per, const(K), K % per == 0), BinOp("add", BinOp("mul", r, const(g)), q))
+    value = weight(k_at, j)
+    if K % per:
+        value = Select(BinOp("ge", k_at, BinOp("mul", kp, const(per))), value, const(0, dtype))
+    fill = Store(panel, (kp, r, BinOp("add", BinOp("mul", j, const(g)), q)), value)
+    for var, extent in ((q, g), (j, nc), (r, per // g), (kp, kchunks)):
+        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
+    return panel, fill
+
+
+def block_of_sums(p: TileShape, a_at: Callable[[int], Load], b_at: Callable[[int], Load],
+                  reduce: Callable[[Stmt], Stmt], then: Callable[[Buffer], Stmt]) -> Stmt:
+    """One block of tm x tn accumulator tiles: zeroed, the dot products of row tile i
+    (``a_at(i)``) and column tile j (``b_at(j)``) in the reduction loops that ``reduce`` puts
+    around them, stored once to ``c_sums`` [tm rows, tn cols], and ``then(c_sums)`` (the epilogue)."""
+    c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), p.sums, Role.LOCAL)
+    t = Buffer("c_sums", (p.tm * p.rows, p.tn * p.cols), p.sums, Role.LOCAL)
+    tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
+    zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
+    dots = [TileDot(tile, a_at(i), b_at(jj), p.rows, p.cols, p.depth) for i, jj, tile in tiles]
+    out = [TileStore(Load(t, (const(i * p.rows), const(jj * p.cols))), tile, p.rows, p.cols) for i, jj, tile in tiles]
+    return Allocate(c, Allocate(t, seq(*zero, reduce(seq(*dots)), *out, then(t))))
+
+
+def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Expr, int]]) -> Stmt:
+    """The nest's final store for every output of a block, its accumulator read from ``sums``
+    [rows, cols]: ``blocks`` maps the names of the loops of the tiles' rows and of their columns
+    (the one the output is contiguous along: vector lanes) to (first, size) of the block."""
+    (row, (m0, mr)), (lane, (n0, nc)) = blocks.items()
+    ri, li = Var(row + "i"), Var(lane + "i")
+    at = {row: BinOp("add", m0, ri), lane: BinOp("add", n0, li)}
+    result = Load(sums, (ri, li))
+    value = map_expr(substitute(store.value, at), lambda e: result if isinstance(e, Load) and e.buffer == acc else None)
+    st = Store(store.buffer, tuple(substitute(e, at) for e in store.index), value)
+    return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
+
+
+def first_contraction(f: Function) -> tuple[Function, list[Stmt], int]:
+    """``f`` with its loops named apart, its statements, and which of them is its first
+    contraction nest; a ScheduleError where it has none."""
     f = unique_loops(f)
     if find_contraction(f) is None:
         raise fail(f, "no contraction nest")
     body = list(stmts_of(f.body))
-    at = next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
-              and find_contraction(replace(f, body=s)) is not None)
+    return f, body, next(i for i, s in enumerate(body) if _scalar_reduction(s) is not None
+                         and find_contraction(replace(f, body=s)) is not None)
+
+
+def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Function],
+                   pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> Function:
+    """``f``'s first contraction nest on AMX tiles (the module docstring), or a ScheduleError;
+    ``pairs``: the operand types the target's tiles multiply.  Where the row count is known only
+    at run time, rows too few for a block run ``otherwise``'s schedule of the nest (the template's)."""
+    f, body, at = first_contraction(f)
     nest = body[at]
-    p = plan_tiles(f, nest)
+    p = plan_tiles(f, nest, pairs)
     tiled = _parallel(tile_nest(p), p, threads)
     if not isinstance(p.row.extent, Const):
         try:
@@ -193,7 +242,7 @@ def schedule_tiles(f: Function, threads: int, otherwise: Callable[[Function], Fu
         except ScheduleError:
             plain = nest
         # the two branches' loops named apart: a later step names a loop to rewrite it
-        tiled = If(BinOp("ge", p.row.extent, const(p.tm * p.rows)), rename_loops(tiled, "_t"), plain)
+        tiled = If(BinOp("ge", p.row.extent, const(p.shape.tm * p.shape.rows)), rename_loops(tiled, "_t"), plain)
     body[at] = tiled
     return replace(f, body=seq(*body))
 

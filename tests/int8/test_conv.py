@@ -122,8 +122,9 @@ def test_the_conv_kernels_multiply_with_vpdpbusd(models, mode):
     fits = [n for n in graph.nodes if n.op == "conv2d_integer" and n.attrs.groups == 1
             and n.inputs[1].type.shape[1] % 4 == 0]
     assert len(fits) == (3 if mode == "per-channel" else 2)
+    # VNNI's features named, without AMX's tiles (on tiles: tests/int8/test_amx_conv.py)
     found = vnni_per_kernel(pipeline.run(one_graph(load(str(models[mode][1]))), "asm",
-                                         CompileOptions(use_cache=False, num_threads=1)))
+                                         CompileOptions(use_cache=False, num_threads=1, features=SPR)))
     conv_kernels = {k: n for k, n in found.items() if "conv2d_integer" in k}
     assert sum(n > 0 for n in conv_kernels.values()) == len(fits), found
 

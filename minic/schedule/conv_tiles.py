@@ -1,0 +1,248 @@
+"""The int8 convolution on Intel AMX's tiles: an implicit GEMM, one tile dot per tap.
+
+``conv2d_integer`` (groups = 1, its padding made explicit: minic/passes/padding.py) lowers as
+
+    for n: for o < O: for oy < OH: for ox < OW:
+      acc = 0
+      for p < kh: for q < kw: for c < C:
+        acc += (i32)x[n, c, oy * sh + p * dh, ox * sw + q * dw] * (i32)w[o, c, p, q]
+      y[n, o, oy, ox] = epilogue(acc)
+
+For one tap (p, q) and one output row oy, that is a matmul of the weights W [O, C] by the
+pixels X [C, OW]: ``sums[o, ox] += W[o, c] · X[c, ox]``.  The tiles compute it as it stands,
+with ``tdpbsud`` (tdpbusd's twin: signed bytes in A, unsigned in B): A is the weights, 16
+output channels of 64 input channels each, B the pixels, and the sums come out as the NCHW
+output lies, a tile row along an output row.  B must hold four consecutive k (channels) of
+one column (pixel) side by side, 64 bytes a row; in NCHW the channels of a pixel are a plane
+apart.  So the kernel first copies the image it convolves, once, four channels interleaved:
+
+    x4[h, w % sw, c / 4, 4 * (w / sw) + c % 4] = x[n, c, h, w]     u8 [Hp, sw, C / 4, 4 ceil(Wp / sw)]
+
+(with stride sw, the pixels of one phase w % sw together, so that the pixels ox * sw + q of
+an output row lie side by side).  A tile of B for tap (p, q) and 64 channels from k0 is then
+16 rows (channel quads) of 16 pixels: ``x4[oy sh + p dh, q dw % sw, k0 / 4, 4 (ox0 + q dw / sw)]``,
+one row of x4 apart.  The weights' blocks, every tap's [16 o, 64 c], are packed at compile
+time (``w_rows``):
+
+    for n:
+      u8 x4[..] = x[n], four channels interleaved               (per image, before the rows)
+      parallel for ob < ceil(O / MR):                            blocks of MR = 32 output channels
+        i8 w_rows[kh, kw, KC, MR, 64] = w[o0 + r, k0 + b, p, q]  (prepacked)
+        for oy < OH: for xb < ceil(OW / NC):                     blocks of NC = 32 output columns
+          tile_zero(c_tiles[..])
+          for p < kh: for q < kw: for kk < KC:
+            tile_dot(c_tiles[i tn + j], w_rows[p, q, kk, 16 i, 0], x4[oy sh + p dh, .., 4 (ox0 + 16 j + ..)])
+          tile_store(c_sums[16 i, 16 j], c_tiles[i tn + j])
+          for oi < MR: vectorized for xi < NC:
+            y[n, o0 + oi, oy, ox0 + xi] = epilogue(c_sums[oi, xi])
+
+Why a copy per conv rather than another layout between kernels: the graph keeps NCHW, which
+the VNNI template and every other kernel read, and only the schedule, which knows the target,
+changes; the copy moves C·Hp·Wp bytes once for kh·kw·O multiply-adds per byte.  Why one output
+row a block (7, 14 or 16 pixels a tile): a tile's rows must be one stride apart, and within
+one output row they are.  Ragged output columns, channels and input channels overlap as in the
+matmul (``tiles.py``): the last block starts one block before the end, and the last chunk of
+input channels at C - 64 with its weights zeroed where the chunk before added them.  C must be
+a multiple of 4 (explicit-padding pads an image's 3 to 4); grouped convs stay on VNNI.  Where a
+whole kernel row's channels fit one dot (kw · C <= 64: the stem's 7 x 4), the copy puts them
+side by side and one dot takes the row (``folded``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Select, Stmt,
+                            Store, Var, const, free_vars, seq, substitute)
+from minic.ir.loops_analysis import stride
+from minic.ir.loops_simplify import simplify
+from minic.ir.types import DType
+from minic.schedule.nest import fail
+from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction
+from minic.schedule.tiles import (BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue,
+                                  first_contraction)
+
+COPY_LIMIT = 4 << 20           # bytes of the channels-last copy of one image (it lives on the stack)
+
+
+@dataclass(frozen=True)
+class ConvTilePlan:
+    """How one int8 conv nest runs on tiles: its loops, operands, strides and tile sizes."""
+    batch: For                 # n
+    lane: For                  # o: output channels, the tiles' rows
+    out_row: For               # oy
+    row: For                   # ox: output columns, the tiles' columns
+    taps: tuple[For, For]      # p, q: the kernel's rows and columns
+    k: For                     # c: input channels
+    x: Load                    # u8 x[n, c, oy sh + p dh, ox sw + q dw] (padded, NCHW)
+    w: Expr                    # i8 w[o, c, p, q], as the nest reads it
+    acc: Buffer
+    store: Store               # y[n, o, oy, ox] = epilogue(acc)
+    stride: tuple[int, int]    # sh, sw
+    dilation: tuple[int, int]  # dh, dw
+    shape: TileShape           # rows: output channels, cols: output columns
+    fold: bool                 # the kernel's columns folded into k (few input channels: ``folded``)
+
+
+def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
+    """(s, d) for ``e = s * a + d * b`` (nothing else), else None."""
+    s, d = stride(e, a), stride(e, b)
+    if s is None or d is None or free_vars(e) - {a, b}:
+        return None
+    rest = simplify(substitute(e, {a: const(0), b: const(0)}))
+    return (s, d) if rest == Const(0) and s > 0 and d > 0 else None
+
+
+def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
+    """The ConvTilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it."""
+    found = _scalar_reduction(nest)
+    if found is None:
+        raise fail(f, "no contraction nest")
+    spatial, reduction, store = found
+    update = reduction[-1].body
+    if len(spatial) != 4 or len(reduction) != 3 or not _is_product_sum(update):
+        raise fail(f, "conv tiles take a conv2d's four output axes and three reduction loops")
+    n, o, oy, ox = spatial
+    p, q, c = reduction
+    terms = dict(_narrow(t) for t in (update.value.b.a, update.value.b.b))
+    x, w = terms.get(DType.u8), terms.get(DType.i8)
+    if not isinstance(x, Load) or w is None or len(x.index) != 4:
+        raise fail(f, "conv tiles multiply u8 NCHW activations by i8 weights")
+    loops = (n, o, oy, ox, p, q, c)
+    if not all(t.start == Const(0) and isinstance(t.extent, Const) for t in loops[1:]) or c.extent.value % 4:
+        raise fail(f, "conv tiles need loops of constant size from 0 and input channels a multiple of 4")
+    names = {t.var.name for t in loops[1:]}
+    rows, cols = _affine(x.index[2], oy.var.name, p.var.name), _affine(x.index[3], ox.var.name, q.var.name)
+    if (rows is None or cols is None or x.index[1] != c.var or free_vars(x.index[0]) & names
+            or not all(isinstance(d, int) for d in x.buffer.shape[1:])
+            or free_vars(w) - {o.var.name, c.var.name, p.var.name, q.var.name} or o.var.name not in free_vars(w)):
+        raise fail(f, "conv tiles read x[n, c, oy s + p d, ox s + q d] (one group) and weights w[o, c, p, q]")
+    if (stride(store.index[-1], ox.var.name) != 1 or any(ox.var.name in free_vars(i) for i in store.index[:-1])
+            or o.var.name in free_vars(store.index[-1])):          # y[.., ox] or y[.., ox + 1] (a pad's interior)
+        raise fail(f, "the epilogue must store along the output's columns")
+    (sh, dh), (sw, dw) = rows, cols
+    C, O, OW = c.extent.value, o.extent.value, ox.extent.value
+    kh, kw = p.extent.value, q.extent.value
+    fold = 1 < kw and kw * C <= BYTES
+    K = kw * C if fold else C                      # k of one tap (of a kernel row, folded)
+    depth = min(BYTES, K)
+    shape = TileShape(min(O, ROWS), min(OW, ROWS), BLOCK if O >= BLOCK * ROWS else 1,
+                      BLOCK if OW >= BLOCK * ROWS else 1, depth)
+    if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows > PACK_LIMIT:
+        raise fail(f, "the weights' panel is too large for the stack")
+    _, _, hp, wp = x.buffer.shape
+    if hp * max(-(-wp // sw) * sw, kw * OW if fold else 0) * C > COPY_LIMIT:
+        raise fail(f, "the interleaved copy of the image is too large for the stack")
+    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold)
+
+
+def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
+    """The image's copy that the tiles read as B, and the nest that makes it (module docstring):
+    per phase of the stride, a loop over its pixels that stores four channels a pixel, which
+    LLVM's loop vectorizer turns into vector loads of four channel rows and interleaving
+    shuffles."""
+    _, C, hp, wp = p.x.buffer.shape
+    sw = p.stride[1]
+    wq = -(-wp // sw)
+    x4 = Buffer("x_quads", (hp, sw, C // 4, 4 * wq), DType.u8, Role.LOCAL)
+    h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
+    phases = []
+    for phase in range(sw):
+        pixel = BinOp("add", BinOp("mul", w, const(sw)), const(phase)) if sw > 1 else w
+        copy = Store(x4, (h, const(phase), cq, BinOp("add", BinOp("mul", w, const(4)), i)),
+                     Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
+        copy = For(w, const(0), const(-(-(wp - phase) // sw)), ForKind.SERIAL,
+                   For(i, const(0), const(4), ForKind.UNROLLED, copy))
+        phases.append(copy)
+    copy = seq(*phases)
+    for var, extent in ((cq, C // 4), (h, hp)):
+        copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
+    return x4, copy
+
+
+def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
+    """``interleaved`` for a conv of few input channels (an image's 4 in a 7x7 window): one tap's
+    64 bytes of k would be mostly empty, so each pixel of an output column gets the channels of
+    every column of the window, ``kw · C`` k a kernel row, and a tile dot takes a whole kernel
+    row at once (7 dots a tile instead of 49):
+
+        xf[h, (q C + c) / 4, 4 ox + c % 4] = x[n, c, h, ox sw + q dw]       u8 [Hp, kw C / 4, 4 OW]"""
+    _, C, hp, _ = p.x.buffer.shape
+    (sw, dw), kw, OW = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value
+    xf = Buffer("x_quads", (hp, kw * C // 4, 4 * OW), DType.u8, Role.LOCAL)
+    h, q, cq, w, i = Var("h_q"), Var("q_q"), Var("c_q"), Var("w_q"), Var("i_q")
+    pixel = BinOp("add", BinOp("mul", w, const(sw)), BinOp("mul", q, const(dw)))
+    copy = Store(xf, (h, BinOp("add", BinOp("mul", q, const(C // 4)), cq), BinOp("add", BinOp("mul", w, const(4)), i)),
+                 Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
+    copy = For(w, const(0), const(OW), ForKind.SERIAL, For(i, const(0), const(4), ForKind.UNROLLED, copy))
+    for var, extent in ((cq, C // 4), (q, kw), (h, hp)):
+        copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
+    return xf, copy
+
+
+def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
+    """The weights of one block of output channels as the tiles read A, and the nest that fills
+    it: ``w_rows[p, q, kk, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
+    it), zero where the chunk before has added that input channel; folded, ``w_rows[p, 0, 0, r,
+    q C + c] = w[o0 + r, c, p, q]``."""
+    t, C = p.shape, p.k.extent.value
+    kh, kw = (tap.extent.value for tap in p.taps)
+    rows = Buffer("w_rows", (kh, 1 if p.fold else kw, -(-C // t.depth), t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
+    tp, tq, kp, r, b = Var("p_p"), Var("q_p"), Var("kk_p"), Var("r_p"), Var("b_p")
+    k = BinOp("add", _start(kp, t.depth, const(C), C % t.depth == 0), b)
+    names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
+    channel, column = (BinOp("mod", b, const(C)), BinOp("div", b, const(C))) if p.fold else (k, tq)
+    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, tp, column))))
+    if C % t.depth and not p.fold:
+        value = Select(BinOp("ge", k, BinOp("mul", kp, const(t.depth))), value, Const(0, DType.i8))
+    fill = Store(rows, (tp, tq, kp, r, b), value)
+    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (kp, rows.shape[2]), (tq, rows.shape[1]), (tp, kh)):
+        fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
+    return rows, fill
+
+
+def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
+    """The loop nest of the module docstring for plan ``p``."""
+    t, (sh, sw), (dh, dw) = p.shape, p.stride, p.dilation
+    C, O, OW = p.k.extent.value, p.lane.extent.value, p.row.extent.value
+    mr, nc = t.tm * t.rows, t.tn * t.cols
+    ob, xb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
+    o0, x0 = _start(ob, mr, const(O), O % mr == 0), _start(xb, nc, const(OW), OW % nc == 0)
+    K = C * p.taps[1].extent.value if p.fold else C              # k of one tap's dot (a kernel row's, folded)
+    k0 = _start(kk, t.depth, const(K), K % t.depth == 0)
+    panel, fill = pack_rows(p, o0)
+    x4, copy = folded(p) if p.fold else interleaved(p)
+    qd = BinOp("mul", p.taps[1].var, const(dw))                 # the tap's column offset in pixels
+    y_at = BinOp("add", BinOp("mul", p.out_row.var, const(sh)), BinOp("mul", p.taps[0].var, const(dh)))
+    taps = p.taps[:1] if p.fold else p.taps                    # the dots' tap loops (folded: the rows only)
+    q_at = const(0) if p.fold else p.taps[1].var
+
+    def w_at(i: int) -> Load:
+        return Load(panel, (p.taps[0].var, q_at, kk, const(i * t.rows), const(0)))
+
+    def x_at(j: int) -> Load:
+        column = BinOp("add", x0, const(j * t.cols))
+        if p.fold:                               # the kernel row's columns are in k: one dot a row
+            return Load(x4, (y_at, BinOp("div", k0, const(4)), BinOp("mul", column, const(4))))
+        return Load(x4, (y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(4)),
+                         BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(4))))
+
+    def reduce(dots: Stmt) -> Stmt:
+        for var, extent in ((kk, panel.shape[2]), *((tap.var, tap.extent.value) for tap in reversed(taps))):
+            dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
+        return dots
+    block = block_of_sums(t, w_at, x_at, reduce, lambda sums: epilogue(
+        p.store, p.acc, sums, {p.lane.var.name: (o0, mr), p.row.var.name: (x0, nc)}))
+    rows = For(p.out_row.var, const(0), p.out_row.extent, ForKind.SERIAL,
+               For(xb, const(0), _blocks(const(OW), nc), ForKind.SERIAL, block))
+    parallel = ForKind.PARALLEL if threads > 1 else ForKind.SERIAL
+    blocks = For(ob, const(0), const(-(-O // mr)), parallel, Allocate(panel, seq(fill, rows)))
+    if threads > 1:
+        copy = replace(copy, kind=ForKind.PARALLEL)
+    return replace(p.batch, body=Allocate(x4, seq(copy, blocks)))
+
+
+def schedule_conv_tiles(f: Function, threads: int) -> Function:
+    """``f``'s first contraction nest, an int8 conv, on AMX tiles (the module docstring), or a
+    ScheduleError."""
+    f, body, at = first_contraction(f)
+    body[at] = conv_tile_nest(plan_conv_tiles(f, body[at]), threads)
+    return replace(f, body=seq(*body))
