@@ -142,6 +142,16 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
+def in_order(model: str, names: list[str], arrays: tuple, named: dict) -> tuple:
+    """A saved model's inputs given in order, or all by name."""
+    if not named:
+        return arrays
+    if arrays or set(named) != set(names):
+        raise UserError(f"{model}: give the inputs in order or by name ({', '.join(names)}), "
+                        f"not {len(arrays)} in order and {', '.join(named) or 'none'} by name")
+    return tuple(named[n] for n in names)
+
+
 def _check(folder: Path, m: dict) -> None:
     if m.get("format") != FORMAT:
         raise UserError(f"{folder}: saved in format {m.get('format')}; this minic reads format {FORMAT}")
@@ -238,12 +248,7 @@ class SavedModel:
 
     def __call__(self, *arrays: np.ndarray, **named: np.ndarray):
         """Inputs in order, or by name (``model(**np.load("example_inputs.npz"))``)."""
-        if named:
-            if arrays or set(named) != set(self.input_names):
-                raise UserError(f"{self.name}: give the inputs in order or by name ({', '.join(self.input_names)}), "
-                                f"not {len(arrays)} in order and {', '.join(named) or 'none'} by name")
-            arrays = tuple(named[n] for n in self.input_names)
-        arrays = contiguous(arrays)
+        arrays = contiguous(in_order(self.name, self.input_names, arrays, named))
         env = self._bind(arrays)
         shapes = [tuple(dim_eval(d, env) for d in shape) for shape, _ in self._outputs]
         nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, (_, t) in zip(shapes, self._outputs))

@@ -45,7 +45,7 @@ from minic.errors import UserError
 from minic.ir import ops
 from minic.ir.graph import Graph, Node, Value, attr_items
 from minic.ir.types import DType, TensorType, symbols
-from minic.runtime.saved_library import (FORMAT, MANIFEST, SavedModel, machine, read_arrays, read_manifest,
+from minic.runtime.saved_library import (FORMAT, MANIFEST, SavedModel, in_order, machine, read_arrays, read_manifest,
                                          write_arrays, write_compiled)
 from minic.runtime.split import SplitModel, Step, host_step
 
@@ -159,12 +159,7 @@ class SavedSplitModel(SplitModel):
 
     def __call__(self, *arrays: np.ndarray, **named: np.ndarray):
         """Inputs in order, or by name (``model(**np.load("example_inputs.npz"))``)."""
-        if named:
-            if arrays or set(named) != set(self.input_names):
-                raise UserError(f"{self.name}: give the inputs in order or by name ({', '.join(self.input_names)}), "
-                                f"not {len(arrays)} in order and {', '.join(named) or 'none'} by name")
-            arrays = tuple(named[n] for n in self.input_names)
-        return super().__call__(*arrays)
+        return super().__call__(*in_order(self.name, self.input_names, arrays, named))
 
     def __repr__(self) -> str:
         return f"SavedSplitModel({self.name}, {self.folder}: {super().__repr__()})"

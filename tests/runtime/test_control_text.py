@@ -29,45 +29,6 @@ def _lstm_file(tmp_path: Path) -> Path:
     return path
 
 
-def _if_in_loop_file(tmp_path: Path) -> Path:
-    """The model of test_an_if_inside_a_loop_body, built again (its file is made inside the test)."""
-    from onnx import TensorProto as T
-    from onnx import helper as h
-    branch = ifs._branch
-    body = h.make_graph(
-        [h.make_node("Mod", ["i", "two"], ["r"]), h.make_node("Equal", ["r", "zero"], ["even"]),
-         h.make_node("If", ["even"], ["acc_out"],
-                     then_branch=branch("then", [h.make_node("Add", ["acc_in", "x"], ["t"])], "t"),
-                     else_branch=branch("else", [h.make_node("Mul", ["acc_in", "half"], ["e"])], "e")),
-         h.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
-        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
-         h.make_tensor_value_info("acc_in", T.FLOAT, ["N", 2])],
-        [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, ["N", 2])],
-        [h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("zero", T.INT64, [], [0]),
-         h.make_tensor("half", T.FLOAT, [], [0.5])])
-    return ifs._save(tmp_path, "if_in_loop", [h.make_node("Loop", ["m", "", "acc0"], ["y"], body=body)],
-                     [h.make_tensor_value_info("acc0", T.FLOAT, ["N", 2]), h.make_tensor_value_info("x", T.FLOAT, ["N", 2]),
-                      h.make_tensor_value_info("m", T.INT64, [])],
-                     [h.make_tensor_value_info("y", T.FLOAT, ["N", 2])])
-
-
-def _loop_in_if_file(tmp_path: Path) -> Path:
-    """The model of test_a_loop_inside_an_if_branch, built again."""
-    from onnx import TensorProto as T
-    from onnx import helper as h
-    body = h.make_graph([h.make_node("Identity", ["cond_in"], ["cond_out"]),
-                         h.make_node("Add", ["acc_in", "acc_in"], ["acc_out"])], "body",
-                        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
-                         h.make_tensor_value_info("acc_in", T.FLOAT, ["N"])],
-                        [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, ["N"])])
-    then = ifs._branch("then", [h.make_node("Loop", ["m", "", "x"], ["t"], body=body)], "t")
-    other = ifs._branch("else", [h.make_node("Add", ["x", "one"], ["e"])], "e", [h.make_tensor("one", T.FLOAT, [], [1.0])])
-    return ifs._save(tmp_path, "loop_in_if", [h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
-                     [h.make_tensor_value_info("x", T.FLOAT, ["N"]), h.make_tensor_value_info("c", T.BOOL, []),
-                      h.make_tensor_value_info("m", T.INT64, [])],
-                     [h.make_tensor_value_info("y", T.FLOAT, ["N"])])
-
-
 # Each model, and inputs at two sizes (or conditions) to run it on.
 rng = np.random.default_rng(0)
 f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)     # noqa: E731
@@ -75,8 +36,8 @@ CASES = {
     "loop": (lambda p: loops._loop_file(p), [(f32(2, 3), np.array(3)), (f32(4, 3), np.array(0))]),
     "if": (lambda p: ifs._sample_rate_file(p), [(f32(2, 4), np.array(16000)), (f32(3, 4), np.array(8000))]),
     "lstm": (_lstm_file, [(f32(2, 5, 6),), (f32(1, 9, 6),)]),
-    "if_in_loop": (_if_in_loop_file, [(f32(2, 2), f32(2, 2), np.array(3)), (f32(1, 2), f32(1, 2), np.array(6))]),
-    "loop_in_if": (_loop_in_if_file, [(f32(3), np.array(True), np.array(2)), (f32(4), np.array(False), np.array(5))]),
+    "if_in_loop": (ifs.if_in_loop_file, [(f32(2, 2), f32(2, 2), np.array(3)), (f32(1, 2), f32(1, 2), np.array(6))]),
+    "loop_in_if": (ifs.loop_in_if_file, [(f32(3), np.array(True), np.array(2)), (f32(4), np.array(False), np.array(5))]),
 }
 
 
@@ -104,7 +65,7 @@ def test_graphs_with_loops_and_ifs_round_trip_and_run(name, tmp_path):
 def test_nested_bodies_print_after_their_parents_with_unique_names(tmp_path):
     """A 2-layer bidirectional LSTM has four loop bodies; a loop in an if's branch puts the loop's
     body after the branch; every graph of the text has a name of its own."""
-    graph = from_onnx_file(_loop_in_if_file(tmp_path))
+    graph = from_onnx_file(ifs.loop_in_if_file(tmp_path))
     text = print_graph(graph)
     headers = [line.split("(")[0] for line in text.splitlines() if line.startswith("graph @")]
     assert len(headers) == len(set(headers)) == 4              # the model, then, its loop's body, else

@@ -5,9 +5,11 @@ minic/runtime/split.py) and on the interpreter, against ONNX Runtime.  Before, s
 specialized on the value of the inputs its condition reads, and refused for an image."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
@@ -19,23 +21,12 @@ from minic.ir.build import make_node
 from minic.ir.graph import Graph, Value
 from minic.ir.types import DType, TensorType
 from minic.runtime.specialize import Specialized
-from minic.runtime.split import SplitModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_run_time_loops as loops  # noqa: E402
+from test_run_time_loops import _compile, _ort  # noqa: E402
 
 BACKENDS = ["minic", "interp"]
-
-
-@pytest.fixture
-def compilations(monkeypatch):
-    """How many graphs minic's pipeline compiles (each part, each branch, each loop body)."""
-    from minic import pipeline
-    count = [0]
-
-    class Counting(pipeline.Compilation):
-        def __init__(self, *args, **kwargs):
-            count[0] += 1
-            super().__init__(*args, **kwargs)
-    monkeypatch.setattr(pipeline, "Compilation", Counting)
-    return count
 
 
 def _save(tmp_path, name, nodes, inputs, outputs, initializers=(), check=True):
@@ -52,21 +43,9 @@ def _branch(name, nodes, out, initializers=()):
     return h.make_graph(nodes, name, [], [h.make_tensor_value_info(out, T.FLOAT, None)], list(initializers))
 
 
-def _ort(path, feeds: dict) -> list[np.ndarray]:
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
-
-
-def _compile(path, examples, backend, tmp_path):
-    options = {"cache_dir": tmp_path / "cache"} if backend == "minic" else {}
-    return minic.compile(path, examples, backend=backend, **options)
-
-
 def _check_compiled_once(run, backend, compilations, before: int) -> None:
     """No compilation after minic.compile returned, and one model, not one per condition value."""
-    assert not isinstance(run, Specialized)
-    if backend == "minic":
-        assert isinstance(run, SplitModel) and "if" in repr(run)
-        assert compilations[0] == before > 0
+    loops.check_compiled_once(run, backend, compilations, before, "if")
 
 
 def _check(run, path, feeds: dict) -> list[np.ndarray]:
@@ -187,10 +166,9 @@ def test_branches_read_outer_values(backend, tmp_path, compilations):
     _check_compiled_once(run, backend, compilations, before)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_an_if_inside_a_loop_body(backend, tmp_path, compilations):
-    """acc = acc + x on even iterations, acc * 0.5 on odd ones, m iterations (a graph input): the
-    loop's body holds an if on the iteration number, compiled once with the body."""
+def if_in_loop_file(tmp_path):
+    """acc = acc + x on even iterations, acc * 0.5 on odd ones, m iterations (a graph input): a
+    Loop whose body holds an If on the iteration number."""
     body = h.make_graph(
         [h.make_node("Mod", ["i", "two"], ["r"]), h.make_node("Equal", ["r", "zero"], ["even"]),
          h.make_node("If", ["even"], ["acc_out"],
@@ -202,10 +180,32 @@ def test_an_if_inside_a_loop_body(backend, tmp_path, compilations):
         [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, ["N", 2])],
         [h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("zero", T.INT64, [], [0]),
          h.make_tensor("half", T.FLOAT, [], [0.5])])
-    path = _save(tmp_path, "if_in_loop", [h.make_node("Loop", ["m", "", "acc0"], ["y"], body=body)],
+    return _save(tmp_path, "if_in_loop", [h.make_node("Loop", ["m", "", "acc0"], ["y"], body=body)],
                  [h.make_tensor_value_info("acc0", T.FLOAT, ["N", 2]), h.make_tensor_value_info("x", T.FLOAT, ["N", 2]),
                   h.make_tensor_value_info("m", T.INT64, [])],
                  [h.make_tensor_value_info("y", T.FLOAT, ["N", 2])])
+
+
+def loop_in_if_file(tmp_path):
+    """then: x doubled m times (a Loop whose trip count is a graph input); else: x + 1."""
+    body = h.make_graph([h.make_node("Identity", ["cond_in"], ["cond_out"]),
+                         h.make_node("Add", ["acc_in", "acc_in"], ["acc_out"])], "body",
+                        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
+                         h.make_tensor_value_info("acc_in", T.FLOAT, ["N"])],
+                        [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, ["N"])])
+    then = _branch("then", [h.make_node("Loop", ["m", "", "x"], ["t"], body=body)], "t")
+    other = _branch("else", [h.make_node("Add", ["x", "one"], ["e"])], "e", [h.make_tensor("one", T.FLOAT, [], [1.0])])
+    return _save(tmp_path, "loop_in_if", [h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                 [h.make_tensor_value_info("x", T.FLOAT, ["N"]), h.make_tensor_value_info("c", T.BOOL, []),
+                  h.make_tensor_value_info("m", T.INT64, [])],
+                 [h.make_tensor_value_info("y", T.FLOAT, ["N"])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_if_inside_a_loop_body(backend, tmp_path, compilations):
+    """acc = acc + x on even iterations, acc * 0.5 on odd ones, m iterations (a graph input): the
+    loop's body holds an if on the iteration number, compiled once with the body."""
+    path = if_in_loop_file(tmp_path)
     loop = next(n for n in from_onnx_file(path).nodes if n.op == "loop")
     assert "if" in {n.op for n in loop.attrs.body.nodes}
     rng = np.random.default_rng(4)
@@ -223,17 +223,7 @@ def test_an_if_inside_a_loop_body(backend, tmp_path, compilations):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_loop_inside_an_if_branch(backend, tmp_path, compilations):
     """then: x doubled m times (a Loop whose trip count is a graph input); else: x + 1."""
-    body = h.make_graph([h.make_node("Identity", ["cond_in"], ["cond_out"]),
-                         h.make_node("Add", ["acc_in", "acc_in"], ["acc_out"])], "body",
-                        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
-                         h.make_tensor_value_info("acc_in", T.FLOAT, ["N"])],
-                        [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, ["N"])])
-    then = _branch("then", [h.make_node("Loop", ["m", "", "x"], ["t"], body=body)], "t")
-    other = _branch("else", [h.make_node("Add", ["x", "one"], ["e"])], "e", [h.make_tensor("one", T.FLOAT, [], [1.0])])
-    path = _save(tmp_path, "loop_in_if", [h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
-                 [h.make_tensor_value_info("x", T.FLOAT, ["N"]), h.make_tensor_value_info("c", T.BOOL, []),
-                  h.make_tensor_value_info("m", T.INT64, [])],
-                 [h.make_tensor_value_info("y", T.FLOAT, ["N"])])
+    path = loop_in_if_file(tmp_path)
     node = next(n for n in from_onnx_file(path).nodes if n.op == "if")
     assert "loop" in {n.op for n in node.attrs.then_branch.nodes}
     rng = np.random.default_rng(5)

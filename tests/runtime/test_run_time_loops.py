@@ -24,20 +24,6 @@ from minic.runtime.split import SplitModel
 BACKENDS = ["minic", "interp"]
 
 
-@pytest.fixture
-def compilations(monkeypatch):
-    """How many graphs minic's pipeline compiles (each part, each loop body)."""
-    from minic import pipeline
-    count = [0]
-
-    class Counting(pipeline.Compilation):
-        def __init__(self, *args, **kwargs):
-            count[0] += 1
-            super().__init__(*args, **kwargs)
-    monkeypatch.setattr(pipeline, "Compilation", Counting)
-    return count
-
-
 def _save(tmp_path, name, nodes, inputs, outputs, initializers=()):
     model = h.make_model(h.make_graph(nodes, name, inputs, outputs, list(initializers)),
                          opset_imports=[h.make_opsetid("", 17)])
@@ -56,11 +42,11 @@ def _compile(path, examples, backend, tmp_path):
     return minic.compile(path, examples, backend=backend, **options)
 
 
-def _check_compiled_once(run, backend, compilations, before: int) -> None:
-    """No compilation after minic.compile returned, and one model, not one per length."""
+def check_compiled_once(run, backend, compilations, before: int, op: str = "loop") -> None:
+    """No compilation after minic.compile returned, and one model (cut at ``op``), not one per length."""
     assert not isinstance(run, Specialized)
     if backend == "minic":
-        assert isinstance(run, SplitModel) and "loop" in repr(run)
+        assert isinstance(run, SplitModel) and op in repr(run)
         assert compilations[0] == before > 0
 
 
@@ -98,7 +84,7 @@ def test_a_loop_over_a_trip_count_given_at_run_time_compiles_once(backend, tmp_p
     y, ys = run(x, np.array(0))                         # no iteration: x itself, nothing stacked
     np.testing.assert_array_equal(y, x)
     assert ys.shape == (0, 4, 3)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -155,7 +141,7 @@ def test_a_while_loop_whose_condition_the_body_computes(backend, tmp_path, compi
         assert got[1].shape == (iterations,)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -184,7 +170,7 @@ def test_a_scan_over_a_symbolic_length_compiles_once(backend, tmp_path, compilat
                  "u": rng.standard_normal((4, length)).astype(np.float32)}
         for g, w in zip(run(*feeds.values()), _ort(path, feeds)):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)
 
 
 class Recurrent(torch.nn.Module):
@@ -239,7 +225,7 @@ def test_torch_recurrent_layers_over_a_dynamic_time_axis_compile_once(kind, dyna
     for shape in [(2, 5, 6), (1, 9, 6), (3, 2, 6)]:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(run(x), _ort(path, {name: x})[0], rtol=1e-5, atol=1e-5)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)
 
 
 def test_static_trip_counts_and_lengths_still_unroll(tmp_path):
@@ -297,7 +283,7 @@ def test_torch_recurrent_modules_over_a_dynamic_time_axis_compile_once(layer, ba
         assert len(got) == len(want)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)
 
 
 def test_a_static_torch_lstm_is_unrolled_by_the_same_driver():
@@ -337,7 +323,7 @@ def test_a_bidirectional_lstm_with_sequence_lens_over_a_symbolic_length(backend,
         feeds = {"x": rng.standard_normal((steps, 2, size)).astype(np.float32), "lens": np.array(lens, np.int32)}
         for got, want in zip(run(*feeds.values()), _ort(path, feeds)):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -371,4 +357,4 @@ def test_a_dynamically_quantized_lstm_over_a_dynamic_length(backend, tmp_path, c
     for shape in [(2, 5, 6), (1, 9, 6), (3, 2, 6)]:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(run(x), session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
-    _check_compiled_once(run, backend, compilations, before)
+    check_compiled_once(run, backend, compilations, before)

@@ -23,7 +23,6 @@ from minic.runtime.split import SplitModel
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-import test_control_text as nested  # noqa: E402
 import test_data_sized as data_sized  # noqa: E402
 import test_run_time_if as ifs  # noqa: E402
 import test_run_time_loops as loops  # noqa: E402
@@ -78,7 +77,7 @@ def test_an_onnx_if_on_a_run_time_condition(tmp_path, cache):
 
 
 def test_a_loop_inside_an_if_branch_is_a_split_folder_inside_one(tmp_path, cache):
-    run = minic.compile(nested._loop_in_if_file(tmp_path),
+    run = minic.compile(ifs.loop_in_if_file(tmp_path),
                         [np.zeros(3, np.float32), np.array(True), np.array(2)], cache_dir=cache)
     x = rng.standard_normal(4).astype(np.float32)
     _saved_matches(run, [(x, np.array(True), np.array(3)), (x[:2], np.array(False), np.array(5))], tmp_path)

@@ -207,12 +207,15 @@ def _stacked(attrs: LoopAttrs, j: int, frames: list[np.ndarray], arrays: list[np
     return np.zeros((0,) + shape, body_out.type.dtype.numpy)
 
 
-def _not_here(attrs: LoopAttrs, *arrays: np.ndarray):
-    raise UserError("loop: its body runs in the interpreter (minic/ir/interpret.py) or between compiled parts "
-                    "(minic/runtime/split.py), not as a numpy reference")
+def _host_only(op: str, what: str):
+    """The reference of an op whose graphs run on the host: there is none to call."""
+    def refuse(attrs, *arrays: np.ndarray):
+        raise UserError(f"{op}: its {what} in the interpreter (minic/ir/interpret.py) or between compiled "
+                        "parts (minic/runtime/split.py), not as a numpy reference")
+    return refuse
 
 
-define("loop", OpKind.LAYOUT, _infer, _not_here, None, LoopAttrs, arity=(0, 1 << 16), f16_via_f32=False,
+define("loop", OpKind.LAYOUT, _infer, _host_only("loop", "body runs"), None, LoopAttrs, arity=(0, 1 << 16), f16_via_f32=False,
        doc="loop([trip], [cond], carried..., scanned..., captured...) = (the last carried values, the body's "
            "per-iteration outputs stacked): ONNX's Loop and Scan at run time",
        sized_by_data=True)
@@ -274,12 +277,7 @@ def run_if(attrs: IfAttrs, arrays: Sequence[np.ndarray], run_then: RunBody,
     return tuple(np.asarray(r) for r in (results if isinstance(results, tuple) else (results,)))
 
 
-def _not_here_if(attrs: IfAttrs, *arrays: np.ndarray):
-    raise UserError("if: its branches run in the interpreter (minic/ir/interpret.py) or between compiled parts "
-                    "(minic/runtime/split.py), not as a numpy reference")
-
-
-define("if", OpKind.LAYOUT, _infer_if, _not_here_if, None, IfAttrs, arity=(1, 1 << 16), f16_via_f32=False,
+define("if", OpKind.LAYOUT, _infer_if, _host_only("if", "branches run"), None, IfAttrs, arity=(1, 1 << 16), f16_via_f32=False,
        doc="if(cond, captured...) = then_branch(captured...) if cond else else_branch(captured...): ONNX's If "
            "whose condition is known at run time only",
        sized_by_data=True)
