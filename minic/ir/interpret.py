@@ -79,8 +79,7 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
             raise DataError(f"{graph.name}: {node.describe(i)}: {e}") from None
         results = result if isinstance(result, tuple) else (result,)
         if op.sized_by_data:
-            decided = node.attrs.sizes if isinstance(node.attrs, IfAttrs) else (node.attrs.count,)
-            env.update(sized_outputs(decided, [v.type for v in node.outputs], results))
+            env.update(sized_outputs(node.attrs.decided, [v.type for v in node.outputs], results))
         memory.update((v, np.asarray(r, dtype=v.type.dtype.numpy)) for v, r in zip(node.outputs, results))
     # Each output an array of its own, as compiled code returns: not the caller's input, a
     # constant of the graph, a view of either (reshape), nor an output listed twice.

@@ -58,3 +58,13 @@ def test_onnx_errors_name_the_node():
     with pytest.raises(OnnxImportError, match=r"t0.*Transpose.*transpose") as e:
         from_onnx(onnx.load_from_string(model.SerializeToString()))
     assert "\n" not in str(e.value)
+
+
+def test_every_data_sized_op_names_the_sizes_it_decides():
+    """The interpreter binds a data-sized op's symbols from ``attrs.decided`` (one mechanism for
+    nonzero, unique, NMS, loop and if): every such op's attributes say which they are."""
+    from minic.ir import ops
+    sized = [d for d in ops.REGISTRY.values() if d.sized_by_data]
+    assert {d.name for d in sized} >= {"nonzero", "unique", "non_max_suppression", "loop", "if"}
+    for d in sized:
+        assert isinstance(getattr(d.attrs, "decided", None), property), d.name

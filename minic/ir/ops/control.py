@@ -77,6 +77,11 @@ class LoopAttrs:
                 f"loop: the count symbol must be an identifier, got {self.count!r}")
 
     @property
+    def decided(self) -> tuple[str | None, ...]:
+        """The symbols of the sizes the data decides: the iterations', where there is one."""
+        return (self.count,)
+
+    @property
     def first(self) -> int:
         """How many inputs come before the carried values (the trip count, the condition)."""
         return int(self.trip) + int(self.condition)
@@ -234,6 +239,11 @@ class IfAttrs:
     def check(self) -> None:
         require(all(s.isidentifier() for s in self.sizes),
                 f"if: the size symbols must be identifiers, got {self.sizes}")
+
+    @property
+    def decided(self) -> tuple[str, ...]:
+        """The symbols of the sizes the data decides (ops/data_sized.py: ``sized_outputs``)."""
+        return self.sizes
 
 
 Joined = list[tuple[tuple[Dim | None, ...], DType]]       # per output: its dims (None: the data decides), dtype

@@ -33,6 +33,11 @@ class CountAttrs:
     def check(self) -> None:
         require(self.count.isidentifier(), f"the count symbol must be an identifier, got {self.count!r}")
 
+    @property
+    def decided(self) -> tuple[str, ...]:
+        """The symbols of the sizes the data decides (``sized_outputs``)."""
+        return (self.count,)
+
 
 @dataclass(frozen=True)
 class UniqueAttrs(CountAttrs):
