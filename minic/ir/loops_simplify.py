@@ -11,6 +11,7 @@ makes the code shorter to read and cheaper to run: LLVM would get most of it.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -138,7 +139,9 @@ def integer_arithmetic(at: At) -> Expr | None:
 
 @rule("div", "mod")
 def whole_terms(at: At) -> Expr | None:
-    """(c·q + r) / c -> q and (c·q + r) % c -> r  when every term is >= 0 and 0 <= r < c;  x / 1 -> x, x % 1 -> 0"""
+    """(k·q + r) / c -> q / (c/k) and (k·q + r) % c -> k·(q % (c/k)) + r  when k divides c, every
+    term is >= 0 and 0 <= r < k (k = c: (c·q + r) / c -> q, % c -> r);  x / 1 -> x, x % 1 -> 0
+    ((i·32 + j) / 64 -> i / 2 for j < 32: a split loop's index, the same on every lane of j)"""
     e, a, b = at.e, at.e.a, at.e.b
     if not _ints(at) or not isinstance(b, Const) or b.value <= 0:
         return None
@@ -146,14 +149,21 @@ def whole_terms(at: At) -> Expr | None:
     if c == 1:
         return a if e.op == "div" else const(0)
     terms = _terms(a)
-    whole = [t for t in terms if _coefficient(t) % c == 0]
-    rest = [t for t in terms if _coefficient(t) % c != 0]
     if not all((r := value_range(t, at.ranges)) is not None and r[0] >= 0 for t in terms):
         return None
-    rest_range = value_range(_sum(rest, a.dtype), at.ranges)
-    if rest_range is None or rest_range[1] >= c:
-        return None
-    return _sum([_divide_term(t, c) for t in whole], a.dtype) if e.op == "div" else _sum(rest, a.dtype)
+    for k in sorted({c} | {math.gcd(c, _coefficient(t)) for t in terms} - {1}, reverse=True):
+        whole = [t for t in terms if _coefficient(t) % k == 0]
+        rest = [t for t in terms if _coefficient(t) % k != 0]
+        rest_range = value_range(_sum(rest, a.dtype), at.ranges)
+        if rest_range is None or rest_range[1] >= k:
+            continue
+        q = _sum([_divide_term(t, k) for t in whole], a.dtype)
+        if k == c:
+            return q if e.op == "div" else _sum(rest, a.dtype)
+        if e.op == "div":
+            return _apply("div", q, const(c // k, a.dtype))
+        return _sum([_apply("mul", _apply("mod", q, const(c // k, a.dtype)), const(k, a.dtype))] + rest, a.dtype)
+    return None
 
 
 @rule("max", "min", "lt", "le", "gt", "ge")

@@ -14,6 +14,7 @@ from typing import Callable
 from minic.errors import UserError
 from minic.ir.loops import (Allocate, Const, Expr, For, Function, Load, Seq, Stmt, Store, Var, expr_str,
                             free_vars, map_stmt, stmt_exprs, substitute, walk, walk_stmts)
+from minic.ir.loops_analysis import stride
 
 
 class ScheduleError(UserError):
@@ -149,14 +150,25 @@ def private_buffers(s: Stmt) -> set[str]:
     return {t.buffer.name for t in walk_stmts(s) if isinstance(t, Allocate)}
 
 
+def sliced_by(loop: For, indices: set[tuple[Expr, ...]]) -> bool:
+    """Whether ``indices`` (of one buffer) all hold, at one position, the same expression
+    ``c·var + (loops around)`` of ``loop``'s variable: each iteration then touches a slice
+    of its own (a layer norm's row ``i`` written, then read again at other columns)."""
+    first, *_ = indices
+    inner = {t.var.name for t in loops(loop.body)}
+    return any(all(len(ix) == len(first) and ix[p] == first[p] for ix in indices)
+               and stride(first[p], loop.var.name) not in (0, None) and not free_vars(first[p]) & inner
+               for p in range(len(first)))
+
+
 def check_independent(f: Function, loop: For, what: str, distinct_writes: bool,
                       shared: frozenset[str] = frozenset()) -> None:
     """Raise unless the iterations of ``loop`` may run in any order, or at once.
 
     Conservative rule: a buffer the body writes (other than its private locals
     and the ``shared`` ones, accumulators that the caller takes care of) is read
-    in the body only at the very index it is written at, so no iteration reads
-    another's result; with ``distinct_writes`` each such store's index must also
+    in the body only at the very index it is written at, or in the slice of it its
+    iteration writes (``sliced_by``), so no iteration reads another's result; with ``distinct_writes`` each such store's index must also
     mention the loop variable (else every iteration writes one element: a reduction).
     """
     private = private_buffers(loop.body) | shared
@@ -168,6 +180,7 @@ def check_independent(f: Function, loop: For, what: str, distinct_writes: bool,
                           f"{st.buffer.name}[{', '.join(expr_str(i) for i in st.index)}] "
                           "(a reduction over this axis; it needs a reduction strategy such as cache_accumulator)")
     for ld in loads(loop.body):
-        if ld.buffer.name in written and ld.index not in written[ld.buffer.name]:
+        if (ld.buffer.name in written and ld.index not in written[ld.buffer.name]
+                and not sliced_by(loop, written[ld.buffer.name] | {ld.index})):
             raise fail(f, f"cannot {what} loop '{loop.var.name}': it reads {expr_str(ld)} "
                           f"which another iteration may write")

@@ -209,3 +209,20 @@ def test_a_quotient_under_a_step_function_stays_exact():
 }""")
     text = print_function(prepare(g, OPTIONS).kernels[0])
     assert "] / d[" in text and "(1.0f /" not in text, text
+
+
+def test_rows_that_keep_their_sum_in_the_output_still_run_in_parallel():
+    """The row loop of add + layer_norm reads its output row back at other columns than it
+    wrote them (``cache_in_output``): each row is its own slice (``sliced_by``), so the rows
+    run on the threads; it was serial, the one kernel of int8 bert-base that did not scale."""
+    g = parse_graph("""graph @g(%a: f32[128, 768], %b: f32[128, 768], %w: f32[768], %c: f32[768]) -> (f32[128, 768]) {
+  %s = add(%a, %b) : f32[128, 768]
+  %y = layer_norm(%s, %w, %c) {axis = -1, eps = 1e-05} : f32[128, 768]
+  return %y
+}""")
+    two = CompileOptions(use_cache=False, num_threads=2)
+    text = print_function(prepare(g, two).kernels[0])
+    assert "y[i0, r1o * 16 + r1v]" in text.replace("i0i1", "i0") and "parallel for (i0" in text, text
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((128, 768), (128, 768), (768,), (768,))]
+    np.testing.assert_allclose(compile_graph(g, two)(*arrays), interpret(g, arrays)[0], rtol=1e-4, atol=1e-5)
