@@ -252,7 +252,10 @@ class Emitter:
         return b.select(negative, inverse, result)
 
     def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """``v`` (a scalar, or a vector of lanes: the same instructions on each) from ``src`` to ``dst``."""
         b = self.b
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else None
+        of = lambda t: ir.VectorType(t, lanes) if lanes else t        # noqa: E731
         if src == dst:
             return v
         if src == DType.bf16:
@@ -260,9 +263,9 @@ class Emitter:
         if dst == DType.bf16:
             return bf16_of_f32(b, self.cast(v, src, DType.f32), self.bf16_convert)
         if dst == DType.bool:
-            zero = ir.Constant(v.type, 0)
+            zero = ir.Constant(v.type, None)
             return b.fcmp_unordered("!=", v, zero) if src.is_float else b.icmp_signed("!=", v, zero)
-        to = REG_TYPE[dst]
+        to = of(REG_TYPE[dst])
         if src == DType.bool:
             return b.uitofp(v, to) if dst.is_float else b.zext(v, to)
         if src == DType.f64 and dst == DType.f16:
@@ -272,15 +275,16 @@ class Emitter:
             return self.cast(self.cast(v, src, DType.f32), DType.f32, dst)
         if src.is_float and dst.is_float:
             return b.fpext(v, to) if dst.bits > src.bits else b.fptrunc(v, to)
-        if src.is_float:                        # to u8 through i64, so -1.0 -> 255 as in PyTorch on x86
+        if src.is_float:                        # to 8 bits through i64, so -1.0 -> 255 as in PyTorch on x86
             if dst == DType.u64:
                 return b.fptoui(v, to)
-            return b.trunc(b.fptosi(v, I64), to) if dst.is_unsigned and to.width < 64 else b.fptosi(v, to)
+            narrow = dst.bits < 32 or (dst.is_unsigned and dst.bits < 64)    # LLVM: poison out of range
+            return b.trunc(b.fptosi(v, of(I64)), to) if narrow else b.fptosi(v, to)
         if dst.is_float:
             return (b.uitofp if src.is_unsigned else b.sitofp)(v, to)
-        if to.width > v.type.width:
+        if dst.bits > src.bits:
             return (b.zext if src.is_unsigned else b.sext)(v, to)
-        return b.trunc(v, to) if to.width < v.type.width else v
+        return b.trunc(v, to) if dst.bits < src.bits else v
 
     def bitcast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         """The same bits as another type (a scalar or a vector); a bool is its byte, 0 or 1."""

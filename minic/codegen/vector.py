@@ -20,10 +20,11 @@ whose last index steps by a small constant s (``2 * j + c``: a stride-2 pooling
 window) reads the (L - 1) * s + 1 elements from its first lane's to its last
 lane's, with a masked vector load (nothing past the last lane is touched), and
 a shuffle keeps every s-th.  Any other access that uses ``j`` is gathered
-(scattered) lane by lane.  Math calls without a vector instruction (exp, erf ...)
-and casts also run lane by lane, except f32 <-> 8-bit integers (``VectorLoop.byte_cast``:
-int8's quantize and dequantize) and exp and erf (polynomials: ``VectorLoop.exp``,
-``VectorLoop.erf``; GELU's erf lane by lane was a libm call per element).
+(scattered) lane by lane.  Math calls without a vector instruction run lane by lane, except exp and erf (polynomials:
+``VectorLoop.exp``, ``VectorLoop.erf``; GELU's erf lane by lane was a libm call per element).
+A cast is the scalar's instructions on the whole vector (``Emitter.cast``): int8's quantize
+and dequantize, an i32 sum's conversion to f32 (which lane by lane took a conversion and an
+insert per element: half of an int8 conv's time on AMX tiles).
 Multiplies and adds may contract into fused multiply-adds (``contract``), as BLAS
 and ONNX Runtime do: the last bit may differ from the interpreter.  Two terms of a
 bf16 dot product in a row (``schedule.templates.pair_products``) become one
@@ -146,32 +147,11 @@ class VectorLoop:
                 return {"exp": self.exp, "erf": self.erf}[x.fn](self.splat(args[0]))
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
                                  REG_TYPE[x.dtype])
-        if isinstance(x, Cast):
-            v = self.expr(x.value)
-            if x.value.dtype.is_float and x.to.is_float and DType.bf16 not in (x.value.dtype, x.to):
-                # f16 <-> f32 on the whole vector: one vcvtph2ps / vcvtps2ph with F16C
-                widen = x.to.bits > x.value.dtype.bits
-                return (b.fpext if widen else b.fptrunc)(self.splat(v), self.vec(REG_TYPE[x.to]))
-            if {x.value.dtype, x.to} == {DType.bf16, DType.f32}:
-                # bf16 <-> f32 on the whole vector: a shift up; rounding down is one vcvtneps2bf16
-                # with AVX512-BF16 (emit.py's bf16_of_f32)
-                return self.e.cast(self.splat(v), x.value.dtype, x.to)
-            if {x.value.dtype, x.to} in ({DType.f32, DType.u8}, {DType.f32, DType.i8}):
-                return self.byte_cast(self.splat(v), x.value.dtype, x.to)
-            return self.per_lane(lambda l: self.e.cast(self.lane(v, l), x.value.dtype, x.to), REG_TYPE[x.to])
+        if isinstance(x, Cast):          # the scalar's instructions on the whole vector (f32 -> u8 through i64)
+            return self.e.cast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
         if isinstance(x, BitCast):
             return self.e.bitcast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
         raise TypeError(f"not a Loop IR expression: {x!r}")
-
-    def byte_cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
-        """f32 <-> u8 or i8 on the whole vector, as ``Emitter.cast`` converts one lane (f32 to 8 bits
-        through i64, so -1.0 -> 255 as u8): int8 activations quantized and read back (a QuantizeLinear's
-        cast, a DequantizeLinear's; docs/int8.md), one instruction or two where lane by lane each
-        took a conversion and an insert."""
-        b = self.b
-        if dst == DType.f32:
-            return (b.uitofp if src == DType.u8 else b.sitofp)(v, self.vec(F32))
-        return b.trunc(b.fptosi(v, self.vec(I64)), self.vec(I8))       # out of range: wraps, as numpy does
 
     def reads(self, x: Expr) -> bool:
         """Whether ``x`` loads a vector (a load whose index moves with the lanes)."""

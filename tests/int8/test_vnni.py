@@ -76,10 +76,35 @@ def test_integer_matmul_is_exact(k, features, threads):
     np.testing.assert_array_equal(y, x.astype(np.int64) @ w.astype(np.int64))
 
 
+@pytest.mark.parametrize("src, dst", [("i32", "f32"), ("f32", "i32"), ("u8", "i32"), ("i32", "i8"), ("i64", "f32"),
+                                      ("f32", "u16"), ("i8", "i64"), ("f32", "f16"), ("bool", "f32"), ("f32", "bool")])
+def test_every_cast_runs_on_whole_vectors(src, dst):
+    """An int8 conv's i32 sums converted to f32 in its epilogue took a conversion and an insert
+    per lane (half the kernel's time on AMX tiles): every cast is the scalar's instructions on
+    the vector now, with the scalar's values."""
+    g = parse_graph(f"""graph @g(%x: {src}[4, 64]) -> ({dst}[4, 64]) {{
+  %y = cast(%x) {{dtype = {dst}}} : {dst}[4, 64]
+  return %y
+}}""")
+    numpy = {"bool": np.bool_, "f16": np.float16, "f32": np.float32, "i8": np.int8, "u8": np.uint8,
+             "u16": np.uint16, "i32": np.int32, "i64": np.int64}
+    rng = np.random.default_rng(0)
+    x = np.round(rng.uniform(-100, 100, (4, 64))) if src == "f32" else rng.integers(0, 100, (4, 64)) % (
+        2 if src == "bool" else 100)
+    x = x.astype(numpy[src])
+    options = CompileOptions(use_cache=False, num_threads=1)
+    wraps = src == "f32" and dst not in ("bool", "f16")        # to an integer through i64, as numpy on x86
+    want = (x.astype(np.int64) if wraps else x).astype(numpy[dst])
+    np.testing.assert_array_equal(compile_graph(g, options)(x), want)
+    if host_has_avx512_vnni():
+        asm = pipeline.run(g, "asm", options)
+        assert not any(op in asm for op in ("vcvtsi2ss", "vcvttss2si", "vpinsrd", "vinsertps")), asm
+
+
 @pytest.mark.parametrize("dtype", ["u8", "i8"])
 def test_casts_between_f32_and_bytes_run_on_whole_vectors_and_wrap_as_numpy(dtype):
     # a QuantizeLinear's cast to bytes and a DequantizeLinear's back, in a kernel's epilogue:
-    # one conversion per vector (VectorLoop.byte_cast), not one per lane; out of range wraps
+    # one conversion per vector (Emitter.cast on the lanes), not one per lane; out of range wraps
     g = parse_graph(f"""graph @g(%x: f32[4, 64]) -> (f32[4, 64]) {{
   %q = cast(%x) {{dtype = {dtype}}} : {dtype}[4, 64]
   %y = cast(%q) {{dtype = f32}} : f32[4, 64]
