@@ -37,8 +37,9 @@ time (``w_rows``):
             y[n, o0 + oi, oy, ox0 + xi] = epilogue(c_sums[oi, xi])
 
 Why a copy per conv rather than another layout between kernels: the graph keeps NCHW, which
-the VNNI template and every other kernel read, and only the schedule, which knows the target,
-changes; the copy moves C·Hp·Wp bytes once for kh·kw·O multiply-adds per byte.  Why one output
+every other kernel reads, and only the schedule, which knows the target, changes (the VNNI
+template copies too: ``templates.channel_quads``); the copy moves C·Hp·Wp bytes once for
+kh·kw·O multiply-adds per byte.  Why one output
 row a block (7, 14 or 16 pixels a tile): a tile's rows must be one stride apart, and within
 one output row they are.  Ragged output columns, channels and input channels overlap as in the
 matmul (``tiles.py``): the last block starts one block before the end, and the last chunk of
@@ -56,11 +57,9 @@ from minic.ir.loops_analysis import stride
 from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
 from minic.schedule.nest import fail
-from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduction
+from minic.schedule.templates import COPY_LIMIT, PACK_LIMIT, _is_product_sum, _scalar_reduction
 from minic.schedule.tiles import (BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue,
                                   first_contraction)
-
-COPY_LIMIT = 4 << 20           # bytes of the channels-last copy of one image (it lives on the stack)
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,17 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role, Seq,
-                            Stmt, Store, Var, free_vars, seq, structure)
+                            Stmt, Store, Var, const, free_vars, map_expr, seq, structure)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, fewest, stride
+from minic.ir.loops_simplify import simplify_stmt
 from minic.ir.types import DType
 from minic.schedule.caching import cache_accumulator, pack_operand
-from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, perfect_band, rewrite_loops,
+from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, map_exprs, perfect_band, rewrite_loops,
                                  stmts_of, stores, subst_stmt, unique_loops, wrap)
 from minic.schedule.primitives import MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
+COPY_LIMIT = 4 << 20              # bytes of a conv's copy of one image, channels in fours (it lives on the stack)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
             f = pair_products(f, k)
         if u8s8_quads:
             f = quad_products(f, k)
+    if u8s8_quads:
+        f = channel_quads(f, c.reduction[-1].var.name + "p", threads)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:
@@ -274,6 +278,61 @@ def quad_products(f: Function, k: str) -> Function:
 
     Integer sums: any order gives the same i32."""
     return _group_terms(f, k, 4, lambda a, b: {_widened_byte(a), _widened_byte(b)} == {DType.u8, DType.i8})
+
+
+def channel_quads(f: Function, kp: str, threads: int) -> Function:
+    """A conv's u8 image read four channels at a time from a copy that holds them side by side,
+    where ``quad_products`` grouped its input channels (loop ``kp``).  In NCHW the four bytes of a
+    vpdpbusd lane lie a plane apart (four loads and three shifts a register row and step); in
+    the copy they are one i32, a single broadcast load (LLVM combines the four byte loads):
+
+        for n:                                       for n:
+                                                       (parallel) for cq < C / 4: for h: for w: for i < 4:
+                                                         u8 x_quads[cq, h, w, i] = x[n, 4 cq + i, h, w]
+          .. for kp: .. (i32)x[n, 4 kp + q, h', w']   ->  .. for kp: .. (i32)x_quads[kp, h', w', q]
+
+    The copy is C·H·W bytes for O·kh·kw products each (the AMX conv's ``interleaved`` makes
+    its own, for tiles); a kernel without such a read, or whose copy would not fit
+    COPY_LIMIT, is returned as it was."""
+    grouped = loops_named(f.body, kp)
+    reads = [ld for t in grouped for ld in loads(t.body) if ld.buffer.dtype == DType.u8]
+    if len(grouped) != 1 or not reads:
+        return f
+    x = reads[0].buffer
+    if not (len(x.shape) == 4 and all(isinstance(d, int) for d in x.shape[1:]) and x.shape[1] % 4 == 0
+            and x.role != Role.LOCAL and math.prod(x.shape[1:]) <= COPY_LIMIT
+            and all(ld.buffer == x and ld.index[0] == reads[0].index[0] and stride(ld.index[1], kp) == 4
+                    and free_vars(ld.index[1]) == {kp} and not free_vars(ld.index[0]) & {kp} for ld in reads)):
+        return f
+    n = reads[0].index[0]
+    c, h, w = x.shape[1:]
+    quads = Buffer("x_quads", (c // 4, h, w, 4), DType.u8, Role.LOCAL)
+    cq, hq, wq, i = Var("c_q"), Var("h_q"), Var("w_q"), Var("i_q")
+    copy = Store(quads, (cq, hq, wq, i), Load(x, (n, BinOp("add", BinOp("mul", cq, const(4)), i), hq, wq)))
+    copy = For(i, const(0), const(4), ForKind.UNROLLED, copy)
+    for var, extent in ((wq, w), (hq, h)):
+        copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
+    copy = For(cq, const(0), const(c // 4), ForKind.PARALLEL if threads > 1 else ForKind.SERIAL, copy)
+
+    def read_quads(e: Expr) -> Expr:
+        if isinstance(e, Load) and e.buffer == x:
+            channel = e.index[1]
+            return Load(quads, (BinOp("div", channel, const(4)), e.index[2], e.index[3], BinOp("mod", channel, const(4))))
+        return e
+    f = rewrite_loops(f, kp, lambda t: map_exprs(t, lambda e: map_expr(e, read_quads)))
+
+    def with_copy(s: Stmt) -> Stmt:
+        return Allocate(quads, seq(copy, s))
+    if isinstance(n, Var) and loops_named(f.body, n.name):       # per image, inside the batch loop
+        f = rewrite_loops(f, n.name, lambda t: replace(t, body=with_copy(t.body)))
+    elif not free_vars(n):                                        # one image: before the nest
+        nests = list(stmts_of(f.body))
+        at = next(j for j, s in enumerate(nests) if loops_named(s, kp))
+        nests[at] = with_copy(nests[at])
+        f = replace(f, body=seq(*nests))
+    else:
+        return f
+    return replace(f, body=simplify_stmt(f.body, {s: (0, 2**62) for s in f.sizes}))
 
 
 def _group_terms(f: Function, k: str, n: int, fits) -> Function:

@@ -140,6 +140,30 @@ def test_vpdpbusd_in_a_conv_only_where_the_target_has_avx512_vnni():
     assert "vpdpbusd" not in pipeline.run(g, "asm", CompileOptions(features="+avx2,+fma", use_cache=False))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_conv_reads_four_channels_of_a_pixel_in_one_load(threads):
+    # channel_quads: the image copied with four channels side by side (x_quads), so a step's four
+    # activation bytes are one broadcast load, not four byte loads a plane apart and three shifts;
+    # two images (the copy is per image), and with two threads the copy runs in parallel too.
+    rng = np.random.default_rng(7)
+    x, w = rng.integers(0, 256, (2, 16, 9, 11)).astype(np.uint8), rng.integers(-128, 128, (32, 16, 3, 3))
+    g = parse_graph(f"""graph @g(%x: u8[2, 16, 9, 11]) -> (i32[2, 32, 9, 11]) {{
+  const @w : i8[32, 16, 3, 3] = dense<{w.ravel().tolist()}>
+  const @z : u8[] = dense<9>
+  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1}} : i32[2, 32, 9, 11]
+  return %y
+}}""")
+    options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=threads, use_cache=False)
+    assert "x_quads[c0p, " in str(pipeline.run(g, "scheduled", options))
+    asm = pipeline.run(g, "asm", options)
+    assert "vpdpbusd" in asm and re.search(r"vpbroadcastd\s+-?\d*\(", asm), "the quads broadcast from memory"
+    if host_has_avx512_vnni():
+        from minic.ir import ops
+        want = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(9))
+        got = compile_graph(g, CompileOptions(num_threads=threads, use_cache=False))(x)
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("features", ["", "+avx2,+fma"])
 @pytest.mark.parametrize("case", [(16, 1, 1, 1), (12, 2, 0, 1), (8, 1, 1, 2), (3, 1, 1, 1)],
                          ids=["3x3-pad", "stride2", "grouped", "three-channels"])
