@@ -40,7 +40,7 @@ from llvmlite import ir
 from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
                                 element, type_suffix)
 from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
-                            Var, walk)
+                            Var, const, walk)
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
 from minic.ir.types import DType
 
@@ -373,13 +373,16 @@ class VectorLoop:
 
         -> acc = vpdpbusd(acc, splat(x0 | x1 << 8 | x2 << 16 | x3 << 24), interleave(w0..w3)): lane j
         adds the four products of the bytes 4j..4j+3 (unsigned times signed, exact in i32; no
-        saturation: that is vpdpbusds).  True when emitted."""
+        saturation: that is vpdpbusds).  Weights packed four rows side by side already
+        (``w[.., j, q]``: ``schedule.templates.weight_quads``) are one load, not interleaved
+        here.  True when emitted."""
         terms = [_dot_term(s, self.var, DType.i32, (DType.u8, DType.i8)) for s in stmts]
         first = stmts[0]
         if not (self.e.dots_u8s8 and self.x86 and self.lanes % 16 == 0 and None not in terms
                 and all(x.dtype == DType.u8 and w.dtype == DType.i8 for x, w in terms)
                 and all(s.buffer == first.buffer and s.index == first.index for s in stmts)
-                and self.step(first.index) == 1 and all(self.step(w.index) == 1 for _, w in terms)):
+                and self.step(first.index) == 1
+                and (self.side_by_side([w for _, w in terms]) or all(self.step(w.index) == 1 for _, w in terms))):
             return False
         b = self.b
         xs = [self.at_lane(lambda x=x: self.e.expr(x)) for x, _ in terms]            # bytes, i8
@@ -388,19 +391,32 @@ class VectorLoop:
             quad = b.or_(quad, b.shl(b.zext(xs[q], I32), ir.Constant(I32, 8 * q)))
         bytes64 = ir.VectorType(I8, 64)
         quads = b.bitcast(self.splat16(quad), bytes64)
-        w = [self.load(t.buffer, t.index) for _, t in terms]
-        n = self.lanes
-        low, high = self.shuffle(w[0], list(range(2 * n)), w[1]), self.shuffle(w[2], list(range(2 * n)), w[3])
+        n, ws = self.lanes, [w for _, w in terms]
+        if self.side_by_side(ws):               # byte 4j + q: w[.., j, q], as stored
+            at = self.at_lane(lambda: self.e.address(ws[0].buffer, ws[0].index))
+            whole = self.b.load(at, typ=ir.VectorType(I8, 4 * n), align=1)
+            rows = [self.shuffle(whole, list(range(4 * c, 4 * c + 64))) for c in range(0, n, 16)]
+        else:                                   # byte 4j + q of the 16 lanes from c: w_q[c + j]
+            w = [self.load(t.buffer, t.index) for t in ws]
+            low, high = self.shuffle(w[0], list(range(2 * n)), w[1]), self.shuffle(w[2], list(range(2 * n)), w[3])
+            rows = [self.shuffle(low, [q * n + c + j for j in range(16) for q in range(4)], high)
+                    for c in range(0, n, 16)]
         acc = self.load(first.buffer, first.index)
         dot = declare(self.e.module, "llvm.x86.avx512.vpdpbusd.512", ir.VectorType(I32, 16),
                       [ir.VectorType(I32, 16), bytes64, bytes64])
         parts = []
-        for c in range(0, n, 16):               # byte 4j + q of the 16 lanes from c: w_q[c + j]
-            mask = [q * n + c + j for j in range(16) for q in range(4)]
-            parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), quads,
-                                      self.shuffle(low, mask, high)]))
+        for c, row in zip(range(0, n, 16), rows):
+            parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), quads, row]))
         self.store(first, self.joined(parts))
         return True
+
+    def side_by_side(self, ws: list[Load]) -> bool:
+        """Whether the four weight rows ``ws`` of a vpdpbusd step are ``w[.., j, q]`` for q = 0..3, the
+        lanes j along the axis before: 4 · lanes contiguous bytes, as the instruction reads them."""
+        w = ws[0]
+        return (len(ws) == 4 and len(w.index) >= 2 and w.buffer.shape[-1] == 4
+                and all(t.buffer == w.buffer and t.index == w.index[:-1] + (const(q),) for q, t in enumerate(ws))
+                and stride(w.index[-2], self.var) == 1 and not any(uses(i, self.var) for i in w.index[:-2]))
 
     def joined(self, parts: list[ir.Value]) -> ir.Value:
         """Vectors of 16 lanes joined back into one vector of them all."""

@@ -33,7 +33,7 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role, Seq,
-                            Stmt, Store, Var, const, free_vars, map_expr, seq, structure)
+                            Stmt, Store, Var, const, free_vars, map_expr, map_stmt, seq, structure)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, fewest, stride
 from minic.ir.loops_simplify import simplify_stmt
 from minic.ir.types import DType
@@ -164,7 +164,7 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
         if u8s8_quads:
             f = quad_products(f, k)
     if u8s8_quads:
-        f = channel_quads(f, c.reduction[-1].var.name + "p", threads)
+        f = weight_quads(channel_quads(f, c.reduction[-1].var.name + "p", threads), c.reduction[-1].var.name + "p")
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:
@@ -333,6 +333,37 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
     else:
         return f
     return replace(f, body=simplify_stmt(f.body, {s: (0, 2**62) for s in f.sizes}))
+
+
+def weight_quads(f: Function, kp: str) -> Function:
+    """The packed weights of a reduction grouped in fours (``quad_products``, loop ``kp``) laid
+    out as vpdpbusd reads them, the four rows of a step side by side:
+
+        w_pack[.., c, l]  ->  w_pack[.., c / 4, l, c % 4]
+
+    A step then reads 4 · lanes contiguous bytes, where it read four rows and interleaved them
+    with shuffles (``minic/codegen/vector.py``); the panel is prepacked, so the new layout costs
+    nothing at run time.  A kernel whose grouped loop reads no such panel is returned as it was."""
+    grouped = loops_named(f.body, kp)
+    reads = [ld for t in grouped for ld in loads(t.body) if ld.buffer.role == Role.LOCAL and ld.buffer.dtype == DType.i8]
+    if len(grouped) != 1 or not reads:
+        return f
+    w = reads[0].buffer
+    if not (len(w.shape) >= 2 and w.shape[-2] % 4 == 0
+            and all(ld.buffer == w and stride(ld.index[-2], kp) == 4 for ld in reads)):
+        return f
+    quads = Buffer(w.name, w.shape[:-2] + (w.shape[-2] // 4, w.shape[-1], 4), w.dtype, w.role)
+
+    def at(index: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return index[:-2] + (BinOp("div", index[-2], const(4)), index[-1], BinOp("mod", index[-2], const(4)))
+
+    def relaid(s: Stmt) -> Stmt:
+        s = map_stmt(s, lambda e: map_expr(e, lambda x: Load(quads, at(x.index))
+                                           if isinstance(x, Load) and x.buffer == w else None), relaid)
+        if isinstance(s, Store) and s.buffer == w:
+            return Store(quads, at(s.index), s.value)
+        return Allocate(quads, s.body) if isinstance(s, Allocate) and s.buffer == w else s
+    return replace(f, body=simplify_stmt(relaid(f.body), {s: (0, 2**62) for s in f.sizes}))
 
 
 def _group_terms(f: Function, k: str, n: int, fits) -> Function:

@@ -141,7 +141,7 @@ def test_vpdpbusd_in_a_conv_only_where_the_target_has_avx512_vnni():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_conv_reads_four_channels_of_a_pixel_in_one_load(threads):
+def test_a_conv_reads_four_channels_of_a_pixel_and_four_weight_rows_in_one_load(threads):
     # channel_quads: the image copied with four channels side by side (x_quads), so a step's four
     # activation bytes are one broadcast load, not four byte loads a plane apart and three shifts;
     # two images (the copy is per image), and with two threads the copy runs in parallel too.
@@ -157,6 +157,9 @@ def test_a_conv_reads_four_channels_of_a_pixel_in_one_load(threads):
     assert "x_quads[c0p, " in str(pipeline.run(g, "scheduled", options))
     asm = pipeline.run(g, "asm", options)
     assert "vpdpbusd" in asm and re.search(r"vpbroadcastd\s+-?\d*\(", asm), "the quads broadcast from memory"
+    # weight_quads: the packed weights hold a step's four rows side by side, so no byte shuffle
+    # interleaves them at every step
+    assert not re.search(r"vperm[it]2b", asm)
     if host_has_avx512_vnni():
         from minic.ir import ops
         want = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(9))
