@@ -298,13 +298,18 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
     reads = [ld for t in grouped for ld in loads(t.body) if ld.buffer.dtype == DType.u8]
     if len(grouped) != 1 or not reads:
         return f
-    x = reads[0].buffer
-    if not (len(x.shape) == 4 and all(isinstance(d, int) for d in x.shape[1:]) and x.shape[1] % 4 == 0
+    x, n = reads[0].buffer, reads[0].index[0]
+    nests = list(stmts_of(f.body))
+    at = next(j for j, s in enumerate(nests) if loops_named(s, kp))
+    lanes = {t.var.name for t in loops(grouped[0]) if t.kind == ForKind.VECTORIZED}
+    # the same pixel on every lane, the image n that of the nest's outermost loop (or a constant)
+    image = not free_vars(n) or (isinstance(n, Var) and isinstance(nests[at], For) and nests[at].var == n)
+    if not (image and len(x.shape) == 4 and all(isinstance(d, int) for d in x.shape[1:]) and x.shape[1] % 4 == 0
             and x.role != Role.LOCAL and math.prod(x.shape[1:]) <= COPY_LIMIT
-            and all(ld.buffer == x and ld.index[0] == reads[0].index[0] and stride(ld.index[1], kp) == 4
-                    and free_vars(ld.index[1]) == {kp} and not free_vars(ld.index[0]) & {kp} for ld in reads)):
+            and all(ld.buffer == x and ld.index[0] == n and stride(ld.index[1], kp) == 4
+                    and free_vars(ld.index[1]) == {kp} and not set().union(*map(free_vars, ld.index)) & lanes
+                    for ld in reads)):
         return f
-    n = reads[0].index[0]
     c, h, w = x.shape[1:]
     quads = Buffer("x_quads", (c // 4, h, w, 4), DType.u8, Role.LOCAL)
     cq, hq, wq, i = Var("c_q"), Var("h_q"), Var("w_q"), Var("i_q")
@@ -315,24 +320,17 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
     copy = For(cq, const(0), const(c // 4), ForKind.PARALLEL if threads > 1 else ForKind.SERIAL, copy)
 
     def read_quads(e: Expr) -> Expr:
-        if isinstance(e, Load) and e.buffer == x:
+        if isinstance(e, Load) and e.buffer == x and e.index[0] == n:
             channel = e.index[1]
             return Load(quads, (BinOp("div", channel, const(4)), e.index[2], e.index[3], BinOp("mod", channel, const(4))))
         return e
-    f = rewrite_loops(f, kp, lambda t: map_exprs(t, lambda e: map_expr(e, read_quads)))
 
-    def with_copy(s: Stmt) -> Stmt:
-        return Allocate(quads, seq(copy, s))
-    if isinstance(n, Var) and loops_named(f.body, n.name):       # per image, inside the batch loop
-        f = rewrite_loops(f, n.name, lambda t: replace(t, body=with_copy(t.body)))
-    elif not free_vars(n):                                        # one image: before the nest
-        nests = list(stmts_of(f.body))
-        at = next(j for j, s in enumerate(nests) if loops_named(s, kp))
-        nests[at] = with_copy(nests[at])
-        f = replace(f, body=seq(*nests))
-    else:
-        return f
-    return replace(f, body=simplify_stmt(f.body, {s: (0, 2**62) for s in f.sizes}))
+    nest = map_exprs(nests[at], lambda e: map_expr(e, read_quads))
+    if isinstance(n, Var):                      # per image, inside the batch loop
+        nests[at] = replace(nest, body=Allocate(quads, seq(copy, nest.body)))
+    else:                                       # one image: before the nest
+        nests[at] = Allocate(quads, seq(copy, nest))
+    return replace(f, body=simplify_stmt(seq(*nests), {s: (0, 2**62) for s in f.sizes}))
 
 
 def weight_quads(f: Function, kp: str) -> Function:
