@@ -291,9 +291,10 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
                                                          u8 x_quads[cq, h, w, i] = x[n, 4 cq + i, h, w]
           .. for kp: .. (i32)x[n, 4 kp + q, h', w']   ->  .. for kp: .. (i32)x_quads[kp, h', w', q]
 
-    The copy is C·H·W bytes for O·kh·kw products each (the AMX conv's ``interleaved`` makes
-    its own, for tiles); a kernel without such a read, or whose copy would not fit
-    COPY_LIMIT, is returned as it was."""
+    n is the nest's outermost loop (or a constant), so the copy runs once per image before the
+    tiles.  The copy is C·H·W bytes for O·kh·kw products each (the AMX conv's ``interleaved``
+    makes its own, for tiles); a kernel without such a read (a pixel that moves with the lanes:
+    a conv fused with a flatten), or whose copy would not fit COPY_LIMIT, is returned as it was."""
     grouped = loops_named(f.body, kp)
     reads = [ld for t in grouped for ld in loads(t.body) if ld.buffer.dtype == DType.u8]
     if len(grouped) != 1 or not reads:
