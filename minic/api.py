@@ -247,8 +247,7 @@ def _interp_backend(source: ModelSource, precision: str = "f32", dynamic: Any = 
     if precision not in ("f32", "f16", "bf16", "int8"):
         raise UserError(f"interp: precision must be f32, f16, bf16 or int8 (how it accumulates is not its "
                         f"choice), got '{precision}'")
-    if precision == "int8":
-        source, precision = backends.quantized_int8(source), "f32"
+    source, precision = backends.at_precision(source, precision)
 
     def build(graph: Graph) -> Runner:
         graph = verify(graph)

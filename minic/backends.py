@@ -74,6 +74,13 @@ def quantized_int8(source: ModelSource, seed: int = 0) -> ModelSource:
     return replace(source, name=f"{source.name}-int8", graph=graph, module=None, onnx_path=None, extra={})
 
 
+def at_precision(source: ModelSource, precision: str) -> tuple[ModelSource, str]:
+    """(source, precision) as minic's compiler and interpreter take them: ``"int8"`` is a rewrite of
+    the graph, not a way to generate code, so it gives the source ``quantized_int8`` made, at f32;
+    any other precision is passed through."""
+    return (quantized_int8(source), "f32") if precision == "int8" else (source, precision)
+
+
 def reference_name(source: ModelSource) -> str:
     """The backend every other path is checked against: PyTorch eager for a torch
     model, minic's interpreter (each op's numpy reference) otherwise, and ONNX Runtime

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minic.api import graph_of
-from minic.backends import ModelSource
+from minic.backends import ModelSource, at_precision
 from minic.debug.paths import Chosen
 from minic.debug.roofline import Roofline
 from minic.errors import UserError
@@ -136,7 +136,8 @@ def profile_minic(source: ModelSource, chosen: Chosen, roofline: Roofline | None
     """minic's kernels, timed alone, with their work and roofline share."""
     from minic.report.profile import profile_program
     from minic.runtime import CompileOptions, prepare
-    options = CompileOptions(precision=chosen.precision)
+    source, precision = at_precision(source, chosen.precision)
+    options = CompileOptions(precision=precision)
     program = prepare(graph_of(source), options)
     prof = profile_program(program, source.example_inputs, options, repeat=repeat)
     env = program_env(program, source.example_inputs)

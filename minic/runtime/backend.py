@@ -15,8 +15,9 @@ def compile(source: ModelSource, dynamic=None, **options) -> CompiledModel:
     says which symbolic dims stay symbolic (the others are specialized: specialize.py).
     ``precision="int8"`` first quantizes the graph's contractions (post-training, calibrated on
     the example inputs: minic/passes/post_training.py), which -O2 then runs on integers."""
-    if options.get("precision") == "int8":
-        source, options = backends.quantized_int8(source), {**options, "precision": "f32"}
+    if "precision" in options:
+        source, precision = backends.at_precision(source, options["precision"])
+        options = {**options, "precision": precision}
     known = {f.name for f in fields(CompileOptions)}
     unknown = set(options) - known
     if unknown:

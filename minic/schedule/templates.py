@@ -163,8 +163,9 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
             f = pair_products(f, k)
         if u8s8_quads:
             f = quad_products(f, k)
-    if u8s8_quads:
-        f = weight_quads(channel_quads(f, c.reduction[-1].var.name + "p", threads), c.reduction[-1].var.name + "p")
+    if u8s8_quads:                 # the grouped reduction's operands laid out as vpdpbusd reads them
+        kp = c.reduction[-1].var.name + "p"
+        f = weight_quads(channel_quads(f, kp, threads), kp)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:

@@ -62,6 +62,15 @@ def test_every_zoo_model_profiles_on_minic_and_onnxruntime(name):
     assert "| module | minic | onnxruntime |" in text and "of roofline" in text
 
 
+def test_minic_int8_profiles_its_integer_kernels():
+    # minic:int8 is minic's own post-training quantization, as the minic backend compiles it:
+    # the kernels timed are the integer ones
+    result = profile(minic.load("mlp", size="small"), [choose("minic:int8")], repeat=2)
+    names = [p.name for p in result.pieces]
+    assert any("matmul_integer" in n for n in names), names
+    assert result.total("minic:int8") > 0
+
+
 def test_tvm_calls_are_timed_by_the_vm(capsys):
     source = minic.load("mlp", size="small")
     result = profile(source, [choose("tvm")], repeat=2)
