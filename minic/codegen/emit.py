@@ -19,8 +19,8 @@ import numpy as np
 from llvmlite import ir
 
 from minic.errors import UnsupportedError
-from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load, Select,
-                            Seq, Stmt, Store, TILE_STMTS, Var, dim_expr)
+from minic.ir.loops import (ALIGN, Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load,
+                            Select, Seq, Stmt, Store, TILE_STMTS, Var, dim_expr)
 from minic.ir.types import DType
 
 
@@ -327,8 +327,11 @@ class Emitter:
 
     def allocate(self, s: Allocate) -> None:
         n = math.prod(s.buffer.shape)
-        self.ptrs[s.buffer.name] = self.allocas.alloca(MEM_TYPE[s.buffer.dtype], name=s.buffer.name,
-                                                       size=None if n == 1 else ir.Constant(I64, n))
+        slot = self.allocas.alloca(MEM_TYPE[s.buffer.dtype], name=s.buffer.name,
+                                   size=None if n == 1 else ir.Constant(I64, n))
+        if n > 1:
+            slot.align = ALIGN
+        self.ptrs[s.buffer.name] = slot
         self.stmt(s.body)
 
     def loop(self, s: For) -> None:

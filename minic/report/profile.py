@@ -26,6 +26,8 @@ from minic.ir.interpret import bind_symbols
 from minic.ir.loops import Program, Role
 from minic.ir.types import TensorType, dim_eval
 from minic.limits import contiguous
+from minic.runtime.buffer_plan import aligned_empty
+from minic.runtime.compiled import owned
 from minic.timing import median_latency
 
 
@@ -69,10 +71,10 @@ def _buffers(program: Program, inputs: Sequence[np.ndarray]) -> tuple[dict[str, 
     arrays = contiguous(inputs)
     env = bind_symbols(slots, arrays)
     data = {b.name: a for b, a in zip(program.inputs, arrays)}
-    data.update((name, np.asarray(c, order="C")) for name, c in program.constants.items())
+    data.update((name, owned(c)) for name, c in program.constants.items())     # placed as the runtime places them
     for b in entry_buffers(program):
         if b.role in (Role.OUTPUT, Role.TEMP):
-            data[b.name] = np.empty(tuple(dim_eval(d, env) for d in b.shape), b.dtype.numpy)
+            data[b.name] = aligned_empty(tuple(dim_eval(d, env) for d in b.shape), b.dtype.numpy)
     return data, env
 
 

@@ -27,23 +27,28 @@ from minic.codegen.module import ENTRY
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
-from minic.ir.loops import Role
+from minic.ir.loops import ALIGN, Role
 from minic.ir.types import TensorType, dim_eval
 from minic.runtime.layout import EntryLayout
-from minic.runtime.buffer_plan import BufferPlan, plan
+from minic.runtime.buffer_plan import BufferPlan, aligned_empty, plan
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 SHAPES_KEPT = 4                     # the scratch of the last few input shapes is kept
 
 
 def owned(a: np.ndarray) -> np.ndarray:
-    """``a`` in row-major order in memory numpy owns.  A view of another library's buffer
-    (the torch frontend imports weights as read-only views of the module's tensors) is
-    copied, so that a later change to the module cannot reach the compiled model."""
+    """``a`` in row-major order in memory numpy owns, on a cache line (``aligned_empty``).  A view
+    of another library's buffer (the torch frontend imports weights as read-only views of the
+    module's tensors) is copied, so that a later change to the module cannot reach the compiled
+    model."""
     root = a
     while isinstance(root.base, np.ndarray):
         root = root.base
-    return np.ascontiguousarray(a) if root.base is None else np.array(a, order="C")
+    if root.base is None and a.flags.c_contiguous and a.ctypes.data % ALIGN == 0:
+        return a
+    copy = aligned_empty(a.shape, a.dtype)
+    copy[...] = a
+    return copy
 
 
 class Scratch:
@@ -51,10 +56,8 @@ class Scratch:
     with each temporary's address, and the status word (``i64[2]``) the data checks write."""
 
     def __init__(self, buffer_plan: BufferPlan, temps: list[str]) -> None:
-        self.arena = np.empty(buffer_plan.arena_bytes + 64, np.uint8)
-        base = self.arena.ctypes.data
-        base += -base % 64
-        self.temps = [base + buffer_plan.offsets[name] for name in temps]
+        self.arena = aligned_empty((buffer_plan.arena_bytes,), np.uint8)
+        self.temps = [self.arena.ctypes.data + buffer_plan.offsets[name] for name in temps]
         self.status = (ctypes.c_int64 * 2)()
 
 

@@ -22,12 +22,12 @@ import minic
 from minic.errors import UserError
 from minic.ir.types import DType, dim_eval
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
-from minic.runtime.buffer_plan import Temp, plan
+from minic.ir.loops import ALIGN
+from minic.runtime.buffer_plan import Temp, aligned_empty, plan
 
 FORMAT = 1
 LIBRARY, WEIGHTS, MANIFEST = "model.so", "weights.bin", "manifest.json"
 ENTRY, POOL_STOP, STATUS = "minic_entry", "minic_pool_stop", "minic_status"
-ALIGN = 64
 
 
 def machine() -> str:
@@ -256,9 +256,8 @@ class SavedModel:
             ensure_fits(nbytes, f"the outputs of {self.name}")
         outputs = [np.empty(sh, t) for sh, (_, t) in zip(shapes, self._outputs)]
         arena_bytes, offsets = self._offsets(env)
-        arena = np.empty(arena_bytes + ALIGN, np.uint8)     # each call its own: calls may run at once
+        arena = aligned_empty((arena_bytes,), np.uint8)     # each call its own: calls may run at once
         base = arena.ctypes.data
-        base += -base % ALIGN
         pointers = [a.ctypes.data for a in (*arrays, *outputs)] + self._constant_pointers + [base + o for o in offsets]
         pointer_array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         sizes = (ctypes.c_int64 * max(1, len(self._sizes)))(*(env[s] for s in self._sizes))
