@@ -160,7 +160,7 @@ class Emitter:
         if isinstance(e, Select):
             return self.b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, Cast):
-            return self.cast(self.expr(e.value), e.value.dtype, e.to)
+            return self.cast(self.expr(e.value), e.value.dtype, e.to, clamped(e.value))
         if isinstance(e, BitCast):
             return self.bitcast(self.expr(e.value), e.value.dtype, e.to)
         raise UnsupportedError(f"codegen: {type(e).__name__} is not a Loop IR expression")
@@ -251,8 +251,9 @@ class Emitter:
                            b.select(b.icmp_signed("==", x, minus), by_minus, zero))
         return b.select(negative, inverse, result)
 
-    def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
-        """``v`` (a scalar, or a vector of lanes: the same instructions on each) from ``src`` to ``dst``."""
+    def cast(self, v: ir.Value, src: DType, dst: DType, bounds: tuple[float, float] | None = None) -> ir.Value:
+        """``v`` (a scalar, or a vector of lanes: the same instructions on each) from ``src`` to ``dst``;
+        ``bounds``: an interval ``v`` is known to lie in (``clamped``), or None."""
         b = self.b
         lanes = v.type.count if isinstance(v.type, ir.VectorType) else None
         of = lambda t: ir.VectorType(t, lanes) if lanes else t        # noqa: E731
@@ -279,6 +280,8 @@ class Emitter:
             if dst == DType.u64:
                 return b.fptoui(v, to)
             narrow = dst.bits < 32 or (dst.is_unsigned and dst.bits < 64)    # LLVM: poison out of range
+            if narrow and dst.bits < 32 and bounds and -2.0 ** 31 <= bounds[0] and bounds[1] < 2.0 ** 31:
+                return b.trunc(b.fptosi(v, of(I32)), to)     # i64's low bits, in half the instructions
             return b.trunc(b.fptosi(v, of(I64)), to) if narrow else b.fptosi(v, to)
         if dst.is_float:
             return (b.uitofp if src.is_unsigned else b.sitofp)(v, to)
@@ -393,6 +396,30 @@ def bf16_of_f32(b: ir.IRBuilder, x: ir.Value, convert: bool = False) -> ir.Value
     rounded = b.lshr(b.add(bits, b.add(lsb, i32(0x7FFF))), i32(16))
     nan = b.fcmp_unordered("uno", x, x)
     return b.trunc(b.select(nan, i32(0x7FC0), rounded), like(x, I16))
+
+
+def clamped(e: Expr) -> tuple[float, float] | None:
+    """The interval ``[lo, hi]`` a clamp ``min(max(x, lo), hi)`` (or ``max(min(x, hi), lo)``,
+    constants on either side) lies in, else None: a quantization's ``clip(round(x / s), 0, 255)``
+    before its cast to 8 bits."""
+    outer = _constant_operand(e)
+    if outer is None or not isinstance(e, BinOp) or e.op not in ("min", "max"):
+        return None
+    x, c = outer
+    inner = _constant_operand(x)
+    if inner is None or not isinstance(x, BinOp) or x.op != {"min": "max", "max": "min"}[e.op]:
+        return None
+    lo, hi = sorted((float(c), float(inner[1])))
+    return lo, hi
+
+
+def _constant_operand(e: Expr) -> tuple[Expr, float] | None:
+    """(the other operand, the constant) of a binary op with one constant operand, else None."""
+    if not isinstance(e, BinOp):
+        return None
+    if isinstance(e.b, Const):
+        return e.a, e.b.value
+    return (e.b, e.a.value) if isinstance(e.a, Const) else None
 
 
 def _straight_line(s: Stmt) -> bool:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
+from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, clamped, declare,
                                 element, type_suffix)
 from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
                             Var, const, walk)
@@ -148,7 +148,7 @@ class VectorLoop:
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
                                  REG_TYPE[x.dtype])
         if isinstance(x, Cast):          # the scalar's instructions on the whole vector (f32 -> u8 through i64)
-            return self.e.cast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
+            return self.e.cast(self.splat(self.expr(x.value)), x.value.dtype, x.to, clamped(x.value))
         if isinstance(x, BitCast):
             return self.e.bitcast(self.splat(self.expr(x.value)), x.value.dtype, x.to)
         raise TypeError(f"not a Loop IR expression: {x!r}")

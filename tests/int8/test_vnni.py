@@ -2,6 +2,7 @@
 asserted from the assembly, and exact wherever it runs."""
 from __future__ import annotations
 
+import re
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
@@ -117,3 +118,27 @@ def test_casts_between_f32_and_bytes_run_on_whole_vectors_and_wrap_as_numpy(dtyp
     np.testing.assert_array_equal(compile_graph(g, options)(x), want)
     if host_has_avx512_vnni():                    # AVX-512 (DQ): vcvttps2qq then vpmovqb, 8 lanes each
         assert "vcvttss2si" not in pipeline.run(g, "asm", options)
+
+
+@pytest.mark.parametrize("dtype", ["u8", "i8"])
+def test_a_clamped_cast_to_bytes_converts_through_i32(dtype):
+    """A quantization's ``cast(min(max(round(x · r), lo), hi))``: the clamp bounds the value, so it
+    converts through i32 (one conversion and one narrowing per 16 lanes) instead of i64 (two of
+    each, and a shuffle), which out-of-range values need; the bytes are the same."""
+    lo, hi = (0, 255) if dtype == "u8" else (-128, 127)
+    g = parse_graph(f"""graph @g(%x: f32[4, 64]) -> ({dtype}[4, 64]) {{
+  const @lo : f32[] = dense<{lo}.0>
+  const @hi : f32[] = dense<{hi}.0>
+  %r = round(%x) : f32[4, 64]
+  %a = max(%r, @lo) : f32[4, 64]
+  %c = min(%a, @hi) : f32[4, 64]
+  %q = cast(%c) {{dtype = {dtype}}} : {dtype}[4, 64]
+  return %q
+}}""")
+    x = np.random.default_rng(0).uniform(-400, 400, (4, 64)).astype(np.float32)
+    x[0, :5] = [-0.5, 0.5, 254.5, 255.5, -128.5]
+    options = CompileOptions(use_cache=False, num_threads=1)
+    want = np.clip(np.round(x), lo, hi).astype(np.int64).astype(getattr(np, "uint8" if dtype == "u8" else "int8"))
+    np.testing.assert_array_equal(compile_graph(g, options)(x), want)
+    llvm_ir = str(pipeline.run(g, "llvm", options))
+    assert re.search(r"fptosi <(\d+) x float> %\S+ to <\1 x i32>", llvm_ir) and "x i64>" not in llvm_ir, llvm_ir
