@@ -59,8 +59,9 @@ class Buffer:
         return self.name
 
 
-# Every buffer a kernel is given (inputs, outputs, constants, the arena's temporaries) and every
+# Every buffer the runtime gives a kernel (outputs, constants, the arena's temporaries) and every
 # local one starts on a cache line: a tile row or a 64-byte vector then never straddles two.
+# (Inputs are the caller's arrays, as they are.)
 ALIGN = 64
 
 
