@@ -18,7 +18,6 @@ from minic.ir.loops import ALIGN
 from minic.ir.types import DType, dim_eval
 
 
-
 @dataclass(frozen=True)
 class Temp:
     name: str

@@ -125,7 +125,7 @@ def share_constants(graph: Graph, pool: dict[str, np.ndarray]) -> Graph:
                 and np.array_equal(known, c.data):
             c.data = known
         elif known is None:
-            c.data = pool[c.name] = owned(c.data).reshape(c.data.shape)    # (owned() makes a scalar 1-D)
+            c.data = pool[c.name] = owned(c.data)
     return graph
 
 
