@@ -6,7 +6,8 @@ from __future__ import annotations
 import functools
 import math
 
-from minic.ir.loops import Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars, substitute, walk
+from minic.ir.loops import (TILE_STMTS, Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars,
+                            substitute, walk)
 from minic.ir.loops_simplify import _terms, simplify
 
 # Innermost iterations below which a loop runs on the caller alone: handing out chunks and
@@ -22,7 +23,8 @@ MAX_STRIDE = 4               # the longest step of a strided vector load: it rea
 def work(s: Stmt) -> Expr:
     """The innermost iterations of ``s``, as an i64 expression of sizes and outer loop
     variables: loops multiply, sequences add, an ``if`` counts its larger branch, a
-    loop whose body's extents depend on its own variable counts its first iteration's."""
+    loop whose body's extents depend on its own variable counts its first iteration's, and
+    a tile statement (TileDot, TileZero, TileStore) counts the elements of its tile."""
     if isinstance(s, For):
         return simplify(BinOp("mul", s.extent, substitute(work(s.body), {s.var.name: s.start})))
     if isinstance(s, Seq):
@@ -31,6 +33,8 @@ def work(s: Stmt) -> Expr:
         return work(s.body)
     if isinstance(s, If):
         return simplify(BinOp("max", work(s.then), work(s.otherwise) if s.otherwise is not None else const(0)))
+    if isinstance(s, TILE_STMTS):               # a whole tile: one iteration per element, as a vector loop's lanes
+        return const(s.rows * s.cols)
     return const(1)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from minic.codegen.parallel import PARALLEL_WORK, uses_pool, work
-from minic.ir.loops import Buffer, For, ForKind, If, Role, Seq, Store, Var, const, print_function
+from minic.ir.loops import Buffer, For, ForKind, If, Load, Role, Seq, Store, TileDot, Var, const, print_function
 from minic.ir.loops_interp import Interpreter
 from minic.ir.types import DType
 from minic.runtime import CompileOptions, compile_graph, prepare
@@ -34,6 +34,20 @@ def test_work_counts_innermost_iterations_as_an_expression_of_the_sizes():
     for t in (1, 5, 64):
         assert Interpreter({"T": t}, {}).eval(work(nest)) == 32 * t
         assert Interpreter({"T": t}, {}).eval(work(branches)) == max(32 * t, 3)
+
+
+def test_a_tile_dot_counts_the_elements_of_its_tile():
+    """resnet50's last 3x3 convs on AMX tiles: 16 blocks of output channels, each 7 rows of 72 dots
+    of 16 x 7 tiles.  Counted as one iteration a dot, the whole conv (its epilogue's lanes too) came
+    to ~42,000, below PARALLEL_WORK, and ran on the caller alone at two threads; a dot is a tile's
+    worth of iterations."""
+    c = Buffer("c_tiles", (16, 7), DType.i32, Role.LOCAL)
+    a, b = Buffer("a", (16, 64), DType.i8, Role.INPUT), Buffer("b", (16, 28), DType.u8, Role.INPUT)
+    at = (const(0), const(0))
+    dot = TileDot(Load(c, at), Load(a, at), Load(b, at), rows=16, cols=7, depth=64)
+    nest = For(Var("ob"), const(0), const(16), ForKind.PARALLEL,
+               For(Var("oy"), const(0), const(7), ForKind.SERIAL, For(Var("k"), const(0), const(72), ForKind.SERIAL, dot)))
+    assert work(nest) == const(16 * 7 * 72 * 16 * 7) and work(nest).value > PARALLEL_WORK
 
 
 def test_a_loop_whose_inner_extent_depends_on_its_variable_counts_its_first_iteration():
