@@ -13,12 +13,12 @@ data length, buffer plan) before a single model instruction runs.
 from __future__ import annotations
 
 from minic.errors import UnsupportedError
+from minic.ir.aligned import ALIGN       # constants and buffers start on a cache line, as on the host
 from minic.ir.loops import Role
 from minic.ir.types import _monomial, derived_dims
 from minic.runtime.layout import EntryLayout, Slot
 from minic.aarch64.tensor_file import DTYPE_CODES, MAGIC
 
-ALIGN = 64                    # constants and buffers start on a cache line (as in the host runtime)
 MAX_SYMBOL = 2**31 - 1        # B, T ... larger than this is a corrupt file, not a model input
 
 

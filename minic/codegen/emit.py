@@ -19,7 +19,8 @@ import numpy as np
 from llvmlite import ir
 
 from minic.errors import UnsupportedError
-from minic.ir.loops import (ALIGN, Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load,
+from minic.ir.aligned import ALIGN
+from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load,
                             Select, Seq, Stmt, Store, TILE_STMTS, Var, dim_expr)
 from minic.ir.types import DType
 

@@ -59,12 +59,6 @@ class Buffer:
         return self.name
 
 
-# Every buffer the runtime gives a kernel (outputs, constants, the arena's temporaries) and every
-# local one starts on a cache line: a tile row or a 64-byte vector then never straddles two.
-# (Inputs are the caller's arrays, as they are.)
-ALIGN = 64
-
-
 # The status word of a program (a global of the compiled module, not a parameter):
 # [0] = 0, or the code of the data check that failed (Program.checks), [1] = its value.
 STATUS = Buffer("minic_status", (2,), DType.i64, Role.STATUS)

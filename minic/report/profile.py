@@ -26,7 +26,7 @@ from minic.ir.interpret import bind_symbols
 from minic.ir.loops import Program, Role
 from minic.ir.types import TensorType, dim_eval
 from minic.limits import contiguous
-from minic.runtime.buffer_plan import aligned_empty
+from minic.ir.aligned import aligned_empty
 from minic.runtime.compiled import owned
 from minic.timing import median_latency
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
-from minic.ir.loops import ALIGN
+from minic.ir.aligned import ALIGN
 from minic.ir.types import DType, dim_eval
 
 
@@ -32,18 +30,6 @@ class BufferPlan:
     offsets: dict[str, int]               # byte offset of each temporary in the arena
     arena_bytes: int                      # the planned peak
     naive_bytes: int                      # one buffer per value, for comparison
-
-
-def aligned_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised row-major array whose first byte is on an ``ALIGN``-byte boundary (numpy
-    promises 16): the compiled kernels read a tile's 64-byte rows and 64-byte vectors from their
-    buffers, and a row that straddles two cache lines costs two loads (an int8 conv on AMX tiles
-    ran 2.5x slower with its weights 16 bytes off a line)."""
-    dtype = np.dtype(dtype)
-    size = math.prod(shape) * dtype.itemsize
-    raw = np.empty(size + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    return raw[start:start + size].view(dtype).reshape(shape)
 
 
 def _round_up(n: int) -> int:

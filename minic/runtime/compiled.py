@@ -27,10 +27,11 @@ from minic.codegen.module import ENTRY
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
-from minic.ir.loops import ALIGN, Role
+from minic.ir.aligned import ALIGN, aligned_empty
+from minic.ir.loops import Role
 from minic.ir.types import TensorType, dim_eval
 from minic.runtime.layout import EntryLayout
-from minic.runtime.buffer_plan import BufferPlan, aligned_empty, plan
+from minic.runtime.buffer_plan import BufferPlan, plan
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 SHAPES_KEPT = 4                     # the scratch of the last few input shapes is kept

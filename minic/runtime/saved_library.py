@@ -22,8 +22,8 @@ import minic
 from minic.errors import UserError
 from minic.ir.types import DType, dim_eval
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
-from minic.ir.loops import ALIGN
-from minic.runtime.buffer_plan import Temp, aligned_empty, plan
+from minic.ir.aligned import ALIGN, aligned_empty
+from minic.runtime.buffer_plan import Temp, plan
 
 FORMAT = 1
 LIBRARY, WEIGHTS, MANIFEST = "model.so", "weights.bin", "manifest.json"

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from minic.ir.aligned import aligned_zeros
 from minic.ir.loops import (BINOPS, Allocate, BinOp, BitCast, Buffer, Cast, Const, Expr, For, Function, If, Load,
                             Program, Role, Select, Stmt, Store, Var, children, free_vars, map_expr, map_stmt, seq,
                             bitcast_value, substitute, walk, walk_stmts)
@@ -102,7 +103,7 @@ def _prepacked(alloc: Allocate, loops: dict[str, For], kernel: str, program: Pro
     # Run the fill for every tile at once: the store's own index says where each value goes.
     where = tuple(g - c.start.value for g, c in zip(grids, tiles))
     where += tuple(evaluate(i, env, program.constants) for i in t.index)
-    data = np.zeros(shape, alloc.buffer.dtype.numpy)
+    data = aligned_zeros(shape, alloc.buffer.dtype.numpy)          # as the runtime places constants
     data[where] = evaluate(value, env, program.constants)
     name = f"{kernel}_{alloc.buffer.name}"
     packed = Buffer(name, shape, alloc.buffer.dtype, Role.CONST)
