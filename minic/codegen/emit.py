@@ -401,16 +401,13 @@ def bf16_of_f32(b: ir.IRBuilder, x: ir.Value, convert: bool = False) -> ir.Value
 
 def clamped(e: Expr) -> tuple[float, float] | None:
     """The interval ``[lo, hi]`` a clamp ``min(max(x, lo), hi)`` (or ``max(min(x, hi), lo)``,
-    constants on either side) lies in, else None: a quantization's ``clip(round(x / s), 0, 255)``
+    constants on either side) lies in, else None: a quantization's ``clip(round(x · r), 0, 255)``
     before its cast to 8 bits."""
-    outer = _constant_operand(e)
-    if outer is None or not isinstance(e, BinOp) or e.op not in ("min", "max"):
+    outer = _constant_operand(e) if isinstance(e, BinOp) and e.op in ("min", "max") else None
+    inner = _constant_operand(outer[0]) if outer else None
+    if inner is None or outer[0].op != {"min": "max", "max": "min"}[e.op]:
         return None
-    x, c = outer
-    inner = _constant_operand(x)
-    if inner is None or not isinstance(x, BinOp) or x.op != {"min": "max", "max": "min"}[e.op]:
-        return None
-    lo, hi = sorted((float(c), float(inner[1])))
+    lo, hi = sorted((float(outer[1]), float(inner[1])))
     return lo, hi
 
 

@@ -147,7 +147,7 @@ class VectorLoop:
                 return {"exp": self.exp, "erf": self.erf}[x.fn](self.splat(args[0]))
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
                                  REG_TYPE[x.dtype])
-        if isinstance(x, Cast):          # the scalar's instructions on the whole vector (f32 -> u8 through i64)
+        if isinstance(x, Cast):          # the scalar's instructions on the whole vector (f32 -> u8: emit.cast)
             return self.e.cast(self.splat(self.expr(x.value)), x.value.dtype, x.to, clamped(x.value))
         if isinstance(x, BitCast):
             return self.e.bitcast(self.splat(self.expr(x.value)), x.value.dtype, x.to)

@@ -22,11 +22,11 @@ from minic.ir.loops import structure
 from minic.options import CompileOptions
 from minic.errors import UserError
 from minic.ir.graph import Value
+from minic.ir.aligned import aligned_empty
 from minic.ir.interpret import bind_symbols
 from minic.ir.loops import Program, Role
 from minic.ir.types import TensorType, dim_eval
 from minic.limits import contiguous
-from minic.ir.aligned import aligned_empty
 from minic.runtime.compiled import owned
 from minic.timing import median_latency
 

@@ -25,9 +25,9 @@ import numpy as np
 from minic.codegen.jit import Loaded
 from minic.codegen.module import ENTRY
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
+from minic.ir.aligned import ALIGN, aligned_empty
 from minic.ir.interpret import bind_symbols
 from minic.ir.graph import Value
-from minic.ir.aligned import ALIGN, aligned_empty
 from minic.ir.loops import Role
 from minic.ir.types import TensorType, dim_eval
 from minic.runtime.layout import EntryLayout

@@ -20,9 +20,9 @@ import numpy as np
 
 import minic
 from minic.errors import UserError
+from minic.ir.aligned import ALIGN, aligned_empty
 from minic.ir.types import DType, dim_eval
 from minic.limits import CHECK_ABOVE, array_bytes, contiguous, ensure_fits
-from minic.ir.aligned import ALIGN, aligned_empty
 from minic.runtime.buffer_plan import Temp, plan
 
 FORMAT = 1
