@@ -142,7 +142,7 @@ class CompiledModel:
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays = contiguous(arrays)
         bound = self._bind(arrays)
-        outputs = [aligned_empty(sh, t) for sh, t in bound.outputs]
+        outputs = [np.empty(sh, t) for sh, t in bound.outputs]
         try:                                 # list.pop and append are atomic: no lock on the hot path
             scratch = bound.free.pop()
         except IndexError:

@@ -254,7 +254,7 @@ class SavedModel:
         nbytes = sum(array_bytes(sh, np.dtype(t).itemsize) for sh, (_, t) in zip(shapes, self._outputs))
         if nbytes >= CHECK_ABOVE:
             ensure_fits(nbytes, f"the outputs of {self.name}")
-        outputs = [aligned_empty(sh, t) for sh, (_, t) in zip(shapes, self._outputs)]
+        outputs = [np.empty(sh, t) for sh, (_, t) in zip(shapes, self._outputs)]
         arena_bytes, offsets = self._offsets(env)
         arena = aligned_empty((arena_bytes,), np.uint8)     # each call its own: calls may run at once
         base = arena.ctypes.data
