@@ -14,7 +14,9 @@ from minic.inputs import calibration_inputs
 from minic.ir.interpret import interpret
 from minic.ir.text import parse_graph
 from minic.passes import optimize
-from minic.passes.post_training import calibrate, quantize_int8
+from minic.passes.post_training import (SKIP_ERROR_GROWTH, calibrate, error, observe, quantize_int8,
+                                        quantize_contraction_rule, skip_in_8_bits)
+from minic.passes.rewrite import rewrite
 from minic.verify.tolerance import F32, QDQ8
 
 
@@ -66,6 +68,81 @@ def test_calibration_takes_each_activation_range_over_every_feed_with_zero_in_it
     sx, sw = 6.5 / 255, 2.0 / 127                  # the steps of x's u8 and of the widest weight column's s8
     bound = 4 * (sx / 2 * 2.0 + 6.5 * sw / 2)      # K = 4 terms, each off by half a step of x or of w
     assert 0 < np.abs(got - want).max() <= bound
+
+
+def _residual_net():
+    """A stem and two blocks with identity skips, as ResNet's: h -> relu(h + conv(relu(conv(h))))."""
+    import torch
+
+    class Residual(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.blocks = torch.nn.ModuleList(
+                torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 1))
+                for _ in range(2))
+            self.head = torch.nn.Linear(8, 10)
+
+        def forward(self, x):
+            h = torch.relu(self.stem(x))
+            for block in self.blocks:
+                h = torch.relu(h + block(h))
+            return self.head(h.mean((2, 3)))
+
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    return load(Residual().eval(), [x])
+
+
+def _skips(graph):
+    """The residual adds: two activations of one type."""
+    return [n for n in graph.nodes if n.op == "add" and len(n.inputs) == 2
+            and not any(v.is_constant for v in n.inputs) and n.inputs[0].type == n.inputs[1].type]
+
+
+def test_a_skip_connection_reads_the_8_bit_copy_its_block_quantized_for_its_first_conv():
+    """Step 3: each block's input h is quantized once, for the block's first conv; the closing
+    add reads that copy too, so after -O2 h's f32 is read by nothing but its quantization (no
+    kernel stores it, none requantizes the sum) -- and it costs no accuracy here."""
+    source = _residual_net()
+    graph = backends.quantized_int8(source).graph
+    readers = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            readers.setdefault(v, []).append(n)
+    producers = graph.producers()
+    skips = _skips(graph)
+    assert len(skips) == 2
+    for add in skips:
+        copy, = [v for v in add.inputs if {n.op for n in readers[v]} == {"add", "conv2d"}]   # one Value both read
+        h = copy
+        while producers[h].op != "relu":                             # back through dequantize(quantize(h))
+            h = next(v for v in producers[h].inputs if not v.is_constant)
+        assert [n.op for n in readers[h]] == ["mul"]                 # h · rx: its quantization, and nothing else
+    x = source.example_inputs
+    ref = _first(backends.get("torch")(source)(*x))
+    compiled = _first(backends.get("minic")(source, precision="int8", use_cache=False)(*x))
+    fake = _first(backends.get("interp")(source, precision="int8")(*x))
+    scale = np.abs(ref).max()
+    assert 1e-4 < np.abs(compiled - ref).max() / scale <= QDQ8
+    assert np.abs(compiled - fake).max() / scale <= F32
+
+
+def test_skip_connections_stay_f32_where_8_bits_would_cost_accuracy():
+    """bert-base's post-norm stream: its output *is* the stream, so reading the norms' 8-bit
+    copies grows the calibration error past SKIP_ERROR_GROWTH, and quantize_int8 keeps f32."""
+    source = load("bert-base", size="small")
+    feeds = calibration_inputs(source.example_inputs)
+    graph = optimize(backends.graph_of(source), passes=["fold-constant-gather", "fold-constants",
+                                                         "eliminate-identity", "fold-batchnorm"])
+    ranges, reference = observe(graph, feeds)
+    contraction = quantize_contraction_rule(ranges)
+    quantized, streamed = rewrite(graph, [contraction]), rewrite(graph, [contraction, skip_in_8_bits])
+    assert error(streamed, feeds, reference) > SKIP_ERROR_GROWTH * error(quantized, feeds, reference)
+    kept = backends.quantized_int8(source).graph
+    producers = kept.producers()
+    assert len(_skips(kept)) == 4 and not any(producers[v].op == "mul" and producers[v].inputs[0].name.endswith("_xd")
+                                              for n in _skips(kept) for v in n.inputs if v in producers)
 
 
 def test_calibration_inputs_are_the_examples_then_seeded_look_alikes():
