@@ -62,6 +62,8 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     ensure_values_fit(sized, env, f"interpreting @{graph.name}" + (f" with {env}" if env else ""))
     memory: dict[Value, np.ndarray] = dict(zip(graph.inputs, arrays))
     memory.update((c, c.data) for c in graph.constants)
+    returned = set(graph.outputs)
+    last = {v: i for i, node in enumerate(graph.nodes) for v in node.inputs if v not in returned}
     for i, node in enumerate(graph.nodes):
         op = ops.get(node.op)
         try:
@@ -81,6 +83,9 @@ def interpret(graph: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         if op.sized_by_data:
             env.update(sized_outputs(node.attrs.decided, [v.type for v in node.outputs], results))
         memory.update((v, np.asarray(r, dtype=v.type.dtype.numpy)) for v, r in zip(node.outputs, results))
+        for v in node.inputs:                    # read for the last time: freed, as a runtime's arena reuses it
+            if last.get(v) == i:
+                memory.pop(v, None)
     # Each output an array of its own, as compiled code returns: not the caller's input, a
     # constant of the graph, a view of either (reshape), nor an output listed twice.
     return [np.array(memory[v]) for v in graph.outputs]
