@@ -1,10 +1,12 @@
 """simplify-algebra: ``x*1 -> x``, ``x+0 -> x``, ``x-0 -> x``, ``x/1 -> x``, ``x**1 -> x``,
-``neg(neg(x)) -> x``, ``transpose(transpose(x, p), q) -> transpose(x, p∘q)``."""
+``neg(neg(x)) -> x``, ``transpose(transpose(x, p), q) -> transpose(x, p∘q)``, and
+``f(max_pool2d(x)) -> max_pool2d(f(x))`` for an elementwise f that keeps order."""
 from __future__ import annotations
 
 import numpy as np
 
 from minic.ir.graph import Node, Value
+from minic.ir.types import DType
 from minic.passes.rewrite import Match, rule
 
 # op -> (the constant that leaves the other operand unchanged, may it stand on the left?)
@@ -48,3 +50,58 @@ def transpose_pair(m: Match) -> Value | Node | None:
     if perm == tuple(range(len(perm))):
         return inner.inputs[0]
     return m.rebuilt("transpose", [inner.inputs[0]], perm=perm)
+
+
+# Elementwise ops that keep order (x <= y gives f(x) <= f(y)), their other operand a scalar
+# constant c where they have one: then f(max(x, y)) = max(f(x), f(y)), so f may run before a
+# max pool as well as after it.
+ORDER_KEEPING = ("relu", "round", "floor", "ceil", "cast", "add", "sub", "mul", "div", "max", "min")
+
+
+@rule(*ORDER_KEEPING)
+def order_keeping_before_max_pool(m: Match) -> Node | None:
+    """f(max_pool2d(x)) -> max_pool2d(f(x)), when f keeps order and x is made by a node: f joins
+    the kernel that makes x.  A quantization (x · rx, round, clamp, cast to u8) after a max pool
+    then pools bytes, and the kernel before it stores bytes, not floats."""
+    node = m.node
+    pooled = [v for v in node.inputs if not v.is_constant]
+    pool = m.producer(pooled[0], "max_pool2d") if len(pooled) == 1 else None
+    if pool is None or m.users(pooled[0]) != 1 or m.producer(pool.inputs[0]) is None:
+        return None
+    x = pool.inputs[0]
+    if not _keeps_order(m, node, pooled[0], x):
+        return None
+    moved = m.emit(node.op, [x if v is pooled[0] else v for v in node.inputs], f"{node.outputs[0].name}_unpooled",
+                   **vars(node.attrs))
+    return m.rebuilt("max_pool2d", [moved], **vars(pool.attrs))
+
+
+def _keeps_order(m: Match, node: Node, pooled: Value, x: Value) -> bool:
+    """``node`` keeps the order of ``pooled``'s values (and of ``x``'s, which it will read instead)."""
+    if len(node.inputs) == 1:
+        return node.op != "cast" or _fits(m, x, node.attrs.dtype)
+    a, b = node.inputs
+    c = b if a is pooled else a
+    if not c.is_constant or c.data.size != 1 or node.op in ("relu", "round", "floor", "ceil", "cast"):
+        return False
+    if node.op in ("mul", "div"):
+        return float(c.data) > 0 and (node.op == "mul" or c is b)
+    return node.op != "sub" or c is b                       # x - c keeps order, c - x reverses it
+
+
+def _fits(m: Match, x: Value, target: DType) -> bool:
+    """A cast to ``target`` keeps order on x's values: a float target, or x clamped into the
+    integer target's range (``min(max(x, lo), hi)``, as a quantization clamps)."""
+    if target.is_float:
+        return True
+    if not target.is_int or x.type.dtype.is_int:
+        return False
+    bounds = {}
+    v = x
+    for _ in range(2):
+        node = m.producer(v, "min", "max")
+        if node is None or not node.inputs[1].is_constant or node.inputs[1].data.size != 1:
+            return False
+        bounds[node.op], v = float(node.inputs[1].data), node.inputs[0]
+    info = np.iinfo(target.numpy)
+    return len(bounds) == 2 and bounds["max"] >= info.min and bounds["min"] <= info.max

@@ -19,15 +19,19 @@ from dataclasses import replace
 
 import numpy as np
 
+from minic.ir.compute import initial
 from minic.ir.graph import Node
 from minic.passes.rewrite import Match, rule
 
-# The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max.
+# The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max
+# (the type's lowest value, for a max of integers).
 PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
 
 
 def _pad_value(node: Node) -> float | None:
     """What ``node``'s window reads in its padding, when known now."""
+    if node.op == "max_pool2d":
+        return float(initial("max", node.inputs[0].type.dtype).value)
     if node.op != "conv2d_integer":
         return PAD_VALUE[node.op]
     if len(node.inputs) == 2:

@@ -145,6 +145,28 @@ def test_skip_connections_stay_f32_where_8_bits_would_cost_accuracy():
                                               for n in _skips(kept) for v in n.inputs if v in producers)
 
 
+POOL = """graph @g(%x: u8[2, 3, 7, 7]) -> (u8[2, 3, 4, 4]) {
+  %m = max_pool2d(%x) {kernel = [3, 3], stride = [2, 2], padding = [1, 1, 1, 1], dilation = [1, 1], ceil_mode = false, count_include_pad = false} : u8[2, 3, 4, 4]
+  return %m
+}"""
+
+
+def test_a_quantization_after_a_max_pool_moves_before_it_and_the_pool_takes_bytes():
+    """resnet50's stem: relu -> max_pool2d -> the next conv's quantization becomes relu ->
+    quantization -> max_pool2d of u8 (simplify-algebra): the stem's kernel stores bytes.  A max
+    pool of bytes, compiled, pads with 0, which never wins (the interpreter and torch agree)."""
+    import torch
+    graph = optimize(backends.quantized_int8(load("resnet50", size="small")).graph)
+    pool, = [n for n in graph.nodes if n.op == "max_pool2d"]
+    assert pool.inputs[0].type.dtype.name == "u8"
+    x = np.random.default_rng(0).integers(0, 256, (2, 3, 7, 7)).astype(np.uint8)
+    x[..., 0, :] = 0                                          # an edge of zeros: the padding ties, never wins
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(x).float(), 3, 2, 1).numpy().astype(np.uint8)
+    compiled = minic.compile(parse_graph(POOL), [x], use_cache=False)(x)
+    assert compiled.dtype == np.uint8 and (compiled == want).all()
+    assert (interpret(parse_graph(POOL), [x])[0] == want).all()
+
+
 def test_calibration_inputs_are_the_examples_then_seeded_look_alikes():
     ids = np.array([[5, 9, 7]], np.int64)
     image = np.linspace(-1, 3, 24, dtype=np.float32).reshape(2, 3, 4)

@@ -12,7 +12,7 @@ from minic.ir.compute import Operand, Reduce, Site, clamp, count, in_range, init
 from minic.ir.loops import BinOp, Expr, Select, const, dim_expr, fold
 from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import require
-from minic.ir.types import Dim, TensorType, dim_floordiv, dim_sum
+from minic.ir.types import Dim, DType, TensorType, dim_floordiv, dim_sum
 from minic.limits import ensure_array_fits
 
 
@@ -76,6 +76,16 @@ def taps(attrs, x: Operand, at: tuple[Expr, ...], p: Expr, q: Expr) -> tuple[Exp
 def _pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
     x = ts[0]
     require(x.rank == 4 and x.dtype.is_float, f"pool needs a float NCHW input, got {x}")
+    return _window_type(attrs, x)
+
+
+def _max_pool_infer(attrs: PoolAttrs, ts: list[TensorType]) -> list[TensorType]:
+    x = ts[0]                                  # a max of integers too (ONNX MaxPool takes int8, uint8)
+    require(x.rank == 4 and x.dtype != DType.bool, f"max_pool2d needs a numeric NCHW input, got {x}")
+    return _window_type(attrs, x)
+
+
+def _window_type(attrs: PoolAttrs, x: TensorType) -> list[TensorType]:
     return [TensorType(x.shape[:2] + out_hw(attrs, x.shape[2], x.shape[3], attrs.kernel, attrs.ceil_mode), x.dtype)]
 
 
@@ -93,7 +103,8 @@ def _pool_windows(attrs: PoolAttrs, x: np.ndarray, pad_value: float, extra_value
 
 
 def max_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
-    return _pool_windows(attrs, x, -np.inf, -np.inf).max(axis=(2, 3))
+    lowest = float(initial("max", DType.of(x.dtype)).value)      # never wins a max: -inf, or 0 for u8
+    return _pool_windows(attrs, x, lowest, lowest).max(axis=(2, 3))
 
 
 def avg_pool2d(attrs: PoolAttrs, x: np.ndarray) -> np.ndarray:
@@ -154,7 +165,7 @@ def _torch_avg_pool(t, x):
     return t.F.avg_pool2d(x, a.kernel, a.stride, pad, ceil_mode=a.ceil_mode, count_include_pad=a.count_include_pad)
 
 
-define("max_pool2d", OpKind.WINDOW, _pool_infer, max_pool2d, max_pool2d_rule, PoolAttrs,
+define("max_pool2d", OpKind.WINDOW, _max_pool_infer, max_pool2d, max_pool2d_rule, PoolAttrs,
        doc="max_pool2d(x)[n,c,i,j] = max over the window at (i·stride, j·stride)", torch=_torch_max_pool,
        sample="pool")
 define("avg_pool2d", OpKind.WINDOW, _pool_infer, avg_pool2d, avg_pool2d_rule, PoolAttrs,
