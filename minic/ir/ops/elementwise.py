@@ -3,7 +3,6 @@ broadcast images of i.  Each op is one row: its numpy reference, its compute
 rule (a Loop IR expression of its inputs' elements) and its torch spelling."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Literal
 
@@ -15,11 +14,11 @@ from minic.ir.ops import OpKind, define
 from minic.ir.ops.shapes import broadcast, require
 from minic.ir.types import DType, TensorType
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-
 def erf(x: np.ndarray) -> np.ndarray:
-    return _erf(x).astype(x.dtype)
+    """erf in f64, rounded to x's type: torch's vectorized erf (numpy has none; ``math.erf`` a
+    value at a time is 30x slower, and gives the same f32 values)."""
+    import torch
+    return torch.special.erf(torch.from_numpy(np.asarray(x, np.float64))).numpy().astype(x.dtype)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
