@@ -70,6 +70,17 @@ def test_calibration_takes_each_activation_range_over_every_feed_with_zero_in_it
     assert 0 < np.abs(got - want).max() <= bound
 
 
+def _within_the_bound_and_equal_to_the_fake_quantization(source, x):
+    """Compiled int8 (fresh, not cached) within the 8-bit bound of torch's f32, and equal to the
+    interpreter's fake quantization."""
+    ref = _first(backends.get("torch")(source)(*x))
+    compiled = _first(backends.get("minic")(source, precision="int8", use_cache=False)(*x))
+    fake = _first(backends.get("interp")(source, precision="int8")(*x))
+    scale = np.abs(ref).max()
+    assert 1e-4 < np.abs(compiled - ref).max() / scale <= QDQ8
+    assert np.abs(compiled - fake).max() / scale <= F32
+
+
 def _residual_net():
     """A stem and two blocks with identity skips, as ResNet's: h -> relu(h + conv(relu(conv(h))))."""
     import torch
@@ -120,12 +131,7 @@ def test_a_skip_connection_reads_the_8_bit_copy_its_block_quantized_for_its_firs
             h = next(v for v in producers[h].inputs if not v.is_constant)
         assert [n.op for n in readers[h]] == ["mul"]                 # h · rx: its quantization, and nothing else
     x = source.example_inputs
-    ref = _first(backends.get("torch")(source)(*x))
-    compiled = _first(backends.get("minic")(source, precision="int8", use_cache=False)(*x))
-    fake = _first(backends.get("interp")(source, precision="int8")(*x))
-    scale = np.abs(ref).max()
-    assert 1e-4 < np.abs(compiled - ref).max() / scale <= QDQ8
-    assert np.abs(compiled - fake).max() / scale <= F32
+    _within_the_bound_and_equal_to_the_fake_quantization(source, x)
 
 
 def test_skip_connections_stay_f32_where_8_bits_would_cost_accuracy():
@@ -216,12 +222,7 @@ def test_int8_on_corpus_models_it_was_not_written_for(name):
             torch.nn.init.normal_(p, 0, 0.2)
     x = [t.numpy() for t in example]
     source = load(module, x)
-    ref = _first(backends.get("torch")(source)(*x))
-    compiled = _first(backends.get("minic")(source, precision="int8", use_cache=False)(*x))
-    fake = _first(backends.get("interp")(source, precision="int8")(*x))
-    scale = np.abs(ref).max()
-    assert 1e-4 < np.abs(compiled - ref).max() / scale <= QDQ8
-    assert np.abs(compiled - fake).max() / scale <= F32
+    _within_the_bound_and_equal_to_the_fake_quantization(source, x)
     ops = Counter(n.op for n in optimize(backends.quantized_int8(source).graph).nodes)
     assert ops["conv2d_integer"] >= 1 and ops["matmul_integer"] >= 1 and not ops["conv2d"]
 
