@@ -27,10 +27,10 @@ from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
                             Function, Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
 from minic.ir.loops_simplify import simplify_stmt
-from minic.schedule.nest import (ScheduleError, check_independent, loops, map_children, map_exprs, stmts_of,
-                                 unique_loops)
+from minic.schedule.nest import (ScheduleError, check_independent, loops, loops_named, map_children, map_exprs,
+                                 stmts_of, unique_loops)
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
-from minic.schedule.primitives import split, vectorize
+from minic.schedule.primitives import fuse, split, vectorize
 from minic.schedule.prepack import prepack
 from minic.schedule.conv_tiles import schedule_conv_tiles
 from minic.schedule.tiles import BF16, INT8, schedule_tiles
@@ -79,7 +79,18 @@ def _vectorize_leaves(k: Function) -> Function:
     stores with a stride stays for LLVM."""
     for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
         name = loop.var.name
+        if not loops_named(k.body, name):
+            continue                       # fused into the loop around it (below)
         short = isinstance(loop.extent, Const) and loop.extent.value < LANES
+        inner = loop.body
+        if (short and isinstance(inner, For) and inner.kind == ForKind.SERIAL and isinstance(inner.extent, Const)
+                and inner.extent.value < LANES <= loop.extent.value * inner.extent.value
+                and reduction_update(inner.body) is not None):
+            # A window of short rows (a 7 x 7 global pool): one reduction over its elements, which
+            # lie one after another where the rows do.
+            with suppress(ScheduleError):
+                k = rfactor(fuse(k, name, inner.var.name), name + inner.var.name, LANES)
+            continue
         if reduction_update(loop.body) is not None and not short:
             with suppress(ScheduleError):  # a scalar reduction: partial results in vector lanes
                 k = rfactor(k, name, LANES)

@@ -63,3 +63,17 @@ def test_conv_epilogue_stores_along_the_columns_and_a_matmul_along_its_lanes():
     assert re.search(r"unrolled for \(i1i [^\n]*\n\s*vectorized for \(i3i [^\n]*\n\s*y\[", conv), conv
     matmul = print_function(prepare(graph_of("matmul", [(12, 8), (8, 32)]), options).kernels[0])
     assert re.search(r"unrolled for \(i0i [^\n]*\n\s*vectorized for \(i1i [^\n]*\n\s*y\[", matmul), matmul
+
+
+@pytest.mark.parametrize("side", [4, 7])
+def test_a_window_of_short_rows_is_one_vector_reduction_over_its_elements(side):
+    """A global average pool over 7 x 7 (resnet50's last): rows of 7, fewer than the lanes, but
+    49 elements one after another: the two loops fused and reduced in 16 partial sums (rfactor),
+    where the nest stayed scalar; 4 x 4 is one vector.  Same values as the interpreter, to f32
+    rounding (the sum's order changes)."""
+    g = graph_of("global_avg_pool", [(2, 64, side, side)])
+    options = CompileOptions(use_cache=False, num_threads=1)
+    text = print_function(prepare(g, options).kernels[-1])
+    assert "_part[16]" in text and "vectorized for" in text, text
+    x = np.random.default_rng(side).standard_normal((2, 64, side, side)).astype(np.float32)
+    np.testing.assert_allclose(compile_graph(g, options)(x), interpret(g, [x])[0], rtol=1e-6, atol=1e-7)
