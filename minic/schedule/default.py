@@ -75,8 +75,9 @@ def _parallelize(k: Function, s: Stmt) -> Stmt:
 def _vectorize_leaves(k: Function) -> Function:
     """Vectorize (16 lanes) every innermost loop that stores contiguously along itself:
     element-wise code, and the final normalising loop of softmax or layer_norm; a
-    float reduction into a scalar gets 16 partial results (``rfactor``).  A loop that
-    stores with a stride stays for LLVM."""
+    float reduction into a scalar gets 16 partial results (``rfactor``), a window of short
+    rows (a 7 x 7 pool) once its two loops are fused.  A loop that stores with a stride
+    stays for LLVM."""
     for loop in [t for t in loops(k.body) if t.kind == ForKind.SERIAL]:
         name = loop.var.name
         if not loops_named(k.body, name):
