@@ -14,7 +14,6 @@ stores straight into the interior of the padded buffer and fills the border.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -23,26 +22,22 @@ from minic.ir.compute import initial
 from minic.ir.graph import Node
 from minic.passes.rewrite import Match, rule
 
-# The value each window reads from its padding: 0 adds nothing to a sum, -inf never wins a max
-# (the type's lowest value, for a max of integers).
-PAD_VALUE = {"conv2d": 0.0, "max_pool2d": -math.inf}
-
 
 def _pad_value(node: Node) -> float | None:
-    """What ``node``'s window reads in its padding, when known now."""
+    """What ``node``'s window reads in its padding, when known now: 0 adds nothing to a sum, the
+    type's lowest value (-inf, 0 for u8) never wins a max, an int8 conv's zero point is its 0."""
     if node.op == "max_pool2d":
         return float(initial("max", node.inputs[0].type.dtype).value)
-    if node.op != "conv2d_integer":
-        return PAD_VALUE[node.op]
-    if len(node.inputs) == 2:
+    if node.op == "conv2d" or len(node.inputs) == 2:
         return 0.0
     z = node.inputs[2]
     return float(z.data) if z.is_constant else None      # a zero point known only at run time stays
 
 
-@rule(*PAD_VALUE, "conv2d_integer")
+@rule("conv2d", "max_pool2d", "conv2d_integer")
 def pad_apart(m: Match) -> Node | None:
-    """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0};  max_pool2d alike with -inf, conv2d_integer with @z"""
+    """conv2d(x){padding=p} -> conv2d(pad(x, p, 0)){padding=0};  max_pool2d alike with -inf (its type's
+    lowest value), conv2d_integer with @z"""
     node, x = m.node, m.node.inputs[0]
     more = _channels_to_add(node)
     if not (any(node.attrs.padding) or more) or not all(isinstance(d, int) for d in x.type.shape[2:]):

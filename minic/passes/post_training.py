@@ -43,10 +43,12 @@ is judged by ``minic.verify.tolerance.QDQ8``.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 
+from minic.debug.stats import diff
 from minic.ir.graph import Graph, Node, Value
 from minic.ir.interpret import interpret
 from minic.ir.types import DType
@@ -107,12 +109,13 @@ def _reads(graph: Graph) -> list[list[str]]:
 
 def error(graph: Graph, feeds: Sequence[Sequence[np.ndarray]], reference: list[list[np.ndarray]]) -> float:
     """The largest difference of ``graph``'s outputs from ``reference`` over ``feeds``, over each
-    output's largest magnitude (the measure of ``minic verify``)."""
+    output's largest magnitude (``minic.debug.stats.diff``'s max_rel, as bisect measures); an
+    element that turns inf or NaN counts as infinitely wrong."""
     worst = 0.0
     for inputs, want in zip(feeds, reference):
         for got, ref in zip(interpret(graph, list(inputs)), want):
-            if ref.size:
-                worst = max(worst, float(np.abs(got - ref).max()) / (float(np.abs(ref).max()) or 1.0))
+            d = diff(ref, got)
+            worst = max(worst, math.inf if d.lost else d.max_rel)
     return worst
 
 

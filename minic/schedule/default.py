@@ -22,13 +22,13 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.options import Target, converts_bf16, dots_u8s8, tiles_bf16, tiles_u8s8
-from minic.ir.loops_analysis import PARALLEL_WORK, stride, work
+from minic.ir.loops_analysis import PARALLEL_WORK, stride, uses, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
                             Function, Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
 from minic.ir.loops_simplify import simplify_stmt
-from minic.schedule.nest import (ScheduleError, check_independent, loops, loops_named, map_children, map_exprs,
-                                 stmts_of, unique_loops)
+from minic.schedule.nest import (ScheduleError, check_independent, loads, loops, loops_named, map_children,
+                                 map_exprs, stmts_of, unique_loops)
 from minic.schedule.caching import cache_in_output, reduction_update, rfactor
 from minic.schedule.primitives import fuse, split, vectorize
 from minic.schedule.prepack import prepack
@@ -86,9 +86,8 @@ def _vectorize_leaves(k: Function) -> Function:
         inner = loop.body
         if (short and isinstance(inner, For) and inner.kind == ForKind.SERIAL and isinstance(inner.extent, Const)
                 and inner.extent.value < LANES <= loop.extent.value * inner.extent.value
-                and reduction_update(inner.body) is not None):
-            # A window of short rows (a 7 x 7 global pool): one reduction over its elements, which
-            # lie one after another where the rows do.
+                and reduction_update(inner.body) is not None and _rows_one_after_another(loop, inner)):
+            # A window of short rows (a 7 x 7 global pool): one reduction over its elements.
             with suppress(ScheduleError):
                 k = rfactor(fuse(k, name, inner.var.name), name + inner.var.name, LANES)
             continue
@@ -105,6 +104,18 @@ def _vectorize_leaves(k: Function) -> Function:
         with suppress(ScheduleError):
             k = vectorize(k, name) if short else vectorize(_split_lanes(k, name), name + "i")
     return k
+
+
+def _rows_one_after_another(rows: For, row: For) -> bool:
+    """Every load in ``row`` that moves with the two loops reads x[.., r, c] with r the row, c
+    the column and x's rows as long as ``row``: the window's elements lie one after another, and
+    the two loops fused read them in vectors, not gathers (a strided pool's windows do not)."""
+    r, c, extent = rows.var.name, row.var.name, row.extent.value
+    return all(len(x.index) >= 2 and x.buffer.shape[-1] == extent
+               and stride(x.index[-1], c) == 1 and stride(x.index[-1], r) == 0
+               and stride(x.index[-2], r) == 1 and stride(x.index[-2], c) == 0
+               and not any(uses(i, r) or uses(i, c) for i in x.index[:-2])
+               for x in loads(row.body) if any(uses(i, v) for i in x.index for v in (r, c)))
 
 
 def _split_lanes(k: Function, name: str) -> Function:

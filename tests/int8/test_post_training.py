@@ -14,7 +14,7 @@ from minic.inputs import calibration_inputs
 from minic.ir.interpret import interpret
 from minic.ir.text import parse_graph
 from minic.passes import optimize
-from minic.passes.post_training import (SKIP_ERROR_GROWTH, calibrate, error, observe, quantize_int8,
+from minic.passes.post_training import (PREPARE, SKIP_ERROR_GROWTH, calibrate, error, observe, quantize_int8,
                                         quantize_contraction_rule, skip_in_8_bits)
 from minic.passes.rewrite import rewrite
 from minic.verify.tolerance import F32, QDQ8
@@ -139,8 +139,7 @@ def test_skip_connections_stay_f32_where_8_bits_would_cost_accuracy():
     copies grows the calibration error past SKIP_ERROR_GROWTH, and quantize_int8 keeps f32."""
     source = load("bert-base", size="small")
     feeds = calibration_inputs(source.example_inputs)
-    graph = optimize(backends.graph_of(source), passes=["fold-constant-gather", "fold-constants",
-                                                         "eliminate-identity", "fold-batchnorm"])
+    graph = optimize(backends.graph_of(source), passes=PREPARE)
     ranges, reference = observe(graph, feeds)
     contraction = quantize_contraction_rule(ranges)
     quantized, streamed = rewrite(graph, [contraction]), rewrite(graph, [contraction, skip_in_8_bits])

@@ -77,3 +77,13 @@ def test_a_window_of_short_rows_is_one_vector_reduction_over_its_elements(side):
     assert "_part[16]" in text and "vectorized for" in text, text
     x = np.random.default_rng(side).standard_normal((2, 64, side, side)).astype(np.float32)
     np.testing.assert_allclose(compile_graph(g, options)(x), interpret(g, [x])[0], rtol=1e-6, atol=1e-7)
+
+
+def test_a_strided_window_of_short_rows_stays_scalar():
+    """A 5 x 5 max pool of stride 5 over 20 x 20: its window's rows are 20 apart, so the two loops
+    fused would read gathers; they stay as they are (and compute what the interpreter does)."""
+    g = graph_of("max_pool2d", [(1, 4, 20, 20)], kernel=(5, 5), stride=(5, 5))
+    options = CompileOptions(use_cache=False, num_threads=1)
+    assert "_part[16]" not in print_function(prepare(g, options).kernels[-1])
+    x = np.random.default_rng(0).standard_normal((1, 4, 20, 20)).astype(np.float32)
+    np.testing.assert_array_equal(compile_graph(g, options)(x), interpret(g, [x])[0])
