@@ -411,6 +411,30 @@ def clamped(e: Expr) -> tuple[float, float] | None:
     return lo, hi
 
 
+def rounded_clip(e: Cast) -> Expr | None:
+    """``clip(x, lo, hi)`` where ``e`` casts ``clip(round(x), lo, hi)`` (f32) to an integer type that
+    holds lo..hi, whole numbers (a quantization's last step), else None: then round may come
+    last, in the conversion itself, since rounding commutes with a clip to whole numbers."""
+    bounds = clamped(e.value)
+    if bounds is None or e.value.dtype != DType.f32 or not e.to.is_int or e.to.bits > 32:
+        return None
+    info = np.iinfo(e.to.numpy)
+    if not all(b == int(b) for b in bounds) or bounds[0] < info.min or bounds[1] > info.max:
+        return None
+    outer = _constant_operand(e.value)[0]
+    rounded = _constant_operand(outer)[0]
+    if not (isinstance(rounded, Call) and rounded.fn == "round"):
+        return None
+    return _replaced(e.value, rounded, rounded.args[0])
+
+
+def _replaced(e: Expr, old: Expr, new: Expr) -> Expr:
+    """``e`` with its operand ``old`` (found through binary ops) replaced by ``new``."""
+    if e is old:
+        return new
+    return BinOp(e.op, _replaced(e.a, old, new), _replaced(e.b, old, new)) if isinstance(e, BinOp) else e
+
+
 def _constant_operand(e: Expr) -> tuple[Expr, float] | None:
     """(the other operand, the constant) of a binary op with one constant operand, else None."""
     if not isinstance(e, BinOp):

@@ -38,7 +38,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, clamped, declare,
-                                element, type_suffix)
+                                element, rounded_clip, type_suffix)
 from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
                             Var, const, walk)
 from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
@@ -147,6 +147,15 @@ class VectorLoop:
                 return {"exp": self.exp, "erf": self.erf}[x.fn](self.splat(args[0]))
             return self.per_lane(lambda l: self.e.call(x.fn, x.dtype, [self.lane(a, l) for a in args]),
                                  REG_TYPE[x.dtype])
+        if isinstance(x, Cast) and self.x86 and (clip := rounded_clip(x)) is not None:
+            # cast(clip(round(v))) as cast(lrint(clip(v))): lrint rounds as round does (to nearest,
+            # ties to even: the default rounding mode), in the conversion itself (one vcvtps2dq where
+            # vrndscaleps and a truncating vcvttps2dq were two): a quantization's last step
+            clipped = self.splat(self.expr(clip))
+            whole = self.vec(I32)
+            name = f"llvm.lrint.{type_suffix(whole)}.{type_suffix(clipped.type)}"
+            lrint = declare(self.e.module, name, whole, [clipped.type])
+            return self.e.cast(b.call(lrint, [clipped]), DType.i32, x.to)
         if isinstance(x, Cast):          # the scalar's instructions on the whole vector (f32 -> u8: emit.cast)
             return self.e.cast(self.splat(self.expr(x.value)), x.value.dtype, x.to, clamped(x.value))
         if isinstance(x, BitCast):

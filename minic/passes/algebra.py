@@ -1,6 +1,7 @@
 """simplify-algebra: ``x*1 -> x``, ``x+0 -> x``, ``x-0 -> x``, ``x/1 -> x``, ``x**1 -> x``,
-``neg(neg(x)) -> x``, ``transpose(transpose(x, p), q) -> transpose(x, p∘q)``, and
-``f(max_pool2d(x)) -> max_pool2d(f(x))`` for an elementwise f that keeps order."""
+``neg(neg(x)) -> x``, ``transpose(transpose(x, p), q) -> transpose(x, p∘q)``,
+``f(max_pool2d(x)) -> max_pool2d(f(x))`` for an elementwise f that keeps order, and a constant
+factor into the terms that multiply by constants already: ``(x·k + c)·s -> x·(k·s) + c·s``."""
 from __future__ import annotations
 
 import numpy as np
@@ -105,3 +106,52 @@ def _fits(m: Match, x: Value, target: DType) -> bool:
         bounds[node.op], v = float(node.inputs[1].data), node.inputs[0]
     info = np.iinfo(target.numpy)
     return len(bounds) == 2 and bounds["max"] >= info.min and bounds["min"] <= info.max
+
+
+# A constant factor s moves into an expression whose every term multiplies by a constant (or is
+# one): (x·k + c)·s = x·(k·s) + c·s, and relu(y)·s = relu(y·s) where s >= 0.  Its products fold,
+# and the multiply is gone: a requantization's 1/scale joins the scale and bias of the
+# dequantization before it (what ONNX Runtime's QLinearConv computes as one multiplier).
+# In floats this reassociates (the sums differ in their last bits), as folding a batch norm does.
+ABSORBING = ("mul", "add", "sub", "relu")
+
+
+@rule("mul")
+def constant_factor_into_terms(m: Match) -> Value | None:
+    """(x·k + c)·s -> x·(k·s) + c·s;  (x·k)·s -> x·(k·s);  relu(y)·s -> relu(y·s), s >= 0  (s, k, c constants)"""
+    a, b = m.node.inputs
+    x, s = (a, b) if b.is_constant else (b, a)
+    if not s.is_constant or x.is_constant or not x.type.dtype.is_float or s.type.dtype != x.type.dtype:
+        return None
+    if m.producer(x, *ABSORBING) is None or not _absorbs(m, x, s):
+        return None
+    return _scaled(m, x, s)
+
+
+def _absorbs(m: Match, v: Value, s: Value) -> bool:
+    """v·s can be written without a multiply of its own: v is a constant, or a term read only here
+    that multiplies by a constant, or a sum, difference or relu (s >= 0) of such terms."""
+    if v.is_constant:
+        return True
+    node = m.producer(v, *ABSORBING)
+    if node is None or m.users(v) != 1:
+        return False
+    if node.op == "mul":
+        return any(u.is_constant for u in node.inputs)
+    if node.op == "relu":
+        return bool(np.all(s.data >= 0)) and _absorbs(m, node.inputs[0], s)
+    return all(_absorbs(m, u, s) for u in node.inputs)
+
+
+def _scaled(m: Match, v: Value, s: Value) -> Value:
+    """v·s, where ``_absorbs``: the constants multiplied now, the terms rebuilt around them (what
+    they replace is retired: dropped unless something else reads it)."""
+    if v.is_constant:
+        m.retire(v)
+        return m.constant(f"{v.name}_scaled", (v.data * s.data).astype(v.data.dtype))
+    node = m.producer(v)
+    m.retire(node)
+    if node.op == "mul":
+        x, k = node.inputs if node.inputs[1].is_constant else node.inputs[::-1]
+        return m.emit("mul", [x, _scaled(m, k, s)], v.name)
+    return m.emit(node.op, [_scaled(m, u, s) for u in node.inputs], v.name)

@@ -35,7 +35,7 @@ PASSES: dict[str, Pass] = {
     "eliminate-identity": applying(identity.identity, identity.same_type, identity.identity_permutation,
                                    identity.whole_slice),
     "simplify-algebra": applying(algebra.neutral_operand, algebra.double_negation, algebra.transpose_pair,
-                                 algebra.order_keeping_before_max_pool),
+                                 algebra.order_keeping_before_max_pool, algebra.constant_factor_into_terms),
     "fuse-reshapes": applying(reshapes.reshape_pair),
     "fold-batchnorm": applying(batchnorm.fold),
     "fuse-matmul-bias": applying(matmul_bias.bias_epilogue),

@@ -30,7 +30,7 @@ time (``w_rows``):
         i8 w_rows[kh, kw, KC, MR, 64] = w[o0 + r, k0 + b, p, q]  (prepacked)
         for oy < OH: for xb < ceil(OW / NC):                     blocks of NC = 32 output columns
           tile_zero(c_tiles[..])
-          for p < kh: for q < kw: for kk < KC:
+          for kk < KC: for p < kh: for q < kw:                   (the taps' overlapping B tiles from L1)
             tile_dot(c_tiles[i tn + j], w_rows[p, q, kk, 16 i, 0], x4[oy sh + p dh, .., 4 (ox0 + 16 j + ..)])
           tile_store(c_sums[16 i, 16 j], c_tiles[i tn + j])
           for oi < MR: vectorized for xi < NC:
@@ -46,13 +46,16 @@ matmul (``tiles.py``): the last block starts one block before the end, and the l
 input channels at C - 64 with its weights zeroed where the chunk before added them.  C must be
 a multiple of 4 (explicit-padding pads an image's 3 to 4); grouped convs stay on VNNI.  Where a
 whole kernel row's channels fit one dot (kw · C <= 64: the stem's 7 x 4), the copy puts them
-side by side and one dot takes the row (``folded``).
+side by side and one dot takes the row (``folded``).  Where an output row is narrower than a
+tile (a 7 x 7 image: 7 of 16 columns), a block takes R rows at once, their pixels flattened into
+one row of the copy, the padded width apart (``flattened``, ``_flat_nest``): 16 output channels
+by up to 4 tiles of 16 columns, one A tile for 4 dots.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Select, Stmt,
-                            Store, Var, const, free_vars, seq, substitute)
+                            Store, Var, const, free_vars, map_expr, seq, substitute)
 from minic.ir.loops_analysis import stride
 from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
@@ -60,6 +63,8 @@ from minic.schedule.nest import fail
 from minic.schedule.templates import COPY_LIMIT, PACK_LIMIT, _is_product_sum, _scalar_reduction
 from minic.schedule.tiles import (BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue,
                                   first_contraction)
+
+MAX_FLAT = 4                   # column tiles of a flattened block: 4 C, 1 A, 1 B in the 8 registers
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class ConvTilePlan:
     dilation: tuple[int, int]  # dh, dw
     shape: TileShape           # rows: output channels, cols: output columns
     fold: bool                 # the kernel's columns folded into k (few input channels: ``folded``)
+    flat: int = 0              # R > 0: R output rows a block, their pixels in a row (``flattened``)
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -125,12 +131,42 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
     depth = min(BYTES, K)
     shape = TileShape(min(O, ROWS), min(OW, ROWS), BLOCK if O >= BLOCK * ROWS else 1,
                       BLOCK if OW >= BLOCK * ROWS else 1, depth)
+    _, _, hp, wp = x.buffer.shape
+    wq = -(-wp // sw)                              # pixels of one phase of a row
+    flat = 0 if fold else _rows_a_block(OW, oy.extent.value, wq)
+    if flat:                                       # R rows a block: 16 channels by up to 4 column tiles
+        shape = TileShape(min(O, ROWS), ROWS, 1, -(-((flat - 1) * wq + OW) // ROWS), depth)
     if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
-    _, _, hp, wp = x.buffer.shape
-    if hp * max(-(-wp // sw) * sw, kw * OW if fold else 0) * C > COPY_LIMIT:
+    copied = (sh * sw * _flat_length(x.buffer.shape, (sh, sw), (dh, dw), (kh, kw), oy.extent.value, flat, shape.tn)
+              if flat else hp * max(wq * sw, kw * OW if fold else 0))
+    if copied * C > COPY_LIMIT:
         raise fail(f, "the interleaved copy of the image is too large for the stack")
-    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold)
+    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold, flat)
+
+
+def _rows_a_block(OW: int, OH: int, wq: int) -> int:
+    """R, the output rows a block takes flattened (``flattened``), or 0 for one row a block: for
+    outputs narrower than a tile (a 7 x 7 image's 7 of 16 columns), the R rows whose pixels in a
+    row (``wq`` a row: the padded width, the garbage columns between rows computed but not
+    stored) fill at most MAX_FLAT tiles with the fewest tiles over the image, if fewer than one
+    a row."""
+    if OW >= ROWS:
+        return 0
+    cost = {r: -(-OH // r) * -(-((r - 1) * wq + OW) // ROWS) for r in range(1, OH + 1)
+            if (r - 1) * wq + OW <= MAX_FLAT * ROWS}
+    best = min(cost, key=lambda r: (cost[r], -r))
+    return best if cost[best] < OH else 0
+
+
+def _flat_length(shape: tuple, stride: tuple[int, int], dilation: tuple[int, int], kernel: tuple[int, int],
+                 OH: int, R: int, tn: int) -> int:
+    """Pixels of one phase's flattened image (``flattened``), with the room the last block's tiles
+    read past it."""
+    (sh, sw), (dh, dw), (kh, kw) = stride, dilation, kernel
+    hq, wq = -(-shape[2] // sh), -(-shape[3] // sw)
+    length = max(hq * wq, (OH - R + (kh - 1) * dh // sh) * wq + (kw - 1) * dw // sw + tn * ROWS)
+    return -(-length // ROWS) * ROWS          # a whole number of 64-byte lines a row of channel quads
 
 
 def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
@@ -177,6 +213,35 @@ def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     return xf, copy
 
 
+def flattened(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
+    """``interleaved`` for a block of R output rows (``p.flat``): the image split by the stride's
+    phases in both axes, each phase's pixels in a row, so that the pixels a tap reads for R
+    consecutive output rows lie side by side, ``wq`` a row (a tile's 16 columns run on across
+    rows; a column past an output row's end is computed and not stored):
+
+        x4[h % sh, w % sw, c / 4, 4 ((h / sh) wq + w / sw) + c % 4] = x[n, c, h, w]     wq = ceil(Wp / sw)
+
+    Only the phases the taps read are copied."""
+    _, C, hp, wp = p.x.buffer.shape
+    (sh, sw), (dh, dw) = p.stride, p.dilation
+    kh, kw = (tap.extent.value for tap in p.taps)
+    wq = -(-wp // sw)
+    length = _flat_length(p.x.buffer.shape, p.stride, p.dilation, (kh, kw), p.out_row.extent.value, p.flat, p.shape.tn)
+    x4 = Buffer("x_quads", (sh, sw, C // 4, 4 * length), DType.u8, Role.LOCAL)
+    h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
+    phases = []
+    for ph, pw in sorted({(r * dh % sh, t * dw % sw) for r in range(kh) for t in range(kw)}):
+        at = BinOp("add", BinOp("mul", h, const(wq)), w)
+        copy = Store(x4, (const(ph), const(pw), cq, BinOp("add", BinOp("mul", at, const(4)), i)),
+                     Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i),
+                                       BinOp("add", BinOp("mul", h, const(sh)), const(ph)),
+                                       BinOp("add", BinOp("mul", w, const(sw)), const(pw)))))
+        copy = For(w, const(0), const(-(-(wp - pw) // sw)), ForKind.SERIAL,
+                   For(i, const(0), const(4), ForKind.UNROLLED, copy))
+        phases.append(For(h, const(0), const(-(-(hp - ph) // sh)), ForKind.SERIAL, copy))
+    return x4, For(cq, const(0), const(C // 4), ForKind.SERIAL, seq(*phases))
+
+
 def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     """The weights of one block of output channels as the tiles read A, and the nest that fills
     it: ``w_rows[p, q, kk, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
@@ -208,6 +273,8 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     K = C * p.taps[1].extent.value if p.fold else C              # k of one tap's dot (a kernel row's, folded)
     k0 = _start(kk, t.depth, const(K), K % t.depth == 0)
     panel, fill = pack_rows(p, o0)
+    if p.flat:
+        return _flat_nest(p, threads, ob, o0, kk, k0, panel, fill)
     x4, copy = folded(p) if p.fold else interleaved(p)
     qd = BinOp("mul", p.taps[1].var, const(dw))                 # the tap's column offset in pixels
     y_at = BinOp("add", BinOp("mul", p.out_row.var, const(sh)), BinOp("mul", p.taps[0].var, const(dh)))
@@ -225,7 +292,7 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
                          BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(4))))
 
     def reduce(dots: Stmt) -> Stmt:
-        for var, extent in ((kk, panel.shape[2]), *((tap.var, tap.extent.value) for tap in reversed(taps))):
+        for var, extent in (*((tap.var, tap.extent.value) for tap in reversed(taps)), (kk, panel.shape[2])):
             dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
         return dots
     block = block_of_sums(t, w_at, x_at, reduce, lambda sums: epilogue(
@@ -234,6 +301,58 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
                For(xb, const(0), _blocks(const(OW), nc), ForKind.SERIAL, block))
     parallel = ForKind.PARALLEL if threads > 1 else ForKind.SERIAL
     blocks = For(ob, const(0), const(-(-O // mr)), parallel, Allocate(panel, seq(fill, rows)))
+    if threads > 1:
+        copy = replace(copy, kind=ForKind.PARALLEL)
+    return replace(p.batch, body=Allocate(x4, seq(copy, blocks)))
+
+
+def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Expr, panel: Buffer,
+               fill: Stmt) -> Stmt:
+    """``conv_tile_nest`` for blocks of R = ``p.flat`` output rows (``flattened``):
+
+        parallel for ob:  for rb < ceil(OH / R):                  oy0: block rb's first row
+          for kk < KC: for p < kh: for q < kw:
+            tile_dot(c_tiles[j], w_rows[p, q, kk, 0, 0],
+                     x4[p dh % sh, q dw % sw, k0 / 4, 4 ((oy0 + p dh / sh) wq + q dw / sw + 16 j)])
+          for oi < 16: for r < R: vectorized for ox < OW:
+            y[n, o0 + oi, oy0 + r, ox] = epilogue(c_sums[oi, r wq + ox])"""
+    t, (sh, sw), (dh, dw) = p.shape, p.stride, p.dilation
+    OH, OW, mr, R = p.out_row.extent.value, p.row.extent.value, t.tm * t.rows, p.flat
+    wq = -(-p.x.buffer.shape[3] // sw)
+    rb = Var(p.out_row.var.name + "b")
+    oy0 = _start(rb, R, const(OH), OH % R == 0)
+    x4, copy = flattened(p)
+    (tp, tq) = (tap.var for tap in p.taps)
+    ph, pw = BinOp("mod", BinOp("mul", tp, const(dh)), const(sh)), BinOp("mod", BinOp("mul", tq, const(dw)), const(sw))
+    row = BinOp("add", oy0, BinOp("div", BinOp("mul", tp, const(dh)), const(sh)))
+    first = BinOp("add", BinOp("mul", row, const(wq)), BinOp("div", BinOp("mul", tq, const(dw)), const(sw)))
+
+    def w_at(i: int) -> Load:
+        return Load(panel, (tp, tq, kk, const(i * t.rows), const(0)))
+
+    def x_at(j: int) -> Load:
+        column = BinOp("add", first, const(j * t.cols))
+        return Load(x4, (ph, pw, BinOp("div", k0, const(4)), BinOp("mul", column, const(4))))
+
+    def reduce(dots: Stmt) -> Stmt:
+        for var, extent in ((tq, p.taps[1].extent.value), (tp, p.taps[0].extent.value), (kk, panel.shape[2])):
+            dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
+        return dots
+
+    def stores(sums: Buffer) -> Stmt:
+        oi, r, ox = Var(p.lane.var.name + "i"), Var(p.out_row.var.name + "i"), Var(p.row.var.name + "i")
+        at = {p.lane.var.name: BinOp("add", o0, oi), p.out_row.var.name: BinOp("add", oy0, r), p.row.var.name: ox}
+        result = Load(sums, (oi, BinOp("add", BinOp("mul", r, const(wq)), ox)))
+        value = map_expr(substitute(p.store.value, at),
+                         lambda e: result if isinstance(e, Load) and e.buffer == p.acc else None)
+        st = Store(p.store.buffer, tuple(substitute(e, at) for e in p.store.index), value)
+        return For(oi, const(0), const(mr), ForKind.SERIAL, For(r, const(0), const(R), ForKind.SERIAL,
+                                                                 For(ox, const(0), const(OW), ForKind.VECTORIZED, st)))
+
+    block = block_of_sums(t, w_at, x_at, reduce, stores)
+    parallel = ForKind.PARALLEL if threads > 1 else ForKind.SERIAL
+    rows = For(rb, const(0), const(-(-OH // R)), ForKind.SERIAL, block)
+    blocks = For(ob, const(0), const(-(-p.lane.extent.value // mr)), parallel, Allocate(panel, seq(fill, rows)))
     if threads > 1:
         copy = replace(copy, kind=ForKind.PARALLEL)
     return replace(p.batch, body=Allocate(x4, seq(copy, blocks)))

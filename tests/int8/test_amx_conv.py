@@ -11,7 +11,7 @@ import pytest
 import minic
 from minic import backends, pipeline
 from minic.ir import ops
-from minic.ir.loops import TileDot, walk_stmts
+from minic.ir.loops import Const, For, TileDot, walk_stmts
 from minic.ir.loops_interp import run_program
 from minic.ir.text import parse_graph
 from minic.options import CompileOptions
@@ -22,10 +22,14 @@ from tests.int8.test_amx import AMX, SPR, _first, host_runs_tiles
 # (C, H, W, O, k, stride, pad): few channels, a kernel row folded into k (k · C <= 64): 3x3 padded,
 # stride 2, the image's 4 channels in a 7x7 stride-2 window, outputs below one tile (5 columns, 8
 # channels); a tap a dot: ragged input channels (68: an overlapping chunk of 64), output channels (33)
-# and columns, stride 2 (two phases of pixels), a 1x1 over 132 channels
+# and columns, stride 2 (two phases of pixels), a 1x1 over 132 channels; outputs narrower than a
+# tile, several rows a block (``flattened``): 7x7 as resnet50's last stage has them (3x3 padded, 1x1,
+# a 1x1 of stride 2), 11 rows of 5 in blocks of 2 (the last block overlapping)
 CASES = [(16, 9, 11, 24, 3, 1, 1), (12, 9, 11, 24, 3, 2, 0), (4, 20, 19, 40, 7, 2, 3), (8, 5, 10, 8, 3, 2, 1),
-         (68, 9, 35, 33, 3, 1, 1), (72, 9, 13, 32, 3, 2, 1), (132, 6, 35, 70, 1, 1, 0)]
-IDS = ["folded-3x3-pad", "folded-stride2", "stem-7x7", "small", "ragged", "stride2", "1x1"]
+         (68, 9, 35, 33, 3, 1, 1), (72, 9, 13, 32, 3, 2, 1), (132, 6, 35, 70, 1, 1, 0),
+         (64, 7, 7, 48, 3, 1, 1), (132, 7, 7, 40, 1, 1, 0), (64, 14, 14, 32, 1, 2, 0), (20, 11, 5, 24, 3, 1, 1)]
+IDS = ["folded-3x3-pad", "folded-stride2", "stem-7x7", "small", "ragged", "stride2", "1x1",
+       "rows-3x3", "rows-1x1", "rows-stride2", "rows-overlap"]
 
 
 def conv_integer(c: int, h: int, w: int, o: int, k: int, stride: int, pad: int, groups: int = 1, batch: int = 1):
@@ -65,6 +69,29 @@ def test_tdpbsud_in_a_conv_only_where_the_target_has_amx_int8():
     assert asm.count("tdpbsud") >= 4 and "ldtilecfg" in asm and "tilestored" in asm and "vpdpbusd" not in asm
     vnni = pipeline.run(graph, "asm", CompileOptions(cpu="sapphirerapids", features=SPR, use_cache=False))
     assert "tdpb" not in vnni and "vpdpbusd" in vnni
+
+
+def executed_dots(s, times: int = 1) -> int:
+    """How many tile dots the statement runs (for the batch's one image)."""
+    if isinstance(s, TileDot):
+        return times
+    if isinstance(s, For):
+        return executed_dots(s.body, times * (s.extent.value if isinstance(s.extent, Const) else 1))
+    return sum(executed_dots(t, times) for t in getattr(s, "stmts", ())) + (
+        executed_dots(s.body, times) if hasattr(s, "body") and not isinstance(s, For) else 0)
+
+
+@pytest.mark.parametrize("case, dots", [((64, 7, 7, 48, 3, 1, 1), 3 * 9 * 4), ((64, 14, 14, 32, 1, 2, 0), 2 * 4)])
+def test_outputs_narrower_than_a_tile_take_several_rows_a_block(case, dots):
+    """A 7x7 output's row fills 7 of a tile's 16 columns; its 7 rows, 9 padded pixels apart (the 3x3
+    conv's) or 7 (the 1x1 of stride 2's), fill 4 tiles of 16 (63 or 49 columns of 64): 4 dots a tap
+    and a block of 16 output channels (48: 3 blocks, 9 taps; 32: 2 blocks, 1 tap), where one row a
+    block took 7 dots (of 7 columns) for every 32 channels and tap."""
+    options = CompileOptions(features=AMX, use_cache=False, num_threads=1)
+    program = pipeline.run(conv_integer(*case), "scheduled", options)
+    found = [s for k in program.kernels for s in walk_stmts(k.body) if isinstance(s, TileDot)]
+    assert {(d.rows, d.cols) for d in found} == {(16, 16)}
+    assert sum(executed_dots(k.body) for k in program.kernels) == dots
 
 
 def test_grouped_convs_stay_on_vnni():

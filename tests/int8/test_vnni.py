@@ -124,7 +124,9 @@ def test_casts_between_f32_and_bytes_run_on_whole_vectors_and_wrap_as_numpy(dtyp
 def test_a_clamped_cast_to_bytes_converts_through_i32(dtype):
     """A quantization's ``cast(min(max(round(x · r), lo), hi))``: the clamp bounds the value, so it
     converts through i32 (one conversion and one narrowing per 16 lanes) instead of i64 (two of
-    each, and a shuffle), which out-of-range values need; the bytes are the same."""
+    each, and a shuffle), which out-of-range values need; and the rounding is the conversion's own
+    (llvm.lrint: vcvtps2dq rounds to nearest even), not a vrndscaleps before a truncating one.
+    The bytes are the same."""
     lo, hi = (0, 255) if dtype == "u8" else (-128, 127)
     g = parse_graph(f"""graph @g(%x: f32[4, 64]) -> ({dtype}[4, 64]) {{
   const @lo : f32[] = dense<{lo}.0>
@@ -141,4 +143,8 @@ def test_a_clamped_cast_to_bytes_converts_through_i32(dtype):
     want = np.clip(np.round(x), lo, hi).astype(np.int64).astype(getattr(np, "uint8" if dtype == "u8" else "int8"))
     np.testing.assert_array_equal(compile_graph(g, options)(x), want)
     llvm_ir = str(pipeline.run(g, "llvm", options))
-    assert re.search(r"fptosi <(\d+) x float> %\S+ to <\1 x i32>", llvm_ir) and "x i64>" not in llvm_ir, llvm_ir
+    assert re.search(r"llvm\.lrint\.v(\d+)i32\.v\1f32", llvm_ir) and "x i64>" not in llvm_ir, llvm_ir
+    assert "roundeven" not in llvm_ir, llvm_ir
+    if host_has_avx512_vnni():
+        asm = pipeline.run(g, "asm", options)
+        assert "vcvtps2dq" in asm and "vrndscaleps" not in asm, asm
