@@ -27,11 +27,11 @@ time (``w_rows``):
     for n:
       u8 x4[..] = x[n], four channels interleaved               (per image, before the rows)
       parallel for ob < ceil(O / MR):                            blocks of MR = 32 output channels
-        i8 w_rows[kh, kw, KC, MR, 64] = w[o0 + r, k0 + b, p, q]  (prepacked)
+        i8 w_rows[KC, kh, kw, MR, 64] = w[o0 + r, k0 + b, p, q]  (prepacked)
         for oy < OH: for xb < ceil(OW / NC):                     blocks of NC = 32 output columns
           tile_zero(c_tiles[..])
           for kk < KC: for p < kh: for q < kw:                   (the taps' overlapping B tiles from L1)
-            tile_dot(c_tiles[i tn + j], w_rows[p, q, kk, 16 i, 0], x4[oy sh + p dh, .., 4 (ox0 + 16 j + ..)])
+            tile_dot(c_tiles[i tn + j], w_rows[kk, p, q, 16 i, 0], x4[oy sh + p dh, .., 4 (ox0 + 16 j + ..)])
           tile_store(c_sums[16 i, 16 j], c_tiles[i tn + j])
           for oi < MR: vectorized for xi < NC:
             y[n, o0 + oi, oy, ox0 + xi] = epilogue(c_sums[oi, xi])
@@ -244,12 +244,12 @@ def flattened(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
 
 def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     """The weights of one block of output channels as the tiles read A, and the nest that fills
-    it: ``w_rows[p, q, kk, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
-    it), zero where the chunk before has added that input channel; folded, ``w_rows[p, 0, 0, r,
-    q C + c] = w[o0 + r, c, p, q]``."""
+    it: ``w_rows[kk, p, q, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
+    it; in the order the dots read them, chunk by chunk), zero where the chunk before has added
+    that input channel; folded, ``w_rows[0, p, 0, r, q C + c] = w[o0 + r, c, p, q]``."""
     t, C = p.shape, p.k.extent.value
     kh, kw = (tap.extent.value for tap in p.taps)
-    rows = Buffer("w_rows", (kh, 1 if p.fold else kw, -(-C // t.depth), t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
+    rows = Buffer("w_rows", (-(-C // t.depth), kh, 1 if p.fold else kw, t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
     tp, tq, kp, r, b = Var("p_p"), Var("q_p"), Var("kk_p"), Var("r_p"), Var("b_p")
     k = BinOp("add", _start(kp, t.depth, const(C), C % t.depth == 0), b)
     names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
@@ -257,8 +257,8 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, tp, column))))
     if C % t.depth and not p.fold:
         value = Select(BinOp("ge", k, BinOp("mul", kp, const(t.depth))), value, Const(0, DType.i8))
-    fill = Store(rows, (tp, tq, kp, r, b), value)
-    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (kp, rows.shape[2]), (tq, rows.shape[1]), (tp, kh)):
+    fill = Store(rows, (kp, tp, tq, r, b), value)
+    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, kh), (kp, rows.shape[0])):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
     return rows, fill
 
@@ -282,7 +282,7 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     q_at = const(0) if p.fold else p.taps[1].var
 
     def w_at(i: int) -> Load:
-        return Load(panel, (p.taps[0].var, q_at, kk, const(i * t.rows), const(0)))
+        return Load(panel, (kk, p.taps[0].var, q_at, const(i * t.rows), const(0)))
 
     def x_at(j: int) -> Load:
         column = BinOp("add", x0, const(j * t.cols))
@@ -292,7 +292,7 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
                          BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(4))))
 
     def reduce(dots: Stmt) -> Stmt:
-        for var, extent in (*((tap.var, tap.extent.value) for tap in reversed(taps)), (kk, panel.shape[2])):
+        for var, extent in (*((tap.var, tap.extent.value) for tap in reversed(taps)), (kk, panel.shape[0])):
             dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
         return dots
     block = block_of_sums(t, w_at, x_at, reduce, lambda sums: epilogue(
@@ -312,7 +312,7 @@ def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Ex
 
         parallel for ob:  for rb < ceil(OH / R):                  oy0: block rb's first row
           for kk < KC: for p < kh: for q < kw:
-            tile_dot(c_tiles[j], w_rows[p, q, kk, 0, 0],
+            tile_dot(c_tiles[j], w_rows[kk, p, q, 0, 0],
                      x4[p dh % sh, q dw % sw, k0 / 4, 4 ((oy0 + p dh / sh) wq + q dw / sw + 16 j)])
           for oi < 16: for r < R: vectorized for ox < OW:
             y[n, o0 + oi, oy0 + r, ox] = epilogue(c_sums[oi, r wq + ox])"""
@@ -328,14 +328,14 @@ def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Ex
     first = BinOp("add", BinOp("mul", row, const(wq)), BinOp("div", BinOp("mul", tq, const(dw)), const(sw)))
 
     def w_at(i: int) -> Load:
-        return Load(panel, (tp, tq, kk, const(i * t.rows), const(0)))
+        return Load(panel, (kk, tp, tq, const(i * t.rows), const(0)))
 
     def x_at(j: int) -> Load:
         column = BinOp("add", first, const(j * t.cols))
         return Load(x4, (ph, pw, BinOp("div", k0, const(4)), BinOp("mul", column, const(4))))
 
     def reduce(dots: Stmt) -> Stmt:
-        for var, extent in ((tq, p.taps[1].extent.value), (tp, p.taps[0].extent.value), (kk, panel.shape[2])):
+        for var, extent in ((tq, p.taps[1].extent.value), (tp, p.taps[0].extent.value), (kk, panel.shape[0])):
             dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
         return dots
 
