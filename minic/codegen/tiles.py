@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import F32, I16, I32, I64, PTR, VOID, Emitter, declare, type_suffix
+from minic.codegen.emit import F32, I8, I16, I32, I64, PTR, VOID, Emitter, declare, type_suffix
 from minic.ir.loops import TILE_DOTS, Load, Stmt, TileDot, TileStore, TileZero, dim_expr
 
 
@@ -69,15 +69,24 @@ def _keep(e: Emitter, first: Load, rows: int, cols: int, tile: ir.Value) -> None
     e.b.store(e.b.call(cast, [tile]), ptr, align=4)
 
 
-def _load(e: Emitter, first: Load, rows: int, row_bytes: int) -> ir.Value:
+def _load(e: Emitter, first: Load, rows: int, row_bytes: int, ahead: int = 0) -> ir.Value:
     """An operand tile from memory; the one loaded before in this block where it is the same
-    (LLVM does not merge two loads of a tile: 2 x 2 dot products would load 8 tiles, not 4)."""
+    (LLVM does not merge two loads of a tile: 2 x 2 dot products would load 8 tiles, not 4).
+    ``ahead``: bytes past each of its rows to prefetch into L2 (``llvm.prefetch``, prefetcht1)."""
     key = (first.index, rows, row_bytes)
     block, tile = e.tile_loads.get(first.buffer.name, {}).get(key, (None, None))
     if block is e.b.block:
         return tile
     load = declare(e.module, "llvm.x86.tileloadd64.internal", AMX, [I16, I16, PTR, I64])
-    tile = e.b.call(load, _shape(rows, row_bytes) + [e.address(first.buffer, first.index), _stride(e, first)])
+    address, stride = e.address(first.buffer, first.index), _stride(e, first)
+    if ahead:
+        prefetch = declare(e.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+        later = e.b.gep(address, [ir.Constant(I64, ahead)], source_etype=I8)
+        for r in range(rows):                # read, locality 2 (L2), data
+            for line in range(0, row_bytes, 64):
+                at = e.b.add(e.b.mul(ir.Constant(I64, r), stride), ir.Constant(I64, line))
+                e.b.call(prefetch, [e.b.gep(later, [at], source_etype=I8)] + [ir.Constant(I32, v) for v in (0, 2, 1)])
+    tile = e.b.call(load, _shape(rows, row_bytes) + [address, stride])
     e.tile_loads.setdefault(first.buffer.name, {})[key] = (e.b.block, tile)
     return tile
 
@@ -92,7 +101,7 @@ def emit_tile(e: Emitter, s: Stmt) -> None:
         _, name = TILE_DOTS[s.a.buffer.dtype, s.b.buffer.dtype]
         dot = declare(e.module, f"llvm.x86.{name}.internal", AMX, [I16, I16, I16, AMX, AMX, AMX])
         c = _tile(e, s.tile, s.rows, s.cols)
-        a, w = _load(e, s.a, s.rows, s.depth), _load(e, s.b, s.depth // 4, 4 * s.cols)
+        a, w = _load(e, s.a, s.rows, s.depth, s.ahead[0]), _load(e, s.b, s.depth // 4, 4 * s.cols, s.ahead[1])
         shape = _shape(s.rows, 4 * s.cols) + [ir.Constant(I16, s.depth)]
         _keep(e, s.tile, s.rows, s.cols, b.call(dot, shape + [c, a, w]))
     elif isinstance(s, TileStore):

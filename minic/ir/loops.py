@@ -276,6 +276,9 @@ class TileDot(Stmt):
 
     The operands' types pick the instruction (``TILE_DOTS``): u8 · i8 (tdpbusd) and i8 · u8
     (tdpbsud) into i32 sums, g = 4; bf16 · bf16 (tdpbf16ps) into f32 sums, g = 2.
+    ``ahead`` (bytes, for a and for b; 0: none): where an operand is a panel of weights read once,
+    tile after tile in memory order, the rows that far past the tile are prefetched as it is loaded
+    (the hardware's prefetchers do not keep up with tile loads from memory); values are unchanged.
     """
     tile: Load
     a: Load
@@ -283,6 +286,7 @@ class TileDot(Stmt):
     rows: int
     cols: int
     depth: int
+    ahead: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -541,7 +545,8 @@ def stmt_lines(s: Stmt, indent: str = "  ") -> list[str]:
     if isinstance(s, Seq):
         return [line for t in s.stmts for line in stmt_lines(t, indent)]
     if isinstance(s, TileDot):
-        return [f"{indent}tile_dot<{s.rows}x{s.cols}, {s.depth}>({expr_str(s.tile)}, {expr_str(s.a)}, "
+        ahead = f", ahead {s.ahead[0]}, {s.ahead[1]}" if any(s.ahead) else ""
+        return [f"{indent}tile_dot<{s.rows}x{s.cols}, {s.depth}{ahead}>({expr_str(s.tile)}, {expr_str(s.a)}, "
                 f"{expr_str(s.b)});"]
     if isinstance(s, TileZero):
         return [f"{indent}tile_zero<{s.rows}x{s.cols}>({expr_str(s.tile)});"]

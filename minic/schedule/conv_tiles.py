@@ -61,8 +61,8 @@ from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
 from minic.schedule.nest import fail
 from minic.schedule.templates import COPY_LIMIT, PACK_LIMIT, _is_product_sum, _scalar_reduction
-from minic.schedule.tiles import (BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums, epilogue,
-                                  first_contraction)
+from minic.schedule.tiles import (AHEAD, BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums,
+                                  epilogue, first_contraction)
 
 MAX_FLAT = 4                   # column tiles of a flattened block: 4 C, 1 A, 1 B in the 8 registers
 
@@ -349,7 +349,8 @@ def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Ex
         return For(oi, const(0), const(mr), ForKind.SERIAL, For(r, const(0), const(R), ForKind.SERIAL,
                                                                  For(ox, const(0), const(OW), ForKind.VECTORIZED, st)))
 
-    block = block_of_sums(t, w_at, x_at, reduce, stores)
+    # One block of rows (a 7x7 image): each weight tile is read once, from memory; prefetch it.
+    block = block_of_sums(t, w_at, x_at, reduce, stores, (AHEAD if OH <= R else 0, 0))
     parallel = ForKind.PARALLEL if threads > 1 else ForKind.SERIAL
     rows = For(rb, const(0), const(-(-OH // R)), ForKind.SERIAL, block)
     blocks = For(ob, const(0), const(-(-p.lane.extent.value // mr)), parallel, Allocate(panel, seq(fill, rows)))

@@ -54,6 +54,7 @@ from minic.schedule.templates import PACK_LIMIT, _is_product_sum, _scalar_reduct
 
 ROWS, BYTES = 16, 64          # a tile: 16 rows of 64 bytes (16 i32 columns of C)
 BLOCK = 2                     # tiles of C per block along each axis: 2 x 2 C, 2 A, 2 B = 8 registers
+AHEAD = 8192                  # bytes: a weight panel read once is prefetched 8 of its 1 KB tiles ahead
 
 
 @dataclass(frozen=True)
@@ -190,15 +191,17 @@ def pack_panel(K: int, per: int, nc: int, dtype: DType, weight: Callable[[Expr, 
 
 
 def block_of_sums(p: TileShape, a_at: Callable[[int], Load], b_at: Callable[[int], Load],
-                  reduce: Callable[[Stmt], Stmt], then: Callable[[Buffer], Stmt]) -> Stmt:
+                  reduce: Callable[[Stmt], Stmt], then: Callable[[Buffer], Stmt],
+                  ahead: tuple[int, int] = (0, 0)) -> Stmt:
     """One block of tm x tn accumulator tiles: zeroed, the dot products of row tile i
     (``a_at(i)``) and column tile j (``b_at(j)``) in the reduction loops that ``reduce`` puts
-    around them, stored once to ``c_sums`` [tm rows, tn cols], and ``then(c_sums)`` (the epilogue)."""
+    around them, stored once to ``c_sums`` [tm rows, tn cols], and ``then(c_sums)`` (the epilogue).
+    ``ahead``: TileDot's prefetch distances, for an operand that is a panel read once (``AHEAD``)."""
     c = Buffer("c_tiles", (p.tm * p.tn, p.rows, p.cols), p.sums, Role.LOCAL)
     t = Buffer("c_sums", (p.tm * p.rows, p.tn * p.cols), p.sums, Role.LOCAL)
     tiles = [(i, jj, Load(c, (const(i * p.tn + jj), const(0), const(0)))) for i in range(p.tm) for jj in range(p.tn)]
     zero = [TileZero(tile, p.rows, p.cols) for _, _, tile in tiles]
-    dots = [TileDot(tile, a_at(i), b_at(jj), p.rows, p.cols, p.depth) for i, jj, tile in tiles]
+    dots = [TileDot(tile, a_at(i), b_at(jj), p.rows, p.cols, p.depth, ahead) for i, jj, tile in tiles]
     out = [TileStore(Load(t, (const(i * p.rows), const(jj * p.cols))), tile, p.rows, p.cols) for i, jj, tile in tiles]
     return Allocate(c, Allocate(t, seq(*zero, reduce(seq(*dots)), *out, then(t))))
 

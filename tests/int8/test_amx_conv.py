@@ -16,6 +16,7 @@ from minic.ir.loops_interp import run_program
 from minic.ir.text import parse_graph
 from minic.options import CompileOptions
 from minic.runtime import compile_graph
+from minic.schedule.tiles import AHEAD
 from minic.verify.tolerance import F32, QDQ8
 from tests.int8.test_amx import AMX, SPR, _first, host_runs_tiles
 
@@ -92,6 +93,19 @@ def test_outputs_narrower_than_a_tile_take_several_rows_a_block(case, dots):
     found = [s for k in program.kernels for s in walk_stmts(k.body) if isinstance(s, TileDot)]
     assert {(d.rows, d.cols) for d in found} == {(16, 16)}
     assert sum(executed_dots(k.body) for k in program.kernels) == dots
+
+
+def test_weights_read_once_are_prefetched_as_the_tiles_load_them():
+    """A 7x7 output is one block of rows: each weight tile is read once, from memory, so the dots
+    prefetch the panel AHEAD bytes on (prefetcht1); one row a block rereads its panel from cache
+    for every row, and prefetches nothing."""
+    options = CompileOptions(cpu="sapphirerapids", features=AMX, use_cache=False, num_threads=1)
+    once, rows = conv_integer(64, 7, 7, 48, 3, 1, 1), conv_integer(64, 14, 14, 64, 3, 1, 1)
+    dots = [s for k in pipeline.run(once, "scheduled", options).kernels for s in walk_stmts(k.body)
+            if isinstance(s, TileDot)]
+    assert dots and all(d.ahead == (AHEAD, 0) for d in dots)
+    assert "prefetcht1" in pipeline.run(once, "asm", options)
+    assert "prefetch" not in pipeline.run(rows, "asm", options)
 
 
 def test_grouped_convs_stay_on_vnni():
