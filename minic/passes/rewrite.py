@@ -147,7 +147,7 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
     """A copy of ``graph`` with ``rules`` applied until none applies (MLIR's greedy
     pattern driver, tinygrad's graph_rewrite): sweeps in node order, the first rule
     that applies at a node wins.  Nodes a rewrite leaves unread (the inner node of a
-    fused pair) and what rules retire are removed at the end."""
+    fused pair) and what rules retire are removed after each sweep."""
     g = clone(graph)
     table = Rules(rules)
     retired: list[Node | Value] = []
@@ -155,7 +155,7 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
     for _ in range(max_sweeps):
         changed = False
         producers = g.producers()
-        # A rewrite removes only the node at hand (what it leaves unread goes at the end)
+        # A rewrite removes only the node at hand (what it leaves unread goes after the sweep)
         # and inserts before it: every later node of this list is still in the graph.
         for node in list(g.nodes):
             result = table.apply(node.op, Match(g, node, producers, retired, memo))
@@ -172,7 +172,7 @@ def rewrite(graph: Graph, rules: Iterable[Rule], max_sweeps: int = 100) -> Graph
                 if old is not new:
                     replace_uses(g, old, new)
             changed = True
+        drop_unused(g, retired)          # each sweep: a rule counting users sees only live readers
         if not changed:
-            drop_unused(g, retired)
             return g
     raise RuntimeError(f"rewrite of @{graph.name} did not reach a fixpoint in {max_sweeps} sweeps")
