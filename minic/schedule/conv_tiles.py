@@ -85,6 +85,7 @@ class ConvTilePlan:
     shape: TileShape           # rows: output channels, cols: output columns
     fold: bool                 # the kernel's columns folded into k (few input channels: ``folded``)
     flat: int = 0              # R > 0: R output rows a block, their pixels in a row (``flattened``)
+    pairs: int = 1             # folded: kernel rows a dot takes (2 where two rows' k fit 64 bytes)
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -127,7 +128,8 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
     C, O, OW = c.extent.value, o.extent.value, ox.extent.value
     kh, kw = p.extent.value, q.extent.value
     fold = 1 < kw and kw * C <= BYTES
-    K = kw * C if fold else C                      # k of one tap (of a kernel row, folded)
+    pairs = 2 if fold and kh > 1 and dh == 1 and 2 * kw * C <= BYTES else 1     # rows h, h + 1: one B tile
+    K = pairs * kw * C if fold else C              # k of one tap (of a kernel row or two, folded)
     depth = min(BYTES, K)
     shape = TileShape(min(O, ROWS), min(OW, ROWS), BLOCK if O >= BLOCK * ROWS else 1,
                       BLOCK if OW >= BLOCK * ROWS else 1, depth)
@@ -136,13 +138,14 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
     flat = 0 if fold else _rows_a_block(OW, oy.extent.value, wq)
     if flat:                                       # R rows a block: 16 channels by up to 4 column tiles
         shape = TileShape(min(O, ROWS), ROWS, 1, -(-((flat - 1) * wq + OW) // ROWS), depth)
-    if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows > PACK_LIMIT:
+    if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows * pairs > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
     copied = (sh * sw * _flat_length(x.buffer.shape, (sh, sw), (dh, dw), (kh, kw), oy.extent.value, flat, shape.tn)
               if flat else hp * max(wq * sw, kw * OW if fold else 0))
     if copied * C > COPY_LIMIT:
         raise fail(f, "the interleaved copy of the image is too large for the stack")
-    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold, flat)
+    return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold, flat,
+                        pairs)
 
 
 def _rows_a_block(OW: int, OH: int, wq: int) -> int:
@@ -199,13 +202,19 @@ def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     every column of the window, ``kw · C`` k a kernel row, and a tile dot takes a whole kernel
     row at once (7 dots a tile instead of 49):
 
-        xf[h, (q C + c) / 4, 4 ox + c % 4] = x[n, c, h, ox sw + q dw]       u8 [Hp, kw C / 4, 4 OW]"""
+        xf[h kw C / 4 + (q C + c) / 4, 4 ox + c % 4] = x[n, c, h, ox sw + q dw]     u8 [Hp kw C / 4, 4 OW]
+
+    Rows h and h + 1 then lie one after the other, so a B tile of 2 kw C / 4 rows holds two kernel
+    rows' k (``pairs``: the stem's 2 x 28 bytes, 4 dots a tile); an odd kh's last pair reads one row
+    past the image, whose weights are zero (the copy has that row, not filled)."""
     _, C, hp, _ = p.x.buffer.shape
     (sw, dw), kw, OW = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value
-    xf = Buffer("x_quads", (hp, kw * C // 4, 4 * OW), DType.u8, Role.LOCAL)
+    quads = kw * C // 4                          # rows of xf an image row: [Hp, kw C / 4] as one axis
+    xf = Buffer("x_quads", ((hp + p.pairs - 1) * quads, 4 * OW), DType.u8, Role.LOCAL)
     h, q, cq, w, i = Var("h_q"), Var("q_q"), Var("c_q"), Var("w_q"), Var("i_q")
     pixel = BinOp("add", BinOp("mul", w, const(sw)), BinOp("mul", q, const(dw)))
-    copy = Store(xf, (h, BinOp("add", BinOp("mul", q, const(C // 4)), cq), BinOp("add", BinOp("mul", w, const(4)), i)),
+    at = BinOp("add", BinOp("mul", h, const(quads)), BinOp("add", BinOp("mul", q, const(C // 4)), cq))
+    copy = Store(xf, (at, BinOp("add", BinOp("mul", w, const(4)), i)),
                  Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
     copy = For(w, const(0), const(OW), ForKind.SERIAL, For(i, const(0), const(4), ForKind.UNROLLED, copy))
     for var, extent in ((cq, C // 4), (q, kw), (h, hp)):
@@ -249,16 +258,25 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     that input channel; folded, ``w_rows[0, p, 0, r, q C + c] = w[o0 + r, c, p, q]``."""
     t, C = p.shape, p.k.extent.value
     kh, kw = (tap.extent.value for tap in p.taps)
-    rows = Buffer("w_rows", (-(-C // t.depth), kh, 1 if p.fold else kw, t.tm * t.rows, t.depth), DType.i8, Role.LOCAL)
+    rows = Buffer("w_rows", (-(-C // t.depth), -(-kh // p.pairs), 1 if p.fold else kw, t.tm * t.rows, t.depth),
+                  DType.i8, Role.LOCAL)
     tp, tq, kp, r, b = Var("p_p"), Var("q_p"), Var("kk_p"), Var("r_p"), Var("b_p")
     k = BinOp("add", _start(kp, t.depth, const(C), C % t.depth == 0), b)
     names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
     channel, column = (BinOp("mod", b, const(C)), BinOp("div", b, const(C))) if p.fold else (k, tq)
-    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, tp, column))))
+    row = tp
+    if p.pairs > 1:                                # b: a pair's first row's kw C bytes, then its second's
+        within = BinOp("mod", b, const(kw * C))
+        channel, column = BinOp("mod", within, const(C)), BinOp("div", within, const(C))
+        row = BinOp("add", BinOp("mul", tp, const(p.pairs)), BinOp("div", b, const(kw * C)))
+    read = BinOp("min", row, const(kh - 1)) if p.pairs > 1 else row       # in range; zeroed below if past
+    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, read, column))))
     if C % t.depth and not p.fold:
         value = Select(BinOp("ge", k, BinOp("mul", kp, const(t.depth))), value, Const(0, DType.i8))
+    if p.pairs > 1 and kh % p.pairs:               # an odd kh's last pair: its second row is no row
+        value = Select(BinOp("lt", row, const(kh)), value, Const(0, DType.i8))
     fill = Store(rows, (kp, tp, tq, r, b), value)
-    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, kh), (kp, rows.shape[0])):
+    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, rows.shape[1]), (kp, rows.shape[0])):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
     return rows, fill
 
@@ -270,14 +288,14 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     mr, nc = t.tm * t.rows, t.tn * t.cols
     ob, xb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     o0, x0 = _start(ob, mr, const(O), O % mr == 0), _start(xb, nc, const(OW), OW % nc == 0)
-    K = C * p.taps[1].extent.value if p.fold else C              # k of one tap's dot (a kernel row's, folded)
+    K = p.pairs * C * p.taps[1].extent.value if p.fold else C    # k of one tap's dot (kernel rows', folded)
     k0 = _start(kk, t.depth, const(K), K % t.depth == 0)
     panel, fill = pack_rows(p, o0)
     if p.flat:
         return _flat_nest(p, threads, ob, o0, kk, k0, panel, fill)
     x4, copy = folded(p) if p.fold else interleaved(p)
     qd = BinOp("mul", p.taps[1].var, const(dw))                 # the tap's column offset in pixels
-    y_at = BinOp("add", BinOp("mul", p.out_row.var, const(sh)), BinOp("mul", p.taps[0].var, const(dh)))
+    y_at = BinOp("add", BinOp("mul", p.out_row.var, const(sh)), BinOp("mul", p.taps[0].var, const(dh * p.pairs)))
     taps = p.taps[:1] if p.fold else p.taps                    # the dots' tap loops (folded: the rows only)
     q_at = const(0) if p.fold else p.taps[1].var
 
@@ -287,12 +305,16 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     def x_at(j: int) -> Load:
         column = BinOp("add", x0, const(j * t.cols))
         if p.fold:                               # the kernel row's columns are in k: one dot a row
-            return Load(x4, (y_at, BinOp("div", k0, const(4)), BinOp("mul", column, const(4))))
+            quads = C * p.taps[1].extent.value // 4
+            return Load(x4, (BinOp("add", BinOp("mul", y_at, const(quads)), BinOp("div", k0, const(4))),
+                             BinOp("mul", column, const(4))))
         return Load(x4, (y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(4)),
                          BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(4))))
 
     def reduce(dots: Stmt) -> Stmt:
-        for var, extent in (*((tap.var, tap.extent.value) for tap in reversed(taps)), (kk, panel.shape[0])):
+        extents = {p.taps[0].var.name: panel.shape[1]}             # the tap rows' loop: pairs of rows, folded
+        for var, extent in (*((tap.var, extents.get(tap.var.name, tap.extent.value)) for tap in reversed(taps)),
+                            (kk, panel.shape[0])):
             dots = For(var, const(0), const(extent), ForKind.SERIAL, dots)
         return dots
     block = block_of_sums(t, w_at, x_at, reduce, lambda sums: epilogue(

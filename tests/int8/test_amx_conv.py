@@ -95,6 +95,18 @@ def test_outputs_narrower_than_a_tile_take_several_rows_a_block(case, dots):
     assert sum(executed_dots(k.body) for k in program.kernels) == dots
 
 
+def test_the_stem_takes_two_kernel_rows_a_dot():
+    """The image's 4 channels in a 7-wide window are 28 bytes of k a kernel row; two rows fill 56
+    of a dot's 64 (the folded copy's rows h and h + 1 lie one after the other), so the 7 rows take
+    4 dots a tile, the last pair's second row weighing zero: 2 x 10 blocks (40 channels in 2 row
+    tiles; 10 rows of 10 columns), 2 tiles each, 4 dots a tile = 160 (one row a dot: 280)."""
+    options = CompileOptions(features=AMX, use_cache=False, num_threads=1)
+    program = pipeline.run(conv_integer(4, 20, 19, 40, 7, 2, 3), "scheduled", options)
+    dots = [s for k in program.kernels for s in walk_stmts(k.body) if isinstance(s, TileDot)]
+    assert {d.depth for d in dots} == {56}
+    assert sum(executed_dots(k.body) for k in program.kernels) == 160
+
+
 def test_weights_read_once_are_prefetched_as_the_tiles_load_them():
     """A 7x7 output is one block of rows: each weight tile is read once, from memory, so the dots
     prefetch the panel AHEAD bytes on (prefetcht1); one row a block rereads its panel from cache
