@@ -21,7 +21,7 @@ from llvmlite import ir
 from minic.errors import UnsupportedError
 from minic.ir.aligned import ALIGN
 from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load,
-                            Select, Seq, Stmt, Store, TILE_STMTS, Var, dim_expr)
+                            Select, Seq, Stmt, Store, TILE_STMTS, Var, dim_expr, map_expr)
 from minic.ir.types import DType
 
 
@@ -425,14 +425,7 @@ def rounded_clip(e: Cast) -> Expr | None:
     rounded = _constant_operand(outer)[0]
     if not (isinstance(rounded, Call) and rounded.fn == "round"):
         return None
-    return _replaced(e.value, rounded, rounded.args[0])
-
-
-def _replaced(e: Expr, old: Expr, new: Expr) -> Expr:
-    """``e`` with its operand ``old`` (found through binary ops) replaced by ``new``."""
-    if e is old:
-        return new
-    return BinOp(e.op, _replaced(e.a, old, new), _replaced(e.b, old, new)) if isinstance(e, BinOp) else e
+    return map_expr(e.value, lambda x: rounded.args[0] if x == rounded else None)
 
 
 def _constant_operand(e: Expr) -> tuple[Expr, float] | None:

@@ -55,14 +55,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Select, Stmt,
-                            Store, Var, const, free_vars, map_expr, seq, substitute)
+                            Store, Var, const, free_vars, seq, substitute)
 from minic.ir.loops_analysis import stride
 from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
 from minic.schedule.nest import fail
 from minic.schedule.templates import COPY_LIMIT, PACK_LIMIT, _is_product_sum, _scalar_reduction
 from minic.schedule.tiles import (AHEAD, BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums,
-                                  epilogue, first_contraction)
+                                  epilogue, first_contraction, stored)
 
 MAX_FLAT = 4                   # column tiles of a flattened block: 4 C, 1 A, 1 B in the 8 registers
 
@@ -276,7 +276,8 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     if p.pairs > 1 and kh % p.pairs:               # an odd kh's last pair: its second row is no row
         value = Select(BinOp("lt", row, const(kh)), value, Const(0, DType.i8))
     fill = Store(rows, (kp, tp, tq, r, b), value)
-    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, rows.shape[1]), (kp, rows.shape[0])):
+    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, rows.shape[1]),
+                        (kp, rows.shape[0])):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
     return rows, fill
 
@@ -364,10 +365,7 @@ def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Ex
     def stores(sums: Buffer) -> Stmt:
         oi, r, ox = Var(p.lane.var.name + "i"), Var(p.out_row.var.name + "i"), Var(p.row.var.name + "i")
         at = {p.lane.var.name: BinOp("add", o0, oi), p.out_row.var.name: BinOp("add", oy0, r), p.row.var.name: ox}
-        result = Load(sums, (oi, BinOp("add", BinOp("mul", r, const(wq)), ox)))
-        value = map_expr(substitute(p.store.value, at),
-                         lambda e: result if isinstance(e, Load) and e.buffer == p.acc else None)
-        st = Store(p.store.buffer, tuple(substitute(e, at) for e in p.store.index), value)
+        st = stored(p.store, p.acc, at, Load(sums, (oi, BinOp("add", BinOp("mul", r, const(wq)), ox))))
         return For(oi, const(0), const(mr), ForKind.SERIAL, For(r, const(0), const(R), ForKind.SERIAL,
                                                                  For(ox, const(0), const(OW), ForKind.VECTORIZED, st)))
 

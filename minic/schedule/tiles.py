@@ -212,11 +212,15 @@ def epilogue(store: Store, acc: Buffer, sums: Buffer, blocks: dict[str, tuple[Ex
     (the one the output is contiguous along: vector lanes) to (first, size) of the block."""
     (row, (m0, mr)), (lane, (n0, nc)) = blocks.items()
     ri, li = Var(row + "i"), Var(lane + "i")
-    at = {row: BinOp("add", m0, ri), lane: BinOp("add", n0, li)}
-    result = Load(sums, (ri, li))
-    value = map_expr(substitute(store.value, at), lambda e: result if isinstance(e, Load) and e.buffer == acc else None)
-    st = Store(store.buffer, tuple(substitute(e, at) for e in store.index), value)
+    st = stored(store, acc, {row: BinOp("add", m0, ri), lane: BinOp("add", n0, li)}, Load(sums, (ri, li)))
     return For(ri, const(0), const(mr), ForKind.SERIAL, For(li, const(0), const(nc), ForKind.VECTORIZED, st))
+
+
+def stored(store: Store, acc: Buffer, at: dict[str, Expr], result: Load) -> Store:
+    """The nest's final store with its loop variables at ``at`` and its accumulator read from
+    ``result`` (the block's sums)."""
+    value = map_expr(substitute(store.value, at), lambda e: result if isinstance(e, Load) and e.buffer == acc else None)
+    return Store(store.buffer, tuple(substitute(e, at) for e in store.index), value)
 
 
 def first_contraction(f: Function) -> tuple[Function, list[Stmt], int]:
