@@ -50,19 +50,24 @@ side by side and one dot takes the row (``folded``).  Where an output row is nar
 tile (a 7 x 7 image: 7 of 16 columns), a block takes R rows at once, their pixels flattened into
 one row of the copy, the padded width apart (``flattened``, ``_flat_nest``): 16 output channels
 by up to 4 tiles of 16 columns, one A tile for 4 dots.
+
+A bf16 conv (amx-bf16) takes the same nests with ``tdpbf16ps``: a pixel's 32 bits hold two
+channels (``group``: the copy interleaves pairs, not quads), a dot takes 32 k (``per``), and the
+tiles and c_sums are f32.  Where the image reaches the conv still in f32 (no pad kernel stored it
+in bf16 before), the copy casts it as it interleaves (``ConvTilePlan.image``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from minic.ir.loops import (Allocate, BinOp, Buffer, Const, Expr, For, ForKind, Function, Load, Role, Select, Stmt,
-                            Store, Var, const, free_vars, seq, substitute)
+from minic.ir.loops import (TILE_DOTS, Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, Load,
+                            Role, Select, Stmt, Store, Var, const, free_vars, map_expr, seq, substitute)
 from minic.ir.loops_analysis import stride
 from minic.ir.loops_simplify import simplify
 from minic.ir.types import DType
 from minic.schedule.nest import fail
 from minic.schedule.templates import COPY_LIMIT, PACK_LIMIT, _is_product_sum, _scalar_reduction
-from minic.schedule.tiles import (AHEAD, BLOCK, BYTES, ROWS, TileShape, _blocks, _narrow, _start, block_of_sums,
-                                  epilogue, first_contraction, stored)
+from minic.schedule.tiles import (AHEAD, BLOCK, BYTES, INT8, ROWS, TileShape, _blocks, _narrow, _start,
+                                  block_of_sums, epilogue, first_contraction, stored)
 
 MAX_FLAT = 4                   # column tiles of a flattened block: 4 C, 1 A, 1 B in the 8 registers
 
@@ -86,6 +91,22 @@ class ConvTilePlan:
     fold: bool                 # the kernel's columns folded into k (few input channels: ``folded``)
     flat: int = 0              # R > 0: R output rows a block, their pixels in a row (``flattened``)
     pairs: int = 1             # folded: kernel rows a dot takes (2 where two rows' k fit 64 bytes)
+    value: Expr | None = None  # what the nest multiplies where that is not x itself: x cast to bf16
+
+    def image(self, n: Expr, c: Expr, h: Expr, w: Expr) -> Expr:
+        """The activation the dots take at x[n, c, h, w] (the copy's value): x there, or its cast."""
+        at = Load(self.x.buffer, (n, c, h, w))
+        return at if self.value is None else map_expr(self.value, lambda e: at if e == self.x else None)
+
+    @property
+    def group(self) -> int:
+        """k side by side in a pixel's 32 bits (B's layout): 4 bytes, 2 bf16."""
+        return 4 // self.image(*self.x.index).dtype.numpy.itemsize
+
+    @property
+    def per(self) -> int:
+        """k a dot takes: the depth's bytes in elements."""
+        return self.shape.depth // self.image(*self.x.index).dtype.numpy.itemsize
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -97,8 +118,9 @@ def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
     return (s, d) if rest == Const(0) and s > 0 and d > 0 else None
 
 
-def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
-    """The ConvTilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it."""
+def plan_conv_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> ConvTilePlan:
+    """The ConvTilePlan of ``nest``, or a ScheduleError saying why the tiles cannot take it; ``pairs``:
+    the operand types (activations, weights) the target's tiles multiply."""
     found = _scalar_reduction(nest)
     if found is None:
         raise fail(f, "no contraction nest")
@@ -107,14 +129,26 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
     if len(spatial) != 4 or len(reduction) != 3 or not _is_product_sum(update):
         raise fail(f, "conv tiles take a conv2d's four output axes and three reduction loops")
     n, o, oy, ox = spatial
-    p, q, c = reduction
-    terms = dict(_narrow(t) for t in (update.value.b.a, update.value.b.b))
-    x, w = terms.get(DType.u8), terms.get(DType.i8)
-    if not isinstance(x, Load) or w is None or len(x.index) != 4:
-        raise fail(f, "conv tiles multiply u8 NCHW activations by i8 weights")
+    terms = [_narrow(t) for t in (update.value.b.a, update.value.b.b)]
+
+    def read(e: Expr) -> Load | None:        # x itself, or x under casts (an f32 image to bf16)
+        while isinstance(e, Cast):
+            e = e.value
+        return e if isinstance(e, Load) and len(e.index) == 4 and oy.var.name in free_vars(e.index[2]) else None
+    (xt, value), (wt, w) = sorted(terms, key=lambda t: read(t[1]) is None)   # x: the one read along the rows
+    x = read(value)
+    if (xt, wt) not in pairs or x is None:
+        kinds = " or ".join(f"{a.value} NCHW activations by {b.value} weights" for a, b in pairs)
+        raise fail(f, f"conv tiles multiply {kinds}")
+    by_var = {t.var.name: t for t in reduction}         # the reduction's loops by what x reads them as
+    p, q, c = (next((by_var[v] for v in free_vars(e) if v in by_var), None)
+               for e in (x.index[2], x.index[3], x.index[1]))
+    if None in (p, q, c) or {id(p), id(q), id(c)} != {id(t) for t in reduction}:
+        raise fail(f, "conv tiles read x[n, c, oy s + p d, ox s + q d] (one group) and weights w[o, c, p, q]")
     loops = (n, o, oy, ox, p, q, c)
-    if not all(t.start == Const(0) and isinstance(t.extent, Const) for t in loops[1:]) or c.extent.value % 4:
-        raise fail(f, "conv tiles need loops of constant size from 0 and input channels a multiple of 4")
+    group, size = 4 // xt.numpy.itemsize, xt.numpy.itemsize
+    if not all(t.start == Const(0) and isinstance(t.extent, Const) for t in loops[1:]) or c.extent.value % group:
+        raise fail(f, f"conv tiles need loops of constant size from 0 and input channels a multiple of {group}")
     names = {t.var.name for t in loops[1:]}
     rows, cols = _affine(x.index[2], oy.var.name, p.var.name), _affine(x.index[3], ox.var.name, q.var.name)
     if (rows is None or cols is None or x.index[1] != c.var or free_vars(x.index[0]) & names
@@ -127,25 +161,26 @@ def plan_conv_tiles(f: Function, nest: Stmt) -> ConvTilePlan:
     (sh, dh), (sw, dw) = rows, cols
     C, O, OW = c.extent.value, o.extent.value, ox.extent.value
     kh, kw = p.extent.value, q.extent.value
-    fold = 1 < kw and kw * C <= BYTES
-    pairs = 2 if fold and kh > 1 and dh == 1 and 2 * kw * C <= BYTES else 1     # rows h, h + 1: one B tile
-    K = pairs * kw * C if fold else C              # k of one tap (of a kernel row or two, folded)
-    depth = min(BYTES, K)
+    fold = 1 < kw and kw * C * size <= BYTES
+    rows_a_dot = 2 if fold and kh > 1 and dh == 1 and 2 * kw * C * size <= BYTES else 1   # rows h, h + 1: one B tile
+    K = rows_a_dot * kw * C if fold else C         # k of one tap (of a kernel row or two, folded)
+    depth = min(BYTES, K * size)
+    sums = TILE_DOTS[wt, xt][0]
     shape = TileShape(min(O, ROWS), min(OW, ROWS), BLOCK if O >= BLOCK * ROWS else 1,
-                      BLOCK if OW >= BLOCK * ROWS else 1, depth)
+                      BLOCK if OW >= BLOCK * ROWS else 1, depth, sums)
     _, _, hp, wp = x.buffer.shape
     wq = -(-wp // sw)                              # pixels of one phase of a row
     flat = 0 if fold else _rows_a_block(OW, oy.extent.value, wq)
     if flat:                                       # R rows a block: 16 channels by up to 4 column tiles
-        shape = TileShape(min(O, ROWS), ROWS, 1, -(-((flat - 1) * wq + OW) // ROWS), depth)
-    if kh * kw * -(-C // depth) * depth * shape.tm * shape.rows * pairs > PACK_LIMIT:
+        shape = TileShape(min(O, ROWS), ROWS, 1, -(-((flat - 1) * wq + OW) // ROWS), depth, sums)
+    if kh * kw * -(-C * size // depth) * depth * shape.tm * shape.rows * rows_a_dot > PACK_LIMIT:
         raise fail(f, "the weights' panel is too large for the stack")
     copied = (sh * sw * _flat_length(x.buffer.shape, (sh, sw), (dh, dw), (kh, kw), oy.extent.value, flat, shape.tn)
               if flat else hp * max(wq * sw, kw * OW if fold else 0))
-    if copied * C > COPY_LIMIT:
+    if copied * C * size > COPY_LIMIT:
         raise fail(f, "the interleaved copy of the image is too large for the stack")
     return ConvTilePlan(n, o, oy, ox, (p, q), c, x, w, update.buffer, store, (sh, sw), (dh, dw), shape, fold, flat,
-                        pairs)
+                        rows_a_dot, None if value == x else value)
 
 
 def _rows_a_block(OW: int, OH: int, wq: int) -> int:
@@ -178,20 +213,20 @@ def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     LLVM's loop vectorizer turns into vector loads of four channel rows and interleaving
     shuffles."""
     _, C, hp, wp = p.x.buffer.shape
-    sw = p.stride[1]
+    sw, g = p.stride[1], p.group
     wq = -(-wp // sw)
-    x4 = Buffer("x_quads", (hp, sw, C // 4, 4 * wq), DType.u8, Role.LOCAL)
+    x4 = Buffer("x_quads", (hp, sw, C // g, g * wq), p.image(*p.x.index).dtype, Role.LOCAL)
     h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
     phases = []
     for phase in range(sw):
         pixel = BinOp("add", BinOp("mul", w, const(sw)), const(phase)) if sw > 1 else w
-        copy = Store(x4, (h, const(phase), cq, BinOp("add", BinOp("mul", w, const(4)), i)),
-                     Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
+        copy = Store(x4, (h, const(phase), cq, BinOp("add", BinOp("mul", w, const(g)), i)),
+                     p.image(p.x.index[0], BinOp("add", BinOp("mul", cq, const(g)), i), h, pixel))
         copy = For(w, const(0), const(-(-(wp - phase) // sw)), ForKind.SERIAL,
-                   For(i, const(0), const(4), ForKind.UNROLLED, copy))
+                   For(i, const(0), const(g), ForKind.UNROLLED, copy))
         phases.append(copy)
     copy = seq(*phases)
-    for var, extent in ((cq, C // 4), (h, hp)):
+    for var, extent in ((cq, C // g), (h, hp)):
         copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
     return x4, copy
 
@@ -208,16 +243,16 @@ def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     rows' k (``pairs``: the stem's 2 x 28 bytes, 4 dots a tile); an odd kh's last pair reads one row
     past the image, whose weights are zero (the copy has that row, not filled)."""
     _, C, hp, _ = p.x.buffer.shape
-    (sw, dw), kw, OW = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value
-    quads = kw * C // 4                          # rows of xf an image row: [Hp, kw C / 4] as one axis
-    xf = Buffer("x_quads", ((hp + p.pairs - 1) * quads, 4 * OW), DType.u8, Role.LOCAL)
+    (sw, dw), kw, OW, g = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value, p.group
+    quads = kw * C // g                          # rows of xf an image row: [Hp, kw C / g] as one axis
+    xf = Buffer("x_quads", ((hp + p.pairs - 1) * quads, g * OW), p.image(*p.x.index).dtype, Role.LOCAL)
     h, q, cq, w, i = Var("h_q"), Var("q_q"), Var("c_q"), Var("w_q"), Var("i_q")
     pixel = BinOp("add", BinOp("mul", w, const(sw)), BinOp("mul", q, const(dw)))
-    at = BinOp("add", BinOp("mul", h, const(quads)), BinOp("add", BinOp("mul", q, const(C // 4)), cq))
-    copy = Store(xf, (at, BinOp("add", BinOp("mul", w, const(4)), i)),
-                 Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i), h, pixel)))
-    copy = For(w, const(0), const(OW), ForKind.SERIAL, For(i, const(0), const(4), ForKind.UNROLLED, copy))
-    for var, extent in ((cq, C // 4), (q, kw), (h, hp)):
+    at = BinOp("add", BinOp("mul", h, const(quads)), BinOp("add", BinOp("mul", q, const(C // g)), cq))
+    copy = Store(xf, (at, BinOp("add", BinOp("mul", w, const(g)), i)),
+                 p.image(p.x.index[0], BinOp("add", BinOp("mul", cq, const(g)), i), h, pixel))
+    copy = For(w, const(0), const(OW), ForKind.SERIAL, For(i, const(0), const(g), ForKind.UNROLLED, copy))
+    for var, extent in ((cq, C // g), (q, kw), (h, hp)):
         copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
     return xf, copy
 
@@ -236,19 +271,20 @@ def flattened(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     kh, kw = (tap.extent.value for tap in p.taps)
     wq = -(-wp // sw)
     length = _flat_length(p.x.buffer.shape, p.stride, p.dilation, (kh, kw), p.out_row.extent.value, p.flat, p.shape.tn)
-    x4 = Buffer("x_quads", (sh, sw, C // 4, 4 * length), DType.u8, Role.LOCAL)
+    g = p.group
+    x4 = Buffer("x_quads", (sh, sw, C // g, g * length), p.image(*p.x.index).dtype, Role.LOCAL)
     h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
     phases = []
     for ph, pw in sorted({(r * dh % sh, t * dw % sw) for r in range(kh) for t in range(kw)}):
         at = BinOp("add", BinOp("mul", h, const(wq)), w)
-        copy = Store(x4, (const(ph), const(pw), cq, BinOp("add", BinOp("mul", at, const(4)), i)),
-                     Load(p.x.buffer, (p.x.index[0], BinOp("add", BinOp("mul", cq, const(4)), i),
-                                       BinOp("add", BinOp("mul", h, const(sh)), const(ph)),
-                                       BinOp("add", BinOp("mul", w, const(sw)), const(pw)))))
+        copy = Store(x4, (const(ph), const(pw), cq, BinOp("add", BinOp("mul", at, const(g)), i)),
+                     p.image(p.x.index[0], BinOp("add", BinOp("mul", cq, const(g)), i),
+                             BinOp("add", BinOp("mul", h, const(sh)), const(ph)),
+                             BinOp("add", BinOp("mul", w, const(sw)), const(pw))))
         copy = For(w, const(0), const(-(-(wp - pw) // sw)), ForKind.SERIAL,
-                   For(i, const(0), const(4), ForKind.UNROLLED, copy))
+                   For(i, const(0), const(g), ForKind.UNROLLED, copy))
         phases.append(For(h, const(0), const(-(-(hp - ph) // sh)), ForKind.SERIAL, copy))
-    return x4, For(cq, const(0), const(C // 4), ForKind.SERIAL, seq(*phases))
+    return x4, For(cq, const(0), const(C // g), ForKind.SERIAL, seq(*phases))
 
 
 def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
@@ -256,12 +292,12 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     it: ``w_rows[kk, p, q, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
     it; in the order the dots read them, chunk by chunk), zero where the chunk before has added
     that input channel; folded, ``w_rows[0, p, 0, r, q C + c] = w[o0 + r, c, p, q]``."""
-    t, C = p.shape, p.k.extent.value
+    t, C, per, dtype = p.shape, p.k.extent.value, p.per, p.w.dtype
     kh, kw = (tap.extent.value for tap in p.taps)
-    rows = Buffer("w_rows", (-(-C // t.depth), -(-kh // p.pairs), 1 if p.fold else kw, t.tm * t.rows, t.depth),
-                  DType.i8, Role.LOCAL)
+    rows = Buffer("w_rows", (-(-C // per), -(-kh // p.pairs), 1 if p.fold else kw, t.tm * t.rows, per),
+                  dtype, Role.LOCAL)
     tp, tq, kp, r, b = Var("p_p"), Var("q_p"), Var("kk_p"), Var("r_p"), Var("b_p")
-    k = BinOp("add", _start(kp, t.depth, const(C), C % t.depth == 0), b)
+    k = BinOp("add", _start(kp, per, const(C), C % per == 0), b)
     names = (p.lane.var.name, p.k.var.name, p.taps[0].var.name, p.taps[1].var.name)
     channel, column = (BinOp("mod", b, const(C)), BinOp("div", b, const(C))) if p.fold else (k, tq)
     row = tp
@@ -271,12 +307,12 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
         row = BinOp("add", BinOp("mul", tp, const(p.pairs)), BinOp("div", b, const(kw * C)))
     read = BinOp("min", row, const(kh - 1)) if p.pairs > 1 else row       # in range; zeroed below if past
     value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, read, column))))
-    if C % t.depth and not p.fold:
-        value = Select(BinOp("ge", k, BinOp("mul", kp, const(t.depth))), value, Const(0, DType.i8))
+    if C % per and not p.fold:
+        value = Select(BinOp("ge", k, BinOp("mul", kp, const(per))), value, Const(0, dtype))
     if p.pairs > 1 and kh % p.pairs:               # an odd kh's last pair: its second row is no row
-        value = Select(BinOp("lt", row, const(kh)), value, Const(0, DType.i8))
+        value = Select(BinOp("lt", row, const(kh)), value, Const(0, dtype))
     fill = Store(rows, (kp, tp, tq, r, b), value)
-    for var, extent in ((b, t.depth), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, rows.shape[1]),
+    for var, extent in ((b, per), (r, t.tm * t.rows), (tq, rows.shape[2]), (tp, rows.shape[1]),
                         (kp, rows.shape[0])):
         fill = For(var, const(0), const(extent), ForKind.SERIAL, fill)
     return rows, fill
@@ -284,13 +320,13 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
 
 def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     """The loop nest of the module docstring for plan ``p``."""
-    t, (sh, sw), (dh, dw) = p.shape, p.stride, p.dilation
+    t, (sh, sw), (dh, dw), g = p.shape, p.stride, p.dilation, p.group
     C, O, OW = p.k.extent.value, p.lane.extent.value, p.row.extent.value
     mr, nc = t.tm * t.rows, t.tn * t.cols
     ob, xb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     o0, x0 = _start(ob, mr, const(O), O % mr == 0), _start(xb, nc, const(OW), OW % nc == 0)
     K = p.pairs * C * p.taps[1].extent.value if p.fold else C    # k of one tap's dot (kernel rows', folded)
-    k0 = _start(kk, t.depth, const(K), K % t.depth == 0)
+    k0 = _start(kk, p.per, const(K), K % p.per == 0)
     panel, fill = pack_rows(p, o0)
     if p.flat:
         return _flat_nest(p, threads, ob, o0, kk, k0, panel, fill)
@@ -306,11 +342,11 @@ def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     def x_at(j: int) -> Load:
         column = BinOp("add", x0, const(j * t.cols))
         if p.fold:                               # the kernel row's columns are in k: one dot a row
-            quads = C * p.taps[1].extent.value // 4
-            return Load(x4, (BinOp("add", BinOp("mul", y_at, const(quads)), BinOp("div", k0, const(4))),
-                             BinOp("mul", column, const(4))))
-        return Load(x4, (y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(4)),
-                         BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(4))))
+            quads = C * p.taps[1].extent.value // g
+            return Load(x4, (BinOp("add", BinOp("mul", y_at, const(quads)), BinOp("div", k0, const(g))),
+                             BinOp("mul", column, const(g))))
+        return Load(x4, (y_at, BinOp("mod", qd, const(sw)), BinOp("div", k0, const(g)),
+                         BinOp("mul", BinOp("add", column, BinOp("div", qd, const(sw))), const(g))))
 
     def reduce(dots: Stmt) -> Stmt:
         extents = {p.taps[0].var.name: panel.shape[1]}             # the tap rows' loop: pairs of rows, folded
@@ -355,7 +391,7 @@ def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Ex
 
     def x_at(j: int) -> Load:
         column = BinOp("add", first, const(j * t.cols))
-        return Load(x4, (ph, pw, BinOp("div", k0, const(4)), BinOp("mul", column, const(4))))
+        return Load(x4, (ph, pw, BinOp("div", k0, const(p.group)), BinOp("mul", column, const(p.group))))
 
     def reduce(dots: Stmt) -> Stmt:
         for var, extent in ((tq, p.taps[1].extent.value), (tp, p.taps[0].extent.value), (kk, panel.shape[0])):
@@ -379,9 +415,9 @@ def _flat_nest(p: ConvTilePlan, threads: int, ob: Var, o0: Expr, kk: Var, k0: Ex
     return replace(p.batch, body=Allocate(x4, seq(copy, blocks)))
 
 
-def schedule_conv_tiles(f: Function, threads: int) -> Function:
-    """``f``'s first contraction nest, an int8 conv, on AMX tiles (the module docstring), or a
-    ScheduleError."""
+def schedule_conv_tiles(f: Function, threads: int, pairs: tuple[tuple[DType, DType], ...] = (INT8,)) -> Function:
+    """``f``'s first contraction nest, an int8 (or bf16) conv, on AMX tiles (the module docstring),
+    or a ScheduleError; ``pairs``: the operand types the target's tiles multiply."""
     f, body, at = first_contraction(f)
-    body[at] = conv_tile_nest(plan_conv_tiles(f, body[at]), threads)
+    body[at] = conv_tile_nest(plan_conv_tiles(f, body[at], pairs), threads)
     return replace(f, body=seq(*body))

@@ -196,7 +196,7 @@ def _steps(e: Expr) -> bool:
 
 def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> Function:
     """``k`` scheduled: the contraction template (``knobs``, else the defaults; an int8 or bf16
-    matmul, an int8 conv, on AMX tiles where the target has them: ``tiles.py``, ``conv_tiles.py``), vector lanes
+    matmul or conv, on AMX tiles where the target has them: ``tiles.py``, ``conv_tiles.py``), vector lanes
     for element-wise loops, then parallel loops."""
     k = unique_loops(k)
 
@@ -209,9 +209,9 @@ def schedule_kernel(k: Function, target: Target, knobs: Knobs | None = None) -> 
         if pairs:                          # a matmul the tiles take (an int8 conv too); else the template's
             with suppress(ScheduleError):
                 done = schedule_tiles(k, target.threads, template, pairs)
-        if INT8 in pairs:
+        if pairs:
             with suppress(ScheduleError):
-                done = done or schedule_conv_tiles(k, target.threads)
+                done = done or schedule_conv_tiles(k, target.threads, pairs)
         with suppress(ScheduleError):      # a nest the template cannot take runs as lowered
             done = done or template(k)
         k = done or k

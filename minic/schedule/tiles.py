@@ -38,7 +38,7 @@ code otherwise.
 
 A bf16 matmul (amx-bf16) takes the same nest with ``tdpbf16ps``: a row of A holds 32 bf16 k,
 a row of B two k of a column side by side (``pack_panel``'s g = 2), and the tiles and c_sums
-are f32.  The int8 convolution builds on the same blocks: ``conv_tiles.py``.
+are f32.  The int8 and bf16 convolutions build on the same blocks: ``conv_tiles.py``.
 """
 from __future__ import annotations
 
