@@ -104,6 +104,12 @@ class ConvTilePlan:
         return 4 // self.image(*self.x.index).dtype.numpy.itemsize
 
     @property
+    def channels(self) -> int:
+        """Input channels as the copy and the panel hold them: whole groups, the ones past the
+        image's zero (folded only: an image's 3 channels, bf16 pairs)."""
+        return -(-self.k.extent.value // self.group) * self.group
+
+    @property
     def per(self) -> int:
         """k a dot takes: the depth's bytes in elements."""
         return self.shape.depth // self.image(*self.x.index).dtype.numpy.itemsize
@@ -147,8 +153,8 @@ def plan_conv_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], .
         raise fail(f, "conv tiles read x[n, c, oy s + p d, ox s + q d] (one group) and weights w[o, c, p, q]")
     loops = (n, o, oy, ox, p, q, c)
     group, size = 4 // xt.numpy.itemsize, xt.numpy.itemsize
-    if not all(t.start == Const(0) and isinstance(t.extent, Const) for t in loops[1:]) or c.extent.value % group:
-        raise fail(f, f"conv tiles need loops of constant size from 0 and input channels a multiple of {group}")
+    if not all(t.start == Const(0) and isinstance(t.extent, Const) for t in loops[1:]):
+        raise fail(f, "conv tiles need loops of constant size from 0")
     names = {t.var.name for t in loops[1:]}
     rows, cols = _affine(x.index[2], oy.var.name, p.var.name), _affine(x.index[3], ox.var.name, q.var.name)
     if (rows is None or cols is None or x.index[1] != c.var or free_vars(x.index[0]) & names
@@ -159,9 +165,11 @@ def plan_conv_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], .
             or o.var.name in free_vars(store.index[-1])):          # y[.., ox] or y[.., ox + 1] (a pad's interior)
         raise fail(f, "the epilogue must store along the output's columns")
     (sh, dh), (sw, dw) = rows, cols
-    C, O, OW = c.extent.value, o.extent.value, ox.extent.value
+    C, O, OW = -(-c.extent.value // group) * group, o.extent.value, ox.extent.value      # C: whole groups
     kh, kw = p.extent.value, q.extent.value
     fold = 1 < kw and kw * C * size <= BYTES
+    if c.extent.value % group and not fold:
+        raise fail(f, f"conv tiles need input channels a multiple of {group} (or few enough to fold)")
     rows_a_dot = 2 if fold and kh > 1 and dh == 1 and 2 * kw * C * size <= BYTES else 1   # rows h, h + 1: one B tile
     K = rows_a_dot * kw * C if fold else C         # k of one tap (of a kernel row or two, folded)
     depth = min(BYTES, K * size)
@@ -241,18 +249,24 @@ def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
 
     Rows h and h + 1 then lie one after the other, so a B tile of 2 kw C / 4 rows holds two kernel
     rows' k (``pairs``: the stem's 2 x 28 bytes, 4 dots a tile); an odd kh's last pair reads one row
-    past the image, whose weights are zero (the copy has that row, not filled)."""
-    _, C, hp, _ = p.x.buffer.shape
+    past the image, whose weights are zero (the copy has that row, zero too: garbage bf16 there
+    could be a NaN, and NaN times 0 is NaN)."""
+    (_, real, hp, _), C = p.x.buffer.shape, p.channels
     (sw, dw), kw, OW, g = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value, p.group
     quads = kw * C // g                          # rows of xf an image row: [Hp, kw C / g] as one axis
     xf = Buffer("x_quads", ((hp + p.pairs - 1) * quads, g * OW), p.image(*p.x.index).dtype, Role.LOCAL)
     h, q, cq, w, i = Var("h_q"), Var("q_q"), Var("c_q"), Var("w_q"), Var("i_q")
     pixel = BinOp("add", BinOp("mul", w, const(sw)), BinOp("mul", q, const(dw)))
     at = BinOp("add", BinOp("mul", h, const(quads)), BinOp("add", BinOp("mul", q, const(C // g)), cq))
-    copy = Store(xf, (at, BinOp("add", BinOp("mul", w, const(g)), i)),
-                 p.image(p.x.index[0], BinOp("add", BinOp("mul", cq, const(g)), i), h, pixel))
+    channel = BinOp("add", BinOp("mul", cq, const(g)), i)
+    value = p.image(p.x.index[0], BinOp("min", channel, const(real - 1)), BinOp("min", h, const(hp - 1)), pixel)
+    if C > real:                                 # the group's channels past the image's: zero
+        value = Select(BinOp("lt", channel, const(real)), value, Const(0, value.dtype))
+    if p.pairs > 1:                              # the row past the image an odd kh's last pair reads:
+        value = Select(BinOp("lt", h, const(hp)), value, Const(0, value.dtype))    # zero (NaN * 0 is NaN)
+    copy = Store(xf, (at, BinOp("add", BinOp("mul", w, const(g)), i)), value)
     copy = For(w, const(0), const(OW), ForKind.SERIAL, For(i, const(0), const(g), ForKind.UNROLLED, copy))
-    for var, extent in ((cq, C // g), (q, kw), (h, hp)):
+    for var, extent in ((cq, C // g), (q, kw), (h, xf.shape[0] // quads)):
         copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
     return xf, copy
 
@@ -292,7 +306,7 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
     it: ``w_rows[kk, p, q, r, b] = w[o0 + r, k0 + b, p, q]`` (k0 of chunk kk as ``_start`` places
     it; in the order the dots read them, chunk by chunk), zero where the chunk before has added
     that input channel; folded, ``w_rows[0, p, 0, r, q C + c] = w[o0 + r, c, p, q]``."""
-    t, C, per, dtype = p.shape, p.k.extent.value, p.per, p.w.dtype
+    t, C, per, dtype = p.shape, p.channels, p.per, p.w.dtype
     kh, kw = (tap.extent.value for tap in p.taps)
     rows = Buffer("w_rows", (-(-C // per), -(-kh // p.pairs), 1 if p.fold else kw, t.tm * t.rows, per),
                   dtype, Role.LOCAL)
@@ -306,7 +320,11 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
         channel, column = BinOp("mod", within, const(C)), BinOp("div", within, const(C))
         row = BinOp("add", BinOp("mul", tp, const(p.pairs)), BinOp("div", b, const(kw * C)))
     read = BinOp("min", row, const(kh - 1)) if p.pairs > 1 else row       # in range; zeroed below if past
-    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), channel, read, column))))
+    real = p.k.extent.value
+    at = BinOp("min", channel, const(real - 1)) if C > real else channel
+    value = substitute(p.w, dict(zip(names, (BinOp("add", o0, r), at, read, column))))
+    if C > real:                                   # a channel past the image's (folded): weighs zero
+        value = Select(BinOp("lt", channel, const(real)), value, Const(0, dtype))
     if C % per and not p.fold:
         value = Select(BinOp("ge", k, BinOp("mul", kp, const(per))), value, Const(0, dtype))
     if p.pairs > 1 and kh % p.pairs:               # an odd kh's last pair: its second row is no row
@@ -321,7 +339,7 @@ def pack_rows(p: ConvTilePlan, o0: Expr) -> tuple[Buffer, Stmt]:
 def conv_tile_nest(p: ConvTilePlan, threads: int) -> Stmt:
     """The loop nest of the module docstring for plan ``p``."""
     t, (sh, sw), (dh, dw), g = p.shape, p.stride, p.dilation, p.group
-    C, O, OW = p.k.extent.value, p.lane.extent.value, p.row.extent.value
+    C, O, OW = p.channels, p.lane.extent.value, p.row.extent.value
     mr, nc = t.tm * t.rows, t.tn * t.cols
     ob, xb, kk = Var(p.lane.var.name + "b"), Var(p.row.var.name + "b"), Var(p.k.var.name + "k")
     o0, x0 = _start(ob, mr, const(O), O % mr == 0), _start(xb, nc, const(OW), OW % nc == 0)
