@@ -54,7 +54,8 @@ by up to 4 tiles of 16 columns, one A tile for 4 dots.
 A bf16 conv (amx-bf16) takes the same nests with ``tdpbf16ps``: a pixel's 32 bits hold two
 channels (``group``: the copy interleaves pairs, not quads), a dot takes 32 k (``per``), and the
 tiles and c_sums are f32.  Where the image reaches the conv still in f32 (no pad kernel stored it
-in bf16 before), the copy casts it as it interleaves (``ConvTilePlan.image``).
+in bf16 before), the copy casts it as it interleaves (``ConvTilePlan.image``); an image's 3 channels
+fold with a zero fourth (``channels``: explicit-padding adds it for int8 only, in the graph).
 """
 from __future__ import annotations
 
