@@ -100,9 +100,14 @@ class ConvTilePlan:
         return at if self.value is None else map_expr(self.value, lambda e: at if e == self.x else None)
 
     @property
+    def dtype(self) -> DType:
+        """The activations' type as the dots take them (u8, bf16)."""
+        return (self.value or self.x).dtype
+
+    @property
     def group(self) -> int:
         """k side by side in a pixel's 32 bits (B's layout): 4 bytes, 2 bf16."""
-        return 4 // self.image(*self.x.index).dtype.numpy.itemsize
+        return 4 // self.dtype.numpy.itemsize
 
     @property
     def channels(self) -> int:
@@ -113,7 +118,7 @@ class ConvTilePlan:
     @property
     def per(self) -> int:
         """k a dot takes: the depth's bytes in elements."""
-        return self.shape.depth // self.image(*self.x.index).dtype.numpy.itemsize
+        return self.shape.depth // self.dtype.numpy.itemsize
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -224,7 +229,7 @@ def interleaved(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     _, C, hp, wp = p.x.buffer.shape
     sw, g = p.stride[1], p.group
     wq = -(-wp // sw)
-    x4 = Buffer("x_quads", (hp, sw, C // g, g * wq), p.image(*p.x.index).dtype, Role.LOCAL)
+    x4 = Buffer("x_quads", (hp, sw, C // g, g * wq), p.dtype, Role.LOCAL)
     h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
     phases = []
     for phase in range(sw):
@@ -255,7 +260,7 @@ def folded(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     (_, real, hp, _), C = p.x.buffer.shape, p.channels
     (sw, dw), kw, OW, g = (p.stride[1], p.dilation[1]), p.taps[1].extent.value, p.row.extent.value, p.group
     quads = kw * C // g                          # rows of xf an image row: [Hp, kw C / g] as one axis
-    xf = Buffer("x_quads", ((hp + p.pairs - 1) * quads, g * OW), p.image(*p.x.index).dtype, Role.LOCAL)
+    xf = Buffer("x_quads", ((hp + p.pairs - 1) * quads, g * OW), p.dtype, Role.LOCAL)
     h, q, cq, w, i = Var("h_q"), Var("q_q"), Var("c_q"), Var("w_q"), Var("i_q")
     pixel = BinOp("add", BinOp("mul", w, const(sw)), BinOp("mul", q, const(dw)))
     at = BinOp("add", BinOp("mul", h, const(quads)), BinOp("add", BinOp("mul", q, const(C // g)), cq))
@@ -287,7 +292,7 @@ def flattened(p: ConvTilePlan) -> tuple[Buffer, Stmt]:
     wq = -(-wp // sw)
     length = _flat_length(p.x.buffer.shape, p.stride, p.dilation, (kh, kw), p.out_row.extent.value, p.flat, p.shape.tn)
     g = p.group
-    x4 = Buffer("x_quads", (sh, sw, C // g, g * length), p.image(*p.x.index).dtype, Role.LOCAL)
+    x4 = Buffer("x_quads", (sh, sw, C // g, g * length), p.dtype, Role.LOCAL)
     h, cq, w, i = Var("h_q"), Var("c_q"), Var("w_q"), Var("i_q")
     phases = []
     for ph, pw in sorted({(r * dh % sh, t * dw % sw) for r in range(kh) for t in range(kw)}):
