@@ -42,8 +42,8 @@ read is still the one running, and a loop cannot finish while a chunk is
 unclaimed, so the task fields it read were that loop's.  That holds because
 ``next`` is made unclaimable (MASK: 2**16 - 1 chunks of each parity taken) before
 the task fields change: else a finished loop's tag would stay on ``next`` while a
-new, larger n is written, and its late worker would claim a chunk of no loop.  The tag is the
-generation's low 32 bits, so it still matches past 2**32 loops.  Chunks are claimed
+new, larger n is written, and its late worker would claim a chunk of no loop.  The tag
+is the generation's low 32 bits, so it still matches past 2**32 loops.  Chunks are claimed
 dynamically (several per thread), so a worker the OS does not schedule in time
 only means the others take its share.
 
@@ -53,8 +53,9 @@ a kernel reads what the one before wrote at the same place (the residual, a proj
 sums, an image's rows).  Taken in one order by whoever comes first, a chunk landed on
 either core, and half of what a kernel read had been written in the other core's cache;
 taken by parity, the same chunk of every loop goes to the same thread unless that thread
-falls behind (resnet50 int8 at two threads: 5.0 -> 4.75 ms, 2026-12-07).  ``minic_pool_stop`` joins the workers;
-the JIT calls it before it frees the code.
+falls behind (resnet50 int8 at two threads: 5.0 -> 4.75 ms, 2026-12-07).
+
+``minic_pool_stop`` joins the workers; the JIT calls it before it frees the code.
 
 Waiting, for a machine shared with other processes:
 * Kernels follow each other within microseconds, so an idle worker polls
