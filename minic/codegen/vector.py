@@ -428,7 +428,16 @@ class VectorLoop:
                 and stride(w.index[-2], self.var) == 1 and not any(uses(i, self.var) for i in w.index[:-2]))
 
     def joined(self, parts: list[ir.Value]) -> ir.Value:
-        """Vectors of 16 lanes joined back into one vector of them all."""
+        """Vectors of 16 lanes joined back into one vector of them all: in pairs, or, for a count that
+        is no power of two (48 lanes), one at a time, each widened to the lanes joined so far (the
+        two vectors of a shuffle have one type)."""
+        if len(parts) & (len(parts) - 1):
+            whole = parts[0]
+            for part in parts[1:]:
+                n, m = whole.type.count, part.type.count
+                wide = self.shuffle(part, list(range(m)) + [m] * (n - m)) if m < n else part
+                whole = self.shuffle(whole, list(range(n + m)), wide)
+            return whole
         while len(parts) > 1:
             parts = [self.shuffle(parts[i], list(range(2 * parts[i].type.count)), parts[i + 1])
                      for i in range(0, len(parts), 2)]

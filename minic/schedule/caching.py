@@ -10,10 +10,10 @@ from dataclasses import replace
 from minic.ir.loops import (Allocate, BinOp, Buffer, Call, Const, Expr, For, ForKind, Function, Load, Role,
                             Select, Seq, Stmt, Store, Var, const, expr_str, free_vars, map_expr, map_stmt, seq,
                             stmt_exprs, sub_stmts, substitute, walk, walk_stmts)
-from minic.schedule.nest import (bounds_vars, check_independent, const_extent, fail, loads, loops,
+from minic.schedule.nest import (bounds_vars, check_independent, const_extent, fail, loads, loops, loops_named,
                                  map_children, map_exprs, perfect_band, private_buffers, rename_loops,
                                  rewrite_loops, stmts_of, stores, subst_stmt, the_loop, wrap)
-from minic.schedule.primitives import _band, _binop, _tidy
+from minic.schedule.primitives import FEW, _band, _binop, _tidy
 
 
 def cache_accumulator(f: Function, *names: str) -> Function:
@@ -106,6 +106,11 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     serial = [replace(t, kind=ForKind.SERIAL) for t in inner]
     fill = rename_loops(wrap(serial, Store(packed, at_index, operand)), "_p")
     read_packed = map_exprs(loop.body, lambda e: _swap(e, operand, Load(packed, at_index)))
+    # split's copy of the nest for fewer rows than a tile (loops renamed ``FEW``) reads the panel too
+    few = {t.var.name: Var(t.var.name + FEW) for t in inner}
+    if all((c.start, c.extent) == (t.start, t.extent) for t in inner for c in loops_named(loop.body, t.var.name + FEW)):
+        twin = Load(packed, tuple(substitute(i, few) for i in at_index))
+        read_packed = map_exprs(read_packed, lambda e: _swap(e, substitute(operand, few), twin))
     body = Allocate(packed, seq(fill, read_packed))
     return _tidy(rewrite_loops(f, at, lambda t: replace(t, body=body)))
 

@@ -20,6 +20,7 @@ from minic.schedule.nest import (bounds_vars, check_independent, const_extent, f
 MAX_UNROLL = 64          # copies of a body codegen will write out
 MAX_LANES = 64           # vector lanes of one vectorized loop (LLVM splits wide vectors into registers)
 TAILS = ("exact", "guard", "overlap", "peel")
+FEW = "_s"               # the suffix of the loops of split's copy of a nest for an extent below the factor
 
 
 def _binop(op: str, a: Expr, b: Expr) -> Expr:
@@ -79,7 +80,7 @@ def split(f: Function, name: str, factor: int, tail: str = "exact",
             body = _sink_guard(BinOp("lt", BinOp("add", base, vi), n), body)
         nest = For(vo, const(0), count, loop.kind, For(vi, const(0), const(factor), ForKind.SERIAL, body))
         if mode == "overlap" and known is None:     # a symbolic extent may be below the factor
-            return If(BinOp("ge", n, const(factor)), nest, rename_loops(loop, "_s"))
+            return If(BinOp("ge", n, const(factor)), nest, rename_loops(loop, FEW))
         if mode == "peel":
             done = _binop("mul", count, const(factor))
             return seq(nest, For(Var(rest), _binop("add", loop.start, done), _binop("sub", n, done), loop.kind,
