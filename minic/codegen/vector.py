@@ -238,7 +238,7 @@ class VectorLoop:
         if not (buffer.role == Role.LOCAL and len(index) == 2 and index[0] == Var(self.var)
                 and isinstance(self.start, ir.Constant) and self.start.constant == 0
                 and 4 < buffer.shape[0] == self.lanes <= 8 and buffer.shape[1] % 8 == 0
-                and buffer.dtype == DType.f32 and not uses(index[1], self.var)):
+                and buffer.dtype in (DType.f32, DType.i32) and not uses(index[1], self.var)):
             return None
         c = self.e.expr(index[1])
         if not isinstance(c, ir.Constant):
@@ -253,13 +253,15 @@ class VectorLoop:
         """The columns of local tile ``buffer`` [5..8 rows, n], each a vector of ``rows`` lanes:
         the rows loaded as vectors, cut in blocks of 8 columns, each block transposed as an
         8 x 8 matrix (missing rows undefined) with the three shuffle stages of x86's
-        unpcklps/unpckhps, shufps and vperm2f128, which LLVM selects one to one."""
+        unpcklps/unpckhps, shufps and vperm2f128, which LLVM selects one to one (for an int8
+        kernel's i32 sums, their integer twins: LLVM's own code for a column of 7 i32 rows was a
+        permutation per column, its masks reloaded from the stack)."""
         rows, n = buffer.shape
         b, shuffle = self.b, self.shuffle
-        base = self.e.ptrs[buffer.name]
-        loaded = [b.load(element(b, base, r * n, F32), typ=ir.VectorType(F32, n), align=4)
+        base, ty = self.e.ptrs[buffer.name], REG_TYPE[buffer.dtype]          # f32, or an int8 kernel's i32 sums
+        loaded = [b.load(element(b, base, r * n, ty), typ=ir.VectorType(ty, n), align=4)
                   for r in range(rows)]
-        undef = ir.Constant(ir.VectorType(F32, 8), ir.Undefined)
+        undef = ir.Constant(ir.VectorType(ty, 8), ir.Undefined)
         unpack = ([0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15])      # unpcklps, unpckhps
         pairs = ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15])       # shufps
         halves = ([0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])     # vperm2f128
