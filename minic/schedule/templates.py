@@ -40,7 +40,7 @@ from minic.ir.types import DType
 from minic.schedule.caching import cache_accumulator, pack_operand
 from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, map_exprs, perfect_band, rewrite_loops,
                                  stmts_of, stores, subst_stmt, unique_loops, wrap)
-from minic.schedule.primitives import MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
+from minic.schedule.primitives import FEW, MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
 COPY_LIMIT = 4 << 20              # bytes of a conv's copy of one image, channels in fours (it lives on the stack)
@@ -154,11 +154,11 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
     f = rewrite_loops(f, ri, lambda t: _store_along_rows(t, li))
     if not isinstance(c.row.extent, Const):     # fewer rows than a tile: one row at a time, still in vectors
         with suppress(ScheduleError):
-            f = vectorize(cache_accumulator(f, li + "_s"), li + "_s")
+            f = vectorize(cache_accumulator(f, li + FEW), li + FEW)
     if knobs.pack:
         f = _pack_lane_operand(f, c, lo, li, ri, nr)
-    # the reduction, and its copy in the one-row-at-a-time code for rows fewer than a tile (``_s``)
-    for k in (c.reduction[-1].var.name, c.reduction[-1].var.name + "_s"):
+    # the reduction, and its copy in the one-row-at-a-time code for rows fewer than a tile (``FEW``)
+    for k in (c.reduction[-1].var.name, c.reduction[-1].var.name + FEW):
         if bf16_pairs:
             f = pair_products(f, k)
         if u8s8_quads:
