@@ -108,9 +108,10 @@ def pack_operand(f: Function, at: str, operand: Expr, name: str) -> Function:
     read_packed = map_exprs(loop.body, lambda e: _swap(e, operand, Load(packed, at_index)))
     # split's copy of the nest for fewer rows than a tile (loops renamed ``FEW``) reads the panel too
     few = {t.var.name: Var(t.var.name + FEW) for t in inner}
-    if all((c.start, c.extent) == (t.start, t.extent) for t in inner for c in loops_named(loop.body, t.var.name + FEW)):
-        twin = Load(packed, tuple(substitute(i, few) for i in at_index))
-        read_packed = map_exprs(read_packed, lambda e: _swap(e, substitute(operand, few), twin))
+    copies = [(t, c) for t in inner for c in loops_named(loop.body, t.var.name + FEW)]
+    if all((c.start, c.extent) == (t.start, t.extent) for t, c in copies):
+        twin, read = substitute(operand, few), Load(packed, tuple(substitute(i, few) for i in at_index))
+        read_packed = map_exprs(read_packed, lambda e: _swap(e, twin, read))
     body = Allocate(packed, seq(fill, read_packed))
     return _tidy(rewrite_loops(f, at, lambda t: replace(t, body=body)))
 

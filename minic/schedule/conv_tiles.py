@@ -107,18 +107,28 @@ class ConvTilePlan:
     @property
     def group(self) -> int:
         """k side by side in a pixel's 32 bits (B's layout): 4 bytes, 2 bf16."""
-        return 4 // self.dtype.numpy.itemsize
+        return _group(self.dtype)
 
     @property
     def channels(self) -> int:
         """Input channels as the copy and the panel hold them: whole groups, the ones past the
         image's zero (folded only: an image's 3 channels, bf16 pairs)."""
-        return -(-self.k.extent.value // self.group) * self.group
+        return _whole_groups(self.k.extent.value, self.group)
 
     @property
     def per(self) -> int:
         """k a dot takes: the depth's bytes in elements."""
         return self.shape.depth // self.dtype.numpy.itemsize
+
+
+def _group(dtype: DType) -> int:
+    """k side by side in a pixel's 32 bits: 4 bytes, 2 bf16."""
+    return 4 // dtype.numpy.itemsize
+
+
+def _whole_groups(k: int, group: int) -> int:
+    """``k`` channels rounded up to whole groups."""
+    return -(-k // group) * group
 
 
 def _affine(e: Expr, a: str, b: str) -> tuple[int, int] | None:
@@ -158,7 +168,7 @@ def plan_conv_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], .
     if None in (p, q, c) or {id(p), id(q), id(c)} != {id(t) for t in reduction}:
         raise fail(f, "conv tiles read x[n, c, oy s + p d, ox s + q d] (one group) and weights w[o, c, p, q]")
     loops = (n, o, oy, ox, p, q, c)
-    group, size = 4 // xt.numpy.itemsize, xt.numpy.itemsize
+    group, size = _group(xt), xt.numpy.itemsize
     if not all(t.start == Const(0) and isinstance(t.extent, Const) for t in loops[1:]):
         raise fail(f, "conv tiles need loops of constant size from 0")
     names = {t.var.name for t in loops[1:]}
@@ -171,7 +181,7 @@ def plan_conv_tiles(f: Function, nest: Stmt, pairs: tuple[tuple[DType, DType], .
             or o.var.name in free_vars(store.index[-1])):          # y[.., ox] or y[.., ox + 1] (a pad's interior)
         raise fail(f, "the epilogue must store along the output's columns")
     (sh, dh), (sw, dw) = rows, cols
-    C, O, OW = -(-c.extent.value // group) * group, o.extent.value, ox.extent.value      # C: whole groups
+    C, O, OW = _whole_groups(c.extent.value, group), o.extent.value, ox.extent.value
     kh, kw = p.extent.value, q.extent.value
     fold = 1 < kw and kw * C * size <= BYTES
     if c.extent.value % group and not fold:
