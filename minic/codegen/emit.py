@@ -22,6 +22,7 @@ from minic.errors import UnsupportedError
 from minic.ir.aligned import ALIGN
 from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load,
                             Select, Seq, Stmt, Store, TILE_STMTS, Var, dim_expr, map_expr)
+from minic.ir.loops_analysis import clamped, constant_operand
 from minic.ir.types import DType
 
 
@@ -399,18 +400,6 @@ def bf16_of_f32(b: ir.IRBuilder, x: ir.Value, convert: bool = False) -> ir.Value
     return b.trunc(b.select(nan, i32(0x7FC0), rounded), like(x, I16))
 
 
-def clamped(e: Expr) -> tuple[float, float] | None:
-    """The interval ``[lo, hi]`` a clamp ``min(max(x, lo), hi)`` (or ``max(min(x, hi), lo)``,
-    constants on either side) lies in, else None: a quantization's ``clip(round(x · r), 0, 255)``
-    before its cast to 8 bits."""
-    outer = _constant_operand(e) if isinstance(e, BinOp) and e.op in ("min", "max") else None
-    inner = _constant_operand(outer[0]) if outer else None
-    if inner is None or outer[0].op != {"min": "max", "max": "min"}[e.op]:
-        return None
-    lo, hi = sorted((float(outer[1]), float(inner[1])))
-    return lo, hi
-
-
 def rounded_clip(e: Cast) -> Expr | None:
     """``clip(x, lo, hi)`` where ``e`` casts ``clip(round(x), lo, hi)`` (f32) to an integer type that
     holds lo..hi, whole numbers (a quantization's last step), else None: then round may come
@@ -421,20 +410,11 @@ def rounded_clip(e: Cast) -> Expr | None:
     info = np.iinfo(e.to.numpy)
     if not all(b == int(b) for b in bounds) or bounds[0] < info.min or bounds[1] > info.max:
         return None
-    outer = _constant_operand(e.value)[0]
-    rounded = _constant_operand(outer)[0]
+    outer = constant_operand(e.value)[0]
+    rounded = constant_operand(outer)[0]
     if not (isinstance(rounded, Call) and rounded.fn == "round"):
         return None
     return map_expr(e.value, lambda x: rounded.args[0] if x == rounded else None)
-
-
-def _constant_operand(e: Expr) -> tuple[Expr, float] | None:
-    """(the other operand, the constant) of a binary op with one constant operand, else None."""
-    if not isinstance(e, BinOp):
-        return None
-    if isinstance(e.b, Const):
-        return e.a, e.b.value
-    return (e.b, e.a.value) if isinstance(e.a, Const) else None
 
 
 def _straight_line(s: Stmt) -> bool:

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, clamped, declare,
+from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_TYPE, VOID, Emitter, declare,
                                 element, rounded_clip, type_suffix)
 from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
                             Var, const, walk)
-from minic.ir.loops_analysis import MAX_STRIDE, repeat, stride, uses
+from minic.ir.loops_analysis import MAX_STRIDE, clamped, repeat, stride, uses
 from minic.ir.types import DType
 
 # Calls with a native vector form (emit.py's INTRINSICS); the rest run lane by lane.
@@ -336,6 +336,8 @@ class VectorLoop:
                     del stmts[:2]
                 elif len(stmts) > 3 and self.u8s8_quad(stmts[:4]):
                     del stmts[:4]
+                elif self.interleaved(stmts):
+                    del stmts[:stmts[0].buffer.shape[-1]]     # the group interleaved() stored
                 else:
                     self.stmt(stmts.pop(0))
             return
@@ -421,13 +423,35 @@ class VectorLoop:
         self.store(first, self.joined(parts))
         return True
 
-    def side_by_side(self, ws: list[Load]) -> bool:
-        """Whether the four weight rows ``ws`` of a vpdpbusd step are ``w[.., j, q]`` for q = 0..3, the
-        lanes j along the axis before: 4 · lanes contiguous bytes, as the instruction reads them."""
+    def side_by_side(self, ws: list[Load] | list[Store]) -> bool:
+        """Whether the accesses ``ws`` are ``w[.., j, q]`` for q = 0, 1, .. up to w's last extent, the
+        lanes j along the axis before: that extent · lanes contiguous elements (the four weight rows
+        of a vpdpbusd step, as the instruction reads them; a copy that interleaves channels)."""
         w = ws[0]
-        return (len(ws) == 4 and len(w.index) >= 2 and w.buffer.shape[-1] == 4
+        return (len(w.index) >= 2 and len(ws) == w.buffer.shape[-1]
                 and all(t.buffer == w.buffer and t.index == w.index[:-1] + (const(q),) for q, t in enumerate(ws))
                 and stride(w.index[-2], self.var) == 1 and not any(uses(i, self.var) for i in w.index[:-2]))
+
+    def interleaved(self, stmts: list[Stmt]) -> bool:
+        """Stores ``y[.., j, q] = v_q`` for every q of y's last axis (``side_by_side``) as one store
+        of them all, the values interleaved by one shuffle (was a store per lane and q: the copy
+        that puts a conv's input channels side by side for vpdpbusd, ``channel_quads``).  No value
+        may read y: all are computed before the store.  True when emitted."""
+        first = stmts[0]
+        if not (isinstance(first, Store) and first.index and first.buffer.dtype != DType.bool
+                and isinstance(first.buffer.shape[-1], int) and 1 < first.buffer.shape[-1] <= len(stmts)):
+            return False
+        group = stmts[:first.buffer.shape[-1]]
+        if not (all(isinstance(s, Store) for s in group) and self.side_by_side(group)
+                and not any(isinstance(x, Load) and x.buffer == first.buffer for s in group for x in walk(s.value))):
+            return False
+        n, m = self.lanes, len(group)
+        whole = self.joined([self.splat(self.expr(s.value)) for s in group])    # v_0 | v_1 | ..
+        value = self.shuffle(whole, [q * n + j for j in range(n) for q in range(m)])
+        self.e.columns.pop(first.buffer.name, None)
+        ptr = self.at_lane(lambda: self.e.address(first.buffer, first.index))
+        self.b.store(value, self.b.bitcast(ptr, ir.PointerType(value.type)), align=first.buffer.dtype.numpy.itemsize)
+        return True
 
     def joined(self, parts: list[ir.Value]) -> ir.Value:
         """Vectors of 16 lanes joined back into one vector of them all: in pairs, or, for a count that

@@ -1,6 +1,6 @@
 """What the schedule and codegen both need to know of a loop nest: how much work
-it does (is it worth threads?) and how an index moves with a loop variable
-(is an access contiguous?)."""
+it does (is it worth threads?), how an index moves with a loop variable
+(is an access contiguous?), and the bounds a clamp puts on a value."""
 from __future__ import annotations
 
 import functools
@@ -96,3 +96,23 @@ def repeat(e: Expr, var: str, start: Expr) -> int | None:
     d = t.b.value
     return d if divisor(simplify(substitute(t.a, {var: start}))) % d == 0 else None
 
+
+def clamped(e: Expr) -> tuple[float, float] | None:
+    """The interval ``[lo, hi]`` a clamp ``min(max(x, lo), hi)`` (or ``max(min(x, hi), lo)``,
+    constants on either side) lies in, else None: a quantization's ``clip(round(x · r), 0, 255)``
+    before its cast to 8 bits."""
+    outer = constant_operand(e) if isinstance(e, BinOp) and e.op in ("min", "max") else None
+    inner = constant_operand(outer[0]) if outer else None
+    if inner is None or outer[0].op != {"min": "max", "max": "min"}[e.op]:
+        return None
+    lo, hi = sorted((float(outer[1]), float(inner[1])))
+    return lo, hi
+
+
+def constant_operand(e: Expr) -> tuple[Expr, float] | None:
+    """(the other operand, the constant) of a binary op with one constant operand, else None."""
+    if not isinstance(e, BinOp):
+        return None
+    if isinstance(e.b, Const):
+        return e.a, e.b.value
+    return (e.b, e.a.value) if isinstance(e.a, Const) else None

@@ -95,15 +95,31 @@ def _vectorize_leaves(k: Function) -> Function:
             with suppress(ScheduleError):  # a scalar reduction: partial results in vector lanes
                 k = rfactor(k, name, LANES)
             continue
+        body = list(stmts_of(loop.body))
         contiguous = all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
-                         and not any(name in free_vars(i) for i in t.index[:-1]) for t in stmts_of(loop.body))
-        if not contiguous or (short and loop.extent.value < SHORT_LANES):  # strided, or a row under 7
+                         and not any(name in free_vars(i) for i in t.index[:-1]) for t in body)
+        if not (contiguous or _side_by_side(body, name)) or (short and loop.extent.value < SHORT_LANES):  # strided, or a row under 7
             continue
         # A short row (7 to 15 elements) is one vector of its length; a loop whose iterations are not
         # independent (a reduction) stays as it is.
         with suppress(ScheduleError):
             k = vectorize(k, name) if short else vectorize(_split_lanes(k, name), name + "i")
     return k
+
+
+def _side_by_side(body: list, name: str) -> bool:
+    """Whether ``body`` stores ``y[.., j, q]`` for every q of y's last axis in turn (j the loop
+    ``name``, in the axis before), and only that: every lane stores a run of y's last extent,
+    the runs of lanes one after another (the copy that interleaves a conv's channels for
+    vpdpbusd, ``templates.channel_quads``): one store of them all (``codegen.vector``)."""
+    if not body or not all(isinstance(t, Store) and len(t.index) >= 2 for t in body):
+        return False
+    m = body[0].buffer.shape[-1]
+    return (isinstance(m, int) and len(body) % m == 0
+            and all(t.buffer == body[0].buffer and t.index[-1] == const(q % m)
+                    and t.index[:-1] == body[q - q % m].index[:-1] for q, t in enumerate(body))
+            and all(stride(t.index[-2], name) == 1 and not any(name in free_vars(i) for i in t.index[:-2])
+                    for t in body))
 
 
 def _rows_one_after_another(rows: For, row: For) -> bool:

@@ -158,8 +158,9 @@ def test_a_conv_reads_four_channels_of_a_pixel_and_four_weight_rows_in_one_load(
     asm = pipeline.run(g, "asm", options)
     assert "vpdpbusd" in asm and re.search(r"vpbroadcastd\s+-?\d*\(", asm), "the quads broadcast from memory"
     # weight_quads: the packed weights hold a step's four rows side by side, so no byte shuffle
-    # interleaves them at every step
-    assert not re.search(r"vperm[it]2b", asm)
+    # interleaves them at every step (the copy's block, which interleaves the image, has one)
+    steps = [block for block in re.split(r"\n[.\w]+:", asm) if "vpdpbusd" in block]
+    assert steps and not any(re.search(r"vperm[it]2b", block) for block in steps)
     if host_has_avx512_vnni():
         from minic.ir import ops
         want = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(9))
@@ -232,4 +233,53 @@ def test_the_i32_sums_of_a_tile_are_stored_down_its_columns_by_unpacking():
     want = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(0))
     for features in ("", "+avx2,+fma"):
         got = compile_graph(g, CompileOptions(features=features, num_threads=1, use_cache=False))(x)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_the_requantization_runs_in_the_tiles_own_orientation_before_the_columns(residual):
+    """A requantizing epilogue (scale and bias per channel, relu, round, clip, to bytes) reads only
+    the tile and per-channel values: it runs on the tile's 14 registers of 16 channels, the
+    columns (7 pixels each, 32 of them) only transposed and narrowed to bytes; with a residual
+    input (read along the columns, the output's layout) only the scale and bias run there."""
+    rng = np.random.default_rng(15)
+    x, w = rng.integers(0, 256, (1, 64, 14, 14)).astype(np.uint8), rng.integers(-128, 128, (32, 64, 1, 1))
+    r = rng.integers(0, 256, (1, 32, 14, 14)).astype(np.uint8)
+    scale = (2.0 ** -rng.integers(10, 14, (32, 1, 1))).astype(np.float32)      # exact products: no rounding
+    bias = (rng.integers(-400, 400, (32, 1, 1)) / 4).astype(np.float32)        # differs with fma or without
+    add = "%t = cast(%r) {dtype = f32} : f32[1, 32, 14, 14]\n  %c = add(%b, %t) : f32[1, 32, 14, 14]" \
+        if residual else "%c = relu(%b) : f32[1, 32, 14, 14]"
+    g = parse_graph(f"""graph @g(%x: u8[1, 64, 14, 14], %r: u8[1, 32, 14, 14]) -> (u8[1, 32, 14, 14]) {{
+  const @w : i8[32, 64, 1, 1] = dense<{w.ravel().tolist()}>
+  const @z : u8[] = dense<0>
+  const @scale : f32[32, 1, 1] = dense<{scale.ravel().tolist()}>
+  const @bias : f32[32, 1, 1] = dense<{bias.ravel().tolist()}>
+  const @lo : f32[] = dense<0.0>
+  const @hi : f32[] = dense<255.0>
+  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[1, 32, 14, 14]
+  %f = cast(%y) {{dtype = f32}} : f32[1, 32, 14, 14]
+  %m = mul(%f, @scale) : f32[1, 32, 14, 14]
+  %b = add(%m, @bias) : f32[1, 32, 14, 14]
+  {add}
+  %q = round(%c) : f32[1, 32, 14, 14]
+  %l = max(%q, @lo) : f32[1, 32, 14, 14]
+  %h = min(%l, @hi) : f32[1, 32, 14, 14]
+  %o = cast(%h) {{dtype = u8}} : u8[1, 32, 14, 14]
+  return %o
+}}""")
+    options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=1, use_cache=False)
+    code = str(pipeline.run(g, "scheduled", options))
+    staged = re.search(r"acc0_g\[i3i, i1i\] = (.*);", code)
+    assert staged, code
+    tile = "f32 acc0_g[7, 32]" if residual else "i32 acc0_g[7, 32]"     # the bytes' i32 there, before narrowing
+    assert tile in code and "bias" in staged.group(1), code
+    assert ("round" in staged.group(1)) != residual, "the rest runs after the residual's add, on the columns"
+    assert "%r" not in staged.group(1) and not re.search(r"\br\[", staged.group(1))
+    from minic.ir import ops
+    sums = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(0))
+    v = sums.astype(np.float32) * scale + bias
+    v = v + r.astype(np.float32) if residual else np.maximum(v, 0)
+    want = np.clip(np.round(v), 0, 255).astype(np.uint8)
+    for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
+        got = compile_graph(g, CompileOptions(features=features, num_threads=1, use_cache=False))(x, r)
         np.testing.assert_array_equal(got, want)
