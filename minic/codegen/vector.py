@@ -41,7 +41,7 @@ from minic.codegen.emit import (BF16, F32, I1, I8, I32, I64, MEM_TYPE, PTR, REG_
                                 element, rounded_clip, type_suffix)
 from minic.ir.loops import (BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, Load, Role, Select, Seq, Stmt, Store,
                             Var, const, walk)
-from minic.ir.loops_analysis import MAX_STRIDE, clamped, repeat, stride, uses
+from minic.ir.loops_analysis import MAX_STRIDE, clamped, repeat, side_by_side, stride, uses
 from minic.ir.types import DType
 
 # Calls with a native vector form (emit.py's INTRINSICS); the rest run lane by lane.
@@ -395,7 +395,7 @@ class VectorLoop:
                 and all(x.dtype == DType.u8 and w.dtype == DType.i8 for x, w in terms)
                 and all(s.buffer == first.buffer and s.index == first.index for s in stmts)
                 and self.step(first.index) == 1
-                and (self.side_by_side([w for _, w in terms]) or all(self.step(w.index) == 1 for _, w in terms))):
+                and (side_by_side([w for _, w in terms], self.var) or all(self.step(w.index) == 1 for _, w in terms))):
             return False
         b = self.b
         xs = [self.at_lane(lambda x=x: self.e.expr(x)) for x, _ in terms]            # bytes, i8
@@ -405,7 +405,7 @@ class VectorLoop:
         bytes64 = ir.VectorType(I8, 64)
         quads = b.bitcast(self.splat16(quad), bytes64)
         n, ws = self.lanes, [w for _, w in terms]
-        if self.side_by_side(ws):               # byte 4j + q: w[.., j, q], as stored
+        if side_by_side(ws, self.var):               # byte 4j + q: w[.., j, q], as stored
             at = self.at_lane(lambda: self.e.address(ws[0].buffer, ws[0].index))
             whole = self.b.load(at, typ=ir.VectorType(I8, 4 * n), align=1)
             rows = [self.shuffle(whole, list(range(4 * c, 4 * c + 64))) for c in range(0, n, 16)]
@@ -423,17 +423,8 @@ class VectorLoop:
         self.store(first, self.joined(parts))
         return True
 
-    def side_by_side(self, ws: list[Load] | list[Store]) -> bool:
-        """Whether the accesses ``ws`` are ``w[.., j, q]`` for q = 0, 1, .. up to w's last extent, the
-        lanes j along the axis before: that extent · lanes contiguous elements (the four weight rows
-        of a vpdpbusd step, as the instruction reads them; a copy that interleaves channels)."""
-        w = ws[0]
-        return (len(w.index) >= 2 and len(ws) == w.buffer.shape[-1]
-                and all(t.buffer == w.buffer and t.index == w.index[:-1] + (const(q),) for q, t in enumerate(ws))
-                and stride(w.index[-2], self.var) == 1 and not any(uses(i, self.var) for i in w.index[:-2]))
-
     def interleaved(self, stmts: list[Stmt]) -> bool:
-        """Stores ``y[.., j, q] = v_q`` for every q of y's last axis (``side_by_side``) as one store
+        """Stores ``y[.., j, q] = v_q`` for every q of y's last axis (``loops_analysis.side_by_side``) as one store
         of them all, the values interleaved by one shuffle (was a store per lane and q: the copy
         that puts a conv's input channels side by side for vpdpbusd, ``channel_quads``).  No value
         may read y: all are computed before the store.  True when emitted."""
@@ -442,7 +433,7 @@ class VectorLoop:
                 and isinstance(first.buffer.shape[-1], int) and 1 < first.buffer.shape[-1] <= len(stmts)):
             return False
         group = stmts[:first.buffer.shape[-1]]
-        if not (all(isinstance(s, Store) for s in group) and self.side_by_side(group)
+        if not (all(isinstance(s, Store) for s in group) and side_by_side(group, self.var)
                 and not any(isinstance(x, Load) and x.buffer == first.buffer for s in group for x in walk(s.value))):
             return False
         n, m = self.lanes, len(group)

@@ -116,3 +116,14 @@ def constant_operand(e: Expr) -> tuple[Expr, float] | None:
     if isinstance(e.b, Const):
         return e.a, e.b.value
     return (e.b, e.a.value) if isinstance(e.a, Const) else None
+
+
+def side_by_side(accesses: list, var: str) -> bool:
+    """Whether the loads or stores ``accesses`` are ``y[.., j, q]`` for q = 0, 1, .. up to y's last
+    extent, in turn, with ``var`` (the lanes j) in the axis before and nowhere else: that extent ·
+    lanes contiguous elements (the four weight rows of a vpdpbusd step, as the instruction reads
+    them; a copy that puts a conv's input channels side by side for it)."""
+    y = accesses[0]
+    return (len(y.index) >= 2 and len(accesses) == y.buffer.shape[-1]
+            and all(t.buffer == y.buffer and t.index == y.index[:-1] + (const(q),) for q, t in enumerate(accesses))
+            and stride(y.index[-2], var) == 1 and not any(uses(i, var) for i in y.index[:-2]))

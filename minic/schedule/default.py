@@ -22,7 +22,7 @@ import numpy as np
 
 from minic.errors import UserError
 from minic.options import Target, converts_bf16, dots_u8s8, tiles_bf16, tiles_u8s8
-from minic.ir.loops_analysis import PARALLEL_WORK, stride, uses, work
+from minic.ir.loops_analysis import PARALLEL_WORK, side_by_side, stride, uses, work
 from minic.ir.types import DType
 from minic.ir.loops import (COMPARE_OPS, STATUS, Allocate, BinOp, BitCast, Call, Cast, Const, Expr, For, ForKind,
                             Function, Program, Select, Seq, Stmt, Store, const, free_vars, map_expr, seq, walk)
@@ -98,8 +98,8 @@ def _vectorize_leaves(k: Function) -> Function:
         body = list(stmts_of(loop.body))
         contiguous = all(isinstance(t, Store) and t.index and stride(t.index[-1], name) == 1
                          and not any(name in free_vars(i) for i in t.index[:-1]) for t in body)
-        if not (contiguous or _side_by_side(body, name)) or (short and loop.extent.value < SHORT_LANES):  # strided, or a row under 7
-            continue
+        if not (contiguous or _side_by_side(body, name)) or (short and loop.extent.value < SHORT_LANES):
+            continue                       # strided, or a row under 7
         # A short row (7 to 15 elements) is one vector of its length; a loop whose iterations are not
         # independent (a reduction) stays as it is.
         with suppress(ScheduleError):
@@ -108,18 +108,14 @@ def _vectorize_leaves(k: Function) -> Function:
 
 
 def _side_by_side(body: list, name: str) -> bool:
-    """Whether ``body`` stores ``y[.., j, q]`` for every q of y's last axis in turn (j the loop
-    ``name``, in the axis before), and only that: every lane stores a run of y's last extent,
-    the runs of lanes one after another (the copy that interleaves a conv's channels for
-    vpdpbusd, ``templates.channel_quads``): one store of them all (``codegen.vector``)."""
-    if not body or not all(isinstance(t, Store) and len(t.index) >= 2 for t in body):
+    """Whether ``body`` is stores ``y[.., j, q]`` for every q of y's last axis in turn
+    (``loops_analysis.side_by_side``, j the loop ``name``), group after group: every lane stores
+    a run of y's last extent, one store of them all (``codegen.vector``)."""
+    if not body or not all(isinstance(t, Store) and t.index for t in body):
         return False
     m = body[0].buffer.shape[-1]
-    return (isinstance(m, int) and len(body) % m == 0
-            and all(t.buffer == body[0].buffer and t.index[-1] == const(q % m)
-                    and t.index[:-1] == body[q - q % m].index[:-1] for q, t in enumerate(body))
-            and all(stride(t.index[-2], name) == 1 and not any(name in free_vars(i) for i in t.index[:-2])
-                    for t in body))
+    return (isinstance(m, int) and m > 1 and len(body) % m == 0
+            and all(side_by_side(body[g:g + m], name) for g in range(0, len(body), m)))
 
 
 def _rows_one_after_another(rows: For, row: For) -> bool:

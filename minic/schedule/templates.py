@@ -369,8 +369,9 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
     c, h, w = x.shape[1:]
     quads = Buffer("x_quads", (c // 4, h, w, 4), DType.u8, Role.LOCAL)
     cq, hq, wq = Var("c_q"), Var("h_q"), Var("w_q")
+    # the four stores side by side: one interleaved store of a vector of w (schedule.default, codegen.vector)
     copy = seq(*(Store(quads, (cq, hq, wq, const(i)), Load(x, (n, BinOp("add", BinOp("mul", cq, const(4)), const(i)), hq, wq)))
-                 for i in range(4)))        # the four side by side: one interleaved store of a vector of w (default.py)
+                 for i in range(4)))
     for var, extent in ((wq, w), (hq, h)):
         copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
     copy = For(cq, const(0), const(c // 4), ForKind.PARALLEL if threads > 1 else ForKind.SERIAL, copy)
