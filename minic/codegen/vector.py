@@ -392,7 +392,8 @@ class VectorLoop:
         terms = [_dot_term(s, self.var, DType.i32, (DType.u8, DType.i8)) for s in stmts]
         first = stmts[0]
         if not (self.e.dots_u8s8 and self.x86 and self.lanes % 16 == 0 and None not in terms
-                and all(x.dtype == DType.u8 and w.dtype == DType.i8 for x, w in terms)
+                and len({(x.dtype, w.dtype) for x, w in terms}) == 1
+                and {terms[0][0].dtype, terms[0][1].dtype} == {DType.u8, DType.i8}
                 and all(s.buffer == first.buffer and s.index == first.index for s in stmts)
                 and self.step(first.index) == 1
                 and (side_by_side([w for _, w in terms], self.var) or all(self.step(w.index) == 1 for _, w in terms))):
@@ -419,7 +420,8 @@ class VectorLoop:
                       [ir.VectorType(I32, 16), bytes64, bytes64])
         parts = []
         for c, row in zip(range(0, n, 16), rows):
-            parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), quads, row]))
+            u8, s8 = (quads, row) if terms[0][0].dtype == DType.u8 else (row, quads)
+            parts.append(b.call(dot, [self.shuffle(acc, list(range(c, c + 16))), u8, s8]))
         self.store(first, self.joined(parts))
         return True
 

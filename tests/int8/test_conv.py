@@ -283,3 +283,48 @@ def test_the_requantization_runs_in_the_tiles_own_orientation_before_the_columns
     for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
         got = compile_graph(g, CompileOptions(features=features, num_threads=1, use_cache=False))(x, r)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_1x1_conv_of_long_rows_runs_its_columns_as_lanes(threads):
+    """A 1x1 conv of rows of 32 columns or more (resnet50's first stage: 56) runs the output
+    columns as lanes and 8 channels as register rows: the epilogue stores each register as a piece
+    of an NCHW row (no transpose), reading the residual the same way, and vpdpbusd takes a
+    channel's four weights as an embedded broadcast.  40 columns: two blocks of 32, overlapping;
+    20 channels: three blocks of 8, overlapping."""
+    rng = np.random.default_rng(16)
+    x, w = rng.integers(0, 256, (2, 16, 3, 40)).astype(np.uint8), rng.integers(-128, 128, (20, 16, 1, 1))
+    r = rng.integers(0, 256, (2, 20, 3, 40)).astype(np.uint8)
+    scale = (2.0 ** -rng.integers(8, 11, (20, 1, 1))).astype(np.float32)
+    bias = (rng.integers(-400, 400, (20, 1, 1)) / 4).astype(np.float32)
+    g = parse_graph(f"""graph @g(%x: u8[2, 16, 3, 40], %r: u8[2, 20, 3, 40]) -> (u8[2, 20, 3, 40]) {{
+  const @w : i8[20, 16, 1, 1] = dense<{w.ravel().tolist()}>
+  const @z : u8[] = dense<0>
+  const @scale : f32[20, 1, 1] = dense<{scale.ravel().tolist()}>
+  const @bias : f32[20, 1, 1] = dense<{bias.ravel().tolist()}>
+  const @lo : f32[] = dense<0.0>
+  const @hi : f32[] = dense<255.0>
+  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[2, 20, 3, 40]
+  %f = cast(%y) {{dtype = f32}} : f32[2, 20, 3, 40]
+  %m = mul(%f, @scale) : f32[2, 20, 3, 40]
+  %b = add(%m, @bias) : f32[2, 20, 3, 40]
+  %t = cast(%r) {{dtype = f32}} : f32[2, 20, 3, 40]
+  %c = add(%b, %t) : f32[2, 20, 3, 40]
+  %q = round(%c) : f32[2, 20, 3, 40]
+  %l = max(%q, @lo) : f32[2, 20, 3, 40]
+  %h = min(%l, @hi) : f32[2, 20, 3, 40]
+  %o = cast(%h) {{dtype = u8}} : u8[2, 20, 3, 40]
+  return %o
+}}""")
+    options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=threads, use_cache=False)
+    code = str(pipeline.run(g, "scheduled", options))
+    assert "i32 acc0[8, 32]" in code and "acc0_g" not in code, code      # channels as rows: no transpose
+    asm = pipeline.run(g, "asm", options)
+    assert "vpdpbusd" in asm and re.search(r"vpbroadcastd|\{1to16\}", asm), "a channel's weights broadcast"
+    assert not re.search(r"vpunpck[lh]dq", asm), "no i32 tile transposed"
+    from minic.ir import ops
+    sums = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(0))
+    want = np.clip(np.round(sums.astype(np.float32) * scale + bias + r.astype(np.float32)), 0, 255).astype(np.uint8)
+    for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
+        got = compile_graph(g, CompileOptions(features=features, num_threads=threads, use_cache=False))(x, r)
+        np.testing.assert_array_equal(got, want)
