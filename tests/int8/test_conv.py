@@ -236,37 +236,49 @@ def test_the_i32_sums_of_a_tile_are_stored_down_its_columns_by_unpacking():
         np.testing.assert_array_equal(got, want)
 
 
+def requantizing_conv(rng, n: int, c: int, o: int, h: int, w: int, residual: bool):
+    """A 1x1 conv2d_integer of u8 [n, c, h, w] into o channels, requantized to bytes (scale and bias
+    per channel, a residual input added or relu, round, clip): (graph, x, r, its exact output).
+    The scales are powers of two and the biases quarters, so the products are exact and a build
+    with fused multiply-adds rounds as one without."""
+    x, wt = rng.integers(0, 256, (n, c, h, w)).astype(np.uint8), rng.integers(-128, 128, (o, c, 1, 1))
+    r = rng.integers(0, 256, (n, o, h, w)).astype(np.uint8)
+    scale = (2.0 ** -rng.integers(8, 14, (o, 1, 1))).astype(np.float32)
+    bias = (rng.integers(-400, 400, (o, 1, 1)) / 4).astype(np.float32)
+    t = f"f32[{n}, {o}, {h}, {w}]"
+    add = f"%t = cast(%r) {{dtype = f32}} : {t}\n  %c = add(%b, %t) : {t}" if residual else f"%c = relu(%b) : {t}"
+    g = parse_graph(f"""graph @g(%x: u8[{n}, {c}, {h}, {w}], %r: u8[{n}, {o}, {h}, {w}]) -> (u8[{n}, {o}, {h}, {w}]) {{
+  const @w : i8[{o}, {c}, 1, 1] = dense<{wt.ravel().tolist()}>
+  const @z : u8[] = dense<0>
+  const @scale : f32[{o}, 1, 1] = dense<{scale.ravel().tolist()}>
+  const @bias : f32[{o}, 1, 1] = dense<{bias.ravel().tolist()}>
+  const @lo : f32[] = dense<0.0>
+  const @hi : f32[] = dense<255.0>
+  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[{n}, {o}, {h}, {w}]
+  %f = cast(%y) {{dtype = f32}} : {t}
+  %m = mul(%f, @scale) : {t}
+  %b = add(%m, @bias) : {t}
+  {add}
+  %q = round(%c) : {t}
+  %l = max(%q, @lo) : {t}
+  %h = min(%l, @hi) : {t}
+  %o = cast(%h) {{dtype = u8}} : u8[{n}, {o}, {h}, {w}]
+  return %o
+}}""")
+    from minic.ir import ops
+    sums = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, wt.astype(np.int8), np.uint8(0))
+    v = sums.astype(np.float32) * scale + bias
+    v = v + r.astype(np.float32) if residual else np.maximum(v, 0)
+    return g, x, r, np.clip(np.round(v), 0, 255).astype(np.uint8)
+
+
 @pytest.mark.parametrize("residual", [False, True])
 def test_the_requantization_runs_in_the_tiles_own_orientation_before_the_columns(residual):
     """A requantizing epilogue (scale and bias per channel, relu, round, clip, to bytes) reads only
     the tile and per-channel values: it runs on the tile's 14 registers of 16 channels, the
     columns (7 pixels each, 32 of them) only transposed and narrowed to bytes; with a residual
     input (read along the columns, the output's layout) only the scale and bias run there."""
-    rng = np.random.default_rng(15)
-    x, w = rng.integers(0, 256, (1, 64, 14, 14)).astype(np.uint8), rng.integers(-128, 128, (32, 64, 1, 1))
-    r = rng.integers(0, 256, (1, 32, 14, 14)).astype(np.uint8)
-    scale = (2.0 ** -rng.integers(10, 14, (32, 1, 1))).astype(np.float32)      # exact products: no rounding
-    bias = (rng.integers(-400, 400, (32, 1, 1)) / 4).astype(np.float32)        # differs with fma or without
-    add = "%t = cast(%r) {dtype = f32} : f32[1, 32, 14, 14]\n  %c = add(%b, %t) : f32[1, 32, 14, 14]" \
-        if residual else "%c = relu(%b) : f32[1, 32, 14, 14]"
-    g = parse_graph(f"""graph @g(%x: u8[1, 64, 14, 14], %r: u8[1, 32, 14, 14]) -> (u8[1, 32, 14, 14]) {{
-  const @w : i8[32, 64, 1, 1] = dense<{w.ravel().tolist()}>
-  const @z : u8[] = dense<0>
-  const @scale : f32[32, 1, 1] = dense<{scale.ravel().tolist()}>
-  const @bias : f32[32, 1, 1] = dense<{bias.ravel().tolist()}>
-  const @lo : f32[] = dense<0.0>
-  const @hi : f32[] = dense<255.0>
-  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[1, 32, 14, 14]
-  %f = cast(%y) {{dtype = f32}} : f32[1, 32, 14, 14]
-  %m = mul(%f, @scale) : f32[1, 32, 14, 14]
-  %b = add(%m, @bias) : f32[1, 32, 14, 14]
-  {add}
-  %q = round(%c) : f32[1, 32, 14, 14]
-  %l = max(%q, @lo) : f32[1, 32, 14, 14]
-  %h = min(%l, @hi) : f32[1, 32, 14, 14]
-  %o = cast(%h) {{dtype = u8}} : u8[1, 32, 14, 14]
-  return %o
-}}""")
+    g, x, r, want = requantizing_conv(np.random.default_rng(15), 1, 64, 32, 14, 14, residual)
     options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=1, use_cache=False)
     code = str(pipeline.run(g, "scheduled", options))
     staged = re.search(r"acc0_g\[i3i, i1i\] = (.*);", code)
@@ -275,11 +287,6 @@ def test_the_requantization_runs_in_the_tiles_own_orientation_before_the_columns
     assert tile in code and "bias" in staged.group(1), code
     assert ("round" in staged.group(1)) != residual, "the rest runs after the residual's add, on the columns"
     assert "%r" not in staged.group(1) and not re.search(r"\br\[", staged.group(1))
-    from minic.ir import ops
-    sums = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(0))
-    v = sums.astype(np.float32) * scale + bias
-    v = v + r.astype(np.float32) if residual else np.maximum(v, 0)
-    want = np.clip(np.round(v), 0, 255).astype(np.uint8)
     for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
         got = compile_graph(g, CompileOptions(features=features, num_threads=1, use_cache=False))(x, r)
         np.testing.assert_array_equal(got, want)
@@ -290,41 +297,15 @@ def test_a_1x1_conv_of_long_rows_runs_its_columns_as_lanes(threads):
     """A 1x1 conv of rows of 32 columns or more (resnet50's first stage: 56) runs the output
     columns as lanes and 8 channels as register rows: the epilogue stores each register as a piece
     of an NCHW row (no transpose), reading the residual the same way, and vpdpbusd takes a
-    channel's four weights as an embedded broadcast.  40 columns: two blocks of 32, overlapping;
-    20 channels: three blocks of 8, overlapping."""
-    rng = np.random.default_rng(16)
-    x, w = rng.integers(0, 256, (2, 16, 3, 40)).astype(np.uint8), rng.integers(-128, 128, (20, 16, 1, 1))
-    r = rng.integers(0, 256, (2, 20, 3, 40)).astype(np.uint8)
-    scale = (2.0 ** -rng.integers(8, 11, (20, 1, 1))).astype(np.float32)
-    bias = (rng.integers(-400, 400, (20, 1, 1)) / 4).astype(np.float32)
-    g = parse_graph(f"""graph @g(%x: u8[2, 16, 3, 40], %r: u8[2, 20, 3, 40]) -> (u8[2, 20, 3, 40]) {{
-  const @w : i8[20, 16, 1, 1] = dense<{w.ravel().tolist()}>
-  const @z : u8[] = dense<0>
-  const @scale : f32[20, 1, 1] = dense<{scale.ravel().tolist()}>
-  const @bias : f32[20, 1, 1] = dense<{bias.ravel().tolist()}>
-  const @lo : f32[] = dense<0.0>
-  const @hi : f32[] = dense<255.0>
-  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[2, 20, 3, 40]
-  %f = cast(%y) {{dtype = f32}} : f32[2, 20, 3, 40]
-  %m = mul(%f, @scale) : f32[2, 20, 3, 40]
-  %b = add(%m, @bias) : f32[2, 20, 3, 40]
-  %t = cast(%r) {{dtype = f32}} : f32[2, 20, 3, 40]
-  %c = add(%b, %t) : f32[2, 20, 3, 40]
-  %q = round(%c) : f32[2, 20, 3, 40]
-  %l = max(%q, @lo) : f32[2, 20, 3, 40]
-  %h = min(%l, @hi) : f32[2, 20, 3, 40]
-  %o = cast(%h) {{dtype = u8}} : u8[2, 20, 3, 40]
-  return %o
-}}""")
+    channel's four weights as a broadcast.  40 columns: two blocks of 32, overlapping; 20
+    channels: three blocks of 8, overlapping."""
+    g, x, r, want = requantizing_conv(np.random.default_rng(16), 2, 16, 20, 3, 40, residual=True)
     options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=threads, use_cache=False)
     code = str(pipeline.run(g, "scheduled", options))
     assert "i32 acc0[8, 32]" in code and "acc0_g" not in code, code      # channels as rows: no transpose
     asm = pipeline.run(g, "asm", options)
     assert "vpdpbusd" in asm and re.search(r"vpbroadcastd|\{1to16\}", asm), "a channel's weights broadcast"
     assert not re.search(r"vpunpck[lh]dq", asm), "no i32 tile transposed"
-    from minic.ir import ops
-    sums = ops.get("conv2d_integer").reference(g.nodes[0].attrs, x, w.astype(np.int8), np.uint8(0))
-    want = np.clip(np.round(sums.astype(np.float32) * scale + bias + r.astype(np.float32)), 0, 255).astype(np.uint8)
     for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
         got = compile_graph(g, CompileOptions(features=features, num_threads=threads, use_cache=False))(x, r)
         np.testing.assert_array_equal(got, want)
