@@ -192,7 +192,8 @@ def _columns_as_lanes(f: Function, c: Contraction) -> bool:
     its sums 0.344 -> 0.304, the 256 -> 64 ones 0.230 -> 0.239.  Rows of 28 or 14 columns would
     waste lanes (a 1x1 conv's rows flattened into one axis of pixels would not)."""
     update = c.reduction[-1].body
-    return ("conv2d" in f.origin and c.lane is c.spatial[1] and c.row is c.spatial[3]
+    return ("conv2d" in f.origin and len(c.spatial) == 4 and c.lane is c.spatial[1] and c.row is c.spatial[3]
+            and all(_widened_byte(x) for x in (update.value.b.a, update.value.b.b))
             and isinstance(c.row.extent, Const) and c.row.extent.value >= 32
             and all(t.extent == Const(1) for t in c.reduction[:-1])
             and all(not x.index or stride(x.index[-1], c.row.var.name) in (0, 1) for x in loads(update)))
