@@ -309,3 +309,15 @@ def test_a_1x1_conv_of_long_rows_runs_its_columns_as_lanes(threads):
     for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
         got = compile_graph(g, CompileOptions(features=features, num_threads=threads, use_cache=False))(x, r)
         np.testing.assert_array_equal(got, want)
+
+
+def test_an_f32_1x1_conv_of_long_rows_keeps_its_channels_as_lanes():
+    # the 8-bit orientation is for vpdpbusd's quads only: an f32 conv on the same target keeps its own
+    w = np.ones((20, 16, 1, 1), np.float32)
+    g = parse_graph(f"""graph @g(%x: f32[1, 16, 3, 40]) -> (f32[1, 20, 3, 40]) {{
+  const @w : f32[20, 16, 1, 1] = dense<{w.ravel().tolist()}>
+  %y = conv2d(%x, @w) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : f32[1, 20, 3, 40]
+  return %y
+}}""")
+    code = str(pipeline.run(g, "scheduled", CompileOptions(cpu="sapphirerapids", features=SPR, use_cache=False)))
+    assert re.search(r"vectorized for \(i1i = 0; i1i < 16", code), code       # lanes over the 20 channels
