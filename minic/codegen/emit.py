@@ -22,7 +22,7 @@ from minic.errors import UnsupportedError
 from minic.ir.aligned import ALIGN
 from minic.ir.loops import (Allocate, BinOp, BitCast, Buffer, Call, Cast, Const, Expr, For, ForKind, If, Load,
                             Select, Seq, Stmt, Store, TILE_STMTS, Var, dim_expr, map_expr)
-from minic.ir.loops_analysis import clamped, constant_operand
+from minic.ir.loops_analysis import clamped, clamped_cast, constant_operand
 from minic.ir.types import DType
 
 
@@ -404,11 +404,8 @@ def rounded_clip(e: Cast) -> Expr | None:
     """``clip(x, lo, hi)`` where ``e`` casts ``clip(round(x), lo, hi)`` (f32) to an integer type that
     holds lo..hi, whole numbers (a quantization's last step), else None: then round may come
     last, in the conversion itself, since rounding commutes with a clip to whole numbers."""
-    bounds = clamped(e.value)
-    if bounds is None or e.value.dtype != DType.f32 or not e.to.is_int or e.to.bits > 32:
-        return None
-    info = np.iinfo(e.to.numpy)
-    if not all(b == int(b) for b in bounds) or bounds[0] < info.min or bounds[1] > info.max:
+    bounds = clamped_cast(e)
+    if bounds is None or not all(b == int(b) for b in bounds):
         return None
     outer = constant_operand(e.value)[0]
     rounded = constant_operand(outer)[0]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import functools
 import math
 
-from minic.ir.loops import (TILE_STMTS, Allocate, BinOp, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars,
+import numpy as np
+
+from minic.ir.loops import (TILE_STMTS, Allocate, BinOp, Cast, Const, Expr, For, If, Seq, Stmt, Var, const, free_vars,
                             substitute, walk)
 from minic.ir.loops_simplify import _terms, simplify
+from minic.ir.types import DType
 
 # Innermost iterations below which a loop runs on the caller alone: handing out chunks and
 # joining costs a few microseconds on an idle machine, and up to a scheduler time slice when
@@ -107,6 +110,17 @@ def clamped(e: Expr) -> tuple[float, float] | None:
         return None
     lo, hi = sorted((float(outer[1]), float(inner[1])))
     return lo, hi
+
+
+def clamped_cast(e: Expr) -> tuple[float, float] | None:
+    """The clamp's bounds where ``e`` casts a clamped f32 (``clamped``) to an integer type of at
+    most 32 bits that holds them, else None: a quantization's cast to bytes, which may then go
+    through i32 (or round in the conversion) and give the same integers."""
+    bounds = clamped(e.value) if isinstance(e, Cast) else None
+    if bounds is None or e.value.dtype != DType.f32 or not e.to.is_int or e.to.bits > 32:
+        return None
+    info = np.iinfo(e.to.numpy)
+    return bounds if info.min <= bounds[0] and bounds[1] <= info.max else None
 
 
 def constant_operand(e: Expr) -> tuple[Expr, float] | None:

@@ -32,11 +32,9 @@ import math
 from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
-import numpy as np
-
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role, Seq,
                             Stmt, Store, Var, children, const, free_vars, map_expr, map_stmt, seq, structure, walk)
-from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, clamped, fewest, stride, uses
+from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, clamped_cast, fewest, stride, uses
 from minic.ir.loops_simplify import simplify_stmt
 from minic.ir.types import DType
 from minic.schedule.caching import cache_accumulator, pack_operand
@@ -281,7 +279,7 @@ def _in_tile_orientation(rows: For, columns: For) -> Stmt:
         return [e] if along_tile(e) else [p for k in children(e) for p in parts(k)]
 
     v = st.value
-    if _narrowed_in_range(v) and along_tile(v.value):    # a quantization: to i32 in the tile, to bytes after
+    if clamped_cast(v) and v.to.bits < 32 and along_tile(v.value):    # a quantization: to i32 in the tile, to bytes after
         g, rest = Cast(DType.i32, v.value), lambda t: Cast(v.to, t)
     else:
         g = set(parts(v))
@@ -296,16 +294,6 @@ def _in_tile_orientation(rows: For, columns: For) -> Stmt:
     first = replace(rows, body=replace(rows.body, body=Store(t, acc.index, g)))
     then = replace(columns, body=replace(columns.body, body=replace(st, value=rest(Load(t, acc.index)))))
     return Allocate(t, seq(first, then))
-
-
-def _narrowed_in_range(e: Expr) -> bool:
-    """Whether ``e`` casts a clamped f32 to an integer narrower than 32 bits that holds the
-    clamp's range: then through i32 first is the same cast."""
-    bounds = clamped(e.value) if isinstance(e, Cast) else None
-    if bounds is None or e.value.dtype != DType.f32 or not e.to.is_int or e.to.bits >= 32:
-        return False
-    info = np.iinfo(e.to.numpy)
-    return info.min <= bounds[0] and bounds[1] <= info.max
 
 
 def _pack_lane_operand(f: Function, c: Contraction, lo: str, li: str, ri: str, nr: int) -> Function:
