@@ -151,8 +151,14 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
     f = split(f, lane, nr, tail="overlap")
     f = reorder(f, *after, row, li)
     f = split(f, row, mr, tail="overlap")
-    if columns:                    # a block of channels at a time over the whole image: 8 output planes
-        f = reorder(f, ro, c.spatial[2].var.name, lo)
+    image_rows = c.spatial[2].var.name if columns else None
+    # Columns as lanes: on several threads, a conv that narrows (fewer output channels than input
+    # ones) runs a row of the image at a time, each tile of its columns through every block of
+    # channels, the rows shared out (the copy's too) so that a thread reads only its part of the
+    # larger input; else a block of channels at a time over the whole image, 8 planes in order.
+    by_rows = columns and threads > 1 and _narrows(c)
+    if columns and not by_rows:
+        f = reorder(f, ro, image_rows, lo)
     f = cache_accumulator(f, ri, li)
     f = unroll(f, ri)
     f = vectorize(f, li)
@@ -170,11 +176,12 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
             f = quad_products(f, k)
     if u8s8_quads:                 # the grouped reduction's operands laid out as vpdpbusd reads them
         kp = c.reduction[-1].var.name + "p"
-        f = weight_quads(channel_quads(f, kp, threads), kp)
+        f = weight_quads(channel_quads(f, kp, threads, by_rows), kp)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:
-        f = parallel(f, wide[0] if wide and knobs.parallel == "outer" and not columns else ro)
+        f = parallel(f, image_rows if by_rows else ro if columns or not wide or knobs.parallel != "outer"
+                     else wide[0])
     return f
 
 
@@ -195,6 +202,17 @@ def _columns_as_lanes(f: Function, c: Contraction) -> bool:
             and isinstance(c.row.extent, Const) and c.row.extent.value >= 32
             and all(t.extent == Const(1) for t in c.reduction[:-1])
             and all(not x.index or stride(x.index[-1], c.row.var.name) in (0, 1) for x in loads(update)))
+
+
+def _narrows(c: Contraction) -> bool:
+    """Whether the conv ``c`` (columns as lanes: its register rows are the output channels) has
+    fewer output channels than input ones.  Kernels in place, resnet50's 1x1 convs of 56 columns,
+    VNNI without AMX, two threads, by blocks of channels -> by rows (two runs each): 256 -> 64
+    channels 0.261/0.270 -> 0.247/0.236 and 0.237/0.246 -> 0.197/0.190 ms, 256 -> 128 0.402/0.407
+    -> 0.319/0.301; by rows, 64 -> 256 with its residual went 0.22 -> 0.31-0.40 (a row written to
+    256 planes at a time).  One thread: 256 -> 64 0.31 -> 0.36 (the input stays in its L2 either way)."""
+    inputs = c.reduction[-1].extent
+    return isinstance(inputs, Const) and isinstance(c.row.extent, Const) and c.row.extent.value < inputs.value
 
 
 def fuse_for_threads(f: Function, name: str, threads: int) -> tuple[Function, str]:
@@ -347,7 +365,7 @@ def quad_products(f: Function, k: str) -> Function:
     return _group_terms(f, k, 4, lambda a, b: {_widened_byte(a), _widened_byte(b)} == {DType.u8, DType.i8})
 
 
-def channel_quads(f: Function, kp: str, threads: int) -> Function:
+def channel_quads(f: Function, kp: str, threads: int, by_rows: bool = False) -> Function:
     """A conv's u8 image read four channels at a time from a copy that holds them side by side,
     where ``quad_products`` grouped its input channels (loop ``kp``).  In NCHW the four bytes of a
     vpdpbusd lane lie a plane apart (four loads and three shifts a register row and step); in
@@ -355,6 +373,7 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
 
         for n:                                       for n:
                                                        (parallel) for cq < C / 4: for h: for w: for i < 4:
+                                                       (``by_rows``: for h: for cq: the rows shared out)
                                                          u8 x_quads[cq, h, w, i] = x[n, 4 cq + i, h, w]   (i = 0..3)
           .. for kp: .. (i32)x[n, 4 kp + q, h', w']   ->  .. for kp: .. (i32)x_quads[kp, h', w', q]
 
@@ -385,9 +404,12 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
     # the four stores side by side: one interleaved store of a vector of w (schedule.default, codegen.vector)
     copy = seq(*(Store(quads, (cq, hq, wq, const(i)), Load(x, (n, BinOp("add", BinOp("mul", cq, const(4)), const(i)), hq, wq)))
                  for i in range(4)))
-    for var, extent in ((wq, w), (hq, h)):
-        copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
-    copy = For(cq, const(0), const(c // 4), ForKind.PARALLEL if threads > 1 else ForKind.SERIAL, copy)
+    # the outermost loop shared out over threads as the conv's is: its channels, or (``by_rows``)
+    # its rows, so that a thread's tiles read what it copied
+    order = ((wq, w), (cq, c // 4), (hq, h)) if by_rows else ((wq, w), (hq, h), (cq, c // 4))
+    for k, (var, extent) in enumerate(order):
+        kind = ForKind.PARALLEL if threads > 1 and k == 2 else ForKind.SERIAL
+        copy = For(var, const(0), const(extent), kind, copy)
 
     def read_quads(e: Expr) -> Expr:
         if isinstance(e, Load) and e.buffer == x and e.index[0] == n:

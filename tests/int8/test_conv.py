@@ -311,6 +311,23 @@ def test_a_1x1_conv_of_long_rows_runs_its_columns_as_lanes(threads):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("channels, outputs", [(24, 20), (16, 20)])
+def test_a_narrowing_1x1_conv_of_long_rows_shares_its_rows_out_over_threads(channels, outputs):
+    """Columns as lanes on two threads: a conv with fewer output channels than input ones runs a row
+    at a time, its rows (and the copy's) shared out, so a thread reads only its part of the larger
+    input; one that widens shares out its blocks of channels, each over the whole image."""
+    g, x, r, want = requantizing_conv(np.random.default_rng(17), 2, channels, outputs, 8, 40, residual=True)
+    options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=2, use_cache=False)
+    code = str(pipeline.run(g, "scheduled", options))
+    narrows = outputs < channels
+    assert bool(re.search(r"parallel for \(h_q = 0; h_q < 8;", code)) == narrows, code
+    assert bool(re.search(r"parallel for \((\w+) = 0; \1 < 8;", code)) == narrows, code   # the conv's rows
+    assert bool(re.search(r"parallel for \(c_q", code)) != narrows, code
+    for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
+        got = compile_graph(g, CompileOptions(features=features, num_threads=2, use_cache=False))(x, r)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_an_f32_1x1_conv_of_long_rows_keeps_its_channels_as_lanes():
     # the 8-bit orientation is for vpdpbusd's quads only: an f32 conv on the same target keeps its own
     w = np.ones((20, 16, 1, 1), np.float32)
