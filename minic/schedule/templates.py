@@ -180,8 +180,8 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
     if threads > 1:
-        f = parallel(f, image_rows if by_rows else ro if columns or not wide or knobs.parallel != "outer"
-                     else wide[0])
+        f = parallel(f, image_rows if by_rows else wide[0] if wide and knobs.parallel == "outer" and not columns
+                     else ro)
     return f
 
 
