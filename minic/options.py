@@ -126,6 +126,13 @@ def _host_features() -> str:
     return llvm.get_host_cpu_features().flatten()
 
 
+def host_features_without(prefixes: tuple[str, ...]) -> str:
+    """This machine's features with every one whose LLVM name starts with one of ``prefixes``
+    turned off: the code a lesser CPU of the family runs, compiled and timed here (``("amx",)``
+    on a Xeon with AMX: a Zen 4's VNNI code; ``minic bench --isa``)."""
+    return ",".join("-" + f[1:] if f[1:].startswith(prefixes) else f for f in _host_features().split(",") if f)
+
+
 @dataclass(frozen=True)
 class CacheOptions:
     """Where compiled code is kept (``use``: whether it is) and the tuning records compilation follows."""

@@ -109,7 +109,7 @@ class Worker:
         spec = {"model": config.model, "size": config.size, "seed": config.seed, "batch": config.batch,
                 "inputs": config.inputs, "shapes": list(config.shapes), "threads": config.threads,
                 "warmup": timing.warmup, "path": path.as_json()}
-        env = dict(os.environ, **{k: str(config.threads) for k in THREAD_ENV})
+        env = dict(os.environ, **{k: str(config.threads) for k in THREAD_ENV}, **path.env)
         if path.source_dir:
             env["PYTHONPATH"] = os.pathsep.join([path.source_dir, *filter(None, [env.get("PYTHONPATH")])])
         self.log = tempfile.TemporaryFile(mode="w+")

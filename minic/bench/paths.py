@@ -28,6 +28,15 @@ for every path that has them), each where the engine is at its best:
   ``precision="int8"``, minic/passes/post_training.py: the same recipe, on minic's graph).
 
 Each precision is judged against the f32 reference by its own bound (``TOLERANCE``).
+
+``--isa`` holds the engines to a lesser instruction set than this CPU's (``ISAS``): the code
+a CPU without AMX runs (a Zen 4: ``avx512-vnni``), or without AVX-512 (``avx2``), timed on
+this one.  Each engine is held by its own switch where it has one: minic compiles for this
+CPU's features with the others turned off (LLVM's ``-amx-int8``, ...); oneDNN, under OpenVINO's
+CPU plugin and PyTorch's convolutions and matmuls, obeys ``ONEDNN_MAX_CPU_ISA``; PyTorch's
+vectorized kernels and Inductor's generated C++ obey ``ATEN_CPU_CAPABILITY`` (Inductor may
+still pick its AMX micro-GEMM at ``avx512``).  ONNX Runtime's MLAS chooses its kernels from
+cpuid with no switch, so it runs at this CPU's best: the report says which paths were not held.
 """
 from __future__ import annotations
 
@@ -36,6 +45,7 @@ from typing import Any
 
 from minic import backends
 from minic.errors import UserError
+from minic.options import host_features_without
 from minic.verify.precision import TOLERANCE as OWN_TOLERANCE
 from minic.verify.tolerance import QDQ8
 
@@ -55,6 +65,7 @@ class BenchPath:
                                                   # ("": the running ones); an A/B of two revisions
     precision: str = "f32"                        # what it runs at (an option below, or a recipe's model)
     precisions: dict[str, dict[str, Any]] = field(default_factory=lambda: {"f32": {}})   # -> the options for it
+    env: dict[str, str] = field(default_factory=dict)   # added to its worker's environment (--isa)
 
     def at(self, precision: str) -> "BenchPath | None":
         """This path at ``precision`` (named ``openvino:bf16``), or None where it has no such mode."""
@@ -73,6 +84,43 @@ class BenchPath:
         return {"name": self.name, "backend": self.backend, "options": self.options,
                 "threads_option": self.threads_option, "source_dir": self.source_dir,
                 "precision": self.precision, "precisions": self.precisions}
+
+
+@dataclass(frozen=True)
+class Isa:
+    """An instruction set to hold every engine to, each by its own switch (``--isa``)."""
+    name: str
+    turned_off: tuple[str, ...]          # LLVM feature names (prefixes) minic compiles without
+    onednn: str                          # ONEDNN_MAX_CPU_ISA: oneDNN's ceiling (OpenVINO, PyTorch)
+    aten: str                            # ATEN_CPU_CAPABILITY: PyTorch's kernels, Inductor's C++
+
+    def env(self) -> dict[str, str]:
+        return {"ONEDNN_MAX_CPU_ISA": self.onednn, "ATEN_CPU_CAPABILITY": self.aten}
+
+
+ISAS = {"avx512-vnni": Isa("avx512-vnni", ("amx",), "AVX512_CORE_VNNI", "avx512"),
+        "avx2": Isa("avx2", ("amx", "avx512", "avxvnni", "avxifma", "avxneconvert", "avx10"), "AVX2", "avx2")}
+HELD = {"minic": "LLVM features", "openvino": "oneDNN", "torch": "ATen, oneDNN", "inductor": "ATen, oneDNN"}
+
+
+def isa(name: str) -> Isa:
+    if name not in ISAS:
+        raise UserError(f"--isa takes {', '.join(ISAS)}, not '{name}'")
+    return ISAS[name]
+
+
+def held_to(paths: list[BenchPath], to: Isa) -> list[BenchPath]:
+    """``paths`` held to the instruction set ``to``: every worker's environment carries oneDNN's
+    and ATen's switches; minic compiles for this CPU's features less those ``to`` turns off."""
+    features = host_features_without(to.turned_off)
+    return [replace(p, env={**p.env, **to.env()},
+                    options={**p.options, "features": features} if p.backend == "minic" else p.options)
+            for p in paths]
+
+
+def not_held(paths: list[BenchPath]) -> list[str]:
+    """The engines among ``paths`` that ``--isa`` cannot hold: they run at this CPU's best."""
+    return sorted({p.name.partition(":")[0] for p in paths} - set(HELD))
 
 
 PATHS: dict[str, BenchPath] = {}

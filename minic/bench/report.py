@@ -35,6 +35,7 @@ class Conditions:
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     timing: Timing = field(default_factory=Timing)
+    isa: str = ""                       # --isa: how the engines were held to it, and which were not
 
     @classmethod
     def now(cls, timing: Timing) -> "Conditions":
@@ -53,12 +54,13 @@ class Conditions:
                 f"each path in its own process, built once; {t.rounds} rounds of one block per path "
                 f"(median of {t.calls} calls, {t.warmup} warm-up calls excluded); figure: median over rounds "
                 f"[lowest-highest block median]; threads: torch.set_num_threads, OMP/TVM/tinygrad environment, "
-                f"minic num_threads, ONNX Runtime intra_op_num_threads, OpenVINO INFERENCE_NUM_THREADS"]
+                f"minic num_threads, ONNX Runtime intra_op_num_threads, OpenVINO INFERENCE_NUM_THREADS",
+                *([f"instruction set: {self.isa}"] if self.isa else [])]
 
     def as_json(self) -> dict[str, Any]:
         return {"date": self.started, "machine": self.machine, "load_before": list(self.load_before),
                 "load_after": list(self.load_after), "rounds": self.timing.rounds, "calls": self.timing.calls,
-                "warmup": self.timing.warmup}
+                "warmup": self.timing.warmup, "isa": self.isa}
 
 
 def engine(r: Result) -> str:

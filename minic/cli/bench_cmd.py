@@ -44,6 +44,9 @@ def register(sub) -> None:
                    "Runtime and OpenVINO; int8-own: minic's own post-training quantization), judged by each "
                    "precision's accuracy bound; the summary compares "
                    "each engine at its fastest (default: %(default)s)")
+    p.add_argument("--isa", default="", help="hold every engine that has a switch to a lesser instruction "
+                   "set than this CPU's: avx512-vnni (no AMX: a Zen 4's), avx2 (no AVX-512); the report names "
+                   "the engines that could not be held (default: this CPU's best)")
     p.add_argument("--batch", default="1", help="batch sizes, comma-separated (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=5, help="rounds: one block per path each (default: %(default)s)")
     p.add_argument("--calls", type=int, default=10, help="timed calls per block (default: %(default)s)")
@@ -142,6 +145,13 @@ def handle(args: argparse.Namespace) -> int:
                  for p in paths]
     timing = Timing(args.rounds, args.calls, args.warmup, args.budget)
     conditions = Conditions.now(timing)
+    if args.isa:
+        to = bench_paths.isa(args.isa)
+        paths = bench_paths.held_to(paths, to)
+        free = bench_paths.not_held(paths)
+        conditions.isa = (f"{to.name} ({', '.join(f'{k}={v}' for k, v in to.env().items())}; minic compiled "
+                          f"without LLVM's {', '.join(p + '*' for p in to.turned_off)})"
+                          + (f"; not held, at this CPU's best: {', '.join(free)}" if free else ""))
     results = []
     for config in configs(args):
         with progress_bar(f"{config.label}: build", len(paths)) as advance:

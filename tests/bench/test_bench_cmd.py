@@ -205,3 +205,30 @@ def test_engine_best_compares_each_engine_at_its_fastest_precision():
     assert best_line(results) == "at each engine's best: minic:int8 3.00 ms / onnxruntime:int8 2.00 ms = 1.50x"
     table = markdown(results, ["onnxruntime", "onnxruntime:int8", "openvino:bf16", "minic", "minic:int8"])
     assert table.splitlines()[4].endswith("| 1.50 |")
+
+
+def test_isa_holds_each_engine_by_its_own_switch_and_names_those_it_cannot():
+    """--isa avx2: minic compiles for this CPU's features less AVX-512 and AMX; oneDNN (OpenVINO,
+    PyTorch) and ATen get their ceilings in every worker's environment; ONNX Runtime has no switch."""
+    from minic.bench.paths import ISAS, held_to, isa, not_held
+    paths = held_to(parse("openvino,onnxruntime"), ISAS["avx2"])
+    assert [p.name for p in paths] == ["torch", "openvino", "onnxruntime", "minic"]
+    for p in paths:
+        assert p.env == {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+    features = paths[-1].options["features"].split(",")
+    assert {"-avx512f", "-avx512vnni", "-amx-int8", "+avx2", "+fma"} <= set(features)
+    assert not any(f.startswith("+avx512") or f.startswith("+amx") for f in features)
+    assert "features" not in paths[1].options and not_held(paths) == ["onnxruntime"]
+    with pytest.raises(UserError, match="--isa takes avx512-vnni, avx2, not 'sse2'"):
+        isa("sse2")
+
+
+def test_a_run_held_to_an_isa_says_so_and_its_workers_run_under_it(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    rc = main(["bench", "mlp", "--size", "small", "--vs", "torch", "--isa", "avx2", "--threads", "1",
+               "--rounds", "1", "--calls", "2", "--warmup", "0", "--json", str(out)])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert data["isa"].startswith("avx2 (ONEDNN_MAX_CPU_ISA=AVX2, ATEN_CPU_CAPABILITY=avx2; minic compiled without")
+    assert [r["status"] for r in data["rows"]] == ["ok", "ok"]
+    assert "instruction set: avx2" in capsys.readouterr().out
