@@ -33,16 +33,18 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role, Seq,
-                            Stmt, Store, Var, children, const, free_vars, map_expr, map_stmt, seq, structure, walk)
-from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, clamped_cast, fewest, stride, uses
+                            Stmt, Store, Var, children, const, free_vars, map_expr, map_stmt, seq, structure, substitute, walk)
+from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, clamped_cast, divisor, fewest, stride, uses
 from minic.ir.loops_simplify import simplify_stmt
 from minic.ir.types import DType
 from minic.schedule.caching import cache_accumulator, pack_operand
 from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, map_exprs, perfect_band, rewrite_loops,
                                  stmts_of, stores, subst_stmt, unique_loops, wrap)
+from minic.schedule.pixels import flat_pixels
 from minic.schedule.primitives import FEW, MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
 PACK_LIMIT = 1 << 20              # bytes of a packed panel (it lives on the thread's stack)
+COLUMN_LANES = 32                 # a tile's columns where an int8 1x1 conv runs its columns as lanes
 COPY_LIMIT = 4 << 20              # bytes of a conv's copy of one image, channels in fours (it lives on the stack)
 
 
@@ -134,9 +136,13 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
     c = find_contraction(f)
     if c is None:
         raise ScheduleError(f"kernel {f.name} holds no contraction nest")
+    if u8s8_quads and "conv2d" in f.origin and len(c.spatial) == 4:      # a 1x1 conv's pixels as one row
+        flat = flat_pixels(f, c.spatial[2], c.spatial[3], COLUMN_LANES)
+        if flat is not f and _columns_as_lanes(flat, found := find_contraction(flat)):
+            f, c = flat, found
     columns = u8s8_quads and _columns_as_lanes(f, c)
     if columns:                    # output columns as lanes, channels as register rows
-        c, knobs = replace(c, lane=c.row, row=c.lane), Knobs(rows=8, lanes=32, pack=False)
+        c, knobs = replace(c, lane=c.row, row=c.lane), Knobs(rows=8, lanes=COLUMN_LANES, pack=False)
     lane, row = c.lane.var.name, c.row.var.name
     nr = min(knobs.lanes, c.lane.extent.value) if isinstance(c.lane.extent, Const) else knobs.lanes
     mr = min(knobs.rows, c.row.extent.value) if isinstance(c.row.extent, Const) else knobs.rows
@@ -179,9 +185,9 @@ def schedule_contraction(f: Function, knobs: Knobs, threads: int, bf16_pairs: bo
         f = weight_quads(channel_quads(f, kp, threads), kp)
     counts = {t.var.name: t.extent.value for t in loops(f.body) if isinstance(t.extent, Const)}
     wide = [n for n in before + [lo] + after if counts.get(n, 0) >= threads]      # a tile for every thread
-    if threads > 1:
-        f = parallel(f, image_rows if by_rows else wide[0] if wide and knobs.parallel == "outer" and not columns
-                     else ro)
+    if threads > 1:              # by rows, a flat image (one row: ``flat_pixels``) shares out its tiles of pixels
+        rows = (lo if c.spatial[2].extent == Const(1) else image_rows) if by_rows else None
+        f = parallel(f, rows or (wide[0] if wide and knobs.parallel == "outer" and not columns else ro))
     return f
 
 
@@ -194,8 +200,8 @@ def _columns_as_lanes(f: Function, c: Contraction) -> bool:
     channel's four weights as an embedded broadcast (``{1to16}``).  Kernels alone, resnet50's
     first stage (56 columns), VNNI without AMX, one thread: the convs that widen to 256 channels
     and add the residual 0.370 -> 0.266 ms, the projection's 0.226 -> 0.216, the one that adds
-    its sums 0.344 -> 0.304, the 256 -> 64 ones 0.230 -> 0.239.  Rows of 28 or 14 columns would
-    waste lanes (a 1x1 conv's rows flattened into one axis of pixels would not)."""
+    its sums 0.344 -> 0.304, the 256 -> 64 ones 0.230 -> 0.239.  Rows of 28 columns would waste
+    lanes: where a 1x1 conv's plane fills whole tiles as one row of pixels, ``flat_pixels`` runs it so."""
     update = c.reduction[-1].body
     return ("conv2d" in f.origin and len(c.spatial) == 4 and c.lane is c.spatial[1] and c.row is c.spatial[3]
             and all(_widened_byte(x) for x in (update.value.b.a, update.value.b.b))
@@ -404,19 +410,22 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
                     for ld in reads)):
         return f
     c, h, w = x.shape[1:]
-    quads = Buffer("x_quads", (h, c // 4, w, 4), DType.u8, Role.LOCAL)
+    sh, sw = (_step([ld.index[d] for ld in reads], f) for d in (2, 3))
+    quads = Buffer("x_quads", (-(-h // sh), c // 4, -(-w // sw), 4), DType.u8, Role.LOCAL)
     cq, hq, wq = Var("c_q"), Var("h_q"), Var("w_q")
     # the four stores side by side: one interleaved store of a vector of w (schedule.default, codegen.vector)
-    copy = seq(*(Store(quads, (hq, cq, wq, const(i)), Load(x, (n, BinOp("add", BinOp("mul", cq, const(4)), const(i)), hq, wq)))
+    copy = seq(*(Store(quads, (hq, cq, wq, const(i)),
+                       Load(x, (n, BinOp("add", BinOp("mul", cq, const(4)), const(i)), _times(hq, sh), _times(wq, sw))))
                  for i in range(4)))
-    for var, extent in ((wq, w), (cq, c // 4)):
-        copy = For(var, const(0), const(extent), ForKind.SERIAL, copy)
-    copy = For(hq, const(0), const(h), ForKind.PARALLEL if threads > 1 else ForKind.SERIAL, copy)
+    by_rows = quads.shape[0] >= threads              # else (an image of one row: flat_pixels) by channels
+    for var, extent, shared in ((wq, quads.shape[2], False), (cq, c // 4, not by_rows), (hq, quads.shape[0], by_rows)):
+        copy = For(var, const(0), const(extent), ForKind.PARALLEL if threads > 1 and shared else ForKind.SERIAL, copy)
 
     def read_quads(e: Expr) -> Expr:
         if isinstance(e, Load) and e.buffer == x and e.index[0] == n:
             channel = e.index[1]
-            return Load(quads, (e.index[2], BinOp("div", channel, const(4)), e.index[3], BinOp("mod", channel, const(4))))
+            return Load(quads, (_over(e.index[2], sh), BinOp("div", channel, const(4)), _over(e.index[3], sw),
+                                BinOp("mod", channel, const(4))))
         return e
 
     nest = map_exprs(nests[at], lambda e: map_expr(e, read_quads))
@@ -425,6 +434,22 @@ def channel_quads(f: Function, kp: str, threads: int) -> Function:
     else:                                       # one image: before the nest
         nests[at] = Allocate(quads, seq(copy, nest))
     return replace(f, body=simplify_stmt(seq(*nests), {s: (0, 2**62) for s in f.sizes}))
+
+
+def _step(index: list[Expr], f: Function) -> int:
+    """The step between the rows (or columns) a conv reads: a 1x1 conv of stride 2 reads every
+    other one (``i2 * 2 + p0``, its window's loop ``p0`` of one iteration), so ``channel_quads``
+    copies those only, a quarter of the image.  1 where a window reads its neighbours."""
+    once = {t.var.name: const(0) for t in loops(f.body) if t.extent == Const(1) and t.start == Const(0)}
+    return math.gcd(*(divisor(substitute(e, once)) for e in index)) or 1
+
+
+def _times(v: Var, step: int) -> Expr:
+    return v if step == 1 else BinOp("mul", v, const(step))
+
+
+def _over(e: Expr, step: int) -> Expr:
+    return e if step == 1 else BinOp("div", e, const(step))
 
 
 def weight_quads(f: Function, kp: str) -> Function:

@@ -238,25 +238,26 @@ def test_the_i32_sums_of_a_tile_are_stored_down_its_columns_by_unpacking():
         np.testing.assert_array_equal(got, want)
 
 
-def requantizing_conv(rng, n: int, c: int, o: int, h: int, w: int, residual: bool):
+def requantizing_conv(rng, n: int, c: int, o: int, h: int, w: int, residual: bool, stride: int = 1):
     """A 1x1 conv2d_integer of u8 [n, c, h, w] into o channels, requantized to bytes (scale and bias
     per channel, a residual input added or relu, round, clip): (graph, x, r, its exact output).
     The scales are powers of two and the biases quarters, so the products are exact and a build
     with fused multiply-adds rounds as one without."""
     x, wt = rng.integers(0, 256, (n, c, h, w)).astype(np.uint8), rng.integers(-128, 128, (o, c, 1, 1))
+    ih, iw, h, w = h, w, (h - 1) // stride + 1, (w - 1) // stride + 1
     r = rng.integers(0, 256, (n, o, h, w)).astype(np.uint8)
     scale = (2.0 ** -rng.integers(8, 14, (o, 1, 1))).astype(np.float32)
     bias = (rng.integers(-400, 400, (o, 1, 1)) / 4).astype(np.float32)
     t = f"f32[{n}, {o}, {h}, {w}]"
     add = f"%t = cast(%r) {{dtype = f32}} : {t}\n  %c = add(%b, %t) : {t}" if residual else f"%c = relu(%b) : {t}"
-    g = parse_graph(f"""graph @g(%x: u8[{n}, {c}, {h}, {w}], %r: u8[{n}, {o}, {h}, {w}]) -> (u8[{n}, {o}, {h}, {w}]) {{
+    g = parse_graph(f"""graph @g(%x: u8[{n}, {c}, {ih}, {iw}], %r: u8[{n}, {o}, {h}, {w}]) -> (u8[{n}, {o}, {h}, {w}]) {{
   const @w : i8[{o}, {c}, 1, 1] = dense<{wt.ravel().tolist()}>
   const @z : u8[] = dense<0>
   const @scale : f32[{o}, 1, 1] = dense<{scale.ravel().tolist()}>
   const @bias : f32[{o}, 1, 1] = dense<{bias.ravel().tolist()}>
   const @lo : f32[] = dense<0.0>
   const @hi : f32[] = dense<255.0>
-  %y = conv2d_integer(%x, @w, @z) {{stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[{n}, {o}, {h}, {w}]
+  %y = conv2d_integer(%x, @w, @z) {{stride = [{stride}, {stride}], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1}} : i32[{n}, {o}, {h}, {w}]
   %f = cast(%y) {{dtype = f32}} : {t}
   %m = mul(%f, @scale) : {t}
   %b = add(%m, @bias) : {t}
@@ -318,14 +319,53 @@ def test_a_narrowing_1x1_conv_of_long_rows_shares_its_rows_out_over_threads(chan
     """Columns as lanes on two threads: a conv with fewer output channels than input ones runs a row
     at a time, its rows shared out as the copy's are, so a thread reads only its part of the larger
     input; one that widens shares out its blocks of channels, each over the whole image."""
-    g, x, r, want = requantizing_conv(np.random.default_rng(17), 2, channels, outputs, 8, 40, residual=True)
+    # 9 rows of 40 columns: as one row of 360 pixels, 12 tiles of 32 would waste 24 (flat_pixels: no)
+    g, x, r, want = requantizing_conv(np.random.default_rng(17), 2, channels, outputs, 9, 40, residual=True)
     options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=2, use_cache=False)
     code = str(pipeline.run(g, "scheduled", options))
     narrows = outputs < channels
-    assert "parallel for (h_q = 0; h_q < 8;" in code, code                  # the copy's rows, either way
-    assert bool(re.search(r"parallel for \((i\w+) = 0; \1 < 8;", code)) == narrows, code   # the conv's rows
+    assert "parallel for (h_q = 0; h_q < 9;" in code, code                  # the copy's rows, either way
+    assert bool(re.search(r"parallel for \((i\w+) = 0; \1 < 9;", code)) == narrows, code   # the conv's rows
     for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
         got = compile_graph(g, CompileOptions(features=features, num_threads=2, use_cache=False))(x, r)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("channels, outputs", [(24, 20), (16, 20)])
+def test_a_1x1_conv_whose_pixels_fill_whole_tiles_runs_them_as_one_row(channels, outputs, threads):
+    """8 rows of 40 columns are 16 tiles of 32 columns, each row's two overlapping by 24; as one
+    row of 320 pixels (the same NCHW bytes: flat_pixels) they are 10 whole tiles.  The input, the
+    residual and the output are seen as [.., 1, 320]; on two threads a conv that narrows shares
+    out its tiles of pixels, one that widens its blocks of channels (each over all the pixels)."""
+    g, x, r, want = requantizing_conv(np.random.default_rng(18), 2, channels, outputs, 8, 40, residual=True)
+    options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=threads, use_cache=False)
+    code = str(pipeline.run(g, "scheduled", options))
+    kernel = next(line for line in code.splitlines() if line.startswith("kernel"))
+    for flat in (f"u8 x[2, {channels}, 1, 320]", "u8 vr[2, 20, 1, 320]", "u8 o[2, 20, 1, 320]"):
+        assert flat in kernel, kernel
+    assert f"u8 x_quads[1, {channels // 4}, 320, 4]" in code and "i32 acc0[8, 32]" in code, code
+    tiles = ("for (i3o = 0; i3o < 10;" if threads == 1 else "parallel for (i3o = 0; i3o < 10;"
+             if outputs < channels else "parallel for (i1oi2i3o = 0; i1oi2i3o < 30;")   # 3 blocks x 10 tiles
+    assert tiles in code, code                                                        # whole tiles, none overlapping
+    for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
+        got = compile_graph(g, CompileOptions(features=features, num_threads=threads, use_cache=False))(x, r)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_strided_1x1_conv_copies_only_the_pixels_it_reads(threads):
+    """A 1x1 conv of stride 2 (resnet50's projections) reads every other row and column: its copy
+    with four channels side by side holds those only, a quarter of the image, read as a stride-1
+    conv reads its own."""
+    g, x, r, want = requantizing_conv(np.random.default_rng(19), 2, 16, 20, 10, 12, residual=False, stride=2)
+    options = CompileOptions(cpu="sapphirerapids", features=SPR, num_threads=threads, use_cache=False)
+    code = str(pipeline.run(g, "scheduled", options))
+    assert "u8 x_quads[5, 4, 6, 4]" in code, code
+    assert re.search(r"= x\[i0, [^\]]*\* 2, w_q \* 2\];", code), code                 # even rows, even columns
+    assert re.search(r"x_quads\[i2, c0p, i3o \* 6 \+ i3i, 0\]", code), code              # read as stride 1
+    for features in ((SPR,) if host_has_avx512_vnni() else ()) + ("+avx2,+fma",):
+        got = compile_graph(g, CompileOptions(features=features, num_threads=threads, use_cache=False))(x, r)
         np.testing.assert_array_equal(got, want)
 
 
