@@ -28,7 +28,7 @@ def flat_pixels(f: Function, h: For, w: For, lanes: int) -> Function:
     pixels, and fewer than rows of W columns do (resnet50's 56 x 56 planes: 3,136 pixels are 98
     whole tiles, where each row of 56 is two tiles that overlap by 8 columns; its 28 x 28 ones,
     too short for columns as lanes, 25 tiles for 784 pixels).  Else ``f`` as it was."""
-    if not (isinstance(h.extent, Const) and isinstance(w.extent, Const)):
+    if not all(isinstance(t.extent, Const) and t.start == Const(0) for t in (h, w)):
         return f
     H, W = h.extent.value, w.extent.value
     flat_waste = -(H * W) % lanes
