@@ -100,7 +100,7 @@ class Isa:
 
 ISAS = {"avx512-vnni": Isa("avx512-vnni", ("amx",), "AVX512_CORE_VNNI", "avx512"),
         "avx2": Isa("avx2", ("amx", "avx512", "avxvnni", "avxifma", "avxneconvert", "avx10"), "AVX2", "avx2")}
-HELD = {"minic": "LLVM features", "openvino": "oneDNN", "torch": "ATen, oneDNN", "inductor": "ATen, oneDNN"}
+HELD = ("minic", "openvino", "torch", "inductor")       # the engines that have a switch
 
 
 def isa(name: str) -> Isa:

@@ -74,6 +74,12 @@ def loops(s: Stmt) -> list[For]:
     return [t for t in walk_stmts(s) if isinstance(t, For)]
 
 
+def at_zero(s: Stmt) -> dict[str, Expr]:
+    """The loops in ``s`` of one iteration from 0 (a 1x1 window's), their variables -> 0: what
+    an index is once they are substituted away."""
+    return {t.var.name: Const(0) for t in loops(s) if t.extent == Const(1) and t.start == Const(0)}
+
+
 def loops_named(s: Stmt, name: str) -> list[For]:
     return [t for t in loops(s) if t.var.name == name]
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from minic.ir.loops import Const, Expr, For, Function, Load, Stmt, Store, Var, map_expr, map_stmt, substitute, walk
 from minic.ir.loops_simplify import simplify
-from minic.schedule.nest import loads, loops, stores
+from minic.schedule.nest import at_zero, loads, stores
 
 
 def flat_pixels(f: Function, h: For, w: For, lanes: int) -> Function:
@@ -35,7 +35,7 @@ def flat_pixels(f: Function, h: For, w: For, lanes: int) -> Function:
     row_waste = H * (-W % lanes) if W >= lanes else H * W
     if H == 1 or flat_waste * 16 > H * W or flat_waste >= row_waste:
         return f
-    once = {t.var.name: Const(0) for t in loops(f.body) if t.extent == Const(1) and t.start == Const(0)}
+    once = at_zero(f.body)
     pixel = {h.var.name, w.var.name}
 
     def at_pixel(index: tuple[Expr, ...]) -> bool:

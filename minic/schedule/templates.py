@@ -33,13 +33,14 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 
 from minic.ir.loops import (Allocate, BinOp, Buffer, Cast, Const, Expr, For, ForKind, Function, If, Load, Role, Seq,
-                            Stmt, Store, Var, children, const, free_vars, map_expr, map_stmt, seq, structure, substitute, walk)
+                            Stmt, Store, Var, children, const, free_vars, map_expr, map_stmt, seq, structure,
+                            substitute, walk)
 from minic.ir.loops_analysis import CHUNKS_PER_THREAD, MAX_STRIDE, clamped_cast, divisor, fewest, stride, uses
 from minic.ir.loops_simplify import simplify_stmt
 from minic.ir.types import DType
 from minic.schedule.caching import cache_accumulator, pack_operand
-from minic.schedule.nest import (ScheduleError, loads, loops, loops_named, map_exprs, perfect_band, rewrite_loops,
-                                 stmts_of, stores, subst_stmt, unique_loops, wrap)
+from minic.schedule.nest import (ScheduleError, at_zero, loads, loops, loops_named, map_exprs, perfect_band,
+                                 rewrite_loops, stmts_of, stores, subst_stmt, unique_loops, wrap)
 from minic.schedule.pixels import flat_pixels
 from minic.schedule.primitives import FEW, MAX_UNROLL, fuse, parallel, reorder, split, unroll, vectorize
 
@@ -440,8 +441,7 @@ def _step(index: list[Expr], f: Function) -> int:
     """The step between the rows (or columns) a conv reads: a 1x1 conv of stride 2 reads every
     other one (``i2 * 2 + p0``, its window's loop ``p0`` of one iteration), so ``channel_quads``
     copies those only, a quarter of the image.  1 where a window reads its neighbours."""
-    once = {t.var.name: const(0) for t in loops(f.body) if t.extent == Const(1) and t.start == Const(0)}
-    return math.gcd(*(divisor(substitute(e, once)) for e in index)) or 1
+    return math.gcd(*(divisor(substitute(e, at_zero(f.body))) for e in index)) or 1
 
 
 def _times(v: Var, step: int) -> Expr:
