@@ -123,6 +123,14 @@ def not_held(paths: list[BenchPath]) -> list[str]:
     return sorted({p.name.partition(":")[0] for p in paths} - set(HELD))
 
 
+def held_line(to: Isa, paths: list[BenchPath]) -> str:
+    """How a run held ``paths`` to ``to``, for its conditions: the switches, and who had none."""
+    free = not_held(paths)
+    return (f"{to.name} ({', '.join(f'{k}={v}' for k, v in to.env().items())}; minic compiled without "
+            f"LLVM's {', '.join(p + '*' for p in to.turned_off)})"
+            + (f"; not held, at this CPU's best: {', '.join(free)}" if free else ""))
+
+
 PATHS: dict[str, BenchPath] = {}
 ALIASES = {"torch-compile": "inductor", "ort": "onnxruntime", "eager": "torch"}
 

@@ -148,10 +148,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.isa:
         to = bench_paths.isa(args.isa)
         paths = bench_paths.held_to(paths, to)
-        free = bench_paths.not_held(paths)
-        conditions.isa = (f"{to.name} ({', '.join(f'{k}={v}' for k, v in to.env().items())}; minic compiled "
-                          f"without LLVM's {', '.join(p + '*' for p in to.turned_off)})"
-                          + (f"; not held, at this CPU's best: {', '.join(free)}" if free else ""))
+        conditions.isa = bench_paths.held_line(to, paths)
     results = []
     for config in configs(args):
         with progress_bar(f"{config.label}: build", len(paths)) as advance:

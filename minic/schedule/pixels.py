@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minic.ir.loops import Const, Expr, For, Function, Load, Stmt, Store, Var, map_expr, map_stmt, substitute, walk
+from minic.ir.loops import Const, Expr, For, Function, Load, Stmt, Store, free_vars, map_expr, map_stmt, substitute
 from minic.ir.loops_simplify import simplify
 from minic.schedule.nest import at_zero, loads, stores
 
@@ -35,19 +35,16 @@ def flat_pixels(f: Function, h: For, w: For, lanes: int) -> Function:
     row_waste = H * (-W % lanes) if W >= lanes else H * W
     if H == 1 or flat_waste * 16 > H * W or flat_waste >= row_waste:
         return f
-    once = at_zero(f.body)
-    pixel = {h.var.name, w.var.name}
-
-    def at_pixel(index: tuple[Expr, ...]) -> bool:
-        return (len(index) >= 2 and not any(pixel & {v.name for v in walk(e) if isinstance(v, Var)} for e in index[:-2])
-                and simplify(substitute(index[-2], once)) == h.var and simplify(substitute(index[-1], once)) == w.var)
-
-    accesses = [(a.buffer, a.index) for a in (*loads(f.body), *stores(f.body))
-                if any(isinstance(v, Var) and v.name in pixel for e in a.index for v in walk(e))]
-    if not accesses or not all(at_pixel(index) and tuple(b.shape[-2:]) == (H, W) for b, index in accesses):
+    once, pixel = at_zero(f.body), {h.var.name, w.var.name}
+    touched = (*loads(f.body), *stores(f.body))
+    accesses = [(a.buffer, a.index) for a in touched if any(free_vars(e) & pixel for e in a.index)]
+    if not accesses or not all(len(index) >= 2 and tuple(b.shape[-2:]) == (H, W)
+                               and not any(free_vars(e) & pixel for e in index[:-2])
+                               and simplify(substitute(index[-2], once)) == h.var
+                               and simplify(substitute(index[-1], once)) == w.var for b, index in accesses):
         return f
     flat = {b.name: replace(b, shape=tuple(b.shape[:-2]) + (1, H * W)) for b, _ in accesses}
-    if len(accesses) != sum(a.buffer.name in flat for a in (*loads(f.body), *stores(f.body))):
+    if len(accesses) != sum(a.buffer.name in flat for a in touched):
         return f                     # a buffer also read elsewhere than at a pixel
 
     def expr(e: Expr) -> Expr:

@@ -441,7 +441,8 @@ def _step(index: list[Expr], f: Function) -> int:
     """The step between the rows (or columns) a conv reads: a 1x1 conv of stride 2 reads every
     other one (``i2 * 2 + p0``, its window's loop ``p0`` of one iteration), so ``channel_quads``
     copies those only, a quarter of the image.  1 where a window reads its neighbours."""
-    return math.gcd(*(divisor(substitute(e, at_zero(f.body))) for e in index)) or 1
+    once = at_zero(f.body)
+    return math.gcd(*(divisor(substitute(e, once)) for e in index)) or 1
 
 
 def _times(v: Var, step: int) -> Expr:
